@@ -1,0 +1,3 @@
+from trainium_lens.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,51 @@
+"""``trainium-lens``: the terminal peer of the language server.
+
+Each subcommand lives in its own module under ``cli/`` with two functions,
+``register(subparsers)`` (adds its parser, sets ``handler``) and the handler
+itself, which returns an exit code. Errors are ``LensError``s: printed here as
+one line on stderr, with the error's exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+
+from .. import __version__
+from ..errors import LensError
+
+# In the order ``--help`` lists them.
+COMMANDS = ("profile", "show", "compare", "fetch", "doctor", "explorer", "export", "lsp")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trainium-lens",
+        description="Which lines of my PyTorch code cost device time, and why.",
+    )
+    parser.add_argument("--version", action="version", version=f"trainium-lens {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        module_name = f"{__name__}.{name}_cmd"
+        if importlib.util.find_spec(module_name) is None:
+            continue  # a command not built yet in this checkout
+        importlib.import_module(module_name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.handler(args) or 0)
+    except LensError as err:
+        print(f"trainium-lens: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("trainium-lens: cancelled", file=sys.stderr)
+        return 130

@@ -1,0 +1,55 @@
+"""Errors every layer shares. Each carries a one-line reason fit to show a user."""
+
+from __future__ import annotations
+
+
+class LensError(Exception):
+    """Base: ``str(err)`` is a one-line reason, ``exit_code`` what the CLI returns."""
+
+    exit_code = 1
+
+
+class UsageError(LensError):
+    exit_code = 2
+
+
+class HarnessError(LensError):
+    """The harness reported an error event (bad file, user code raised, no torch...).
+
+    ``kind`` is the event's kind (see docs/architecture.md); ``file``/``line``
+    point at the user's code when the error is theirs.
+    """
+
+    exit_code = 3
+
+    def __init__(self, message: str, kind: str = "internal", file: str | None = None,
+                 line: int | None = None, traceback: str | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.file = file
+        self.line = line
+        self.traceback = traceback
+
+    @classmethod
+    def from_event(cls, event: dict) -> "HarnessError":
+        return cls(
+            str(event.get("message") or "the harness failed"),
+            kind=str(event.get("kind") or "internal"),
+            file=event.get("file"),
+            line=event.get("line"),
+            traceback=event.get("traceback"),
+        )
+
+
+class TargetError(LensError):
+    """The target could not run the job: unreachable host, auth, host key, sync..."""
+
+    exit_code = 4
+
+
+class Cancelled(LensError):
+    exit_code = 130
+
+
+class TimedOut(LensError):
+    exit_code = 124

@@ -1,0 +1,93 @@
+"""A profiling job: what to profile, on which backend, with which protocol.
+
+The core builds a ``Job`` from the user's request (CLI or editor); a target
+turns it into the JSON *spec* the harness reads on stdin, filling in the paths
+as they are on that target (see docs/architecture.md, "Job spec").
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from .errors import UsageError
+
+SPEC_VERSION = 1
+PROTOCOL_KEYS = ("wait", "warmup", "active", "timing_calls")
+
+
+def new_batch_id() -> str:
+    """Sortable and unique: ``20261129-101500-3f2a``."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(2)
+
+
+@dataclass
+class Job:
+    workspace: Path  # local workspace root (absolute)
+    file: str  # relative to ``workspace``, POSIX separators
+    functions: list[str] = field(default_factory=list)  # empty: all marked (or ``line``)
+    line: int | None = None  # 1-based: the marked function containing this line
+    backend: str = "auto"
+    protocol: dict[str, int] = field(default_factory=dict)  # explicit overrides only
+    batch_id: str = field(default_factory=new_batch_id)
+
+    def to_spec(self, workspace_root: str, run_dir: str, host: str) -> dict:
+        """The harness's input, with paths as they are on the target."""
+        return {
+            "spec_version": SPEC_VERSION,
+            "batch_id": self.batch_id,
+            "workspace_root": workspace_root,
+            "file": self.file,
+            "functions": list(self.functions),
+            "line": self.line,
+            "backend": self.backend,
+            "protocol": dict(self.protocol),
+            "run_dir": run_dir,
+            "host": host,
+        }
+
+
+def workspace_root_for(path: Path) -> Path:
+    """The git work tree holding ``path``, else the file's own folder."""
+    folder = path.parent if path.is_file() or not path.exists() else path
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(folder), "rev-parse", "--show-toplevel"],
+            capture_output=True, text=True, timeout=10,
+        )
+        if out.returncode == 0 and out.stdout.strip():
+            return Path(out.stdout.strip()).resolve()
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return folder.resolve()
+
+
+def make_job(file: str | os.PathLike, *, functions: list[str] | None = None,
+             line: int | None = None, backend: str = "auto",
+             protocol: dict[str, int] | None = None,
+             workspace: str | os.PathLike | None = None) -> Job:
+    """Validate a request against the local file system and build a ``Job``."""
+    path = Path(file).expanduser().resolve()
+    if not path.is_file():
+        raise UsageError(f"no such file: {file}")
+    root = Path(workspace).expanduser().resolve() if workspace else workspace_root_for(path)
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        raise UsageError(f"{file} is not inside the workspace {root}") from None
+    if backend not in ("auto", "neuron", "cuda", "cpu"):
+        raise UsageError(f"unknown backend {backend!r}: use auto, neuron, cuda or cpu")
+    overrides = {k: int(v) for k, v in (protocol or {}).items() if v is not None}
+    for key, value in overrides.items():
+        if key not in PROTOCOL_KEYS:
+            raise UsageError(f"unknown protocol option {key!r}")
+        if value < (1 if key in ("active", "timing_calls") else 0):
+            raise UsageError(f"--{key.replace('_', '-')} must be at least "
+                             f"{1 if key in ('active', 'timing_calls') else 0}")
+    return Job(workspace=root, file=str(PurePosixPath(*rel.parts)),
+               functions=list(functions or []), line=line, backend=backend,
+               protocol=overrides)

@@ -1,0 +1,351 @@
+"""The result of profiling one function: a typed, versioned JSON document.
+
+Everything above the targets works from results alone (the editor, the CLI's
+``show``, comparisons), so a stored result can be re-opened without hardware.
+
+Conventions that every layer relies on:
+
+* Every time and count is **per step**, i.e. per call of the profiled function:
+  the sum over the active (measured) steps divided by their number. Spread
+  over the active steps is kept beside the figures that have it
+  (``*_min``/``*_max``/``*_median``).
+* ``self_time_us`` is always the **primary clock** of the backend
+  (``clock``): Neuron device time, CUDA kernel time, or CPU self time. The
+  CPU figure is also kept separately as ``self_cpu_us`` so a UI can never show
+  a CPU number as device time by accident.
+* ``file`` is relative to the workspace root, with ``/`` separators; ``line``
+  is 1-based.
+
+The harness writes a *batch* (one document per profiled function, see
+``Batch``); the core adds ``findings`` and stores each result on its own.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any, get_args, get_origin, get_type_hints
+
+SCHEMA_VERSION = 1
+
+BACKENDS = ("neuron", "cuda", "cpu")
+
+
+class ResultError(ValueError):
+    """A result file that cannot be used; the message says why in one line."""
+
+
+@dataclass
+class Protocol:
+    wait: int = 2
+    warmup: int = 1
+    active: int = 5
+    timing_calls: int = 20  # unprofiled calls timed after profiling
+
+
+@dataclass
+class FunctionRef:
+    file: str
+    name: str
+    line: int  # the line of the ``def``
+    protocol: Protocol = field(default_factory=Protocol)
+    marker_line: int | None = None  # the ``# trainium: profile`` comment
+
+
+@dataclass
+class Environment:
+    python: str = ""
+    torch: str = ""
+    torch_neuronx: str | None = None
+    neuron_flavour: str | None = None  # "native" (TorchNeuron) | "xla" | None
+    instance_type: str | None = None
+    neuron_cores: int | None = None
+    device_name: str | None = None
+    platform: str = ""
+
+
+@dataclass
+class Totals:
+    self_time_us: float  # primary clock, all ops, per step
+    self_cpu_us: float
+    wall_us_median: float | None  # unprofiled, synchronized, per call
+    steps: int  # active steps measured
+    self_time_us_min: float = 0.0
+    self_time_us_max: float = 0.0
+    wall_us_min: float | None = None
+    wall_us_max: float | None = None
+    dispatches: float = 0.0  # ATen ops dispatched from user code per step
+    per_step_self_time_us: list[float] = field(default_factory=list)
+
+
+@dataclass
+class OpStat:
+    """One row of the ``key_averages()`` view (ATen ops only)."""
+
+    name: str
+    calls: float
+    self_time_us: float
+    total_time_us: float
+    self_cpu_us: float
+    device_time_us: float = 0.0
+
+
+@dataclass
+class LineOp:
+    name: str
+    calls: float
+    self_time_us: float
+    self_cpu_us: float = 0.0
+
+
+@dataclass
+class LineStat:
+    file: str
+    line: int
+    self_time_us: float
+    total_time_us: float
+    self_cpu_us: float
+    calls: float  # ops dispatched directly from this line, per step
+    self_time_us_min: float = 0.0
+    self_time_us_max: float = 0.0
+    self_time_us_median: float = 0.0
+    text: str = ""  # the source line as profiled (the editor may have moved on)
+    function: str = ""  # enclosing user function
+    ops: list[LineOp] = field(default_factory=list)
+
+
+@dataclass
+class SourceLine:
+    file: str
+    line: int
+
+
+@dataclass
+class Region:
+    """A torch.compile region ("Torch-Compiled Region: i/j")."""
+
+    name: str
+    file: str  # the user line that called the compiled function
+    line: int
+    self_time_us: float
+    calls: float
+    covered_lines: list[SourceLine] = field(default_factory=list)
+    fx_nodes: int = 0  # ops the graph fused into this region
+
+
+@dataclass
+class Finding:
+    kind: str  # "dispatches" | "h2d_copy" | "cpu_fallback" | "no_device_time" | "compile_in_steps" | ...
+    severity: str  # "error" | "warning" | "info" | "hint"
+    file: str
+    line: int
+    message: str
+    fix: str | None = None
+
+
+@dataclass
+class NeffPair:
+    neff: str | None
+    ntff: str | None
+
+
+@dataclass
+class Artifacts:
+    location: str = "local"  # "local" or the SSH host that holds them
+    run_dir: str = ""  # absolute path on that host
+    trace: str | None = None  # Chrome-trace JSON with the user-line ranges
+    neuron_profile_dir: str | None = None
+    neff_ntff: list[NeffPair] = field(default_factory=list)
+
+
+@dataclass
+class Window:
+    start_us: float  # trace clock (the trace file's ``ts`` values)
+    dur_us: float
+
+
+@dataclass
+class LineWindows:
+    file: str
+    line: int
+    windows: list[Window] = field(default_factory=list)
+
+
+@dataclass
+class Signals:
+    """Raw observations from the harness; analysis turns them into findings."""
+
+    device_time_reported: bool = True
+    cpu_fallback_ops: list[str] = field(default_factory=list)
+    h2d_copies: list[LineOp] = field(default_factory=list)  # op name: "file:line"
+    h2d_copy_lines: list[SourceLine] = field(default_factory=list)
+    compiles_in_active_steps: int = 0
+    recompiles: int = 0
+    graph_breaks: int = 0
+    neuron_rt_inspect_clash: bool = False
+    warnings: list[str] = field(default_factory=list)
+    instrumentation_overhead: float | None = None  # instrumented/plain wall ratio
+
+
+@dataclass
+class Output:
+    """What the function returned, for comparing variants of one file."""
+
+    dtype: str | None = None
+    shape: list[int] | None = None
+    reference: str | None = None  # the first variant of the batch
+    max_abs_diff: float | None = None  # against the reference's output
+
+
+@dataclass
+class Result:
+    run_id: str
+    created_at: str  # ISO 8601, UTC
+    backend: str
+    clock: str  # equals backend: which clock ``self_time_us`` is
+    host: str
+    function: FunctionRef
+    totals: Totals
+    environment: Environment = field(default_factory=Environment)
+    ops: list[OpStat] = field(default_factory=list)
+    lines: list[LineStat] = field(default_factory=list)
+    regions: list[Region] = field(default_factory=list)
+    unattributed_us: float = 0.0
+    findings: list[Finding] = field(default_factory=list)
+    artifacts: Artifacts = field(default_factory=Artifacts)
+    timeline: list[LineWindows] = field(default_factory=list)
+    signals: Signals = field(default_factory=Signals)
+    output: Output = field(default_factory=Output)
+    batch_id: str | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    # -- conveniences used by every consumer --------------------------------
+    def line(self, file: str, line: int) -> LineStat | None:
+        for stat in self.lines:
+            if stat.line == line and stat.file == file:
+                return stat
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Result":
+        if not isinstance(data, dict):
+            raise ResultError("not a Trainium Lens result: expected a JSON object")
+        version = data.get("schema_version")
+        if not isinstance(version, int):
+            raise ResultError("not a Trainium Lens result: no schema_version")
+        if version > SCHEMA_VERSION:
+            raise ResultError(
+                f"result has schema version {version}; this Trainium Lens reads up to "
+                f"{SCHEMA_VERSION}: upgrade trainium-lens"
+            )
+        try:
+            result = _build(cls, data, "result")
+        except ResultError:
+            raise
+        if result.backend not in BACKENDS:
+            raise ResultError(f"result.backend: unknown backend {result.backend!r}")
+        return result
+
+
+@dataclass
+class Batch:
+    """What the harness writes: the results of one job (one or more functions)."""
+
+    batch_id: str
+    results: list[Result]
+    schema_version: int = SCHEMA_VERSION
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Batch":
+        if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+            raise ResultError("not a Trainium Lens batch: expected an object with results[]")
+        return cls(
+            batch_id=str(data.get("batch_id", "")),
+            results=[Result.from_dict(r) for r in data["results"]],
+        )
+
+
+def load(path: str | Path) -> Result:
+    """Read and validate one stored result; ``ResultError`` says what is wrong."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ResultError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    return Result.from_dict(data)
+
+
+def save(result: Result, path: str | Path) -> Path:
+    """Write atomically: a reader never sees half a file, a crash loses nothing."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(result.to_json(), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+# -- validation: build dataclasses from plain JSON, checking types -------------
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _build(tp: Any, value: Any, where: str) -> Any:
+    origin = get_origin(tp)
+    if is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ResultError(f"{where}: expected an object")
+        hints = _hints(tp)
+        kwargs = {}
+        for f in fields(tp):
+            if f.name in value:
+                kwargs[f.name] = _build(hints[f.name], value[f.name], f"{where}.{f.name}")
+        try:
+            return tp(**kwargs)
+        except TypeError as exc:  # a required field is missing
+            missing = str(exc).split("argument")[-1].strip(": ")
+            raise ResultError(f"{where}: missing {missing}") from None
+    if origin is list:
+        if not isinstance(value, list):
+            raise ResultError(f"{where}: expected a list")
+        (item,) = get_args(tp)
+        return [_build(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is not None:  # X | None
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        return _build(args[0], value, where)
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ResultError(f"{where}: expected a number, got {value!r:.40}")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ResultError(f"{where}: expected an integer, got {value!r:.40}")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise ResultError(f"{where}: expected a string, got {value!r:.40}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ResultError(f"{where}: expected true/false, got {value!r:.40}")
+        return value
+    return value

@@ -1,0 +1,54 @@
+"""The one interface every target implements (local subprocess, OpenSSH).
+
+A target runs the harness for a ``Job`` and streams its progress events back.
+It owns everything about *where*: syncing the workspace, placing the harness,
+choosing the run directory, stopping the remote process group on cancel.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Callable
+
+from ..jobs import Job
+
+# One progress event from the harness (a decoded JSON line), or one the target
+# adds itself (stage "connect"/"sync").
+EventSink = Callable[[dict], None]
+
+
+class Target(ABC):
+    #: "local" or the SSH host as the user named it; written into results.
+    host: str = "local"
+
+    @abstractmethod
+    def run(self, job: Job, on_event: EventSink, cancel: threading.Event | None = None,
+            timeout: float | None = None) -> dict:
+        """Run the job; return the harness's batch document (a dict).
+
+        Raises ``HarnessError`` (the harness reported an error event),
+        ``TargetError`` (could not run it), ``Cancelled`` (``cancel`` was set:
+        the harness's whole process group is stopped before this returns),
+        ``TimedOut`` (likewise, after ``timeout`` seconds).
+        """
+
+    @abstractmethod
+    def fetch(self, remote_path: str, dest: Path) -> Path:
+        """Copy an artifact (file or folder) from the target to ``dest``."""
+
+    def close(self) -> None:
+        """Release connections (e.g. an SSH ControlMaster)."""
+
+
+def workspace_id(workspace: Path) -> str:
+    """A stable, readable folder name for a workspace on a target:
+    ``<basename>-<8 hex of the absolute path>`` (two checkouts never share one)."""
+    import hashlib
+    import re
+
+    absolute = str(Path(workspace).resolve())
+    digest = hashlib.sha256(absolute.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    base = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(absolute).name)[:40] or "workspace"
+    return f"{base}-{digest}"

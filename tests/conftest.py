@@ -1,0 +1,35 @@
+"""Shared test setup: quiet, repeatable torch in every subprocess the tests start."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+# Fixtures of one area live in their own module; pytest loads them from here.
+pytest_plugins = [
+    name for name in ("tests.sshd",) if (ROOT / (name.replace(".", "/") + ".py")).exists()
+]
+
+# The harness runs as a subprocess with the same interpreter as the tests.
+PYTHON = sys.executable
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _quiet_torch_env(tmp_path_factory):
+    """One thread (the machine has 2 busy cores) and a private inductor cache."""
+    cache = tmp_path_factory.mktemp("inductor")
+    old = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "TORCHINDUCTOR_CACHE_DIR")}
+    os.environ["OMP_NUM_THREADS"] = "1"
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache))
+    yield
+    for k, v in old.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
