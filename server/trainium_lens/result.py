@@ -196,6 +196,7 @@ class Output:
     shape: list[int] | None = None
     reference: str | None = None  # the first variant of the batch
     max_abs_diff: float | None = None  # against the reference's output
+    max_abs: float | None = None  # largest |element| of this output (relative tolerance)
 
 
 @dataclass

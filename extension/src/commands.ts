@@ -1,0 +1,68 @@
+// The palette/context-menu commands. Each forwards to the server's
+// `workspace/executeCommand` (the contract in docs/architecture.md, "LSP surface");
+// the client adds only what the editor knows: the file, the cursor line, saving.
+import * as vscode from "vscode";
+import type { LensContext } from "./context";
+import { ResultsPanel } from "./panel/resultsPanel";
+
+// The server's reply; on failure it has already shown the reason (window/showMessage).
+interface ProfileReply {
+  run_ids?: string[];
+  backend?: string;
+  headline?: string;
+  error?: string;
+  kind?: string;
+}
+
+function pythonEditor(): vscode.TextEditor | undefined {
+  const editor = vscode.window.activeTextEditor;
+  if (editor?.document.languageId === "python") return editor;
+  void vscode.window.showWarningMessage("Trainium Lens: open a Python file with a '# trainium: profile' function first.");
+  return undefined;
+}
+
+/** Profiling runs the file on disk: save first so the figures match the text. */
+async function saved(editor: vscode.TextEditor): Promise<boolean> {
+  if (!editor.document.isDirty) return true;
+  return editor.document.save();
+}
+
+export function registerCommands(ctx: LensContext): void {
+  const panel = new ResultsPanel(ctx);
+  const { servers } = ctx;
+
+  const profile = async (withLine: boolean): Promise<void> => {
+    const editor = pythonEditor();
+    if (!editor || !(await saved(editor))) return;
+    const uri = editor.document.uri;
+    const args = withLine ? { uri: uri.toString(), line: editor.selection.active.line } : { uri: uri.toString() };
+    const reply = await servers.executeCommand<ProfileReply>("trainiumLens.profile", args);
+    if (!reply || reply.error || !reply.run_ids?.length) return;
+    if (reply.headline) vscode.window.setStatusBarMessage(`Trainium Lens: ${reply.headline}`, 10_000);
+    if (vscode.workspace.getConfiguration("trainiumLens").get<boolean>("openResultsAfterRun", true)) {
+      await panel.show({ uri, function: undefined });
+    }
+  };
+
+  ctx.extension.subscriptions.push(
+    panel,
+    vscode.commands.registerCommand("trainiumLens.profileHere", () => profile(true)),
+    vscode.commands.registerCommand("trainiumLens.profileFile", () => profile(false)),
+    vscode.commands.registerCommand("trainiumLens.compare", async () => {
+      const editor = pythonEditor();
+      if (!editor) return;
+      const uri = editor.document.uri;
+      const reply = await servers.executeCommand<{ error?: string; function?: string }>(
+        "trainiumLens.compareWithPrevious",
+        { uri: uri.toString() },
+      );
+      if (reply && !reply.error) await panel.show({ uri, function: reply.function }, false);
+    }),
+    vscode.commands.registerCommand("trainiumLens.showResults", async () => {
+      const editor = pythonEditor();
+      if (editor) await panel.show({ uri: editor.document.uri }, false);
+    }),
+    vscode.commands.registerCommand("trainiumLens.showOutput", () => ctx.output.show(true)),
+    vscode.commands.registerCommand("trainiumLens.restartServer", () => servers.restart("restart requested")),
+  );
+}

@@ -1,0 +1,159 @@
+// Numbers and rows for the results panel (pure: tested under node --test).
+// The result's fields are documented in server/trainium_lens/result.py; every
+// time is per step (per call of the profiled function), on the run's clock.
+
+export interface OpRow {
+  name: string;
+  calls: number;
+  self_time_us: number;
+  total_time_us?: number;
+  self_cpu_us?: number;
+}
+
+export interface LineRow {
+  file: string;
+  line: number;
+  self_time_us: number;
+  total_time_us?: number;
+  calls?: number;
+  self_time_us_min?: number;
+  self_time_us_max?: number;
+  text?: string;
+  ops?: { name: string; calls: number; self_time_us: number }[];
+}
+
+export interface FindingRow {
+  kind: string;
+  severity: string;
+  file: string;
+  line: number;
+  message: string;
+  fix?: string | null;
+}
+
+export interface ResultDoc {
+  run_id: string;
+  created_at?: string;
+  backend: string;
+  clock: string;
+  host: string;
+  function: { file: string; name: string; line: number };
+  totals: { self_time_us: number; wall_us_median?: number | null; steps?: number; dispatches?: number };
+  ops?: OpRow[];
+  lines?: LineRow[];
+  findings?: FindingRow[];
+  unattributed_us?: number;
+}
+
+export interface RunData {
+  result?: ResultDoc | null;
+  comparison?: unknown;
+  diff?: unknown;
+  // where each profiled line (1-based, as in the result) sits in the editor now (0-based)
+  lines?: { line: number; current: number | null; stale: boolean }[];
+}
+
+/** The editor line (0-based) to reveal for a result line: where it moved to, if it did. */
+export function currentLine(data: RunData, file: string, line: number): number {
+  if (data.result && data.result.function.file === file) {
+    const placed = data.lines?.find((l) => l.line === line);
+    if (placed && typeof placed.current === "number") return placed.current;
+  }
+  return line - 1;
+}
+
+/** "403 µs", "2.36 ms", "1.20 s": three significant digits, the unit that fits. */
+export function formatUs(us: number | null | undefined): string {
+  if (us === null || us === undefined || !Number.isFinite(us)) return "–";
+  const abs = Math.abs(us);
+  if (abs < 1000) return `${sig3(us)} µs`;
+  if (abs < 1_000_000) return `${sig3(us / 1000)} ms`;
+  return `${sig3(us / 1_000_000)} s`;
+}
+
+function sig3(v: number): string {
+  const abs = Math.abs(v);
+  if (abs === 0) return "0";
+  if (abs >= 100) return v.toFixed(0);
+  if (abs >= 10) return v.toFixed(1);
+  return v.toFixed(2);
+}
+
+export function formatShare(part: number, whole: number): string {
+  if (!whole || !Number.isFinite(part)) return "–";
+  return `${((100 * part) / whole).toFixed(1)}%`;
+}
+
+/** Calls per step can be fractional (an op every other step): show it honestly but briefly. */
+export function formatCalls(calls: number | undefined): string {
+  if (calls === undefined || !Number.isFinite(calls)) return "–";
+  return Number.isInteger(calls) ? String(calls) : calls.toFixed(1);
+}
+
+/** What `self_time_us` measures on this clock: never call a CPU figure device time. */
+export function clockLabel(clock: string): string {
+  switch (clock) {
+    case "neuron":
+      return "Neuron device time";
+    case "cuda":
+      return "CUDA kernel time";
+    case "cpu":
+      return "CPU self time";
+    default:
+      return `${clock} time`;
+  }
+}
+
+/** The `key_averages()` view: ATen ops by self time, hottest first. */
+export function sortedOps(result: ResultDoc): OpRow[] {
+  return [...(result.ops ?? [])].sort((a, b) => b.self_time_us - a.self_time_us || a.name.localeCompare(b.name));
+}
+
+export function sortedLines(result: ResultDoc): LineRow[] {
+  return [...(result.lines ?? [])].sort((a, b) => b.self_time_us - a.self_time_us || a.line - b.line);
+}
+
+const SEVERITY_ORDER: Record<string, number> = { error: 0, warning: 1, info: 2, hint: 3 };
+
+export function sortedFindings(result: ResultDoc): FindingRow[] {
+  return [...(result.findings ?? [])].sort(
+    (a, b) => (SEVERITY_ORDER[a.severity] ?? 9) - (SEVERITY_ORDER[b.severity] ?? 9) || a.line - b.line,
+  );
+}
+
+/**
+ * A generic table from the comparison or diff document, whatever its exact shape:
+ * the first array of objects found under `rows`/`variants`/`lines` (or the value
+ * itself), with the union of their scalar keys as columns.
+ */
+export function genericTable(doc: unknown): { columns: string[]; rows: Record<string, unknown>[] } | undefined {
+  let rows: unknown = doc;
+  if (doc && typeof doc === "object" && !Array.isArray(doc)) {
+    const d = doc as Record<string, unknown>;
+    rows = d.rows ?? d.variants ?? d.lines ?? d.results;
+  }
+  if (!Array.isArray(rows) || rows.length === 0 || typeof rows[0] !== "object" || rows[0] === null) return undefined;
+  const columns: string[] = [];
+  for (const row of rows as Record<string, unknown>[]) {
+    for (const [k, v] of Object.entries(row)) {
+      if ((v === null || typeof v !== "object") && !columns.includes(k)) columns.push(k);
+    }
+  }
+  return { columns, rows: rows as Record<string, unknown>[] };
+}
+
+/** A cell of a generic table: times (keys ending in `_us`) in readable units. */
+export function formatCell(key: string, value: unknown): string {
+  if (value === null || value === undefined) return "–";
+  if (typeof value === "number") {
+    if (key.endsWith("_us")) return formatUs(value);
+    if (key.endsWith("ratio") || key === "speedup") return `${value.toFixed(2)}×`;
+    return Number.isInteger(value) ? String(value) : value.toFixed(2);
+  }
+  return String(value);
+}
+
+/** Column titles for generic tables: `self_time_us` → "self time". */
+export function columnTitle(key: string): string {
+  return key.replace(/_us$/, "").replace(/_/g, " ");
+}

@@ -1,0 +1,140 @@
+// The results panel's HTML (pure: a string from the run data). Strict CSP: nothing
+// remote, no inline script; the one script is the bundled panel.js, allowed by nonce.
+import {
+  RunData,
+  clockLabel,
+  columnTitle,
+  formatCalls,
+  formatCell,
+  formatShare,
+  formatUs,
+  genericTable,
+  sortedFindings,
+  sortedLines,
+  sortedOps,
+} from "./format";
+
+export interface PageAssets {
+  cspSource: string; // webview.cspSource
+  nonce: string;
+  scriptUri: string;
+  styleUri: string;
+}
+
+export function escapeHtml(text: unknown): string {
+  return String(text ?? "")
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;")
+    .replace(/'/g, "&#39;");
+}
+
+export function contentSecurityPolicy(a: PageAssets): string {
+  return [
+    "default-src 'none'",
+    `style-src ${a.cspSource}`,
+    `script-src 'nonce-${a.nonce}'`,
+    `img-src ${a.cspSource} data:`,
+    `font-src ${a.cspSource}`,
+  ].join("; ");
+}
+
+/** A nonce for one page load: 32 characters from a CSPRNG. */
+export function makeNonce(random: (n: number) => Uint8Array): string {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  return Array.from(random(32), (b) => alphabet[b % alphabet.length]).join("");
+}
+
+function revealAttrs(file: string, line: number): string {
+  return `class="reveal" tabindex="0" data-file="${escapeHtml(file)}" data-line="${escapeHtml(line)}"`;
+}
+
+function table(id: string, head: string[], rows: string[]): string {
+  const th = head.map((h) => `<th>${escapeHtml(h)}</th>`).join("");
+  return `<table id="${id}"><thead><tr>${th}</tr></thead><tbody>${rows.join("")}</tbody></table>`;
+}
+
+export function renderBody(data: RunData): string {
+  const r = data.result;
+  if (!r) return `<p class="empty">No run yet for this file. Right-click a marked function → <b>Profile on Trainium</b>.</p>`;
+  const total = r.totals.self_time_us;
+  const parts: string[] = [];
+  parts.push(
+    `<header><h1>${escapeHtml(r.function.name)} <span class="muted">${escapeHtml(r.function.file)}:${r.function.line}</span></h1>` +
+      `<p><b>${escapeHtml(formatUs(total))}</b> ${escapeHtml(clockLabel(r.clock))} per call` +
+      (r.totals.wall_us_median ? ` · wall ${escapeHtml(formatUs(r.totals.wall_us_median))} (unprofiled median)` : "") +
+      (r.totals.steps ? ` · ${r.totals.steps} measured steps` : "") +
+      ` · backend <b>${escapeHtml(r.backend)}</b> on <b>${escapeHtml(r.host)}</b>` +
+      ` · <span class="muted">run ${escapeHtml(r.run_id)}</span></p></header>`,
+  );
+
+  const findings = sortedFindings(r);
+  if (findings.length) {
+    const rows = findings.map(
+      (f) =>
+        `<tr ${revealAttrs(f.file, f.line)}><td class="sev ${escapeHtml(f.severity)}">${escapeHtml(f.severity)}</td>` +
+        `<td>${escapeHtml(f.file)}:${f.line}</td><td>${escapeHtml(f.message)}` +
+        (f.fix ? `<div class="muted">${escapeHtml(f.fix)}</div>` : "") +
+        `</td></tr>`,
+    );
+    parts.push(`<h2>Findings</h2>` + table("findings", ["", "line", "finding"], rows));
+  }
+
+  const lines = sortedLines(r);
+  const lineRows = lines.map(
+    (l) =>
+      `<tr ${revealAttrs(l.file, l.line)}><td class="num">${l.line}</td>` +
+      `<td class="num">${escapeHtml(formatUs(l.self_time_us))}</td><td class="num">${escapeHtml(formatShare(l.self_time_us, total))}</td>` +
+      `<td class="num">${escapeHtml(formatCalls(l.calls))}</td>` +
+      `<td class="num">${escapeHtml(l.self_time_us_min !== undefined && l.self_time_us_max !== undefined ? `${formatUs(l.self_time_us_min)} – ${formatUs(l.self_time_us_max)}` : "–")}</td>` +
+      `<td><code>${escapeHtml((l.text ?? "").trim())}</code></td>` +
+      `<td class="muted">${escapeHtml((l.ops ?? []).map((o) => o.name).join(", "))}</td></tr>`,
+  );
+  parts.push(
+    `<h2>Lines <span class="muted">by self time</span></h2>` +
+      table("lines", ["line", "self", "share", "ops/call", "spread", "source", "ops"], lineRows),
+  );
+  if (r.unattributed_us) parts.push(`<p class="muted">Unattributed: ${escapeHtml(formatUs(r.unattributed_us))}</p>`);
+
+  const opRows = sortedOps(r).map(
+    (o) =>
+      `<tr><td><code>${escapeHtml(o.name)}</code></td><td class="num">${escapeHtml(formatCalls(o.calls))}</td>` +
+      `<td class="num">${escapeHtml(formatUs(o.self_time_us))}</td><td class="num">${escapeHtml(formatShare(o.self_time_us, total))}</td>` +
+      `<td class="num">${escapeHtml(formatUs(o.total_time_us))}</td></tr>`,
+  );
+  parts.push(`<h2>Ops <span class="muted">by self time</span></h2>` + table("ops", ["op", "calls", "self", "share", "total"], opRows));
+
+  for (const [id, title, doc] of [
+    ["comparison", "Variants", data.comparison],
+    ["diff", "Against the previous run", data.diff],
+  ] as const) {
+    const t = genericTable(doc);
+    if (!t) continue;
+    const rows = t.rows.map((row) => {
+      const cells = t.columns.map((c) => `<td>${escapeHtml(formatCell(c, row[c]))}</td>`).join("");
+      const line = typeof row.line === "number" ? row.line : typeof row.after_line === "number" ? row.after_line : undefined;
+      const file = typeof row.file === "string" ? row.file : r.function.file;
+      return line !== undefined ? `<tr ${revealAttrs(file, line)}>${cells}</tr>` : `<tr>${cells}</tr>`;
+    });
+    parts.push(`<h2>${title}</h2>` + table(id, t.columns.map(columnTitle), rows));
+  }
+  return parts.join("\n");
+}
+
+export function renderPage(data: RunData, assets: PageAssets): string {
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${escapeHtml(contentSecurityPolicy(assets))}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${escapeHtml(assets.styleUri)}">
+<title>Trainium Lens</title>
+</head>
+<body>
+${renderBody(data)}
+<script nonce="${escapeHtml(assets.nonce)}" src="${escapeHtml(assets.scriptUri)}"></script>
+</body>
+</html>`;
+}

@@ -1,0 +1,95 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { RunData, ResultDoc, currentLine, formatCell, formatUs, genericTable, sortedFindings, sortedOps } from "../src/panel/format";
+import { contentSecurityPolicy, escapeHtml, makeNonce, renderBody, renderPage } from "../src/panel/html";
+
+const result: ResultDoc = {
+  run_id: "20261129-101500-3f2a-0",
+  backend: "cpu",
+  clock: "cpu",
+  host: "local",
+  function: { file: "examples/rmsnorm.py", name: "rms_norm_naive", line: 20 },
+  totals: { self_time_us: 1000, wall_us_median: 1500, steps: 5 },
+  ops: [
+    { name: "aten::pow", calls: 1, self_time_us: 200 },
+    { name: "aten::mul", calls: 2, self_time_us: 500 },
+    { name: "aten::mean", calls: 1, self_time_us: 300 },
+  ],
+  lines: [
+    { file: "examples/rmsnorm.py", line: 22, self_time_us: 300, calls: 2, text: "    v = x.pow(2).mean(-1, keepdim=True)", ops: [] },
+    { file: "examples/rmsnorm.py", line: 23, self_time_us: 700, calls: 2.5, text: "    return x * torch.rsqrt(v) * w <script>", ops: [{ name: "aten::mul", calls: 2, self_time_us: 500 }] },
+  ],
+  findings: [
+    { kind: "x", severity: "info", file: "examples/rmsnorm.py", line: 22, message: "later" },
+    { kind: "dispatches", severity: "warning", file: "examples/rmsnorm.py", line: 23, message: "3 dispatches <b>" },
+  ],
+};
+
+test("formatUs picks the unit and three significant digits", () => {
+  assert.deepEqual([0.5, 12.34, 403.2, 2356, 23_550, 1_200_000, null].map(formatUs), ["0.50 µs", "12.3 µs", "403 µs", "2.36 ms", "23.6 ms", "1.20 s", "–"]);
+});
+
+test("ops sorted by self time, findings by severity", () => {
+  assert.deepEqual(sortedOps(result).map((o) => o.name), ["aten::mul", "aten::mean", "aten::pow"]);
+  assert.deepEqual(sortedFindings(result).map((f) => f.severity), ["warning", "info"]);
+});
+
+test("the body: op table hottest first, lines clickable, user text escaped", () => {
+  const html = renderBody({ result });
+  const ops = html.slice(html.indexOf('<table id="ops">'));
+  assert.ok(ops.indexOf("aten::mul") < ops.indexOf("aten::mean"));
+  assert.match(html, /<tr class="reveal" tabindex="0" data-file="examples\/rmsnorm.py" data-line="23">/);
+  assert.ok(!html.includes("<script>") && html.includes("&lt;script&gt;"));
+  assert.ok(html.includes("3 dispatches &lt;b&gt;"));
+  assert.match(html, /CPU self time/); // a CPU run never reads as device time
+  assert.ok(!/device time/.test(html));
+  assert.match(html, /70\.0%/); // line 23's share of the function
+});
+
+test("no result: a hint instead of empty tables", () => {
+  assert.match(renderBody({ result: null }), /Profile on Trainium/);
+});
+
+test("the page: strict CSP with the nonce, no inline or remote script", () => {
+  const nonce = makeNonce((n) => new Uint8Array(n).map((_, i) => i * 7));
+  assert.equal(nonce.length, 32);
+  const assets = { cspSource: "https://x.vscode-cdn.net", nonce, scriptUri: "https://x/panel.js", styleUri: "https://x/panel.css" };
+  const page = renderPage({ result }, assets);
+  const csp = contentSecurityPolicy(assets);
+  assert.match(csp, /^default-src 'none'/);
+  assert.ok(csp.includes(`script-src 'nonce-${nonce}'`));
+  assert.ok(!csp.includes("unsafe"));
+  assert.equal((page.match(/<script/g) ?? []).length, 1);
+  assert.ok(page.includes(`<script nonce="${nonce}" src="https://x/panel.js"></script>`));
+});
+
+test("variants and diff tables from the server's comparison shapes", () => {
+  const comparison = {
+    clock: "cpu",
+    reference: "rms_norm_naive",
+    rows: [
+      { variant: "rms_norm_naive", run_id: "r0", line: 20, time_us: 2355, speedup: 1, verdict: "reference", extra: { nested: 1 } },
+      { variant: "rms_norm_fused", run_id: "r1", line: 30, time_us: 403, speedup: 5.84, verdict: "ok" },
+    ],
+  };
+  const t = genericTable(comparison)!;
+  assert.deepEqual(t.columns, ["variant", "run_id", "line", "time_us", "speedup", "verdict"]);
+  assert.equal(formatCell("time_us", 403), "403 µs");
+  assert.equal(formatCell("speedup", 5.84), "5.84×");
+  const html = renderBody({ result, comparison, diff: { lines: [{ after_line: 23, delta_us: -20 }] } });
+  assert.match(html, /<table id="comparison">.*data-line="30"/s);
+  assert.match(html, /<table id="diff">.*data-line="23"/s);
+  assert.equal(genericTable(null), undefined);
+  assert.equal(genericTable({ rows: [] }), undefined);
+});
+
+test("currentLine follows a profiled line the user moved", () => {
+  const data: RunData = { result, lines: [{ line: 23, current: 30, stale: false }, { line: 22, current: null, stale: true }] };
+  assert.equal(currentLine(data, "examples/rmsnorm.py", 23), 30);
+  assert.equal(currentLine(data, "examples/rmsnorm.py", 22), 21);
+  assert.equal(currentLine(data, "other.py", 23), 22);
+});
+
+test("escapeHtml covers attributes too", () => {
+  assert.equal(escapeHtml(`"'<&>`), "&quot;&#39;&lt;&amp;&gt;");
+});

@@ -1,0 +1,60 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { expandPath, serverSettings, settingsPayload } from "../src/settings";
+
+const from = (values: Record<string, unknown>) => (key: string) => values[key];
+
+test("defaults when nothing is set", () => {
+  assert.deepEqual(serverSettings(from({}), "/usr/bin/python3"), {
+    host: "local",
+    sshConfig: "",
+    remotePython: "",
+    workDir: "",
+    backend: "auto",
+    wait: null,
+    warmup: null,
+    active: null,
+    hintThreshold: 0,
+    historySize: 20,
+    timeoutSeconds: 3600,
+    python: "/usr/bin/python3",
+  });
+});
+
+test("values are trimmed, clamped, and junk falls back", () => {
+  const s = serverSettings(
+    from({
+      host: "  trn1 ",
+      backend: "tpu",
+      wait: 2.6,
+      warmup: -3,
+      active: 0,
+      hintThreshold: "2%",
+      historySize: 0,
+      timeoutSeconds: "soon",
+      sshConfig: "${workspaceFolder}/ssh_config",
+    }),
+    "py",
+    "/ws",
+  );
+  assert.equal(s.host, "trn1");
+  assert.equal(s.backend, "auto");
+  assert.deepEqual([s.wait, s.warmup, s.active], [3, 0, 1]);
+  assert.equal(s.hintThreshold, "2%");
+  assert.equal(s.historySize, 1);
+  assert.equal(s.timeoutSeconds, 3600);
+  assert.equal(s.sshConfig, "/ws/ssh_config");
+});
+
+test("payload is keyed by section, as the server's settings.section_of reads it", () => {
+  const s = serverSettings(from({ host: "trn1" }), "py");
+  assert.deepEqual(Object.keys(settingsPayload(s)), ["settings"]);
+  assert.equal(settingsPayload(s).settings.trainiumLens.host, "trn1");
+});
+
+test("expandPath: ~, ${userHome}, ${workspaceFolder}", () => {
+  assert.equal(expandPath("~/venv/bin/python", "/ws", "/home/me"), "/home/me/venv/bin/python");
+  assert.equal(expandPath("${userHome}/x", undefined, "/home/me"), "/home/me/x");
+  assert.equal(expandPath(" ${workspaceFolder}/.venv/bin/python ", "/ws", "/h"), "/ws/.venv/bin/python");
+  assert.equal(expandPath("${workspaceFolder}/p", undefined, "/h"), "${workspaceFolder}/p");
+});

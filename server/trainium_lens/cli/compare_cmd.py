@@ -1,0 +1,30 @@
+"""``trainium-lens compare A B``: what changed per line between two runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..analysis.compare import diff_runs
+from .profile_cmd import style_for
+from .render import render_diff
+from .show_cmd import resolve
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "compare", help="per-line differences between two runs",
+        description="Compare two results (files, run ids or unique prefixes): per-line "
+                    "self time before and after, lines matched by their text and number.")
+    p.add_argument("before", metavar="A", help="the earlier run (RESULT.json or RUN_ID)")
+    p.add_argument("after", metavar="B", help="the later run (RESULT.json or RUN_ID)")
+    p.add_argument("--workspace", metavar="DIR",
+                   help="workspace whose runs to look in (default: the current git work tree)")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    before = resolve(args.before, args.workspace)
+    after = resolve(args.after, args.workspace)
+    print(render_diff(diff_runs(before, after), style_for(sys.stdout)))
+    return 0

@@ -1,0 +1,46 @@
+"""``trainium-lens export RUN_ID [-o FILE]``: the run's trace for Perfetto UI."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..jobs import workspace_root_for
+from ..targets import make_target
+from ..trace_export import load_trace, local_trace_path, summarize, write_export
+from .show_cmd import resolve
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "export", help="write a run's trace as Perfetto / Chrome-trace JSON",
+        description="Write the trace of a stored run, with one lane for the user-line ranges, "
+                    "one for ATen ops and one per device stream, as Chrome-trace JSON that "
+                    "Perfetto UI (ui.perfetto.dev, Open trace file) and chrome://tracing open. "
+                    "A trace that is still on the SSH host is fetched first.")
+    p.add_argument("run", metavar="RUN_ID", help="a run id (or unique prefix), or a result .json")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="where to write it (default: <run_id>.perfetto.json here)")
+    p.add_argument("--workspace", metavar="DIR",
+                   help="workspace whose runs to look in (default: the current git work tree)")
+    p.add_argument("--ssh-config", metavar="PATH", help="ssh config file to fetch with")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    result = resolve(args.run, args.workspace)
+    workspace = (Path(args.workspace).expanduser().resolve() if args.workspace
+                 else workspace_root_for(Path.cwd()))
+    path = local_trace_path(result, workspace,
+                            lambda host: make_target(host, ssh_config=args.ssh_config))
+    trace = load_trace(path)
+    dest = Path(args.output or f"{result.run_id}.perfetto.json")
+    title = f"{result.function.file}::{result.function.name} · run {result.run_id} ({result.backend})"
+    write_export(trace, dest, title, {"run_id": result.run_id, "backend": result.backend,
+                                      "host": result.host, "function": result.function.name,
+                                      "file": result.function.file})
+    print(f"wrote {dest} ({len(trace.events)} events)")
+    for line in summarize(trace):
+        print(f"  {line}")
+    print("open it in Perfetto UI (https://ui.perfetto.dev, Open trace file) or chrome://tracing")
+    return 0

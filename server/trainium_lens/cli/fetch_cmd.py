@@ -1,0 +1,68 @@
+"""``trainium-lens fetch RUN_ID [--dest DIR]``: copy a run's artifacts here.
+
+Artifacts (the Chrome trace, the Neuron profile folder, NEFF/NTFF files) stay
+on the host that ran the job; the stored result names the host
+(``artifacts.location``) and the run folder there. This copies that folder
+(over the same SSH master as a run) and prints where each artifact landed.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path, PurePosixPath
+
+from ..errors import UsageError
+from ..jobs import workspace_root_for
+from ..store import STORE_DIR, RunStore
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "fetch", help="copy a run's artifacts (trace, Neuron profile) from its host",
+        description="Copy the artifacts of a stored run (trace, Neuron profile, NEFF/NTFF) "
+                    "from the host that ran it into a local folder.")
+    p.add_argument("run", metavar="RUN_ID", help="a run id (or a unique prefix)")
+    p.add_argument("--dest", metavar="DIR",
+                   help="where to put them (default: <workspace>/.trainium-lens/artifacts)")
+    p.add_argument("--workspace", metavar="DIR",
+                   help="workspace whose runs to look in (default: the current git work tree)")
+    p.add_argument("--ssh-config", metavar="PATH", help="ssh config file to use")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    workspace = (Path(args.workspace).expanduser().resolve() if args.workspace
+                 else workspace_root_for(Path.cwd()))
+    result = RunStore(workspace).get(args.run)
+    art = result.artifacts
+    if not art.run_dir:
+        raise UsageError(f"run {result.run_id} lists no artifacts")
+    dest_root = Path(args.dest).expanduser() if args.dest else \
+        workspace / STORE_DIR / "artifacts"
+    if art.location in ("", "local"):
+        from ..targets.local import LocalTarget
+
+        target = LocalTarget()
+    else:
+        from ..targets.ssh import SshTarget
+
+        target = SshTarget(art.location, ssh_config=args.ssh_config)
+    try:
+        local_dir = target.fetch(art.run_dir, dest_root / PurePosixPath(art.run_dir).name)
+    finally:
+        target.close()
+    files = [p for p in local_dir.rglob("*") if p.is_file()]
+    size = sum(p.stat().st_size for p in files)
+    print(f"fetched {len(files)} files ({size / 1e6:.1f} MB) of run {result.run_id} "
+          f"from {art.location or 'local'} to {local_dir}")
+    for label, remote in (("trace", art.trace), ("neuron profile", art.neuron_profile_dir)):
+        if remote:
+            print(f"  {label}: {_local_path(remote, art.run_dir, local_dir)}")
+    return 0
+
+
+def _local_path(remote: str, run_dir: str, local_dir: Path) -> Path:
+    try:
+        return local_dir / PurePosixPath(remote).relative_to(PurePosixPath(run_dir))
+    except ValueError:
+        return Path(remote)

@@ -1,0 +1,198 @@
+"""``trainium-lens profile FILE [FUNCTION]``: profile marked functions, print tables."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TextIO
+
+from .. import runner
+from ..analysis.compare import compare_variants
+from ..errors import HarnessError, LensError
+from ..jobs import PROTOCOL_KEYS, make_job
+from ..store import RunStore
+from ..targets import make_target
+from .render import Style, render_comparison, render_result
+
+
+PROTOCOL_HELP = {
+    "wait": "steps run before the profiler records (default 2)",
+    "warmup": "steps recorded but discarded (default 1)",
+    "active": "measured steps; figures are their per-step average (default 5)",
+    "timing_calls": "unprofiled calls timed after profiling (default 20)",
+}
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "profile", help="profile marked functions and print per-line device time",
+        description="Profile the marked function(s) of FILE with torch.profiler and print, "
+                    "per source line, the time of the ATen ops it dispatched.")
+    p.add_argument("file", metavar="FILE", help="a Python file with marked functions")
+    p.add_argument("function", metavar="FUNCTION", nargs="?",
+                   help="the marked function to profile (default: all, compared)")
+    p.add_argument("--line", type=int, metavar="N",
+                   help="profile the marked function containing line N (1-based)")
+    p.add_argument("--backend", choices=("auto", "neuron", "cuda", "cpu"), default="auto",
+                   help="where the function runs (default auto: neuron, else cuda, else cpu)")
+    for key in PROTOCOL_KEYS:
+        p.add_argument(f"--{key.replace('_', '-')}", dest=key, type=int, metavar="N",
+                       help=PROTOCOL_HELP[key] + " (overrides the marker's option)")
+    p.add_argument("--json", metavar="PATH",
+                   help="also write the result (several functions: a JSON list) to PATH")
+    p.add_argument("--workspace", metavar="DIR",
+                   help="workspace root (default: the git work tree holding FILE)")
+    p.add_argument("--host", metavar="HOST",
+                   help="profile on this SSH host (as ~/.ssh/config names it); default local")
+    p.add_argument("--ssh-config", metavar="PATH", help="ssh config file to use")
+    p.add_argument("--remote-python", metavar="PATH", help="python on the SSH host")
+    p.add_argument("--work-dir", metavar="DIR", help="work dir on the SSH host")
+    p.add_argument("--python", metavar="PATH",
+                   help="local python with torch (default: this interpreter)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="stop the run (and everything it started) after SECONDS")
+    p.add_argument("--no-store", action="store_true",
+                   help="do not save the results in <workspace>/.trainium-lens/runs")
+    p.set_defaults(handler=run)
+
+
+class Progress:
+    """Harness events on stderr: one live line on a terminal (its clock ticking
+    through long stages such as a compile), plain lines otherwise."""
+
+    TICK_S = 0.5
+
+    def __init__(self, stream: TextIO = sys.stderr, live: bool | None = None) -> None:
+        self.stream = stream
+        self.live = stream.isatty() if live is None else live
+        self.started = time.monotonic()
+        self._text = ""
+        self._shown = False
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        if self.live:
+            threading.Thread(target=self._tick, daemon=True).start()
+
+    def __call__(self, event: dict) -> None:
+        kind = event.get("event")
+        if kind == "stage":
+            self.status(_stage_text(event))
+        elif kind == "warning":
+            self._line(f"  warning: {event.get('message', '')}")
+        elif kind == "output":
+            self._line(f"  | {event.get('text', '')}")
+
+    def status(self, text: str) -> None:
+        with self._lock:
+            self._text = text
+            if self.live:
+                self._draw()
+            else:
+                self.stream.write(f"  {text}\n")
+                self.stream.flush()
+
+    def _draw(self) -> None:
+        elapsed = time.monotonic() - self.started
+        width = max(20, shutil.get_terminal_size().columns - 1)
+        line = f"{elapsed:5.1f}s  {self._text}"
+        self.stream.write("\r\x1b[K" + line[:width])
+        self.stream.flush()
+        self._shown = True
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.TICK_S):
+            with self._lock:
+                if self._shown:
+                    self._draw()
+
+    def _line(self, text: str) -> None:
+        with self._lock:
+            self._clear()
+            self.stream.write(text + "\n")
+            if self.live and self._text:
+                self._draw()
+            else:
+                self.stream.flush()
+
+    def _clear(self) -> None:
+        if self._shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self._shown = False
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._lock:
+            self._clear()
+
+
+def _stage_text(event: dict) -> str:
+    stage = str(event.get("stage", ""))
+    function = event.get("function")
+    message = event.get("message")
+    text = f"[{stage}]" + (f" {function}" if function else "")
+    if event.get("step") is not None and event.get("of") is not None:
+        text += f" step {event['step']}/{event['of']}"
+        if message and str(message).startswith("step "):
+            message = None  # says the same again
+    if message:
+        text += f": {message}" if function or event.get("step") is not None else f" {message}"
+    return text
+
+
+def style_for(stream: TextIO) -> Style:
+    encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+    return Style(unicode=encoding.startswith("utf"))
+
+
+def one_line(err: LensError) -> LensError:
+    """The same error with a one-line message; a user-code error names the user's line."""
+    message = " ".join(str(err).split())
+    if isinstance(err, HarnessError):
+        if (err.kind in ("user_code", "inputs") and err.file and err.line
+                and f"{err.file}:{err.line}" not in message):
+            message = f"{err.file}:{err.line}: {message}"
+    err.args = (message,)  # str(err) is args[0]; kind, file, line... stay
+    return err
+
+
+def write_json(path: str, data) -> None:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    os.replace(tmp, target)
+
+
+def run(args: argparse.Namespace) -> int:
+    protocol = {k: getattr(args, k) for k in PROTOCOL_KEYS if getattr(args, k) is not None}
+    job = make_job(args.file, functions=[args.function] if args.function else [],
+                   line=args.line, backend=args.backend, protocol=protocol,
+                   workspace=args.workspace)
+    target = make_target(args.host, python=args.python, ssh_config=args.ssh_config,
+                         remote_python=args.remote_python, work_dir=args.work_dir)
+    store = None if args.no_store else RunStore(job.workspace)
+    progress = Progress(sys.stderr)
+    progress.status(f"starting the harness on {target.host}")
+    try:
+        results = runner.profile(job, target, progress, timeout=args.timeout, store=store)
+    except LensError as err:
+        raise one_line(err) from None
+    finally:
+        progress.close()
+        target.close()
+    style = style_for(sys.stdout)
+    sections = [render_result(r, style) for r in results]
+    if len(results) > 1:
+        sections.append(render_comparison(compare_variants(results), style))
+    print("\n\n".join(sections))
+    if args.json:
+        data = results[0].to_dict() if len(results) == 1 else [r.to_dict() for r in results]
+        write_json(args.json, data)
+    return 0

@@ -1,0 +1,304 @@
+"""Terminal rendering of results: plain text, aligned columns, no dependencies.
+
+Every time column names its clock ("self (cpu)", "self (neuron)"): a CPU
+figure is never shown under a device heading. The output depends only on the
+result (not on the terminal width), so ``show`` re-prints exactly what
+``profile`` printed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..analysis.compare import Comparison, RunDiff
+from ..analysis.findings import direct_ops
+from ..result import Result
+
+CLOCK_NAMES = {
+    "cpu": "CPU self time",
+    "cuda": "CUDA kernel time",
+    "neuron": "Neuron device time",
+}
+SOURCE_WIDTH = 40
+TOP_OPS = 3
+BAR_WIDTH = 8
+_BLOCKS = " ▏▎▍▌▋▊▉█"
+
+
+@dataclass
+class Style:
+    unicode: bool = True
+
+    @property
+    def mu(self) -> str:
+        return "µs" if self.unicode else "us"
+
+    @property
+    def ellipsis(self) -> str:
+        return "…" if self.unicode else "~"
+
+    @property
+    def dash(self) -> str:
+        return "–" if self.unicode else "-"
+
+    @property
+    def times(self) -> str:
+        return "×" if self.unicode else "x"
+
+
+# -- numbers -----------------------------------------------------------------------
+
+def fmt_us(value: float | None, style: Style = Style()) -> str:
+    """Human time, ~3 significant digits: ``0.42 µs``, ``12.3 µs``, ``1.23 ms``."""
+    if value is None:
+        return "-"
+    v = float(value)
+    if abs(v) >= 1e6:
+        return f"{v / 1e6:.3g} s" if abs(v) < 1e8 else f"{v / 1e6:.0f} s"
+    if abs(v) >= 1e3:
+        ms = v / 1e3
+        return f"{ms:.2f} ms" if abs(ms) < 10 else f"{ms:.1f} ms" if abs(ms) < 100 else f"{ms:.0f} ms"
+    if abs(v) >= 100:
+        return f"{v:.0f} {style.mu}"
+    if abs(v) >= 10:
+        return f"{v:.1f} {style.mu}"
+    return f"{v:.2f} {style.mu}"
+
+
+def fmt_range(low: float, high: float, style: Style = Style()) -> str:
+    """``10.3–13.2 µs`` (one unit when both ends share it)."""
+    lo, hi = fmt_us(low, style), fmt_us(high, style)
+    lo_num, _, lo_unit = lo.partition(" ")
+    hi_num, _, hi_unit = hi.partition(" ")
+    if lo_unit == hi_unit:
+        return f"{lo_num}{style.dash}{hi_num} {hi_unit}"
+    return f"{lo}{style.dash}{hi}"
+
+
+def fmt_signed_us(value: float, style: Style = Style()) -> str:
+    sign = "+" if value > 0 else ("-" if value < 0 else "±")
+    return sign + fmt_us(abs(value), style)
+
+
+def fmt_count(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:g}" if value == int(value) else f"{value:.2f}"
+
+
+def fmt_pct(fraction: float) -> str:
+    pct = 100 * fraction
+    return f"{pct:.0f}%" if pct >= 9.95 or pct == 0 else f"{pct:.1f}%"
+
+
+def bar(fraction: float, style: Style, width: int = BAR_WIDTH) -> str:
+    fraction = min(max(fraction, 0.0), 1.0)
+    if not style.unicode:
+        return ("#" * round(fraction * width)).ljust(width)
+    eighths = round(fraction * width * 8)
+    full, part = divmod(eighths, 8)
+    return ("█" * full + (_BLOCKS[part] if part else "")).ljust(width)
+
+
+def truncate(text: str, width: int, style: Style) -> str:
+    text = text.strip()
+    return text if len(text) <= width else text[: width - 1] + style.ellipsis
+
+
+def clock_label(result: Result) -> str:
+    """The heading tag for primary-clock columns: the clock that produced them."""
+    if result.backend != "cpu" and not result.signals.device_time_reported:
+        return "cpu"  # the harness fell back to CPU time; say so in every heading
+    return result.clock
+
+
+# -- tables ------------------------------------------------------------------------
+
+def table(headers: list[str], rows: list[list[str]], align: str, indent: str = "  ") -> list[str]:
+    """Columns aligned per ``align`` ("l"/"r" per column); two spaces between."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+
+    def fmt(cells: list[str]) -> str:
+        out = [c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(cells, widths, align)]
+        return (indent + "  ".join(out)).rstrip()
+
+    return [fmt(headers)] + [fmt(r) for r in rows]
+
+
+# -- one result --------------------------------------------------------------------
+
+def headline(result: Result, style: Style = Style()) -> str:
+    clock = clock_label(result)
+    t = result.totals
+    parts = [f"{fmt_us(t.self_time_us, style)} {clock} per call"]
+    if t.dispatches:
+        parts.append(f"{fmt_count(t.dispatches)} dispatch" + ("" if t.dispatches == 1 else "es"))
+    hot = max(result.lines, key=lambda s: s.self_time_us, default=None)
+    if hot is not None and t.self_time_us > 0:
+        parts.append(f"hottest line {hot.line} ({fmt_pct(hot.self_time_us / t.self_time_us)})")
+    elif result.regions:
+        parts.append(f"compiled region on line {result.regions[0].line}")
+    return ", ".join(parts)
+
+
+def render_result(result: Result, style: Style = Style()) -> str:
+    f, t = result.function, result.totals
+    clock = clock_label(result)
+    p = f.protocol
+    clock_text = CLOCK_NAMES.get(clock, clock)
+    if clock != result.clock:
+        clock_text += f" (no {result.backend} device time reported)"
+    out = [
+        f"{f.name}  {f.file}:{f.line}",
+        f"  backend {result.backend} · clock: {clock_text} · host {result.host}",
+        f"  {t.steps} measured steps (wait {p.wait}, warmup {p.warmup}, active {p.active}); "
+        f"figures are per call",
+        f"  {headline(result, style)}",
+        f"  unprofiled wall time {fmt_us(t.wall_us_median, style)} median over "
+        f"{p.timing_calls} calls" + (
+            f" ({fmt_range(t.wall_us_min, t.wall_us_max, style)})"
+            if t.wall_us_min is not None and t.wall_us_max is not None else ""),
+        f"  run {result.run_id}",
+        "",
+    ]
+    out += _lines_table(result, clock, style)
+    if result.regions:
+        out += ["", "  compiled regions"]
+        for region in result.regions:
+            covered = sorted({c.line for c in region.covered_lines})
+            span = (f"covers lines {_spans(covered, style)}" if covered else "covered lines unknown")
+            nodes = f", {region.fx_nodes} ops fused" if region.fx_nodes else ""
+            out.append(f"    {region.name}: line {region.line}, "
+                       f"{fmt_us(region.self_time_us, style)} ({clock}), {span}{nodes}")
+    out += ["", *_ops_table(result, clock, style)]
+    out += ["", *render_findings(result, style)]
+    return "\n".join(out)
+
+
+def _spans(lines: list[int], style: Style) -> str:
+    spans, start, prev = [], None, None
+    for n in lines + [None]:
+        if start is None:
+            start = prev = n
+        elif n is not None and n == prev + 1:
+            prev = n
+        else:
+            spans.append(str(start) if start == prev else f"{start}{style.dash}{prev}")
+            start = prev = n
+    return ", ".join(spans)
+
+
+def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
+    total = result.totals.self_time_us
+    rows = []
+    for s in sorted(result.lines, key=lambda s: (s.file != result.function.file, s.file, s.line)):
+        share = s.self_time_us / total if total > 0 else 0.0
+        spread = (fmt_range(s.self_time_us_min, s.self_time_us_max, style)
+                  if s.self_time_us_max else "")
+        direct = direct_ops(s, result)  # what the line itself called, then the rest
+        ops = direct + sorted((o for o in s.ops if o not in direct), key=lambda o: -o.self_time_us)
+        top = ", ".join(f"{o.name.split('::')[-1]} {style.times}{fmt_count(o.calls)}"
+                        for o in ops[:TOP_OPS])
+        if len(ops) > TOP_OPS:
+            top += f", +{len(ops) - TOP_OPS}"
+        where = str(s.line) if s.file == result.function.file else f"{s.file}:{s.line}"
+        rows.append([where, truncate(s.text, SOURCE_WIDTH, style), fmt_us(s.self_time_us, style),
+                     spread, fmt_us(s.total_time_us, style), fmt_pct(share),
+                     bar(share, style), fmt_count(s.calls), top])
+    if result.unattributed_us:
+        share = result.unattributed_us / total if total > 0 else 0.0
+        rows.append(["", "(unattributed)", fmt_us(result.unattributed_us, style), "", "",
+                     fmt_pct(share), bar(share, style), "", ""])
+    if not rows:
+        return ["  (no ops were attributed to a line)"]
+    headers = ["line", "source", f"self ({clock})", "min–max" if style.unicode else "min-max",
+               f"total ({clock})", "share", "", "calls", "top ops"]
+    return table(headers, rows, "llrrrrlrl")
+
+
+def _ops_table(result: Result, clock: str, style: Style) -> list[str]:
+    if not result.ops:
+        return ["  (no ATen ops recorded)"]
+    ops = sorted(result.ops, key=lambda o: -o.self_time_us)
+    show_cpu = clock != "cpu"
+    rows = []
+    for o in ops:
+        row = [o.name, fmt_count(o.calls), fmt_us(o.self_time_us, style),
+               fmt_us(o.total_time_us, style)]
+        if show_cpu:
+            row.append(fmt_us(o.self_cpu_us, style))
+        rows.append(row)
+    headers = ["op", "calls", f"self ({clock})", f"total ({clock})"]
+    if show_cpu:
+        headers.append("self (cpu)")
+    return table(headers, rows, "lrrrr")
+
+
+def render_findings(result: Result, style: Style = Style()) -> list[str]:
+    if not result.findings:
+        return ["  no findings"]
+    out = ["  findings"]
+    for f in result.findings:
+        out.append(f"    {f.severity:<7}  {f.file}:{f.line}  {f.message}")
+        if f.fix and f.fix not in f.message:
+            out.append(f"    {'':<7}  fix: {f.fix}")
+    return out
+
+
+# -- several results -----------------------------------------------------------------
+
+def render_comparison(comparison: Comparison, style: Style = Style()) -> str:
+    clock = comparison.clock
+    show_cpu = clock != "cpu"
+    rows = []
+    for r in comparison.rows:
+        speed = "1.00" + style.times if r.verdict == "reference" else (
+            f"{r.speedup:.2f}{style.times}" if r.speedup else "-")
+        diff = "-" if r.max_abs_diff is None else f"{r.max_abs_diff:.3g}"
+        verdict = r.verdict
+        le, gt = ("≤", ">") if style.unicode else ("<=", ">")
+        if r.tolerance is not None:
+            verdict += {"ok": f" ({le} {r.tolerance:.2g})", "differs": f" ({gt} {r.tolerance:.2g})",
+                        "unchecked": f" ({gt} atol {r.tolerance:.2g}, magnitude unknown)",
+                        }.get(r.verdict, "")
+        row = [r.variant, str(r.line), fmt_us(r.time_us, style), speed]
+        if show_cpu:
+            row.append(fmt_us(r.self_cpu_us, style))
+        rows.append(row + [fmt_count(r.dispatches), fmt_us(r.wall_us_median, style), diff, verdict])
+    headers = ["variant", "line", f"time ({clock})", "speedup"]
+    if show_cpu:  # on the CPU backend the primary clock already is CPU self time
+        headers.append("self (cpu)")
+    headers += ["dispatches", "wall median", "max |diff|", "output"]
+    out = [f"comparison ({CLOCK_NAMES.get(clock, clock)} per call; speedup and output "
+           f"against {comparison.reference})"]
+    out += table(headers, rows, "lrrr" + "r" * show_cpu + "rrrl")
+    return "\n".join(out)
+
+
+def render_diff(diff: RunDiff, style: Style = Style()) -> str:
+    t = diff.totals
+    ratio = f", {t.ratio:.2f}{style.times}" if t.ratio else ""
+    out = [f"{diff.function}: {diff.before} → {diff.after}" if style.unicode
+           else f"{diff.function}: {diff.before} -> {diff.after}"]
+    if diff.note:
+        out.append(f"  note: {diff.note}")
+    out.append(f"  total ({diff.clock}) {fmt_us(t.before_us, style)} → {fmt_us(t.after_us, style)}"
+               f" ({fmt_signed_us(t.delta_us, style)}{ratio}); dispatches "
+               f"{fmt_count(t.before_dispatches)} → {fmt_count(t.after_dispatches)}; wall median "
+               f"{fmt_us(t.before_wall_us, style)} → {fmt_us(t.after_wall_us, style)}")
+    if not style.unicode:
+        out[-1] = out[-1].replace("→", "->")
+    rows = []
+    for d in diff.lines:
+        where = (str(d.after_line) if d.before_line in (None, d.after_line)
+                 else f"{d.before_line}→{d.after_line}" if d.after_line is not None
+                 else str(d.before_line))
+        ratio = f"{d.ratio:.2f}{style.times}" if d.ratio else ""
+        rows.append([where, truncate(d.text, SOURCE_WIDTH, style), fmt_us(d.before_us, style),
+                     fmt_us(d.after_us, style), fmt_signed_us(d.delta_us, style), ratio, d.status])
+    out.append("")
+    out += table(["line", "source", f"before ({diff.clock})", f"after ({diff.clock})", "delta",
+                  "ratio", "status"], rows, "llrrrrl") if rows else ["  (no lines)"]
+    return "\n".join(out)

@@ -1,0 +1,133 @@
+"""Runs ON the target (stdlib only, Python 3.8+), sent on stdin as
+``python - WORK_DIR``: one round trip gathers every fact ``doctor`` judges and
+prints them as one JSON object. It only observes; judging (pass/fail, the fix)
+happens in ``doctor.py`` on the user's side.
+"""
+
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+NEURON_BIN = "/opt/aws/neuron/bin"
+
+
+def _tool(name):
+    found = shutil.which(name)
+    if found:
+        return found
+    path = os.path.join(NEURON_BIN, name)  # aws-neuronx-tools' home, often not on PATH
+    return path if os.access(path, os.X_OK) else None
+
+
+def _version(dist):
+    try:
+        from importlib import metadata
+        return metadata.version(dist)
+    except Exception:
+        return None
+
+
+def probe_torch(facts):
+    try:
+        import torch
+    except Exception as exc:  # ImportError, or a broken install raising anything
+        facts["torch_error"] = "%s: %s" % (type(exc).__name__, exc)
+        return None
+    facts["torch"] = torch.__version__
+    return torch
+
+
+def probe_neuron(facts, torch):
+    if importlib.util.find_spec("torch_neuronx") is None:
+        return
+    facts["torch_neuronx"] = _version("torch-neuronx") or "installed"
+    try:
+        importlib.import_module("torch_neuronx")
+    except Exception as exc:
+        facts["torch_neuronx_error"] = "%s: %s" % (type(exc).__name__, exc)
+        return
+    try:
+        native = torch._C._get_privateuse1_backend_name() == "neuron"
+    except Exception:
+        native = False
+    if native:
+        facts["neuron_flavour"] = "native"
+    elif "torch_xla" in sys.modules or importlib.util.find_spec("torch_xla") is not None:
+        facts["neuron_flavour"] = "xla"
+    try:
+        profiling = importlib.import_module("torch_neuronx.profiling")
+    except Exception as exc:
+        facts["profiling_error"] = "%s: %s" % (type(exc).__name__, exc)
+        return
+    names = {}
+    for name in ("NeuronConfig", "ProfileMode", "NeuronProfiler"):
+        names[name] = hasattr(profiling, name)
+    facts["profiling_names"] = names
+    config = getattr(profiling, "NeuronConfig", None)
+    if config is not None:
+        try:
+            facts["neuron_config_params"] = list(inspect.signature(config).parameters)
+        except (TypeError, ValueError):
+            facts["neuron_config_params"] = None
+    modes = getattr(profiling, "ProfileMode", None)
+    if modes is not None:
+        facts["profile_modes"] = [m for m in dir(modes) if m.isupper()]
+    try:
+        facts["neuron_available"] = bool(torch.neuron.is_available())
+    except Exception as exc:
+        facts["neuron_available_error"] = "%s: %s" % (type(exc).__name__, exc)
+
+
+def probe_devices(facts):
+    tool = _tool("neuron-ls")
+    facts["neuron_ls"] = tool
+    facts["dev_neuron"] = sorted(n for n in os.listdir("/dev") if n.startswith("neuron"))
+    if not tool:
+        return
+    try:
+        out = subprocess.run([tool, "--json-output"], capture_output=True, text=True,
+                             timeout=30, stdin=subprocess.DEVNULL)
+        devices = json.loads(out.stdout)
+    except Exception as exc:
+        facts["neuron_ls_error"] = "%s: %s" % (type(exc).__name__, exc)
+        return
+    if isinstance(devices, dict):
+        devices = devices.get("neuron_devices") or devices.get("devices") or [devices]
+    facts["neuron_devices"] = len(devices)
+    facts["neuron_cores"] = sum(int(d.get("nc_count") or 0) for d in devices
+                                if isinstance(d, dict))
+
+
+def probe_host(facts, work_dir):
+    try:
+        usage = shutil.disk_usage(work_dir)
+        facts["disk_free"] = usage.free
+    except OSError as exc:
+        facts["disk_error"] = str(exc)
+    for name in ("product_name", "sys_vendor"):
+        try:
+            with open("/sys/devices/virtual/dmi/id/" + name) as handle:
+                facts[name] = handle.read().strip()
+        except OSError:
+            pass
+    facts["neuron_explorer"] = _tool("neuron-explorer")
+
+
+def main():
+    work_dir = sys.argv[1] if len(sys.argv) > 1 else "."
+    facts = {"python": sys.executable, "python_version": list(sys.version_info[:3]),
+             "work_dir": os.path.abspath(work_dir)}
+    probe_host(facts, work_dir)
+    probe_devices(facts)
+    torch = probe_torch(facts)
+    if torch is not None:
+        probe_neuron(facts, torch)
+    sys.stdout.write("\n" + json.dumps(facts) + "\n")
+
+
+main()

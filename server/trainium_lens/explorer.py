@@ -1,0 +1,455 @@
+"""Open a run in Neuron Explorer: on the host that holds its profile, via one tunnel.
+
+``ExplorerService.open(result, line)`` returns the URL to open:
+
+1. on the run's host (``artifacts.location``), in one round trip over the SSH
+   target's ControlMaster (or a local ``sh`` for local runs), ``_HOST_SCRIPT``
+   finds ``neuron-explorer``, starts ``neuron-explorer view`` detached when
+   nothing answers on its API port (so it outlives the SSH session and serves
+   every later run), and ingests the run's Neuron profile directory once under
+   a readable display name, remembering it in ``<work dir>/explorer/ingested``;
+2. for a remote host, ONE ``ssh -L ... -L ...`` process forwards both the UI and
+   the API port (the UI page calls the API; with only the UI port it loads
+   empty), bound to 127.0.0.1, reused while alive, closed by ``close()`` or
+   when this process dies (see ``Tunnel``);
+3. the URL comes from a template with ``{port}``, ``{profile}``, ``{start_ns}``
+   and ``{end_ns}``: Explorer's deep-link parameters are undocumented, so only
+   the documented ``/profile/<name>`` is in the default.
+
+Everything Explorer-specific is in ``_HOST_SCRIPT`` and ``ExplorerSettings``,
+written against ../shared/notes/neuron.md ("Neuron Explorer"): the binary at
+``/opt/aws/neuron/bin/neuron-explorer``, ``view`` serving UI 3001 + API 3002,
+``view -d DIR --ingest-only --display-name NAME``, ``/profile/<display-name>``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from urllib.parse import quote
+
+from .errors import LensError, TargetError, UsageError
+from .result import Result
+
+DEFAULT_URL_TEMPLATE = "http://localhost:{port}/profile/{profile}"
+MARK = "trainium-lens-explorer: "
+
+
+@dataclass
+class ExplorerSettings:
+    ui_port: int = 3001  # on the host (neuron-explorer has no flag to change it)
+    api_port: int = 3002
+    local_ui_port: int = 3001  # this machine's end of the tunnel
+    local_api_port: int = 3002  # the UI calls the API here: keep it equal to api_port
+    url_template: str = DEFAULT_URL_TEMPLATE
+    binary: str = ""  # path on the host; "" = PATH, then /opt/aws/neuron/bin
+    ssh_config: str | None = None
+    start_timeout_s: float = 60.0
+    ingest_timeout_s: float = 3600.0  # large NTFFs take many minutes to process
+
+    def __str__(self) -> str:  # how a settings warning shows the default
+        return (f"UI port {self.ui_port}, API port {self.api_port} on the host, "
+                f"{self.local_ui_port}/{self.local_api_port} here")
+
+
+class ExplorerError(LensError):
+    exit_code = 5
+
+
+# $1 state dir, $2 API port, $3 binary ("" = default), $4 profile dir, $5 display
+# name, $6 seconds to wait for the server. Prints key=value lines.
+_HOST_SCRIPT = r"""
+state=$1; api=$2; exe=$3; dir=$4; name=$5; wait_s=$6
+[ -n "$state" ] || state=$HOME/.cache/trainium-lens/explorer
+say() { echo "trainium-lens-explorer: $*" >&2; }
+if [ -z "$exe" ]; then
+  exe=$(command -v neuron-explorer 2>/dev/null) || exe=/opt/aws/neuron/bin/neuron-explorer
+fi
+if [ ! -x "$exe" ]; then
+  say "neuron-explorer is not installed on this host (not on PATH, not $exe): install aws-neuronx-tools, or set the Explorer binary path"
+  exit 72
+fi
+mkdir -p "$state" || { say "cannot create $state"; exit 70; }
+log=$state/explorer.log
+probe() {
+  if command -v bash >/dev/null 2>&1; then
+    bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1"' _ "$1" 2>/dev/null
+  else
+    python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 2)' "$1" 2>/dev/null
+  fi
+}
+echo "exe=$exe"
+if probe "$api"; then
+  echo "server=running"
+else
+  echo "--- $(date -u +%FT%TZ) starting $exe view" >>"$log"
+  # Detached: its own session, no terminal, output to the log, so it outlives
+  # this SSH session and serves every later run.
+  if command -v setsid >/dev/null 2>&1; then
+    setsid nohup "$exe" view >>"$log" 2>&1 </dev/null &
+  else
+    nohup "$exe" view >>"$log" 2>&1 </dev/null &
+  fi
+  i=0
+  until probe "$api"; do
+    i=$((i+1))
+    if [ $i -gt $((wait_s*10)) ]; then
+      say "neuron-explorer view did not answer on port $api within ${wait_s}s; its log $log ends with: $(tail -n 3 "$log" | tr '\n' ' ')"
+      exit 73
+    fi
+    sleep 0.1
+  done
+  echo "server=started"
+fi
+if [ -n "$dir" ]; then
+  if grep -Fxq -- "$name" "$state/ingested" 2>/dev/null; then
+    echo "ingest=done-before"
+  else
+    [ -d "$dir" ] || { say "the run's Neuron profile directory is gone: $dir"; exit 74; }
+    echo "--- $(date -u +%FT%TZ) ingesting $dir as $name" >>"$log"
+    if "$exe" view -d "$dir" --ingest-only --display-name "$name" >>"$log" 2>&1; then
+      echo "$name" >>"$state/ingested"
+      echo "ingest=now"
+    else
+      say "neuron-explorer could not ingest $dir; its log $log ends with: $(tail -n 3 "$log" | tr '\n' ' ')"
+      exit 75
+    fi
+  fi
+fi
+"""
+
+
+def display_name(result: Result) -> str:
+    """``<file>-<function>-<run_id>``, safe in a URL path and a shell word."""
+    stem = PurePosixPath(result.function.file).stem or "run"
+    raw = f"{stem}-{result.function.name}-{result.run_id}"
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", raw)
+
+
+def line_window(result: Result, line: int | None) -> tuple[int, int] | None:
+    """The line's events' span in trace time (ns), when the result has it."""
+    if line is None:
+        return None
+    windows = [w for lw in result.timeline if lw.line == line and lw.file == result.function.file
+               for w in lw.windows]
+    if not windows:
+        return None
+    start = min(w.start_us for w in windows)
+    end = max(w.start_us + w.dur_us for w in windows)
+    return int(round(start * 1000)), int(round(end * 1000))
+
+
+def profile_url(template: str, port: int, profile: str,
+                window: tuple[int, int] | None) -> str:
+    """Fill the URL template; query parameters left empty (no window) are dropped."""
+    start, end = (str(window[0]), str(window[1])) if window else ("", "")
+    try:
+        url = template.format(port=port, profile=quote(profile, safe=""),
+                              start_ns=start, end_ns=end)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise UsageError(f"bad Explorer URL template {template!r}: use {{port}}, {{profile}}, "
+                         f"{{start_ns}}, {{end_ns}} ({exc})") from None
+    if not window and "?" in url:
+        base, _, query = url.partition("?")
+        kept = [p for p in query.split("&") if p and not p.endswith("=")]
+        url = base + ("?" + "&".join(kept) if kept else "")
+    return url
+
+
+def state_dir(result: Result) -> str:
+    """``<work dir>/explorer`` on the run's host (the run dir is ``<wd>/runs/<batch>``)."""
+    run_dir = PurePosixPath(result.artifacts.run_dir or "")
+    if run_dir.is_absolute() and run_dir.parent.name == "runs":
+        return str(run_dir.parent.parent / "explorer")
+    if result.artifacts.location in ("", "local"):
+        return str(Path.home() / ".cache" / "trainium-lens" / "explorer")
+    return ""  # the host's default, under its $HOME (see _HOST_SCRIPT)
+
+
+# -- local ports --------------------------------------------------------------
+
+def port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # As ssh binds its listeners: a port in TIME_WAIT from earlier use is free.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def port_owner(port: int) -> str | None:
+    """Who listens on a local TCP port: "pid 123 (cmd line)", best effort (Linux /proc)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(cols[9])
+    if not inodes:
+        return None
+    targets = {f"socket:[{i}]" for i in inodes}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") in targets:
+                    raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+                    cmd = " ".join(raw.decode("utf-8", "replace").split("\0")).strip()
+                    return f"pid {pid} ({cmd[:120]})"
+            except OSError:
+                continue
+    return "another process (not visible to this user)"
+
+
+def busy_port_message(port: int, role: str) -> str:
+    owner = port_owner(port)
+    by = f" by {owner}" if owner else ""
+    return (f"local port {port} (Neuron Explorer {role.upper()}) is already in use{by}: stop it, or "
+            f"set trainiumLens.explorer.local{role.capitalize()}Port / --local-{role}-port")
+
+
+def _connectable(port: int, timeout: float = 0.3) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+# -- the tunnel ---------------------------------------------------------------
+
+class Tunnel:
+    """One ``ssh`` forwarding both Explorer ports, bound to 127.0.0.1.
+
+    Its own connection (``ControlPath=none``) with the target's other options:
+    a forward held by the shared master would live as long as the master
+    (ControlPersist) instead of as long as we need it. The remote side runs
+    ``cat``; our end of its stdin is a pipe, so when this process exits for
+    any reason (even SIGKILL) the pipe closes, ``cat`` ends, and ssh closes the
+    tunnel: no tunnel outlives the server that opened it.
+    """
+
+    def __init__(self, conn, forwards: list[tuple[int, int]]) -> None:
+        self.conn = conn
+        self.forwards = forwards
+        self.proc: subprocess.Popen | None = None
+
+    def argv(self) -> list[str]:
+        extra = ["-o", "ControlPath=none", "-o", "ExitOnForwardFailure=yes", "-T"]
+        for local, remote in self.forwards:
+            extra += ["-L", f"127.0.0.1:{local}:127.0.0.1:{remote}"]
+        argv = self.conn.argv("exec cat >/dev/null", [])
+        # The target's options name its ControlMaster socket; ssh keeps the first
+        # value it sees of an option, so ours go before them.
+        return [argv[0], *extra, *argv[1:]]
+
+    def start(self, timeout: float = 20.0) -> None:
+        for local, _ in self.forwards:
+            if not port_free(local):
+                raise ExplorerError(busy_port_message(local, self._role(local)))
+        self.proc = subprocess.Popen(self.argv(), stdin=subprocess.PIPE,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read().decode("utf-8", "replace")
+                self.proc = None
+                m = re.search(r"bind \[?127\.0\.0\.1\]?:(\d+): Address already in use", err)
+                if m:  # taken between our check and ssh's bind
+                    raise ExplorerError(busy_port_message(int(m[1]), self._role(int(m[1]))))
+                from .targets.ssh_conn import explain_ssh_failure
+                raise ExplorerError("cannot open the tunnel to Neuron Explorer: "
+                                    + explain_ssh_failure(self.conn.host, err))
+            if all(_connectable(local) for local, _ in self.forwards):
+                return
+            time.sleep(0.05)
+        self.close()
+        raise ExplorerError(f"{self.conn.host}: the tunnel to Neuron Explorer did not come up "
+                            f"in {timeout:.0f} s")
+
+    def _role(self, local: int) -> str:
+        return "ui" if local == self.forwards[0][0] else "api"
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None and all(
+            _connectable(local) for local, _ in self.forwards)
+
+    def close(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        try:
+            proc.stdin.close()  # remote cat ends, ssh exits and releases both ports
+            proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait(timeout=5)
+        if proc.stderr:
+            proc.stderr.close()
+
+
+# -- the service --------------------------------------------------------------
+
+@dataclass
+class Opened:
+    url: str
+    profile: str
+    host: str
+    server: str  # "started" | "running"
+    ingested: bool  # ingested by this call (False: done before)
+    tunnel: str  # "opened" | "reused" | "none"
+    window_ns: tuple[int, int] | None
+
+
+class ExplorerService:
+    """One per language server (or CLI call): tunnels per host, closed by ``close()``."""
+
+    def __init__(self, settings: ExplorerSettings | None = None, connection_factory=None) -> None:
+        self.settings = settings or ExplorerSettings()
+        self._connection_factory = connection_factory
+        self._tunnels: dict[tuple, Tunnel] = {}
+        self._lock = threading.Lock()
+
+    def _connection(self, host: str):
+        if self._connection_factory:
+            return self._connection_factory(host)
+        from .targets.ssh_conn import SshConnection
+        return SshConnection(host, ssh_config=self.settings.ssh_config)
+
+    def open(self, result: Result, line: int | None = None) -> Opened:
+        """Serve, ingest and tunnel as needed; the URL of the run (at ``line``, 1-based)."""
+        s = self.settings
+        art = result.artifacts
+        if not art.neuron_profile_dir:
+            raise ExplorerError(f"run {result.run_id} ({result.backend}) has no Neuron profile: "
+                                f"Neuron Explorer shows Trainium runs; use the built-in "
+                                f"timeline (Open Timeline for Line) for this one")
+        name = display_name(result)
+        host = art.location or "local"
+        local = host == "local"
+        with self._lock:
+            conn = None if local else self._connection(host)
+            info = self._on_host(conn, result, name)
+            tunnel_state = "none"
+            port = s.ui_port
+            if not local:
+                tunnel_state = self._ensure_tunnel(host, conn)
+                port = s.local_ui_port
+        window = line_window(result, line)
+        return Opened(profile_url(s.url_template, port, name, window), name, host,
+                      info.get("server", "?"), info.get("ingest") == "now", tunnel_state, window)
+
+    def _on_host(self, conn, result: Result, name: str) -> dict:
+        s = self.settings
+        state = state_dir(result)
+        args = [state, str(s.api_port), s.binary, result.artifacts.neuron_profile_dir or "",
+                name, str(int(s.start_timeout_s))]
+        script = _HOST_SCRIPT
+        timeout = s.start_timeout_s + s.ingest_timeout_s + 30
+        try:
+            if conn is None:
+                proc = subprocess.run(["sh", "-c", script, "sh", *args], capture_output=True,
+                                      stdin=subprocess.DEVNULL, timeout=timeout)
+            else:
+                proc = conn.run(script, args, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise ExplorerError(f"neuron-explorer did not finish in {timeout:.0f} s") from None
+        except TargetError as err:
+            raise ExplorerError(str(err)) from None
+        err = proc.stderr.decode("utf-8", "replace")
+        where = "" if conn is None else f"{conn.host}: "
+        if proc.returncode != 0:
+            reason = next((ln.split(MARK, 1)[1] for ln in reversed(err.splitlines())
+                           if MARK in ln), err.strip().splitlines()[-1:] or ["failed"])
+            raise ExplorerError(where + (reason if isinstance(reason, str) else reason[0]))
+        info = {}
+        for ln in proc.stdout.decode("utf-8", "replace").splitlines():
+            key, _, value = ln.partition("=")
+            info[key] = value
+        return info
+
+    def _ensure_tunnel(self, host: str, conn) -> str:
+        s = self.settings
+        key = (host, s.ssh_config, s.local_ui_port, s.ui_port, s.local_api_port, s.api_port)
+        tunnel = self._tunnels.get(key)
+        if tunnel and tunnel.alive():
+            return "reused"
+        if tunnel:
+            tunnel.close()
+        tunnel = Tunnel(conn, [(s.local_ui_port, s.ui_port), (s.local_api_port, s.api_port)])
+        tunnel.start()
+        self._tunnels[key] = tunnel
+        return "opened"
+
+    def tunnels(self) -> list[Tunnel]:
+        return list(self._tunnels.values())
+
+    def close(self) -> None:
+        with self._lock:
+            for tunnel in self._tunnels.values():
+                tunnel.close()
+            self._tunnels.clear()
+
+
+def describe(opened: Opened) -> str:
+    """One line for a status message or the terminal."""
+    parts = [f"{opened.profile} on {opened.host}",
+             "Explorer started" if opened.server == "started" else "Explorer already running",
+             "ingested now" if opened.ingested else "ingested before"]
+    if opened.tunnel != "none":
+        parts.append(f"tunnel {opened.tunnel}")
+    return ", ".join(parts)
+
+
+
+# -- settings (trainiumLens.explorer.*) ----------------------------------------
+
+_SETTING_FIELDS = {"uiPort": "ui_port", "apiPort": "api_port", "localUiPort": "local_ui_port",
+                   "localApiPort": "local_api_port", "urlTemplate": "url_template",
+                   "path": "binary"}
+
+
+def settings_from(value) -> ExplorerSettings:
+    """``trainiumLens.explorer`` ({uiPort, apiPort, localUiPort, localApiPort,
+    urlTemplate, path}) → settings; ValueError names what is wrong."""
+    if value is None:
+        return ExplorerSettings()
+    if not isinstance(value, dict):
+        raise ValueError("expected an object with uiPort, apiPort, localUiPort, localApiPort, "
+                         "urlTemplate, path")
+    out = {}
+    for key, raw in value.items():
+        if key not in _SETTING_FIELDS:
+            raise ValueError(f"unknown key {key!r}")
+        if raw is None or raw == "":
+            continue
+        name = _SETTING_FIELDS[key]
+        if key.endswith("Port"):
+            if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= 65535:
+                raise ValueError(f"{key} must be a port number (1-65535)")
+        elif not isinstance(raw, str):
+            raise ValueError(f"{key} must be a string")
+        if key == "urlTemplate":
+            if "{profile}" not in raw:
+                raise ValueError("urlTemplate must contain {profile}")
+            try:
+                profile_url(raw, 1, "p", (1, 2))
+            except UsageError as err:
+                raise ValueError(str(err)) from None
+        out[name] = raw
+    return ExplorerSettings(**out)

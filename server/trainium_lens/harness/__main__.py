@@ -1,0 +1,115 @@
+"""Entry point of the harness: ``python -m trainium_lens.harness``.
+
+How it is started (docs/architecture.md): a target copies
+``trainium_lens/__init__.py`` and ``trainium_lens/harness/*`` to
+``<lens>/trainium_lens/`` on the host, then runs
+
+    PYTHONPATH=<lens> python -m trainium_lens.harness  < spec.json
+
+with the job spec (JSON) on stdin. Events go to stdout as JSON lines
+(``stage``, ``warning``, ``output``, ``error``, ``result``); the batch is written
+atomically to ``<run_dir>/batch.json``. Exit status 0 after ``result``, 1 after
+``error`` (and then no batch.json exists). torch is imported lazily, so a host
+without torch still gets a clear ``torch_missing`` error event.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+
+
+def _write_batch(run_dir: str, batch: dict) -> str:
+    os.makedirs(run_dir, exist_ok=True)
+    path = os.path.join(run_dir, "batch.json")
+    tmp = os.path.join(run_dir, ".batch.json.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(batch, fh, indent=1, allow_nan=False)
+    os.replace(tmp, path)
+    return path
+
+
+def run(events) -> int:
+    from .events import HarnessError
+    from .loader import UserCode, load_module
+    from .markers import find_marked
+    from .spec import parse_spec, protocol_for, select
+
+    spec = parse_spec(sys.stdin.read())
+    rel = spec.file
+    path = spec.path
+    if not os.path.isfile(path):
+        raise HarnessError("spec", f"no such file on this host: {path}")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            source = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HarnessError("spec", f"cannot read {rel}: {exc}") from None
+    try:
+        marked = find_marked(source)
+    except SyntaxError as exc:
+        raise HarnessError("parse", f"{rel} does not parse: {exc.msg} (line {exc.lineno})",
+                           rel, exc.lineno) from None
+    chosen = select(marked, spec, rel)
+    protocols = [protocol_for(m, spec, rel) for m in chosen]  # bad options fail before any work
+
+    try:
+        import torch  # noqa: F401  (lazy: a host without torch still gets an error event)
+    except ImportError as exc:
+        raise HarnessError("torch_missing", f"torch is not importable by {sys.executable} "
+                           f"({exc}); install torch in the interpreter the target uses") from None
+    from .backends import choose
+    from .run import Session, profile_function
+
+    backend = choose(torch, spec.backend)
+    user = UserCode(spec.workspace_root)
+    events.stage("import", None, f"importing {rel} (backend {backend.name})")
+    os.makedirs(spec.run_dir, exist_ok=True)
+    try:
+        module = load_module(path, spec.workspace_root, rel)
+    except HarnessError:
+        raise
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise user.error_from(exc, "user_code", f"importing {rel}") from None
+    session = Session(spec, events, backend, module, user, rel)
+    results = []
+    for index, (m, protocol) in enumerate(zip(chosen, protocols)):
+        results.append(profile_function(session, m, index, protocol))
+    batch = {"schema_version": 1, "batch_id": spec.batch_id, "results": results}
+    events.stage("done", None, f"{len(results)} function(s) profiled")
+    out = _write_batch(spec.run_dir, batch)
+    events.emit("result", path=os.path.abspath(out))
+    return 0
+
+
+def main() -> int:
+    from .events import HarnessError, open_event_stream
+
+    events = open_event_stream()
+    try:
+        return run(events)
+    except HarnessError as exc:
+        events.emit("error", kind=exc.kind, message=exc.message, file=exc.file, line=exc.line,
+                    traceback=exc.traceback)
+        return 1
+    except SystemExit as exc:  # user code calling sys.exit() must not end us silently
+        events.emit("error", kind="user_code", message=f"user code called sys.exit({exc.code})",
+                    file=None, line=None, traceback=traceback.format_exc())
+        return 1
+    except BaseException as exc:
+        events.emit("error", kind="internal", message=f"harness failed: {type(exc).__name__}: {exc}",
+                    file=None, line=None, traceback=traceback.format_exc())
+        return 1
+    finally:
+        try:
+            sys.stdout.flush()
+        except Exception:
+            pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""Backends: which profiler activities, which synchronize, which clock.
+
+| backend | activities            | sync                      | primary clock        |
+| neuron  | CPU + PrivateUse1     | torch.neuron.synchronize  | device (PrivateUse1) |
+| cuda    | CPU + CUDA            | torch.cuda.synchronize    | device (CUDA)        |
+| cpu     | CPU                   | none                      | CPU self time        |
+
+The Neuron specifics live in ``neuron.py`` alone.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from typing import Any
+
+from .events import HarnessError
+
+
+class Backend:
+    name = "cpu"
+    device = "cpu"
+    device_clock = False  # True: the primary clock is device time (kernels)
+
+    def __init__(self, torch: Any):
+        self.torch = torch
+
+    def activities(self) -> list:
+        return [self.torch.profiler.ProfilerActivity.CPU]
+
+    def sync(self) -> None:
+        pass
+
+    def profiler_kwargs(self, run_dir: str, run_id: str) -> dict:
+        """Extra ``torch.profiler.profile`` arguments (Neuron: its config)."""
+        return {}
+
+    def start_capture(self) -> None:
+        """Begin collecting backend messages (Neuron: CPU-fallback warnings)."""
+
+    def stop_capture(self) -> dict:
+        """Signals collected since ``start_capture`` (merged into ``signals``)."""
+        return {}
+
+    def artifacts(self, run_dir: str) -> dict:
+        return {}
+
+    def environment(self) -> dict:
+        return {
+            "python": platform.python_version(),
+            "torch": getattr(self.torch, "__version__", ""),
+            "platform": f"{platform.system()}-{platform.machine()}",
+            "instance_type": instance_type(),
+            "device_name": platform.processor() or platform.machine(),
+        }
+
+
+class CudaBackend(Backend):
+    name = "cuda"
+    device = "cuda"
+    device_clock = True
+
+    def activities(self) -> list:
+        pa = self.torch.profiler.ProfilerActivity
+        return [pa.CPU, pa.CUDA]
+
+    def sync(self) -> None:
+        self.torch.cuda.synchronize()
+
+    def environment(self) -> dict:
+        env = super().environment()
+        env["device_name"] = self.torch.cuda.get_device_name(0)
+        return env
+
+
+def instance_type() -> str | None:
+    """EC2 instance type from DMI (no network): e.g. ``trn1.2xlarge``."""
+    try:
+        with open("/sys/devices/virtual/dmi/id/product_name", encoding="utf-8") as fh:
+            name = fh.read().strip()
+    except OSError:
+        return None
+    return name if "." in name else None
+
+
+def choose(torch: Any, requested: str) -> Backend:
+    from . import neuron
+
+    if requested in ("auto", "neuron"):
+        reason = neuron.unavailable_reason(torch)
+        if reason is None:
+            return neuron.NeuronBackend(torch)
+        if requested == "neuron":
+            raise HarnessError("backend_unavailable", f"backend neuron is not available here: {reason}")
+    if requested in ("auto", "cuda"):
+        if torch.cuda.is_available():
+            return CudaBackend(torch)
+        if requested == "cuda":
+            raise HarnessError("backend_unavailable",
+                               "backend cuda is not available here: torch.cuda.is_available() is "
+                               f"False (torch {torch.__version__})")
+    return Backend(torch)
+
+
+def python_ok() -> str | None:
+    if sys.version_info < (3, 10):
+        return f"Python {platform.python_version()} is too old: the harness needs 3.10 or newer"
+    return None
+
+
+def env_flag(name: str) -> str | None:
+    return os.environ.get(name)

@@ -1,0 +1,101 @@
+"""The event stream: one JSON object per line on the *real* stdout.
+
+User code may print, and C libraries may write to fd 1, so the harness keeps
+a private duplicate of fd 1 for events, points fd 1 at stderr, and turns
+Python-level user output into ``output`` events (whole lines, never mixed
+with an event line).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import sys
+import threading
+from typing import Any
+
+
+class HarnessError(Exception):
+    """A failure reported as an ``error`` event (kinds: docs/architecture.md)."""
+
+    def __init__(self, kind: str, message: str, file: str | None = None,
+                 line: int | None = None, traceback: str | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.file = file
+        self.line = line
+        self.traceback = traceback
+
+
+def _clean(value: Any) -> Any:
+    """JSON has no NaN/inf: send them as null rather than invalid JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+class EventStream:
+    def __init__(self, fd: int):
+        self._out = os.fdopen(fd, "w", encoding="utf-8", errors="replace", closefd=True)
+        self._lock = threading.Lock()
+
+    def emit(self, event: str, **fields: Any) -> None:
+        line = json.dumps(_clean({"event": event, **fields}), ensure_ascii=False)
+        with self._lock:
+            self._out.write(line + "\n")
+            self._out.flush()
+
+    def stage(self, stage: str, function: str | None, message: str, **extra: Any) -> None:
+        self.emit("stage", stage=stage, function=function, message=message, **extra)
+
+    def warning(self, message: str) -> None:
+        self.emit("warning", message=message)
+
+
+class _UserOutput(io.TextIOBase):
+    """``sys.stdout`` while user code runs: each complete line → an ``output`` event."""
+
+    def __init__(self, events: EventStream):
+        self._events = events
+        self._buf = ""
+        self._lock = threading.Lock()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            self._buf += text
+            while "\n" in self._buf:
+                line, self._buf = self._buf.split("\n", 1)
+                self._events.emit("output", text=line)
+        return len(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._buf:
+                self._events.emit("output", text=self._buf)
+                self._buf = ""
+
+    def fileno(self) -> int:  # code that writes to the fd directly lands on stderr
+        return 2
+
+    def isatty(self) -> bool:
+        return False
+
+
+def open_event_stream() -> EventStream:
+    """Claim the real stdout for events; everything else written to fd 1 → stderr."""
+    sys.stdout.flush()
+    real = os.dup(1)
+    os.dup2(2, 1)
+    events = EventStream(real)
+    sys.stdout = _UserOutput(events)
+    return events

@@ -1,0 +1,148 @@
+"""The job spec (stdin) and the protocol each function is profiled with.
+
+Precedence of protocol values: defaults < marker options < ``spec.protocol``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from .events import HarnessError
+from .markers import KNOWN_OPTIONS, Marked
+
+DEFAULT_PROTOCOL = {"wait": 2, "warmup": 1, "active": 5, "timing_calls": 20}
+MINIMUM = {"wait": 0, "warmup": 0, "active": 1, "timing_calls": 1}
+BACKENDS = ("auto", "neuron", "cuda", "cpu")
+
+
+@dataclass
+class Spec:
+    batch_id: str
+    workspace_root: str
+    file: str  # relative to workspace_root, POSIX separators
+    run_dir: str
+    functions: list[str] = field(default_factory=list)
+    line: int | None = None
+    backend: str = "auto"
+    protocol: dict[str, int] = field(default_factory=dict)
+    host: str = "local"
+
+    @property
+    def path(self) -> str:
+        return os.path.join(self.workspace_root, *self.file.split("/"))
+
+
+def _require(data: dict, key: str, kind: type) -> Any:
+    value = data.get(key)
+    if not isinstance(value, kind) or (kind is str and not value):
+        raise HarnessError("spec", f"job spec: {key!r} must be a non-empty {kind.__name__}")
+    return value
+
+
+def parse_spec(text: str) -> Spec:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise HarnessError("spec", f"job spec on stdin is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise HarnessError("spec", "job spec must be a JSON object")
+    version = data.get("spec_version", 1)
+    if version != 1:
+        raise HarnessError("spec", f"job spec version {version!r} is not supported (1 is)")
+    functions = data.get("functions") or []
+    if not isinstance(functions, list) or not all(isinstance(f, str) for f in functions):
+        raise HarnessError("spec", "job spec: 'functions' must be a list of names")
+    line = data.get("line")
+    if line is not None and (not isinstance(line, int) or isinstance(line, bool) or line < 1):
+        raise HarnessError("spec", "job spec: 'line' must be a 1-based line number or null")
+    backend = data.get("backend") or "auto"
+    if backend not in BACKENDS:
+        raise HarnessError("spec", f"job spec: unknown backend {backend!r} (auto, neuron, cuda, cpu)")
+    protocol = data.get("protocol") or {}
+    if not isinstance(protocol, dict):
+        raise HarnessError("spec", "job spec: 'protocol' must be an object")
+    checked = {}
+    for key, value in protocol.items():
+        if key not in DEFAULT_PROTOCOL:
+            raise HarnessError("spec", f"job spec: unknown protocol option {key!r}")
+        checked[key] = _check_int(key, value, "job spec")
+    root = _require(data, "workspace_root", str)
+    if not os.path.isabs(root):
+        raise HarnessError("spec", "job spec: 'workspace_root' must be an absolute path")
+    run_dir = _require(data, "run_dir", str)
+    return Spec(
+        batch_id=_require(data, "batch_id", str),
+        workspace_root=os.path.realpath(root),
+        file=_require(data, "file", str).replace("\\", "/"),
+        run_dir=run_dir,
+        functions=list(functions),
+        line=line,
+        backend=backend,
+        protocol=checked,
+        host=str(data.get("host") or "local"),
+    )
+
+
+def _check_int(key: str, value: Any, where: str) -> int:
+    if isinstance(value, str):
+        try:
+            value = int(value)
+        except ValueError:
+            pass
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise HarnessError("spec", f"{where}: {key} must be an integer, got {value!r}")
+    if value < MINIMUM[key]:
+        raise HarnessError("spec", f"{where}: {key} must be at least {MINIMUM[key]}")
+    return value
+
+
+def protocol_for(marked: Marked, spec: Spec, rel_file: str) -> dict[str, int]:
+    """Defaults < marker options < spec overrides; bad marker options → ``parse`` error."""
+    protocol = dict(DEFAULT_PROTOCOL)
+    for key, value in marked.options.items():
+        if key not in KNOWN_OPTIONS:
+            raise HarnessError(
+                "parse",
+                f"unknown marker option {key!r} on {marked.name} "
+                f"(known: {', '.join(KNOWN_OPTIONS)})",
+                rel_file, marked.marker_line)
+        if key == "inputs":
+            if not value.isidentifier():
+                raise HarnessError("parse", f"marker option inputs= needs a function name, "
+                                   f"got {value!r}", rel_file, marked.marker_line)
+            continue
+        try:
+            protocol[key] = _check_int(key, value, f"marker of {marked.name}")
+        except HarnessError as exc:
+            raise HarnessError("parse", exc.message, rel_file, marked.marker_line) from None
+    protocol.update(spec.protocol)
+    return protocol
+
+
+def select(marked: list[Marked], spec: Spec, rel_file: str) -> list[Marked]:
+    """The functions this job profiles, in file order."""
+    if not marked:
+        raise HarnessError("no_marked_function",
+                           f"{rel_file} has no function marked with '# trainium: profile'",
+                           rel_file, None)
+    names = ", ".join(m.name for m in marked)
+    if spec.functions:
+        by_name = {m.name: m for m in marked}
+        for name in spec.functions:
+            if name not in by_name:
+                raise HarnessError("unknown_function",
+                                   f"no marked function {name!r} in {rel_file} (marked: {names})",
+                                   rel_file, None)
+        wanted = set(spec.functions)
+        return [m for m in marked if m.name in wanted]
+    if spec.line is not None:
+        for m in marked:
+            if m.marker_line <= spec.line <= m.end_line:
+                return [m]
+        raise HarnessError("unknown_function",
+                           f"line {spec.line} of {rel_file} is not inside a marked function "
+                           f"(marked: {names})", rel_file, spec.line)
+    return list(marked)

@@ -1,0 +1,169 @@
+"""Compare runs in the editor: per-line deltas of two runs of one function, and
+the table of a file's variants (``trainiumLens.compareWithPrevious``).
+
+The comparisons themselves are ``analysis.compare``'s (pure functions of
+results); this module matches lines for the hints and renders markdown.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..analysis.compare import compare_variants, diff_runs
+from ..result import Result
+from . import format as fmt
+
+
+_TIMES: dict[tuple[str, str], dict[int, float]] = {}
+
+
+def line_times(before: Result, after: Result) -> dict[int, float]:
+    """For each line of ``after``: the primary self time of the same line in
+    ``before``. Cached per pair: stored runs never change.
+
+    Lines pair up as ``analysis.compare.diff_runs`` pairs them (same text and
+    number; else same text, nearest number; else same number), but in linear
+    time: the hints ask for this on files with thousands of annotated lines,
+    where the all-pairs scan takes seconds."""
+    key = (before.run_id, after.run_id)
+    cached = _TIMES.get(key)
+    if cached is not None:
+        return cached
+    if len(_TIMES) > 256:
+        _TIMES.clear()
+    left_a = {(a.file, a.line): a for a in after.lines}
+    out: dict[int, float] = {}
+    left_b = []
+    for b in before.lines:  # same text, same number
+        a = left_a.get((b.file, b.line))
+        if a is not None and a.text.strip() == b.text.strip():
+            out[a.line] = b.self_time_us
+            del left_a[(a.file, a.line)]
+        else:
+            left_b.append(b)
+    by_text: dict[tuple[str, str], list] = {}
+    for a in left_a.values():
+        if a.text.strip():
+            by_text.setdefault((a.file, a.text.strip()), []).append(a)
+    rest = []
+    for b in left_b:  # same text, nearest number (the code moved)
+        candidates = by_text.get((b.file, b.text.strip())) if b.text.strip() else None
+        if candidates:
+            a = min(candidates, key=lambda a: abs(a.line - b.line))
+            candidates.remove(a)
+            del left_a[(a.file, a.line)]
+            out[a.line] = b.self_time_us
+        else:
+            rest.append(b)
+    for b in rest:  # same number (the line was edited)
+        a = left_a.pop((b.file, b.line), None)
+        if a is not None:
+            out[a.line] = b.self_time_us
+    _TIMES[key] = out
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    return value
+
+
+def diff(before: Result, after: Result) -> dict:
+    """The structured per-line diff of two runs (``analysis.compare.diff_runs``)."""
+    return _plain(diff_runs(before, after))
+
+
+def variants(results: list[Result]) -> dict | None:
+    """The comparison table of a file's variants, or None for fewer than two."""
+    if len(results) < 2:
+        return None
+    return _plain(compare_variants(results))
+
+
+def diff_markdown(before: Result, after: Result) -> str:
+    """Line by line, before → after, for a hover or the panel's fallback."""
+    times = line_times(before, after)
+    head = (f"**{after.function.name}**: {fmt.time_us(before.totals.self_time_us)} → "
+            f"{fmt.time_us(after.totals.self_time_us)} {after.clock}"
+            f" ({fmt.delta(before.totals.self_time_us, after.totals.self_time_us) or 'n/a'})")
+    rows = ["| line | source | before | after | Δ |", "| ---: | --- | ---: | ---: | ---: |"]
+    for stat in sorted(after.lines, key=lambda s: s.line):
+        now = stat.self_time_us or stat.total_time_us
+        was = times.get(stat.line)
+        rows.append(f"| {stat.line} | `{_cell(stat.text.strip())}` | "
+                    f"{fmt.time_us(was) if was is not None else 'new'} | {fmt.time_us(now)} | "
+                    f"{(fmt.delta(was, now) or '') if was is not None else ''} |")
+    return head + "\n\n" + "\n".join(rows)
+
+
+def variants_markdown(results: list[Result]) -> str:
+    """One row per variant: primary time, CPU self time, dispatches, wall median."""
+    if not results:
+        return "_no runs_"
+    base = results[0].totals.self_time_us
+    rows = ["| variant | time | vs first | cpu self | dispatches | wall median | max abs diff |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in results:
+        wall = r.totals.wall_us_median
+        diff_ = r.output.max_abs_diff
+        rows.append(
+            f"| {r.function.name} | {fmt.time_us(r.totals.self_time_us)} {r.clock} | "
+            f"{fmt.delta(base, r.totals.self_time_us) or ''} | {fmt.time_us(r.totals.self_cpu_us)} | "
+            f"{fmt.count(r.totals.dispatches)} | {fmt.time_us(wall) if wall is not None else '–'} | "
+            f"{f'{diff_:.3g}' if diff_ is not None else '–'} |")
+    return "\n".join(rows)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("`", "'")[:80]
+
+
+# -- trainiumLens.compareWithPrevious ------------------------------------------
+
+COMMAND = "trainiumLens.compareWithPrevious"
+
+
+def file_variants(histories: dict[str, list[Result]]) -> list[Result]:
+    """The latest run of each function of a file, in file order."""
+    return sorted((runs[-1] for runs in histories.values() if runs),
+                  key=lambda r: (r.function.line, r.function.name))
+
+
+def compare_command(ls, args: tuple) -> dict:
+    arg = args[0] if len(args) == 1 and isinstance(args[0], dict) else {}
+    uri, function = arg.get("uri"), arg.get("function")
+    runs = ls.document_runs(uri) if isinstance(uri, str) else None
+    if runs is None:
+        message = f"{COMMAND} takes one argument {{uri, function?}} naming a workspace file"
+        ls.show(f"Trainium Lens: {message}", 1)
+        return {"error": message}
+    runs.index.refresh()
+    histories = runs.index.functions(runs.file)
+    if not function and len(histories) == 1:
+        function = next(iter(histories))
+    if function:
+        history = histories.get(function, [])
+        if len(history) < 2:
+            message = (f"{function} has {len(history)} run{'s' if len(history) != 1 else ''}: "
+                       f"profile it again to compare")
+            ls.show(f"Trainium Lens: {message}", 3)
+            return {"error": message}
+        before, after = history[-2], history[-1]
+        return {"function": function, "diff": diff(before, after),
+                "markdown": diff_markdown(before, after)}
+    results = file_variants(histories)
+    if len(results) < 2:
+        message = f"{runs.file} has no runs to compare yet: profile its functions first"
+        ls.show(f"Trainium Lens: {message}", 3)
+        return {"error": message}
+    return {"comparison": variants(results), "markdown": variants_markdown(results)}
+
+
+def register(server) -> None:
+    @server.command(COMMAND)
+    def compare_with_previous(ls, *args) -> dict:
+        return compare_command(ls, args)

@@ -1,0 +1,263 @@
+"""The server's settings (``trainiumLens.*``): typed, validated, with defaults.
+
+They arrive as ``initializationOptions`` and later through
+``workspace/didChangeConfiguration``. A bad value never stops the server: it is
+replaced by its default and reported in one line naming the setting (modelled
+on jedi-language-server's initialization options).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from ..explorer import ExplorerSettings
+from ..explorer import settings_from as explorer_settings_from
+
+SECTION = "trainiumLens"
+BACKENDS = ("auto", "neuron", "cuda", "cpu")
+PROTOCOL_KEYS = ("wait", "warmup", "active")
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """Hide hints below a share of the function (``share``) or a time (``us``)."""
+
+    share: float = 0.0
+    us: float = 0.0
+
+    def passes(self, time_us: float, function_us: float) -> bool:
+        if time_us <= 0:
+            return False
+        if self.us and time_us < self.us:
+            return False
+        if self.share and function_us > 0 and time_us / function_us < self.share:
+            return False
+        return True
+
+
+@dataclass(frozen=True)
+class Settings:
+    host: str = "local"  # "local" or an SSH host as ~/.ssh/config names it
+    ssh_config: str | None = None
+    remote_python: str | None = None
+    work_dir: str | None = None
+    backend: str = "auto"
+    protocol: dict[str, int] = field(default_factory=dict)  # explicit overrides only
+    hint_threshold: Threshold = field(default_factory=Threshold)
+    history_size: int = 20
+    timeout_seconds: float = 3600.0  # a first Neuron compile can take many minutes
+    python: str | None = None  # interpreter for local runs (needs torch)
+    # Settings other features read unvalidated here (e.g. ``explorer``); not
+    # part of equality, so they never restart a target.
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    explorer: ExplorerSettings = field(default_factory=ExplorerSettings)  # explorer.py
+
+    def target_key(self) -> tuple:
+        """Settings that decide which target a run uses (a new key: a new target)."""
+        return (self.host, self.ssh_config, self.remote_python, self.work_dir, self.python)
+
+
+# camelCase setting name -> (field name, parser); a parser returns the value or
+# raises ValueError with the reason.
+def _str_or_none(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValueError("expected a string")
+    return value
+
+
+def _host(value: Any) -> str:
+    if value is None or value == "":
+        return "local"
+    if not isinstance(value, str):
+        raise ValueError("expected a string: 'local' or an SSH host")
+    value = value.strip()
+    # An SSH destination never starts with '-' (it would read as an option) and
+    # holds no whitespace or control characters.
+    if value.startswith("-") or re.search(r"[\s\x00-\x1f]", value):
+        raise ValueError(f"{value!r} is not a host name")
+    return value
+
+
+def _backend(value: Any) -> str:
+    if value in (None, ""):
+        return "auto"
+    if value not in BACKENDS:
+        raise ValueError(f"{value!r} is not one of {', '.join(BACKENDS)}")
+    return value
+
+
+def _protocol(value: Any) -> dict[str, int]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError("expected an object with wait, warmup, active")
+    out: dict[str, int] = {}
+    for key, item in value.items():
+        if key not in PROTOCOL_KEYS:
+            raise ValueError(f"unknown key {key!r} (use wait, warmup, active)")
+        if item is None:
+            continue
+        if isinstance(item, bool) or not isinstance(item, int):
+            raise ValueError(f"{key} must be an integer")
+        if item < (1 if key == "active" else 0):
+            raise ValueError(f"{key} must be at least {1 if key == 'active' else 0}")
+        out[key] = item
+    return out
+
+
+_TIME = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(%|us|µs|ms|s)?\s*$")
+
+
+def _threshold(value: Any) -> Threshold:
+    """A number <= 1 is a share of the function, above 1 a time in µs; strings
+    may say so: ``"2%"``, ``"50us"``, ``"0.5ms"``."""
+    if value is None or value == "":
+        return Threshold()
+    if isinstance(value, bool):
+        raise ValueError("expected a number or a string like '2%' or '50us'")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError("must not be negative")
+        return Threshold(share=float(value)) if value <= 1 else Threshold(us=float(value))
+    if isinstance(value, str):
+        match = _TIME.match(value)
+        if match:
+            number, unit = float(match.group(1)), match.group(2)
+            if unit == "%":
+                return Threshold(share=number / 100)
+            scale = {"ms": 1e3, "s": 1e6}.get(unit or "us", 1.0)
+            return Threshold(us=number * scale)
+    raise ValueError(f"{value!r}: use a share (0.02), a percentage ('2%') or a time ('50us')")
+
+
+def _int_range(low: int, high: int):
+    def parse(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError("expected an integer")
+        if not low <= value <= high:
+            raise ValueError(f"must be between {low} and {high}")
+        return value
+    return parse
+
+
+def _seconds(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("expected a number of seconds")
+    if value <= 0:
+        raise ValueError("must be positive")
+    return float(value)
+
+
+_PARSERS = {
+    "host": ("host", _host),
+    "sshConfig": ("ssh_config", _str_or_none),
+    "remotePython": ("remote_python", _str_or_none),
+    "workDir": ("work_dir", _str_or_none),
+    "backend": ("backend", _backend),
+    "protocol": ("protocol", _protocol),
+    "hintThreshold": ("hint_threshold", _threshold),
+    "historySize": ("history_size", _int_range(1, 10_000)),
+    "timeoutSeconds": ("timeout_seconds", _seconds),
+    "python": ("python", _str_or_none),
+    "explorer": ("explorer", explorer_settings_from),
+}
+
+
+def section_of(payload: Any) -> dict | None:
+    """The ``trainiumLens`` section from either a nested or a flat payload."""
+    if not isinstance(payload, dict):
+        return None
+    if isinstance(payload.get("settings"), dict):  # {settings: {trainiumLens: ...}}
+        return section_of(payload["settings"])
+    nested = payload.get(SECTION)
+    if isinstance(nested, dict):
+        return nested
+    if any(key in _PARSERS or key in PROTOCOL_KEYS for key in payload):
+        return payload
+    return None
+
+
+def parse(payload: Any) -> tuple[Settings, list[str]]:
+    """Settings from a client payload, and one warning per rejected value."""
+    section = section_of(payload) or {}
+    defaults = Settings()
+    values: dict[str, Any] = {}
+    warnings: list[str] = []
+    # VS Code's flat form ``trainiumLens.wait`` is accepted beside ``protocol``.
+    flat = {k: section[k] for k in PROTOCOL_KEYS if k in section}
+    if flat:
+        section = {**section, "protocol": {**flat, **(section.get("protocol") or {})}}
+    for key, raw in section.items():
+        if key in PROTOCOL_KEYS:
+            continue
+        if key not in _PARSERS:
+            continue  # another feature's (e.g. ``explorer``): read from ``extra``
+        name, parser = _PARSERS[key]
+        try:
+            values[name] = parser(raw)
+        except ValueError as err:
+            default = getattr(defaults, name)
+            warnings.append(f"Trainium Lens: invalid setting {SECTION}.{key}: {err}; "
+                            f"using the default ({_show(default)})")
+    extra = {k: v for k, v in section.items() if k not in _PARSERS and k not in PROTOCOL_KEYS}
+    return replace(defaults, extra=extra, **values), warnings
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, Threshold):
+        return "all lines" if not (value.share or value.us) else str(value)
+    if value in (None, {}, ""):
+        return "none"
+    return str(value)
+
+
+def names() -> list[str]:
+    """Every setting the server reads, for documentation and the extension."""
+    return [f"{SECTION}.{key}" for key in _PARSERS]
+
+
+assert {f.name for f in fields(Settings)} - {"extra"} == {name for name, _ in _PARSERS.values()}
+
+
+# -- wiring: initializationOptions and workspace/didChangeConfiguration --------
+
+def register(server) -> None:
+    from lsprotocol import types
+
+    pending: list[str] = []
+
+    def apply(payload: Any) -> list[str]:
+        settings, warnings = parse(payload)
+        changed = settings != server.settings
+        server.settings = settings
+        if changed:
+            server.settings_changed()
+        return warnings
+
+    @server.feature(types.INITIALIZE)
+    def on_initialize(ls, params: types.InitializeParams) -> None:
+        pending.extend(apply(params.initialization_options))
+
+    @server.feature(types.INITIALIZED)
+    def on_initialized(ls, params: types.InitializedParams) -> None:
+        for warning in pending:
+            ls.show(warning, types.MessageType.Warning)
+        pending.clear()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def on_change(ls, params: types.DidChangeConfigurationParams) -> None:
+        payload = params.settings
+        if section_of(payload) is None:
+            # Pull model: the notification only says "something changed".
+            caps = ls.client_capabilities.workspace
+            if not (caps and caps.configuration):
+                return
+            items = await ls.workspace_configuration_async(types.ConfigurationParams(
+                items=[types.ConfigurationItem(section=SECTION)]))
+            payload = {SECTION: items[0] if items and isinstance(items[0], dict) else {}}
+        for warning in apply(payload):
+            ls.show(warning, types.MessageType.Warning)

@@ -1,0 +1,40 @@
+"""One profile run, end to end: target → batch → analysis → store.
+
+The CLI and the language server both call ``profile``; neither knows how a
+target reaches its host or how results are stored.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from .analysis.findings import analyze
+from .errors import LensError, TargetError
+from .jobs import Job
+from .result import Batch, Result, ResultError
+from .store import RunStore
+from .targets.base import EventSink, Target
+
+
+def profile(job: Job, target: Target, on_event: EventSink | None = None,
+            cancel: threading.Event | None = None, timeout: float | None = None,
+            store: RunStore | None = None) -> list[Result]:
+    """Run ``job`` on ``target``; return its results (file order), analysed.
+
+    Results are stored only once the whole batch has arrived and validated, so
+    a failed, cancelled or timed-out run leaves the store exactly as it was.
+    """
+    document = target.run(job, on_event or (lambda _event: None), cancel, timeout)
+    try:
+        batch = Batch.from_dict(document)
+    except ResultError as exc:
+        raise TargetError(f"the harness wrote an unusable result: {exc}") from None
+    if not batch.results:
+        raise LensError("the harness returned no results")
+    for result in batch.results:
+        result.batch_id = result.batch_id or batch.batch_id
+        result.findings = analyze(result)
+    if store is not None:
+        for result in batch.results:
+            store.save(result)
+    return batch.results

@@ -1,0 +1,101 @@
+"""Run the harness on this machine, in a Python that has torch.
+
+The workspace is used in place (nothing is synced); the harness is imported
+from this package's own folder through ``PYTHONPATH``, so the target Python
+needs torch but not trainium-lens. Run directories live under
+``$TRAINIUM_LENS_CACHE`` (default ``~/.cache/trainium-lens``), the same layout
+a remote host uses: ``<workspace-id>/runs/<batch_id>/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import threading
+from pathlib import Path
+
+from ..errors import TargetError
+from ..jobs import Job
+from .base import EventSink, Target, workspace_id
+from .stream import run_harness_process
+
+#: The folder holding the ``trainium_lens`` package (``server/`` in a checkout).
+PACKAGE_PARENT = Path(__file__).resolve().parents[2]
+
+
+def cache_root() -> Path:
+    override = os.environ.get("TRAINIUM_LENS_CACHE")
+    if override:
+        return Path(override).expanduser()
+    return Path.home() / ".cache" / "trainium-lens"
+
+
+def read_json_file(path: str) -> dict:
+    """The local ``read_result``: the batch document the harness wrote."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except OSError as exc:
+        raise TargetError(f"cannot read the harness result {path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise TargetError(f"the harness result {path} is not valid JSON: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise TargetError(f"the harness result {path} is not a JSON object")
+    return data
+
+
+class LocalTarget(Target):
+    host = "local"
+
+    def __init__(self, python: str | None = None) -> None:
+        self.python = python or sys.executable
+
+    def _python_path(self) -> str:
+        """The interpreter to run, resolved; a clear error when there is none."""
+        candidate = os.path.expanduser(self.python)
+        if os.sep not in candidate:
+            found = shutil.which(candidate)
+            if found:
+                return found
+            raise TargetError(f"python not found: {self.python} (not on PATH)")
+        if not os.path.isfile(candidate):
+            raise TargetError(f"python not found: {self.python}")
+        if not os.access(candidate, os.X_OK):
+            raise TargetError(f"python is not executable: {self.python}")
+        return candidate
+
+    def run_dir(self, job: Job) -> Path:
+        return cache_root() / workspace_id(job.workspace) / "runs" / job.batch_id
+
+    def run(self, job: Job, on_event: EventSink, cancel: threading.Event | None = None,
+            timeout: float | None = None) -> dict:
+        python = self._python_path()
+        run_dir = self.run_dir(job)
+        spec = job.to_spec(str(job.workspace), str(run_dir), self.host)
+        env = dict(os.environ)
+        # Ours first, so the harness matches this server; the user's entries
+        # stay (their code may need them).
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(PACKAGE_PARENT), env.get("PYTHONPATH", "")) if p)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        return run_harness_process(
+            [python, "-m", "trainium_lens.harness"], spec, on_event, cancel, timeout,
+            read_result=read_json_file, env=env, cwd=job.workspace,
+        )
+
+    def fetch(self, remote_path: str, dest: Path) -> Path:
+        """Artifacts are already here: copy them to ``dest`` (a file or folder)."""
+        source = Path(remote_path)
+        if not source.exists():
+            raise TargetError(f"no such artifact: {remote_path}")
+        dest = Path(dest)
+        if source.resolve() == dest.resolve():
+            return dest
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, dest, dirs_exist_ok=True)
+        else:
+            shutil.copy2(source, dest)
+        return dest

@@ -1,0 +1,295 @@
+"""Run the harness on a remote host over OpenSSH.
+
+One run, all over one shared (ControlMaster) connection:
+
+1. ``connect``: bring up the master (auth and host-key problems surface here
+   as one clear line each);
+2. ``prepare`` (one round trip): make the work dir, resolve it to an absolute
+   path, pick the remote Python, say whether rsync is there, report the harness
+   hash stored on the host (and the sync manifest when tar is used);
+3. ``sync``: the workspace into ``<work dir>/src`` (rsync or tar, see sync.py),
+   the harness into ``<work dir>/lens`` when its hash differs;
+4. run ``ssh_wrapper.py`` there with the job spec on stdin, through
+   ``stream.run_harness_process``; the wrapper streams the harness's events,
+   holds the host's lock, and kills the remote process group when the channel
+   drops. A cancel or timeout kills that group through the master (``_kill``).
+
+Artifacts stay on the host (``artifacts.location`` is the host); ``fetch``
+copies them here on demand.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import threading
+from pathlib import Path, PurePosixPath
+
+from ..errors import HarnessError, TargetError
+from ..jobs import Job
+from . import sync
+from .base import EventSink, Target, workspace_id
+from .ssh_conn import SshConnection, SshFailure
+from .stream import run_harness_process
+
+#: The DLAMI's PyTorch venvs (``/opt/aws_neuronx_venv_pytorch_2_9``, ...), newest
+#: first, then whatever ``python3`` the login PATH has.
+DEFAULT_PYTHONS = "/opt/aws_neuronx_venv_pytorch*/bin/python"
+LOCK_WAIT_S = 600
+MARK = "trainium-lens-remote: "
+
+# $1 work dir ("" = the default), $2 python ("" = the default), $3 "1" to print the
+# sync manifest, $4 workspace id, $5 the default Pythons' glob, $6 "run" or "probe"
+# (probe: exec the Python on the doctor's probe script, which comes on stdin).
+PREPARE_SCRIPT = r"""
+wd=$1; req=$2
+[ -n "$wd" ] || wd="$HOME/.cache/trainium-lens/$4"
+case $wd in "~") wd=$HOME;; "~/"*) wd="$HOME/${wd#"~/"}";; esac
+mkdir -p "$wd" 2>/dev/null || { echo "trainium-lens-remote: cannot create the work dir $wd" >&2; exit 70; }
+wd=$(cd "$wd" && pwd -P) || exit 70
+# Existence only (running a Python here would cost a process start on every run);
+# a Python too old for the harness says so itself.
+ok() { [ -f "$1" ] && [ -x "$1" ]; }
+py=
+if [ -n "$req" ]; then
+  case $req in "~/"*) req="$HOME/${req#"~/"}";; esac
+  found=$(command -v -- "$req" 2>/dev/null) || found=
+  if [ -z "$found" ]; then echo "trainium-lens-remote: the remote Python $req does not exist on the host" >&2; exit 71; fi
+  ok "$found" || { echo "trainium-lens-remote: the remote Python $req is not an executable file" >&2; exit 71; }
+  py=$found
+else
+  for c in $(ls -d $5 2>/dev/null </dev/null | sort -r -V 2>/dev/null) python3; do
+    found=$(command -v -- "$c" 2>/dev/null) || continue
+    if ok "$found"; then py=$found; break; fi
+  done
+  [ -n "$py" ] || { echo "trainium-lens-remote: no Python 3 found on the host (none of the Neuron DLAMI venvs, no python3 on PATH): pass --remote-python PATH" >&2; exit 71; }
+fi
+[ "$6" = probe ] && exec "$py" - "$wd"
+mkdir -p "$wd/src" "$wd/runs" || exit 70
+echo "wd=$wd"
+echo "python=$py"
+if command -v rsync >/dev/null 2>&1; then echo "rsync=yes"; else echo "rsync=no"; fi
+echo "lens=$(cat "$wd/lens/.hash" 2>/dev/null)"
+if [ "$3" = 1 ] || ! command -v rsync >/dev/null 2>&1; then
+  echo "--manifest--"; cat "$wd/src.manifest.json" 2>/dev/null
+fi
+exit 0
+"""
+
+_RUN = 'exec "$1" "$2/lens/ssh_wrapper.py" "$2" "$3"'
+
+# $1 pgid, $2 wrapper pid: TERM both, wait for the group, then KILL what is left.
+_KILL = r"""
+kill -TERM -- "-$1" "$2" 2>/dev/null
+i=0
+while kill -0 -- "-$1" 2>/dev/null && [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done
+kill -KILL -- "-$1" 2>/dev/null
+exit 0
+"""
+
+
+class SshTarget(Target):
+    def __init__(self, host: str, ssh_config: str | None = None,
+                 remote_python: str | None = None, work_dir: str | None = None, *,
+                 control_path_dir: Path | None = None,
+                 sync_cap_bytes: int = sync.DEFAULT_CAP_BYTES,
+                 lock_wait_s: float = LOCK_WAIT_S, use_rsync: bool = True) -> None:
+        self.host = host
+        self.conn = SshConnection(host, ssh_config=ssh_config,
+                                  control_path_dir=control_path_dir)
+        self.remote_python = remote_python
+        self.work_dir = work_dir
+        self.sync_cap_bytes = sync_cap_bytes
+        self.lock_wait_s = lock_wait_s
+        self.use_rsync = use_rsync and sync.local_rsync_ok()
+        self.last_harness_s: float | None = None
+
+    # -- steps ------------------------------------------------------------------
+    def prepare_args(self, ws_id: str, mode: str) -> list[str]:
+        return [self.work_dir or "", self.remote_python or "", "0" if self.use_rsync else "1",
+                ws_id, DEFAULT_PYTHONS, mode]
+
+    def prepare(self, workspace: Path) -> dict:
+        """One round trip: the work dir (absolute), the Python, rsync, harness hash."""
+        proc = self.conn.run(PREPARE_SCRIPT, self.prepare_args(workspace_id(workspace), "run"),
+                             timeout=60)
+        err = proc.stderr.decode("utf-8", "replace")
+        if proc.returncode != 0:
+            raise TargetError(f"{self.host}: " + _remote_reason(err, proc.returncode))
+        text = proc.stdout.decode("utf-8", "surrogateescape")
+        head, _, manifest = text.partition("--manifest--\n")
+        info: dict = {"manifest": None}
+        for line in head.splitlines():
+            key, _, value = line.partition("=")
+            info[key] = value
+        if "--manifest--" in text:
+            try:
+                info["manifest"] = json.loads(manifest) if manifest.strip() else {}
+            except json.JSONDecodeError:
+                info["manifest"] = {}
+        if not info.get("wd") or not info.get("python"):
+            raise TargetError(f"{self.host}: unexpected answer from the host: {text[:200]!r}")
+        return info
+
+    def sync(self, workspace: Path, info: dict, on_event: EventSink) -> None:
+        fs = sync.workspace_files(workspace, self.sync_cap_bytes)
+        wd = info["wd"]
+        on_event({"event": "stage", "stage": "sync",
+                  "message": f"syncing {len(fs.files)} files to {self.host}"})
+        if self.use_rsync and info.get("rsync") == "yes":
+            sync.rsync_files(self.conn, fs, f"{wd}/src")
+        else:
+            sync.tar_files(self.conn, fs, info["python"], f"{wd}/src",
+                           f"{wd}/src.manifest.json", info.get("manifest") or {})
+        digest, bundle = sync.harness_bundle()
+        if info.get("lens") != digest:
+            on_event({"event": "stage", "stage": "sync",
+                      "message": f"installing the harness on {self.host}"})
+            sync.upload_harness(self.conn, wd, digest, bundle)
+
+    def run(self, job: Job, on_event: EventSink, cancel: threading.Event | None = None,
+            timeout: float | None = None) -> dict:
+        on_event = on_event or (lambda _e: None)
+        on_event({"event": "stage", "stage": "connect", "message": f"connecting to {self.host}"})
+        self.conn.master()
+        info = self.prepare(job.workspace)
+        self.sync(job.workspace, info, on_event)
+        wd = info["wd"]
+        spec = job.to_spec(f"{wd}/src", f"{wd}/runs/{job.batch_id}", self.host)
+        remote: dict = {}
+
+        def forward(event: dict) -> None:
+            kind = event.get("event")
+            if kind == "heartbeat":
+                return
+            if kind == "remote_process":
+                remote.update(pgid=event.get("pgid"), wrapper=event.get("wrapper"))
+                return
+            if kind == "batch":
+                remote["batch"] = (event.get("path"), event.get("document"))
+                # start → result of the harness on the host (for benchmarks)
+                self.last_harness_s = event.get("harness_s")
+                return
+            on_event(event)
+
+        def read_result(path: str) -> dict:
+            cached = remote.get("batch")
+            if cached and cached[0] == path and isinstance(cached[1], dict):
+                document = cached[1]
+            else:
+                document = self._read_json(path)
+            return _mark_remote(document, self.host)
+
+        argv = self.conn.argv(_RUN, [info["python"], wd, str(int(self.lock_wait_s))])
+        try:
+            return run_harness_process(argv, spec, forward, cancel, timeout,
+                                       read_result=read_result,
+                                       kill=lambda: self._kill(remote))
+        except TargetError as err:
+            raise self._explain_failure(err) from None
+        except HarnessError as err:
+            if err.kind == "torch_missing":  # say which host, and the option that fixes it
+                raise HarnessError(f"{self.host}: {err} (or pass --remote-python PATH)",
+                                   kind=err.kind) from None
+            raise
+
+    # -- failure handling ---------------------------------------------------------------
+    def _kill(self, remote: dict) -> None:
+        """Stop the remote harness group (through the master: the run's own ssh is
+        about to be killed, which alone would not stop anything on the host)."""
+        pgid, wrapper = remote.get("pgid"), remote.get("wrapper")
+        if not isinstance(pgid, int) or not isinstance(wrapper, int):
+            return  # not started yet: the wrapper stops itself when its channel closes
+        try:
+            self.conn.run(_KILL, [str(pgid), str(wrapper)], timeout=15)
+        except TargetError:
+            pass  # connection gone: the wrapper's heartbeat notices and kills the group
+
+    def _explain_failure(self, err: TargetError) -> TargetError:
+        text = str(err)
+        if MARK in text:
+            return TargetError(f"{self.host}: {text.split(MARK, 1)[1]}")
+        try:
+            self.conn.run("true", timeout=15)
+        except TargetError as now:
+            return TargetError(
+                f"{self.host}: lost the SSH connection during the run ({now}); the host "
+                f"side stops the run when its connection drops, and results stored "
+                f"earlier are untouched: run again once the host is reachable")
+        return TargetError(f"{self.host}: {text}")
+
+    def _read_json(self, path: str) -> dict:
+        proc = self.conn.run('exec cat -- "$1"', [path], timeout=120)
+        if proc.returncode != 0:
+            raise TargetError(f"{self.host}: cannot read the result {path}")
+        try:
+            data = json.loads(proc.stdout)
+        except json.JSONDecodeError as exc:
+            raise TargetError(f"{self.host}: the result {path} is not valid JSON: {exc.msg}") \
+                from None
+        if not isinstance(data, dict):
+            raise TargetError(f"{self.host}: the result {path} is not a JSON object")
+        return data
+
+    # -- artifacts ----------------------------------------------------------------------
+    def fetch(self, remote_path: str, dest: Path) -> Path:
+        """Copy a file or folder from the host to ``dest`` (the copy's own path, as
+        for the local target), streamed as tar over the master; returns ``dest``."""
+        path = PurePosixPath(remote_path)
+        if not path.is_absolute() or ".." in path.parts:
+            raise TargetError(f"not an absolute path on {self.host}: {remote_path}")
+        self.conn.master()
+        dest = Path(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=dest.parent))
+        try:
+            argv = self.conn.argv('cd -- "$1" && exec tar -cf - -- "$2"',
+                                  [str(path.parent), path.name])
+            with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE) as proc:
+                try:
+                    with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
+                        kwargs = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+                        tar.extractall(staging, **kwargs)
+                except tarfile.TarError:
+                    pass  # an empty stream: the reason is on stderr
+                err = proc.stderr.read().decode("utf-8", "replace")
+                code = proc.wait()
+            if code == 255:
+                raise SshFailure(self.host, err)
+            if code != 0 or not (staging / path.name).exists():
+                last = [ln for ln in err.strip().splitlines() if ln.strip()][-1:] or ["?"]
+                reason = "it is gone from the host" if "No such file" in last[0] else last[0][:200]
+                raise TargetError(f"{self.host}: cannot fetch {remote_path}: {reason}")
+            if dest.is_dir() and not dest.is_symlink():
+                shutil.rmtree(dest)
+            elif dest.exists() or dest.is_symlink():
+                dest.unlink()
+            (staging / path.name).rename(dest)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return dest
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _mark_remote(document: dict, host: str) -> dict:
+    """Results made here say where they ran and where their artifacts are."""
+    for result in document.get("results") or []:
+        if isinstance(result, dict):
+            result["host"] = host
+            if isinstance(result.get("artifacts"), dict):
+                result["artifacts"]["location"] = host
+    return document
+
+
+def _remote_reason(stderr: str, code: int) -> str:
+    for line in reversed(stderr.splitlines()):
+        if MARK in line:
+            return line.split(MARK, 1)[1].strip()
+    last = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    return (last[-1][:200] if last else f"the remote command failed (exit {code})")

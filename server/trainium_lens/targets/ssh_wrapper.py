@@ -1,0 +1,176 @@
+"""Runs ON the SSH host (stdlib only, Python 3.8+): starts the harness so that
+nothing is left behind when the run is cancelled or the connection drops.
+
+``python ssh_wrapper.py WORK_DIR LOCK_WAIT_S`` with the job spec (one JSON line)
+on stdin:
+
+1. takes ``WORK_DIR/lock`` (flock); while another run holds it, says so
+   (a ``queue`` stage event) and waits up to LOCK_WAIT_S, then gives up clearly;
+2. starts ``python -m trainium_lens.harness`` in a new session (its own process
+   group), passes it the lock (the lock lives as long as any of its processes)
+   and tells the client the group id (``{"event": "remote_process", ...}``) so a
+   cancel can kill the whole group through the SSH master;
+3. forwards the harness's stdout line by line (one writer: lines never
+   interleave), adds a ``batch`` line holding the batch document after the
+   ``result`` event (saves a round trip), and writes a heartbeat line every
+   second: when the SSH channel is gone, the write fails and the wrapper kills
+   the harness group. SIGTERM/SIGHUP do the same.
+
+Messages meant for the user go to stderr prefixed ``trainium-lens-remote:``.
+"""
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+HEARTBEAT_S = 1.0
+MARK = "trainium-lens-remote: "
+EXIT_BUSY = 75
+
+
+class Channel:
+    """Our stdout (the SSH channel): one writer, and it notices when it is gone."""
+
+    def __init__(self):
+        self.out = sys.stdout.buffer
+        self.lock = threading.Lock()
+        self.gone = threading.Event()
+
+    def send(self, data):
+        if self.gone.is_set():
+            return
+        with self.lock:
+            try:
+                self.out.write(data)
+                self.out.flush()
+            except (OSError, ValueError):
+                self.gone.set()
+
+    def event(self, **fields):
+        self.send((json.dumps(fields) + "\n").encode("utf-8"))
+
+
+def kill_group(pgid, grace=2.0):
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pgid, 0)
+            except (ProcessLookupError, PermissionError):
+                return
+            time.sleep(0.02)
+
+
+def take_lock(work_dir, wait_s, chan):
+    fd = os.open(os.path.join(work_dir, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    start = time.monotonic()
+    announced = False
+    last_beat = 0.0
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            pass
+        waited = time.monotonic() - start
+        if not announced:
+            chan.event(event="stage", stage="queue",
+                       message="another run is using this host's work dir: waiting "
+                               "(up to %d s)" % wait_s)
+            announced = True
+        if waited > wait_s:
+            sys.stderr.write(MARK + "another run kept this host's work dir busy for %d s: "
+                             "try again when it ends\n" % wait_s)
+            sys.exit(EXIT_BUSY)
+        if time.monotonic() - last_beat > HEARTBEAT_S:
+            chan.event(event="heartbeat")
+            last_beat = time.monotonic()
+        if chan.gone.is_set():
+            sys.exit(1)
+        time.sleep(0.1)
+
+
+def send_batch(chan, line, harness_s):
+    """Right after the ``result`` event (the client stops listening soon after it:
+    torch's interpreter teardown is not worth waiting for), send the batch
+    document it names, so the client need not fetch it in another round trip."""
+    try:
+        event = json.loads(line)
+        if event.get("event") != "result":
+            return
+        with open(event["path"], "rb") as handle:
+            document = json.load(handle)
+    except (ValueError, KeyError, TypeError, OSError):
+        return  # the client reads the file itself
+    chan.event(event="batch", path=event["path"], document=document,
+               harness_s=round(harness_s, 4))
+
+
+def main():
+    work_dir, wait_s = sys.argv[1], float(sys.argv[2])
+    chan = Channel()
+    spec_line = sys.stdin.buffer.readline()
+    try:
+        spec = json.loads(spec_line)
+    except ValueError:
+        sys.stderr.write(MARK + "no job spec on stdin\n")
+        return 2
+    lock_fd = take_lock(work_dir, wait_s, chan)
+    run_dir = spec["run_dir"]
+    os.makedirs(run_dir, exist_ok=True)
+    env = dict(os.environ)
+    lens = os.path.join(work_dir, "lens")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (lens, env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "trainium_lens.harness"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            cwd=spec["workspace_root"], env=env, start_new_session=True,
+                            pass_fds=(lock_fd,))
+    pgid = proc.pid
+    with open(os.path.join(run_dir, "harness.pgid"), "w") as handle:
+        handle.write("%d\n" % pgid)
+    chan.event(event="remote_process", pgid=pgid, wrapper=os.getpid())
+
+    def stop(*_args):
+        kill_group(pgid)
+        os._exit(143)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, stop)
+
+    proc.stdin.write(spec_line)
+    proc.stdin.close()
+
+    def heartbeat():
+        while proc.poll() is None:
+            chan.event(event="heartbeat")
+            if chan.gone.is_set():
+                kill_group(pgid)
+                os._exit(1)
+            time.sleep(HEARTBEAT_S)
+
+    threading.Thread(target=heartbeat, daemon=True).start()
+    for line in iter(proc.stdout.readline, b""):
+        chan.send(line if line.endswith(b"\n") else line + b"\n")
+        if b'"result"' in line:
+            send_batch(chan, line, time.monotonic() - started)
+    code = proc.wait()
+    try:
+        os.killpg(pgid, signal.SIGKILL)  # anything the harness left in its group
+    except (ProcessLookupError, PermissionError):
+        pass
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,266 @@
+"""Drive one harness process: spec in on stdin, events out on stdout.
+
+Shared by every target. The local target runs ``python -m trainium_lens.harness``
+directly; the SSH target runs ``ssh HOST 'cd ... && python -m ...'``. Either way
+the process on this machine speaks the protocol of docs/architecture.md:
+
+* the job spec (one JSON document) is written to its stdin, which is then closed;
+* each stdout line that is a JSON object is an event, passed to ``on_event``;
+  any other line is user ``print`` output, passed on as
+  ``{"event": "output", "text": ...}``;
+* an ``error`` event ends the job with ``HarnessError``; a ``result`` event names
+  the batch file, which ``read_result`` (a callback, because on SSH the path is
+  remote) turns into the returned dict;
+* stderr is kept as a bounded tail: when the process dies without a ``result``
+  or ``error`` event, its last line is the reason given in ``TargetError``.
+
+The process starts in a session (and process group) of its own, so a cancel or
+a timeout can stop it together with everything it started (compile workers,
+user subprocesses): SIGTERM to the group, a grace period, then SIGKILL. A
+remote process group is out of reach of signals sent here; ``kill`` is the
+target's hook to stop it (the SSH target kills the remote group through its
+control connection) and is called before the local group is signalled.
+
+Once the ``result`` (or ``error``) event is in, the harness gets
+``TEARDOWN_GRACE_S`` to exit by itself before its local group is stopped:
+the batch is already complete on disk, and torch's interpreter teardown can
+take seconds the user would otherwise wait for.
+
+Events are delivered to ``on_event`` on the calling thread, in order.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from typing import Callable, Sequence
+
+from ..errors import Cancelled, HarnessError, TargetError, TimedOut
+
+#: Seconds between SIGTERM and SIGKILL when stopping a process group.
+KILL_GRACE_S = 2.0
+#: Seconds the process may take to exit once its stdout has closed.
+EXIT_GRACE_S = 10.0
+#: Seconds a harness may take to exit after its ``result``/``error`` event
+#: before its group is stopped (the result is already complete on disk).
+TEARDOWN_GRACE_S = 1.0
+#: How often cancel and the deadline are checked.
+POLL_S = 0.05
+STDERR_TAIL_LINES = 200
+STDERR_LINE_CHARS = 2000
+
+_EOF = object()
+
+
+class StderrTail:
+    """The last lines a process wrote on stderr (bounded: a chatty process
+    cannot grow memory without limit)."""
+
+    def __init__(self, max_lines: int = STDERR_TAIL_LINES) -> None:
+        self._lines: collections.deque[str] = collections.deque(maxlen=max_lines)
+        self._lock = threading.Lock()
+
+    def add(self, line: str) -> None:
+        line = line.rstrip("\r\n")
+        if len(line) > STDERR_LINE_CHARS:
+            line = line[:STDERR_LINE_CHARS] + "…"
+        with self._lock:
+            self._lines.append(line)
+
+    def text(self) -> str:
+        with self._lock:
+            return "\n".join(self._lines)
+
+    def last_line(self) -> str | None:
+        """The last non-empty line that is not a bare traceback frame."""
+        with self._lock:
+            lines = [ln.strip() for ln in self._lines if ln.strip()]
+        return lines[-1] if lines else None
+
+
+def _pump(stream, sink: Callable[[str], None], on_eof: Callable[[], None] | None = None) -> None:
+    try:
+        for raw in iter(stream.readline, b""):
+            sink(raw.decode("utf-8", errors="replace"))
+    except (OSError, ValueError):  # closed under us while stopping
+        pass
+    finally:
+        try:
+            stream.close()
+        except OSError:
+            pass
+        if on_eof is not None:
+            on_eof()
+
+
+def parse_line(line: str) -> dict:
+    """An event for one stdout line: the decoded object, or an ``output`` event."""
+    text = line.rstrip("\r\n")
+    if text.startswith("{"):
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict) and isinstance(obj.get("event"), str):
+            return obj
+    return {"event": "output", "text": text}
+
+
+def kill_group(proc: subprocess.Popen, grace: float = KILL_GRACE_S) -> None:
+    """SIGTERM the process's whole group, wait ``grace`` seconds, SIGKILL what is
+    left. Safe to call when the process (or the group) is already gone."""
+    pgid = proc.pid  # start_new_session=True: the leader's pid is the group id
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        pass
+    # Wait for the leader only: children left as zombies (a container without
+    # an init that reaps) would look alive to ``killpg(pgid, 0)`` forever.
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def run_harness_process(
+    argv: Sequence[str],
+    spec: dict,
+    on_event: Callable[[dict], None] | None,
+    cancel: threading.Event | None,
+    timeout: float | None,
+    *,
+    read_result: Callable[[str], dict],
+    kill: Callable[[], None] | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str | os.PathLike | None = None,
+) -> dict:
+    """Run the harness command ``argv`` for ``spec``; return the batch document.
+
+    ``read_result(path)`` reads the batch file the ``result`` event names and
+    returns it as a dict (raise ``TargetError`` when it cannot). ``kill()`` stops
+    anything the local process group does not contain (a remote harness).
+
+    Raises ``HarnessError`` (the harness reported an error event),
+    ``Cancelled`` / ``TimedOut`` (after stopping the process group and calling
+    ``kill``), ``TargetError`` (could not start it, or it ended without a
+    result or error event).
+    """
+    emit = on_event or (lambda _event: None)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        proc = subprocess.Popen(
+            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True, env=env,
+            cwd=None if cwd is None else str(cwd),
+        )
+    except OSError as exc:
+        raise TargetError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+
+    lines: queue.Queue = queue.Queue()
+    tail = StderrTail()
+    readers = [
+        threading.Thread(target=_pump, args=(proc.stdout, lines.put, lambda: lines.put(_EOF)),
+                         daemon=True),
+        threading.Thread(target=_pump, args=(proc.stderr, tail.add), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
+    # The spec is small (well under a pipe buffer); a process that died at
+    # start-up shows up below as "ended without a result".
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(spec).encode("utf-8") + b"\n")
+        proc.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass
+
+    def stop(error: Exception) -> Exception:
+        if kill is not None:
+            try:
+                kill()
+            except Exception:  # the local group is stopped regardless
+                pass
+        kill_group(proc)
+        return error
+
+    result_path: str | None = None
+    error_event: dict | None = None
+    finished_at: float | None = None  # when the result or error event arrived
+    try:
+        while True:
+            if cancel is not None and cancel.is_set():
+                raise stop(Cancelled("cancelled"))
+            if deadline is not None and time.monotonic() > deadline:
+                raise stop(TimedOut(f"timed out after {timeout:g} s"))
+            if finished_at is not None and time.monotonic() - finished_at > TEARDOWN_GRACE_S:
+                break  # all said; the interpreter is still tearing torch down
+            try:
+                item = lines.get(timeout=POLL_S)
+            except queue.Empty:
+                continue
+            if item is _EOF:
+                break
+            event = parse_line(item)
+            kind = event.get("event")
+            if kind == "error" and error_event is None:
+                error_event = event
+            elif kind == "result" and isinstance(event.get("path"), str):
+                result_path = event["path"]
+            if kind in ("error", "result") and finished_at is None:
+                finished_at = time.monotonic()
+            emit(event)
+        if finished_at is not None:
+            # The batch is complete on disk (written atomically before the
+            # event): a slow interpreter exit (torch teardown takes seconds)
+            # need not hold the user up. Stop the local group; a remote
+            # harness finishes on its own.
+            remaining = TEARDOWN_GRACE_S - (time.monotonic() - finished_at)
+            try:
+                proc.wait(timeout=max(remaining, 0.0))
+            except subprocess.TimeoutExpired:
+                kill_group(proc)
+        # stdout closed without a final event: the process is exiting (or
+        # closed stdout and lingers).
+        exit_deadline = time.monotonic() + EXIT_GRACE_S
+        while proc.poll() is None:
+            if cancel is not None and cancel.is_set():
+                raise stop(Cancelled("cancelled"))
+            if deadline is not None and time.monotonic() > deadline:
+                raise stop(TimedOut(f"timed out after {timeout:g} s"))
+            if time.monotonic() > exit_deadline:
+                stop(TargetError("the harness did not exit"))
+                break
+            time.sleep(POLL_S)
+        readers[1].join(timeout=1.0)
+    finally:
+        if proc.poll() is None:  # an exception on our side (e.g. KeyboardInterrupt)
+            stop(Cancelled("cancelled"))
+        else:
+            # The leader is gone; sweep up anything it left in its group
+            # (e.g. a stuck compile worker) so a run leaves nothing behind.
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    if error_event is not None:
+        raise HarnessError.from_event(error_event)
+    if result_path is None:
+        reason = tail.last_line() or f"exit status {proc.returncode}"
+        raise TargetError(f"the harness ended without a result: {reason}")
+    return read_result(result_path)
+

@@ -1,0 +1,378 @@
+"""Read a run's torch trace into lanes, and export it for Perfetto UI.
+
+The harness writes torch's Chrome trace with one ``record_function`` range per
+user line, named ``<relpath>(<LINE>): <function>`` (the form Neuron Explorer
+links to source). This module is the one reader of that file: the built-in
+timeline (``lsp/timeline.py``) and ``trainium-lens export`` both go through
+``parse_trace``, so they agree on what a lane is and which line an event
+belongs to.
+
+Lanes, per source thread or device stream:
+
+* ``lines``  – the user-line ranges (what the editor's heat is made of);
+* ``steps``  – ``ProfilerStep#N`` ranges;
+* ``ops``    – ATen ops (and other framework ranges such as compiled regions);
+* ``python`` – Python frames (only present when the run recorded stacks);
+* ``runtime``– host-side runtime calls (``cudaLaunchKernel`` ...);
+* ``device`` – kernels, copies and other device activity, where present.
+
+Every event gets the user line it belongs to when that can be known: a line
+range is its own line; an op takes the innermost line range that contains it on
+the same thread (torch records no flow between them on CPU); a device event
+takes the line of the op that launched it (``External id``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from .errors import LensError
+
+# ``examples/rmsnorm.py(15): rms_norm_naive`` – the harness's user-line ranges.
+LINE_RE = re.compile(r"^(?P<file>[^()]+?)\((?P<line>\d+)\): (?P<func>.*)$")
+STEP_RE = re.compile(r"^ProfilerStep#\d+$")
+
+DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation",
+               "privateuse1_runtime", "device"}
+RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "privateuse1_driver", "runtime"}
+SKIP_CATS = {"Trace"}  # the profiler's own span around the whole recording
+
+KIND_ORDER = {"lines": 0, "steps": 1, "ops": 2, "python": 3, "runtime": 4,
+              "device": 5, "other": 6}
+KIND_TITLE = {"lines": "User lines", "steps": "Steps", "ops": "ATen ops",
+              "python": "Python", "runtime": "Runtime", "device": "Device",
+              "other": "Other"}
+
+
+class TraceError(LensError):
+    """A trace file that cannot be read; the message says why in one line."""
+
+
+@dataclass
+class Lane:
+    kind: str
+    name: str
+    source: tuple[Any, Any]  # the (pid, tid) of the original trace
+    rows: int = 1  # nesting depth drawn as rows
+
+
+@dataclass
+class Event:
+    lane: int
+    start: float  # µs, trace clock (the file's ``ts``)
+    dur: float  # µs
+    name: str
+    cat: str
+    line: tuple[str, int] | None = None  # the user line it belongs to
+    depth: int = 0  # nesting level inside its lane
+    args: dict = field(default_factory=dict)
+
+
+@dataclass
+class Trace:
+    lanes: list[Lane]
+    events: list[Event]  # sorted by lane, then start
+    t0: float  # first event start (µs, trace clock)
+    t1: float  # last event end
+    meta: dict = field(default_factory=dict)  # top-level fields of the file
+
+    def line_events(self, file: str, line: int) -> list[Event]:
+        return [e for e in self.events if e.line == (file, line)]
+
+    def line_ranges(self) -> list[Event]:
+        return [e for e in self.events if self.lanes[e.lane].kind == "lines"]
+
+
+# -- reading ------------------------------------------------------------------
+
+def read_trace_json(path: str | Path) -> dict:
+    """The trace file as a dict (plain or gzipped JSON)."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TraceError(f"cannot read trace {path}: {exc.strerror or exc}") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except OSError as exc:
+            raise TraceError(f"{path}: broken gzip ({exc})") from None
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise TraceError(f"{path}: not valid JSON ({exc})") from None
+    if isinstance(data, list):  # the bare-array form of the Chrome trace format
+        data = {"traceEvents": data}
+    if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
+        raise TraceError(f"{path}: not a Chrome trace (no traceEvents list)")
+    return data
+
+
+def load_trace(path: str | Path) -> Trace:
+    return parse_trace(read_trace_json(path))
+
+
+def _classify(ev: dict, cpu_pids: set) -> str | None:
+    cat = str(ev.get("cat") or "")
+    name = str(ev.get("name") or "")
+    if cat in SKIP_CATS:
+        return None
+    if cat in ("user_annotation", "cpu_op") and LINE_RE.match(name):
+        # The harness's ranges (``_RecordFunctionFast``) are exported as cpu_op.
+        return "lines"
+    if cat == "user_annotation":
+        if STEP_RE.match(name):
+            return "steps"
+        return "ops"  # other record_function ranges: compiled regions, user labels
+    if cat == "cpu_op":
+        return "ops"
+    if cat == "python_function":
+        return "python"
+    if cat in RUNTIME_CATS:
+        return "runtime"
+    if cat in DEVICE_CATS or ev.get("pid") not in cpu_pids:
+        return "device"
+    return "other"
+
+
+def parse_trace(data: dict) -> Trace:
+    """Lanes and events of a torch Chrome trace (see the module docstring)."""
+    raw = [e for e in data.get("traceEvents", []) if isinstance(e, dict)]
+    names: dict[tuple[str, Any, Any], str] = {}
+    for e in raw:
+        if e.get("ph") == "M" and isinstance(e.get("args"), dict):
+            names[(e.get("name"), e.get("pid"), e.get("tid"))] = str(e["args"].get("name", ""))
+    complete = []
+    for e in raw:
+        if e.get("ph") != "X":
+            continue
+        ts, dur = e.get("ts"), e.get("dur", 0)
+        if isinstance(ts, bool) or not isinstance(ts, (int, float)):
+            continue
+        if isinstance(dur, bool) or not isinstance(dur, (int, float)) or dur < 0:
+            dur = 0
+        complete.append((e, float(ts), float(dur)))
+    cpu_pids = {e.get("pid") for e, _, _ in complete
+                if e.get("cat") in ("cpu_op", "user_annotation", "python_function")}
+
+    lane_ids: dict[tuple[str, Any, Any], int] = {}
+    lanes: list[Lane] = []
+    events: list[Event] = []
+    for e, ts, dur in complete:
+        kind = _classify(e, cpu_pids)
+        if kind is None:
+            continue
+        key = (kind, e.get("pid"), e.get("tid"))
+        if key not in lane_ids:
+            lane_ids[key] = len(lanes)
+            lanes.append(Lane(kind, "", (e.get("pid"), e.get("tid"))))
+        name = str(e.get("name") or "")
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        line = None
+        if kind == "lines":
+            m = LINE_RE.match(name)
+            assert m
+            line = (m["file"], int(m["line"]))
+        events.append(Event(lane_ids[key], ts, dur, name, str(e.get("cat") or ""), line,
+                            args=args))
+
+    _attribute_lines(lanes, events)
+    order = _name_lanes(lanes, names)
+    remap = {old: new for new, old in enumerate(order)}
+    lanes = [lanes[i] for i in order]
+    for ev in events:
+        ev.lane = remap[ev.lane]
+    events.sort(key=lambda ev: (ev.lane, ev.start, -ev.dur))
+    _nest(lanes, events)
+    t0 = min((ev.start for ev in events), default=0.0)
+    t1 = max((ev.start + ev.dur for ev in events), default=0.0)
+    meta = {k: v for k, v in data.items() if k != "traceEvents"}
+    return Trace(lanes, events, t0, t1, meta)
+
+
+def _attribute_lines(lanes: list[Lane], events: list[Event]) -> None:
+    """Give ops the innermost user line that contains them on the same thread,
+    and device events the line of the op that launched them."""
+    by_thread: dict[tuple, list[Event]] = {}
+    for ev in events:
+        kind = lanes[ev.lane].kind
+        if kind in ("lines", "ops", "runtime"):
+            by_thread.setdefault(lanes[ev.lane].source, []).append(ev)
+    launched: dict[Any, tuple[str, int]] = {}
+    for evs in by_thread.values():
+        # Line ranges before ops that start at the same instant, outer before inner.
+        evs.sort(key=lambda ev: (ev.start, lanes[ev.lane].kind != "lines", -ev.dur))
+        stack: list[Event] = []
+        for ev in evs:
+            while stack and stack[-1].start + stack[-1].dur < ev.start:
+                stack.pop()
+            if lanes[ev.lane].kind == "lines":
+                stack.append(ev)
+                continue
+            end = ev.start + ev.dur
+            for rng in reversed(stack):  # innermost range that holds the whole op
+                if rng.start + rng.dur >= end:
+                    ev.line = rng.line
+                    break
+            if ev.line is not None:
+                for key in ("External id", "correlation"):
+                    if key in ev.args:
+                        launched.setdefault((key, ev.args[key]), ev.line)
+    for ev in events:
+        if lanes[ev.lane].kind == "device":
+            for key in ("External id", "correlation"):
+                if (key, ev.args.get(key)) in launched:
+                    ev.line = launched[(key, ev.args.get(key))]
+                    break
+
+
+def _name_lanes(lanes: list[Lane], names: dict) -> list[int]:
+    """Readable lane names; returns the drawing order (kind, then source)."""
+    threads_per_kind: dict[str, set] = {}
+    for lane in lanes:
+        threads_per_kind.setdefault(lane.kind, set()).add(lane.source)
+    for lane in lanes:
+        pid, tid = lane.source
+        title = KIND_TITLE[lane.kind]
+        if lane.kind == "device":
+            proc = names.get(("process_name", pid, 0)) or names.get(("process_name", pid, tid))
+            thread = names.get(("thread_name", pid, tid)) or f"stream {tid}"
+            lane.name = f"{proc or f'Device {pid}'} · {thread}"
+        elif len(threads_per_kind[lane.kind]) > 1:
+            lane.name = f"{title} · thread {tid}"
+        else:
+            lane.name = title
+    return sorted(range(len(lanes)),
+                  key=lambda i: (KIND_ORDER[lanes[i].kind], str(lanes[i].source)))
+
+
+def _nest(lanes: list[Lane], events: list[Event]) -> None:
+    """Depth of each event in its lane (events sorted by lane, start, -dur)."""
+    stack: list[float] = []  # end times of the open ancestors
+    lane = -1
+    for ev in events:
+        if ev.lane != lane:
+            lane, stack = ev.lane, []
+        while stack and stack[-1] <= ev.start:
+            stack.pop()
+        ev.depth = len(stack)
+        lanes[lane].rows = max(lanes[lane].rows, ev.depth + 1)
+        stack.append(ev.start + ev.dur)
+
+
+# -- export -------------------------------------------------------------------
+
+def to_chrome_trace(trace: Trace, title: str = "Trainium Lens run",
+                    other: dict | None = None) -> dict:
+    """A Chrome-trace document that Perfetto UI and chrome://tracing open.
+
+    Host lanes become threads of one process named ``title``; device lanes
+    threads of a "Device" process, in the order the built-in timeline draws
+    them. Times stay in the trace clock, so the result's ``timeline`` windows
+    point at the same instants here.
+    """
+    out: list[dict] = []
+    host_pid, device_pid = 1, 2
+    out.append(_meta("process_name", host_pid, 0, {"name": title}))
+    out.append(_meta("process_sort_index", host_pid, 0, {"sort_index": 0}))
+    if any(lane.kind == "device" for lane in trace.lanes):
+        out.append(_meta("process_name", device_pid, 0, {"name": "Device"}))
+        out.append(_meta("process_sort_index", device_pid, 0, {"sort_index": 1}))
+    where = []
+    for i, lane in enumerate(trace.lanes):
+        pid = device_pid if lane.kind == "device" else host_pid
+        tid = i + 1
+        where.append((pid, tid))
+        out.append(_meta("thread_name", pid, tid, {"name": lane.name}))
+        out.append(_meta("thread_sort_index", pid, tid, {"sort_index": i}))
+    for ev in trace.events:
+        pid, tid = where[ev.lane]
+        args = {k: v for k, v in ev.args.items() if _plain(v)}
+        if ev.line is not None:
+            args["source"] = f"{ev.line[0]}:{ev.line[1]}"
+        out.append({"ph": "X", "name": ev.name, "cat": ev.cat or trace.lanes[ev.lane].kind,
+                    "ts": round(ev.start, 3), "dur": round(ev.dur, 3),
+                    "pid": pid, "tid": tid, "args": args})
+    doc: dict[str, Any] = {"traceEvents": out, "displayTimeUnit": "ns"}
+    other_data = {"producer": "trainium-lens"}
+    if trace.meta.get("baseTimeNanoseconds") is not None:
+        other_data["baseTimeNanoseconds"] = trace.meta["baseTimeNanoseconds"]
+    other_data.update(other or {})
+    doc["otherData"] = other_data
+    return doc
+
+
+def _meta(name: str, pid: int, tid: int, args: dict) -> dict:
+    return {"ph": "M", "name": name, "pid": pid, "tid": tid, "ts": 0, "args": args}
+
+
+def _plain(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool)) or value is None or (
+        isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value))
+
+
+def write_export(trace: Trace, dest: str | Path, title: str, other: dict | None = None) -> Path:
+    """Write atomically (a reader never sees half a file)."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        json.dump(to_chrome_trace(trace, title, other), fh, separators=(",", ":"))
+    tmp.replace(dest)
+    return dest
+
+
+# -- where the trace is ---------------------------------------------------------
+
+def artifacts_cache(workspace: Path, run_id: str) -> Path:
+    """Artifacts fetched from a host land here (git-ignored with the runs)."""
+    return Path(workspace) / ".trainium-lens" / "artifacts" / run_id
+
+
+def local_trace_path(result, workspace: Path, target_factory=None) -> Path:
+    """A local path to ``result``'s trace, fetched from its host on first use.
+
+    ``target_factory(host)`` makes the Target that can fetch from
+    ``artifacts.location`` (the default reads the user's SSH config).
+    """
+    art = result.artifacts
+    if not art.trace:
+        raise TraceError(f"run {result.run_id} has no trace (artifacts.trace is empty)")
+    if art.location in ("", "local"):
+        path = Path(art.trace)
+        if not path.is_file():
+            raise TraceError(f"the trace of run {result.run_id} is gone: {path}")
+        return path
+    cache = artifacts_cache(workspace, result.run_id)
+    cached = cache / Path(art.trace).name
+    if cached.is_file():
+        return cached
+    if target_factory is None:
+        from .targets import make_target
+
+        def target_factory(host: str):
+            return make_target(host)
+    target = target_factory(art.location)
+    try:
+        fetched = Path(target.fetch(art.trace, cache))
+    finally:
+        target.close()
+    if fetched.is_dir():  # a target that copies *into* dest returns the folder
+        fetched = fetched / Path(art.trace).name
+    if not fetched.is_file():
+        raise TraceError(f"fetching {art.trace} from {art.location} gave no file")
+    return fetched
+
+
+def summarize(trace: Trace) -> Iterable[str]:
+    """One line per lane: name and event count (for the CLI)."""
+    counts = [0] * len(trace.lanes)
+    for ev in trace.events:
+        counts[ev.lane] += 1
+    for lane, n in zip(trace.lanes, counts):
+        yield f"{lane.name}: {n} events"

@@ -1,0 +1,6 @@
+import torch
+
+
+# trainium: profile
+def broken(:
+    return torch.ones(2)

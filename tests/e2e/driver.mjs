@@ -1,0 +1,271 @@
+// Drives a real VS Code (code-server, started by test_vscode.py) in headless
+// Chromium and reports what the page shows, as JSON, for the pytest side to check
+// against the engine's stored result.
+//
+//   node tests/e2e/driver.mjs CONFIG.json OUT.json
+//
+// CONFIG: {url, file, defText, settingsPath, settings, missingPython, barePython,
+//          goodPython, libsDir, shots, phases: ["errors", "profile"]}
+import { chromium } from "playwright-core";
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+const [configPath, outPath] = process.argv.slice(2);
+const cfg = JSON.parse(readFileSync(configPath, "utf8"));
+const out = { errors: {}, profile: {}, timings: {}, log: [] };
+const log = (msg) => {
+  out.log.push(`${new Date().toISOString().slice(11, 23)} ${msg}`);
+  process.stderr.write(`driver: ${msg}\n`);
+};
+const save = () => writeFileSync(outPath, JSON.stringify(out, null, 1));
+
+const STATUS = '[id="trainium-lens.trainium-lens.trainiumLens.status"]';
+const fileName = cfg.file.split("/").pop();
+const editorSel = `.monaco-editor[data-uri$="/${cfg.file}"]`;
+
+function writeSettings(extra) {
+  writeFileSync(cfg.settingsPath, JSON.stringify({ ...cfg.settings, ...extra }, null, 1));
+}
+
+const browser = await chromium.launch({
+  executablePath: "/usr/bin/chromium",
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+});
+const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+
+try {
+  await page.goto(cfg.url);
+  await page.waitForSelector(".explorer-folders-view .monaco-list-row", { timeout: 90_000 });
+  log("workbench up");
+  await page.locator(".explorer-folders-view .monaco-list-row", { hasText: /^examples$/ }).click();
+  await page.locator(".explorer-folders-view .monaco-list-row", { hasText: fileName }).click();
+  await page.waitForSelector(`${editorSel} .view-line`, { timeout: 30_000 });
+  log(`opened ${cfg.file}`);
+
+  if (cfg.phases.includes("errors")) await errorPhase();
+  if (cfg.phases.includes("profile")) await profilePhase();
+} catch (e) {
+  out.failure = String(e?.stack ?? e);
+  await page.screenshot({ path: join(cfg.shots, "failure.png") }).catch(() => {});
+  log(`FAILED: ${e}`);
+} finally {
+  save();
+  await browser.close();
+}
+process.exit(out.failure ? 1 : 0);
+
+// -- the server cannot start: a clear message, then recovery ------------------
+
+async function notificationTexts() {
+  // With the smoke-test driver on, toasts go straight to the Notification Center.
+  const center = page.locator(".notifications-center");
+  if (!(await center.isVisible())) await page.locator("#status\\.notifications").click();
+  await center.waitFor({ state: "visible" });
+  return page.locator(".notifications-center .notification-list-item-message").allTextContents();
+}
+
+async function clearNotifications() {
+  const center = page.locator(".notifications-center");
+  if (await center.isVisible()) {
+    await page.locator(".notifications-center-header .codicon-notifications-clear-all").click();
+    await page.keyboard.press("Escape");
+  }
+}
+
+async function waitForNotification(pattern, timeout = 30_000) {
+  const until = Date.now() + timeout;
+  let texts = [];
+  while (Date.now() < until) {
+    texts = await notificationTexts();
+    const hit = texts.find((t) => pattern.test(t));
+    if (hit) return hit;
+    await page.waitForTimeout(500);
+  }
+  throw new Error(`no notification matching ${pattern}; saw ${JSON.stringify(texts)}`);
+}
+
+async function statusIcon() {
+  return page.locator(`${STATUS} .codicon`).first().getAttribute("class");
+}
+
+async function waitForServerUp(timeout = 40_000) {
+  // The server is up when its code lens ("Profile on Trainium") is on the marked functions.
+  await page.waitForFunction(
+    ([sel, status]) =>
+      document.querySelector(`${sel} .contentWidgets`)?.textContent?.includes("Profile on Trainium") &&
+      !document.querySelector(`${status} .codicon-warning`),
+    [editorSel, STATUS],
+    { timeout },
+  );
+}
+
+async function errorPhase() {
+  // 1. settings name an interpreter that does not exist (the initial settings)
+  out.errors.badPath = await waitForNotification(/cannot start: the Python interpreter/);
+  out.errors.badPathStatus = await statusIcon();
+  await page.screenshot({ path: join(cfg.shots, "error-bad-interpreter.png") });
+  await clearNotifications();
+  log("bad interpreter path reported");
+
+  // 2. a bare interpreter (a fresh venv: stdlib only) and the bundled libraries gone
+  renameSync(cfg.libsDir, `${cfg.libsDir}.off`);
+  try {
+    writeSettings({ "trainiumLens.python": cfg.barePython });
+    out.errors.missingDeps = await waitForNotification(/cannot import its dependencies/);
+    await clearNotifications();
+    log("missing dependencies reported");
+  } finally {
+    renameSync(`${cfg.libsDir}.off`, cfg.libsDir);
+  }
+
+  // 3. the same bare interpreter with the bundled libraries back: the server runs
+  //    without anything installed in it (what the .vsix promises)
+  await page.keyboard.press("F1");
+  await page.locator(".quick-input-widget input").fill(">Trainium Lens: Restart Language Server");
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "Restart Language Server" }).first().click();
+  await waitForServerUp();
+  out.errors.bareStarts = true;
+  log("server runs on a bare interpreter with the bundled libraries");
+
+  // 4. the interpreter with torch, for profiling
+  writeSettings({ "trainiumLens.python": cfg.goodPython });
+  await page.waitForSelector(`${STATUS} .codicon-loading`, { timeout: 10_000 }).catch(() => log("restart too quick to see"));
+  await waitForServerUp();
+  log("restarted on the interpreter with torch");
+}
+
+// -- profile from the context menu ----------------------------------------------
+
+/** Editor line numbers (1-based) by the `top` of their row, to place other elements. */
+async function lineTops() {
+  return page.$$eval(`${editorSel} .margin-view-overlays > div`, (rows) =>
+    Object.fromEntries(
+      rows
+        .map((r) => [parseFloat(r.style.top), Number(r.querySelector(".line-numbers")?.textContent)])
+        .filter(([top, n]) => Number.isFinite(top) && n > 0),
+    ),
+  );
+}
+
+async function hintsByLine() {
+  const tops = await lineTops();
+  const rows = await page.$$eval(`${editorSel} .view-lines .view-line`, (lines) =>
+    lines.map((l) => {
+      // An inlay hint is injected text: a span of its own after the code's tokens.
+      const hint = [...l.querySelectorAll("span[class*='dyn-rule']")].map((s) => s.textContent).find((t) => t.includes("⏱"));
+      return [parseFloat(l.style.top), hint?.replace(/\u00a0/g, " ")];
+    }),
+  );
+  return Object.fromEntries(rows.filter(([top, hint]) => hint && tops[top]).map(([top, hint]) => [tops[top], hint]));
+}
+
+async function heatByLine() {
+  const tops = await lineTops();
+  const marks = await page.$$eval(`${editorSel} .cgmr[class*='TextEditorDecorationType']`, (els) =>
+    els.map((e) => [parseFloat(e.style.top), /TextEditorDecorationType(\d+)/.exec(e.className)[1], getComputedStyle(e).backgroundImage]),
+  );
+  const backgrounds = await page.$$eval(`${editorSel} .view-overlays .cdr[class*='TextEditorDecorationType']`, (els) =>
+    els.map((e) => [parseFloat(e.parentElement.style.top), getComputedStyle(e).backgroundColor]),
+  );
+  return {
+    gutter: Object.fromEntries(marks.filter(([top]) => tops[top]).map(([top, type, img]) => [tops[top], { type: Number(type), svg: img.includes("svg") }])),
+    background: Object.fromEntries(backgrounds.filter(([top]) => tops[top]).map(([top, color]) => [tops[top], color])),
+  };
+}
+
+async function panelFrame(timeout = 30_000) {
+  const until = Date.now() + timeout;
+  while (Date.now() < until) {
+    for (const frame of page.frames()) {
+      if (await frame.locator("#ops").count().catch(() => 0)) return frame;
+    }
+    await page.waitForTimeout(300);
+  }
+  throw new Error("the results panel never showed an op table");
+}
+
+async function cursorLine() {
+  const text = await page.locator("#status\\.editor\\.selection").textContent();
+  return Number(/Ln (\d+)/.exec(text ?? "")?.[1]);
+}
+
+/** Rest the mouse on the first word of a line until the editor's hover shows ops. */
+async function hoverText(row) {
+  await row.click(); // the editor takes focus back from the panel, as a user's click would
+  const box = await row.boundingBox();
+  const indent = await row.evaluate((l) => l.textContent.length - l.textContent.trimStart().length);
+  const charWidth = await row.evaluate((l) => {
+    const token = l.querySelector("span > span"); // the first token: monospace code text
+    return token.getBoundingClientRect().width / Math.max(1, token.textContent.length);
+  });
+  for (let attempt = 0; attempt < 5; attempt++) {
+    await page.mouse.move(box.x + (indent + 1.5 + attempt) * charWidth, box.y + box.height / 2, { steps: 3 });
+    const ok = await page
+      .waitForFunction(() => [...document.querySelectorAll(".monaco-hover")].some((h) => h.textContent.includes("aten::")), null, { timeout: 4000 })
+      .then(() => true, () => false);
+    if (ok) return (await page.locator(".monaco-hover").allTextContents()).join("\n");
+    if (attempt === 0) {
+      await page.screenshot({ path: join(cfg.shots, "hover-miss.png") });
+      log(`no op table in the hover yet: ${JSON.stringify(await page.locator(".monaco-hover").allTextContents())}`);
+    }
+    await page.mouse.move(box.x - 50, box.y - 80); // away, so the next rest is a new hover
+  }
+  throw new Error("no hover with an op table on the hottest line");
+}
+
+async function profilePhase() {
+  await waitForServerUp();
+  const def = page.locator(`${editorSel} .view-line`, { hasText: cfg.defText });
+  await def.click({ button: "right" });
+  const item = page.locator(".context-view .action-label", { hasText: "Profile on Trainium" });
+  await item.waitFor({ state: "visible" });
+  out.profile.menuItems = await page.locator(".context-view .action-label").allTextContents();
+  const t0 = Date.now();
+  await item.click();
+  log("clicked Profile on Trainium");
+  await page.waitForSelector(`${STATUS} .codicon-sync`, { timeout: 10_000 }).then(
+    () => (out.profile.sawRunning = true),
+    () => log("running state not seen"),
+  );
+  await page.waitForFunction(
+    (sel) => [...document.querySelectorAll(`${sel} .view-lines span[class*='dyn-rule']`)].some((s) => s.textContent.includes("⏱")),
+    editorSel,
+    { timeout: 120_000, polling: 50 },
+  );
+  out.timings.commandToHintsMs = Date.now() - t0;
+  log(`hints after ${out.timings.commandToHintsMs} ms`);
+  await page.waitForTimeout(500); // let every visible line's hint render
+  out.profile.hints = await hintsByLine();
+  out.profile.heat = await heatByLine();
+  out.profile.statusIcon = await statusIcon();
+  await page.screenshot({ path: join(cfg.shots, "editor-hints.png") });
+
+  const panel = await panelFrame();
+  out.timings.commandToPanelMs = Date.now() - t0;
+  out.profile.panelOps = await panel.locator("#ops tbody tr td:first-child").allTextContents();
+  out.profile.panelLines = (await panel.locator("#lines tbody tr").evaluateAll((rows) => rows.map((r) => Number(r.dataset.line))));
+  out.profile.panelFindings = await panel.locator("#findings tbody tr").count();
+  out.profile.panelTitle = await panel.locator("h1").textContent();
+  await page.screenshot({ path: join(cfg.shots, "editor-and-panel.png") });
+  await page.locator("iframe.webview.ready").first().screenshot({ path: join(cfg.shots, "results-panel.png") }).catch((e) => log(`panel shot: ${e}`));
+
+  // Hover the hottest line: the op table from the server's hover.
+  const hottest = out.profile.panelLines[0];
+  const hotRow = page.locator(`${editorSel} .view-line`).filter({ hasText: cfg.lineTexts[String(hottest)] });
+  out.profile.hover = await hoverText(hotRow);
+  out.profile.hoverLine = hottest;
+  await page.screenshot({ path: join(cfg.shots, "hover.png") });
+  await page.keyboard.press("Escape");
+
+  // A click on a line row in the panel reveals that line in the editor.
+  const target = out.profile.panelLines[out.profile.panelLines.length - 1];
+  await panel.locator(`#lines tbody tr[data-line="${target}"]`).click();
+  await page.waitForFunction(
+    (n) => new RegExp(`Ln ${n},`).test(document.querySelector("#status\\.editor\\.selection")?.textContent ?? ""),
+    target,
+    { timeout: 10_000 },
+  );
+  out.profile.revealed = { clicked: target, cursor: await cursorLine() };
+  log(`panel row ${target} revealed line ${out.profile.revealed.cursor}`);
+}

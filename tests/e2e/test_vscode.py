@@ -1,0 +1,249 @@
+"""The extension in a real VS Code: code-server in headless Chromium (playwright-core).
+
+Builds the .vsix, installs it into a fresh code-server, opens a copy of
+examples/rmsnorm.py, and lets ``driver.mjs`` do what a user does: the server
+cannot start (bad interpreter path, then missing dependencies) and says so; with
+a bare interpreter and the bundled libraries it runs; then right-click
+``rms_norm_naive`` → "Profile on Trainium". Everything the page shows is checked
+against the result the engine stored in the workspace's ``.trainium-lens/runs/``.
+
+Needs ``scripts/setup-e2e.sh`` (run by scripts/test.sh). Screenshots and the
+driver's observations go to ``test-results/e2e/``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from trainium_lens.lsp.format import time_us
+from trainium_lens.result import load
+
+ROOT = Path(__file__).resolve().parents[2]
+E2E = ROOT / ".e2e"
+CODE_SERVER = E2E / "code-server" / "node_modules" / ".bin" / "code-server"
+NODE24 = E2E / "node24" / "bin"
+RESULTS = ROOT / "test-results" / "e2e"
+EXAMPLE = "examples/rmsnorm.py"
+FUNCTION = "rms_norm_naive"
+MISSING_PYTHON = "/nonexistent/bin/python3"
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not CODE_SERVER.exists() or not shutil.which("chromium"),
+                       reason="run scripts/setup-e2e.sh first (code-server, chromium)"),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def build_vsix() -> Path:
+    done = subprocess.run(["bash", "scripts/package-vsix.sh"], cwd=ROOT, check=True,
+                          capture_output=True, text=True, env={**os.environ, "PYTHON": sys.executable})
+    return ROOT / done.stdout.strip().splitlines()[-1]
+
+
+class CodeServer:
+    """code-server in its own process group, so that stopping it stops the
+    extension host and the language server too."""
+
+    def __init__(self, tmp: Path, workspace: Path):
+        self.tmp, self.workspace = tmp, workspace
+        self.port = free_port()
+        self.env = {
+            **os.environ,
+            "PATH": f"{NODE24}{os.pathsep}{os.environ['PATH']}",
+            "XDG_CONFIG_HOME": str(tmp / "xdg-config"),
+            "XDG_DATA_HOME": str(tmp / "xdg-data"),
+            "OMP_NUM_THREADS": "1",
+        }
+        self.dirs = ["--user-data-dir", str(tmp / "user-data"), "--extensions-dir", str(tmp / "extensions")]
+        self.proc: subprocess.Popen | None = None
+
+    def install(self, vsix: Path) -> Path:
+        subprocess.run([str(CODE_SERVER), *self.dirs, "--install-extension", str(vsix)],
+                       env=self.env, check=True, capture_output=True, timeout=120)
+        (installed,) = (self.tmp / "extensions").glob("trainium-lens.trainium-lens-*")
+        return installed
+
+    def start(self) -> str:
+        self.log = open(self.tmp / "code-server.log", "w")
+        self.proc = subprocess.Popen(
+            [str(CODE_SERVER), "--bind-addr", f"127.0.0.1:{self.port}", "--auth", "none",
+             "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
+             *self.dirs, "--vscode-option", "enable-smoke-test-driver", str(self.workspace)],
+            env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2).read()
+                return f"http://127.0.0.1:{self.port}/?folder={self.workspace}"
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError(f"code-server did not come up: {(self.tmp / 'code-server.log').read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            self.log.close()
+
+
+def prepare(tmp: Path) -> tuple[Path, dict]:
+    workspace = tmp / "workspace"
+    (workspace / "examples").mkdir(parents=True)
+    shutil.copy(ROOT / EXAMPLE, workspace / EXAMPLE)
+    user = tmp / "user-data" / "User"
+    user.mkdir(parents=True)
+    (user / "settings.json").write_text(json.dumps({
+        "workbench.startupEditor": "none",
+        "chat.disableAIFeatures": True,
+        "workbench.secondarySideBar.defaultVisibility": "hidden",
+        "workbench.tips.enabled": False,
+        "extensions.ignoreRecommendations": True,
+        "telemetry.telemetryLevel": "off",
+        "editor.inlayHints.enabled": "on",
+        "window.commandCenter": False,
+    }))
+    settings = {"trainiumLens.hintThreshold": 0, "trainiumLens.backend": "cpu"}
+    (workspace / ".vscode").mkdir()
+    (workspace / ".vscode" / "settings.json").write_text(
+        json.dumps({**settings, "trainiumLens.python": MISSING_PYTHON}))
+    return workspace, settings
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    """One VS Code session through every step; the driver's observations."""
+    tmp = tmp_path_factory.mktemp("vscode")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    vsix = build_vsix()
+    workspace, settings = prepare(tmp)
+    # A bare interpreter: a fresh venv has the standard library and nothing else.
+    bare = tmp / "bare-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    server = CodeServer(tmp, workspace)
+    installed = server.install(vsix)
+    source = (workspace / EXAMPLE).read_text().splitlines()
+    config = {
+        "url": server.start(),
+        "file": EXAMPLE,
+        "defText": f"def {FUNCTION}(",
+        "lineTexts": {str(i + 1): text.strip() for i, text in enumerate(source) if text.strip()},
+        "settingsPath": str(workspace / ".vscode" / "settings.json"),
+        "settings": settings,
+        "barePython": str(bare / "bin" / "python"),
+        "goodPython": sys.executable,
+        "libsDir": str(installed / "extension" / "dist" / "libs"),
+        "shots": str(RESULTS),
+        "phases": ["errors", "profile"],
+    }
+    (tmp / "config.json").write_text(json.dumps(config))
+    observed = RESULTS / "observed.json"
+    try:
+        done = subprocess.run(["node", str(ROOT / "tests/e2e/driver.mjs"), str(tmp / "config.json"), str(observed)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+    finally:
+        server.stop()
+    obs = json.loads(observed.read_text()) if observed.exists() else {}
+    if done.returncode != 0:
+        log = (tmp / "code-server.log").read_text()[-3000:]
+        pytest.fail(f"driver failed: {obs.get('failure') or done.stderr[-3000:]}\n"
+                    f"driver log: {obs.get('log')}\ncode-server log tail:\n{log}")
+    runs = sorted((workspace / ".trainium-lens" / "runs").glob("*.json"))
+    obs["results"] = [load(p) for p in runs]
+    return obs
+
+
+def test_clear_messages_when_the_server_cannot_start(session):
+    bad = session["errors"]["badPath"]
+    assert f"the Python interpreter '{MISSING_PYTHON}' (setting trainiumLens.python) was not found" in bad
+    assert "Set 'trainiumLens.python'" in bad
+    assert "codicon-warning" in session["errors"]["badPathStatus"]
+    missing = session["errors"]["missingDeps"]
+    assert "cannot import its dependencies" in missing and "ModuleNotFoundError" in missing
+    assert "Reinstall the Trainium Lens extension" in missing
+    # ...and the same bare interpreter runs the server from the bundled libraries.
+    assert session["errors"]["bareStarts"] is True
+
+
+def the_result(session):
+    (result,) = session["results"]  # exactly one run: the one the click made
+    assert result.function.name == FUNCTION and result.function.file == EXAMPLE
+    return result
+
+
+def profiled_lines(result) -> dict[int, float]:
+    return {s.line: (s.self_time_us or s.total_time_us) for s in result.lines
+            if s.file == EXAMPLE and (s.self_time_us or s.total_time_us) > 0}
+
+
+def test_context_menu_profiles_and_hints_land_on_the_attributed_lines(session):
+    result = the_result(session)
+    assert session["profile"]["menuItems"][0] == "Profile on Trainium"
+    hints = {int(k): v for k, v in session["profile"]["hints"].items()}
+    expected = profiled_lines(result)
+    assert expected, "the engine attributed no line"
+    assert sorted(hints) == sorted(expected)
+    for line, t in expected.items():
+        assert hints[line].startswith(f"⏱ {time_us(t)} cpu"), (line, hints[line])
+    print(f"\ncommand → hints: {session['timings']['commandToHintsMs']} ms, "
+          f"→ panel: {session['timings']['commandToPanelMs']} ms")
+
+
+def test_heat_is_drawn_on_the_same_lines_by_intensity(session):
+    expected = profiled_lines(the_result(session))
+    gutter = {int(k): v for k, v in session["profile"]["heat"]["gutter"].items()}
+    background = {int(k) for k in session["profile"]["heat"]["background"]}
+    assert sorted(gutter) == sorted(expected) == sorted(background)
+    assert all(mark["svg"] for mark in gutter.values())
+    hottest = max(expected.values())
+    buckets = {line: max(1, math.ceil(5 * t / hottest - 1e-9)) for line, t in expected.items()}
+    # One decoration type per bucket, created in order: type ids differ as buckets do.
+    offset = {gutter[line]["type"] - bucket for line, bucket in buckets.items()}
+    assert len(offset) == 1, (gutter, buckets)
+
+
+def test_hover_shows_the_line_op_table(session):
+    result = the_result(session)
+    line = session["profile"]["hoverLine"]
+    stat = next(s for s in result.lines if s.line == line and s.file == EXAMPLE)
+    hover = session["profile"]["hover"]
+    assert f"line {line} of {FUNCTION}" in hover
+    for op in stat.ops:
+        assert op.name in hover
+
+
+def test_results_panel_lists_ops_by_self_time_and_reveals_lines(session):
+    result = the_result(session)
+    ops = session["profile"]["panelOps"]
+    assert ops[0] == "aten::mul"
+    assert ops == [o.name for o in sorted(result.ops, key=lambda o: -o.self_time_us)]
+    lines = [s.line for s in sorted(result.lines, key=lambda s: (-s.self_time_us, s.line))]
+    assert session["profile"]["panelLines"] == lines
+    assert session["profile"]["panelFindings"] == len(result.findings)
+    revealed = session["profile"]["revealed"]
+    assert revealed["cursor"] == revealed["clicked"]
+    for shot in ("editor-hints.png", "editor-and-panel.png", "hover.png"):
+        assert (RESULTS / shot).stat().st_size > 10_000

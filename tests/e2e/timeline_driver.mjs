@@ -1,0 +1,137 @@
+// Drives the built-in timeline in a real VS Code (code-server, started by
+// test_timeline.py) in headless Chromium: hover a hot line, click "Open timeline"
+// in the hover, read what the timeline panel shows, click an event of another
+// line, and report where the editor's cursor went. JSON out, for pytest to check.
+//
+//   node tests/e2e/timeline_driver.mjs CONFIG.json OUT.json
+//
+// CONFIG: {url, file, hotLine, lineTexts, shots}
+import { chromium } from "playwright-core";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+const [configPath, outPath] = process.argv.slice(2);
+const cfg = JSON.parse(readFileSync(configPath, "utf8"));
+const out = { log: [] };
+const log = (msg) => {
+  out.log.push(`${new Date().toISOString().slice(11, 23)} ${msg}`);
+  process.stderr.write(`timeline driver: ${msg}\n`);
+};
+const editorSel = `.monaco-editor[data-uri$="/${cfg.file}"]`;
+
+const browser = await chromium.launch({
+  executablePath: "/usr/bin/chromium",
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+});
+const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+
+try {
+  await page.goto(cfg.url);
+  await page.waitForSelector(".explorer-folders-view .monaco-list-row", { timeout: 90_000 });
+  await page.locator(".explorer-folders-view .monaco-list-row", { hasText: /^examples$/ }).click();
+  await page.locator(".explorer-folders-view .monaco-list-row", { hasText: cfg.file.split("/").pop() }).click();
+  await page.waitForSelector(`${editorSel} .view-line`, { timeout: 30_000 });
+  // The stored run's hints show once the server is up and has read the store.
+  await page.waitForFunction(
+    (sel) => [...document.querySelectorAll(`${sel} .view-lines span[class*='dyn-rule']`)].some((s) => s.textContent.includes("⏱")),
+    editorSel,
+    { timeout: 90_000 },
+  );
+  log("hints from the stored run are shown");
+
+  const hotRow = page.locator(`${editorSel} .view-line`).filter({ hasText: cfg.lineTexts[String(cfg.hotLine)] });
+  out.hover = await hoverWithLink(hotRow);
+  const t0 = Date.now();
+  await page.locator(".monaco-hover a", { hasText: "Open timeline" }).first().click();
+  log("clicked Open timeline in the hover");
+  const frame = await timelineFrame();
+  out.openMs = Date.now() - t0;
+  await page.waitForTimeout(300); // the first frame is drawn on the next animation frame
+  out.status = await frame.locator("#status").textContent();
+  out.highlighted = Number(await frame.locator("#status").getAttribute("data-highlighted"));
+  out.panelTitle = await page.locator(".tab.active .label-name").first().textContent().catch(() => null);
+  out.view = await frame.evaluate(() => {
+    const s = window.lensTimeline.state;
+    const d = s.model.data;
+    const focus = d.focusSrc >= 0 ? d.sources[d.focusSrc] : null;
+    return { ta: s.view.ta, tb: s.view.tb, t1: s.model.t1, focus, focusWindow: d.focus, lanes: d.lanes.map((l) => l.name), events: d.events.start.length };
+  });
+  await page.screenshot({ path: join(cfg.shots, "timeline.png") });
+  await page.locator("iframe.webview.ready").last().screenshot({ path: join(cfg.shots, "timeline-panel.png") }).catch((e) => log(`panel shot: ${e}`));
+
+  // Click an ATen op of another line: the editor moves to that line.
+  const pick = await frame.evaluate(() => {
+    const tl = window.lensTimeline;
+    const find = () => {
+      const d = tl.state.model.data, ev = d.events;
+      for (let i = 0; i < ev.start.length; i++) {
+        const lane = d.lanes[ev.lane[i]];
+        if (lane.kind !== "ops" || ev.src[i] < 0 || ev.src[i] === d.focusSrc) continue;
+        const c = tl.eventCenter(i);
+        if (c && c.x > 170 && c.x < tl.state.width - 10 && tl.eventAt(c.x, c.y) === i) {
+          return { i, x: c.x, y: c.y, name: d.names[ev.name[i]], source: d.sources[ev.src[i]] };
+        }
+      }
+      return null;
+    };
+    let hit = find();
+    if (!hit) { tl.fitAll(); tl.drawNow(); hit = find(); }
+    return hit;
+  });
+  if (!pick) throw new Error("no event of another line on screen to click");
+  out.clicked = pick;
+  await frame.locator("#timeline").click({ position: { x: pick.x, y: pick.y } });
+  await page.waitForFunction(
+    (n) => new RegExp(`Ln ${n},`).test(document.querySelector("#status\\.editor\\.selection")?.textContent ?? ""),
+    pick.source[1],
+    { timeout: 10_000 },
+  ).catch(() => log("cursor did not reach the clicked line in 10 s"));
+  const text = await page.locator("#status\\.editor\\.selection").textContent();
+  out.cursorLine = Number(/Ln (\d+)/.exec(text ?? "")?.[1]);
+  out.activeEditor = await page.locator(".tab.active .label-name").first().textContent().catch(() => null);
+  await page.screenshot({ path: join(cfg.shots, "timeline-after-click.png") });
+  log(`clicked ${pick.name} of line ${pick.source[1]}; cursor on line ${out.cursorLine}`);
+} catch (e) {
+  out.failure = String(e?.stack ?? e);
+  await page.screenshot({ path: join(cfg.shots, "timeline-failure.png") }).catch(() => {});
+  log(`FAILED: ${e}`);
+} finally {
+  writeFileSync(outPath, JSON.stringify(out, null, 1));
+  await browser.close();
+}
+process.exit(out.failure ? 1 : 0);
+
+/** Rest the mouse on a line until the editor's hover shows the timeline link. */
+async function hoverWithLink(row) {
+  await row.click();
+  const box = await row.boundingBox();
+  const indent = await row.evaluate((l) => l.textContent.length - l.textContent.trimStart().length);
+  const charWidth = await row.evaluate((l) => {
+    const token = l.querySelector("span > span");
+    return token.getBoundingClientRect().width / Math.max(1, token.textContent.length);
+  });
+  for (let attempt = 0; attempt < 6; attempt++) {
+    await page.mouse.move(box.x + (indent + 1.5 + attempt) * charWidth, box.y + box.height / 2, { steps: 3 });
+    const ok = await page
+      .waitForFunction(() => [...document.querySelectorAll(".monaco-hover a")].some((a) => a.textContent.includes("Open timeline")), null, { timeout: 4000 })
+      .then(() => true, () => false);
+    if (ok) return (await page.locator(".monaco-hover").allTextContents()).join("\n");
+    await page.mouse.move(box.x - 50, box.y - 80);
+  }
+  throw new Error("no hover with an 'Open timeline' link on the hot line");
+}
+
+/** The timeline webview's inner frame, once it has drawn the run. */
+async function timelineFrame(timeout = 60_000) {
+  const until = Date.now() + timeout;
+  while (Date.now() < until) {
+    for (const frame of page.frames()) {
+      const ready = await frame.evaluate(() => document.querySelector("canvas#timeline") && document.body.dataset.ready).catch(() => null);
+      if (ready === "true") return frame;
+      if (ready === "error") throw new Error(`timeline error: ${await frame.locator("#status").textContent()}`);
+    }
+    await page.waitForTimeout(250);
+  }
+  throw new Error("the timeline panel never drew the run");
+}

@@ -1,0 +1,80 @@
+"""The OpenSSH connection layer against a real sshd on loopback: a master that
+makes later commands fast, quoting that survives hostile arguments, and one
+clear line for each way a connection fails."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from trainium_lens.errors import TargetError
+from trainium_lens.targets.ssh_conn import SshConnection
+
+pytestmark = pytest.mark.ssh
+
+
+def test_master_makes_later_commands_fast(sshd, ssh_control_dir):
+    conn = SshConnection("lens-test", ssh_config=str(sshd.config))
+    conn.master()
+    assert list(ssh_control_dir.iterdir()), "no control socket was created"
+    start = time.perf_counter()
+    for _ in range(3):
+        assert conn.run("true").returncode == 0
+    per_call = (time.perf_counter() - start) / 3
+    assert per_call < 0.25, f"a command over the master took {per_call:.3f} s"
+    conn.close()
+    assert not conn._master_alive()
+
+
+def test_arguments_reach_the_remote_verbatim(sshd, ssh_control_dir, tmp_path):
+    conn = SshConnection("lens-test", ssh_config=str(sshd.config))
+    hostile = ["a b", "it's", '"dq"', "$(touch pwned)", "`touch pwned`", "; touch pwned",
+               "ünï©ødé ✓", "*", "-n", ""]
+    out = conn.run('for a in "$@"; do printf "%s\\0" "$a"; done', hostile)
+    assert out.stdout.decode().split("\0")[:-1] == hostile
+    assert not list(tmp_path.glob("**/pwned"))
+    assert not (sshd.home / "pwned").exists()
+
+
+@pytest.mark.parametrize("alias, words", [
+    ("lens-badauth", "authentication failed"),
+    ("lens-unknown", "host key not known"),
+    ("lens-changed", "host key has CHANGED"),
+    ("lens-refused", "connection refused"),
+    ("no-such-host.invalid", "does not resolve"),
+])
+def test_each_failure_is_one_clear_line(sshd, ssh_control_dir, alias, words):
+    conn = SshConnection(alias, ssh_config=str(sshd.config))
+    with pytest.raises(TargetError) as info:
+        conn.master()
+    message = str(info.value)
+    assert words in message
+    assert "\n" not in message
+    assert message.startswith(alias)
+
+
+def test_changed_key_is_refused_even_if_the_users_config_says_accept_new(sshd,
+                                                                         ssh_control_dir,
+                                                                         tmp_path):
+    # A user's config that weakens checking must not weaken ours.
+    config = tmp_path / "config"
+    config.write_text(sshd.config.read_text().replace(
+        "Host lens-changed\n", "Host lens-changed\n  StrictHostKeyChecking no\n"))
+    with pytest.raises(TargetError, match="CHANGED"):
+        SshConnection("lens-changed", ssh_config=str(config)).master()
+    config.write_text(sshd.config.read_text().replace(
+        "Host lens-unknown\n", "Host lens-unknown\n  StrictHostKeyChecking accept-new\n"))
+    with pytest.raises(TargetError, match="not known"):
+        SshConnection("lens-unknown", ssh_config=str(config)).master()
+    assert (sshd.root / "known_hosts_empty").read_text() == ""
+
+
+def test_bad_host_names_are_refused_before_ssh_runs(tmp_path):
+    for bad in ["-oProxyCommand=touch pwned", "two words", ""]:
+        with pytest.raises(TargetError):
+            SshConnection(bad)
+    with pytest.raises(TargetError, match="no such SSH config"):
+        SshConnection("h", ssh_config=str(tmp_path / "missing"))
+    assert subprocess.run(["ls", str(tmp_path)], capture_output=True).stdout == b""
