@@ -62,11 +62,14 @@ def editor_run(tmp: Path, vsix: Path) -> dict:
     }
     (session / "config.json").write_text(json.dumps(config))
     try:
-        subprocess.run(["node", str(ROOT / "tests/e2e/driver.mjs"), str(session / "config.json"),
-                        str(session / "out.json")], cwd=ROOT, check=True, capture_output=True, timeout=300)
+        done = subprocess.run(["node", str(ROOT / "tests/e2e/driver.mjs"), str(session / "config.json"),
+                               str(session / "out.json")], cwd=ROOT, capture_output=True, text=True, timeout=300)
     finally:
         server.stop()
-    return json.loads((session / "out.json").read_text())["timings"]
+    out = json.loads((session / "out.json").read_text())
+    if done.returncode != 0:
+        sys.exit(f"the driver failed: {out.get('failure')}\n" + "\n".join(out.get("log", [])))
+    return out["timings"]
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ import { readFileSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { randomBytes } from "node:crypto";
+import { loadavg, cpus } from "node:os";
 import { chromium } from "playwright-core";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -175,7 +176,8 @@ const browser = await chromium.launch({
 });
 try {
   const data = synth(EVENTS);
-  console.log(`timeline bench: ${data.events.start.length} events, 1600x700 px, ${RUNS} runs, Chromium ${browser.version()}`);
+  console.log(`timeline bench: ${data.events.start.length} events, 1600x700 px, ${RUNS} runs, Chromium ${browser.version()}, ` +
+    `${cpus().length} CPUs, load average ${loadavg().map((x) => x.toFixed(1)).join(" ")}`);
   const runs = [];
   for (let r = 0; r < RUNS; r++) runs.push(await once(browser, base, data, r === RUNS - 1 ? SHOT : null));
   const first = runs.map((r) => r.firstDraw);

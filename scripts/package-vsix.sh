@@ -62,5 +62,5 @@ delete p.scripts; delete p.devDependencies;
 fs.writeFileSync(file, JSON.stringify(p, null, 2));' "$STAGE/package.json"
 mkdir -p out
 (cd "$STAGE" && "$OLDPWD/node_modules/.bin/vsce" package --no-dependencies --skip-license \
-  --allow-missing-repository --out "$OLDPWD/out/trainium-lens-$VERSION.vsix" >&2)
+  --allow-missing-repository --no-rewrite-relative-links --out "$OLDPWD/out/trainium-lens-$VERSION.vsix" >&2)
 echo "out/trainium-lens-$VERSION.vsix"

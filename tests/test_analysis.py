@@ -133,7 +133,7 @@ def test_neuron_signals_stand_in():
         "h2d_copies": [{"name": f"{FILE}:13", "calls": 1, "self_time_us": 3.0}],
         "h2d_copy_lines": [{"file": FILE, "line": 13}],
         "compiles_in_active_steps": 2, "recompiles": 1,
-        "neuron_rt_inspect_clash": True, "instrumentation_overhead": 6.5,
+        "neuron_rt_inspect_clash": True, "instrumentation_overhead": 12.5,
     })
     found = analyze(res)
     assert kinds(found)[:6] == [("compile_in_steps", 10), ("neuron_rt_inspect", 10),
@@ -144,7 +144,7 @@ def test_neuron_signals_stand_in():
     assert "falls back to CPU time" in no_dev.message and "synchronize" in no_dev.message
     assert "warmup=3" in found[0].fix  # default warmup 1 + 2
     assert "1 per call, 3 µs" in found[5].message
-    assert found[-1].kind == "instrumentation_overhead" and "6.5×" in found[-1].message
+    assert found[-1].kind == "instrumentation_overhead" and "12.5×" in found[-1].message
 
 
 def test_cpu_backend_never_reports_missing_device_time():

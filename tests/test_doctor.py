@@ -5,6 +5,7 @@ accident; the connection checks must point at the step that failed."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import pytest
@@ -83,3 +84,81 @@ def test_doctor_local(tmp_path):
     assert all(status[n] == "fail" for n in NEURON)
     missing = run_doctor(None, python=str(tmp_path / "nopython"))
     assert missing.get("python").status == "fail"
+
+
+STAND_IN_NEURON_LS = """#!/bin/sh
+# Stand-in for aws-neuronx-tools' neuron-ls (no Trainium device here): the
+# pre-2.34 JSON shape, and no --output-format (as before 2.34).
+[ "$1" = "--json-output" ] || { echo "unknown option $1" >&2; exit 2; }
+cat <<'JSON'
+[{"neuron_device": 0, "bdf": "cc:00.0", "connected_to": [1], "nc_count": 8,
+  "memory_size": 103079215104, "neuron_processes": []},
+ {"neuron_device": 1, "bdf": "b5:00.0", "connected_to": [0], "nc_count": 8,
+  "memory_size": 103079215104, "neuron_processes": []}]
+JSON
+"""
+# Stand-in for TorchNeuron: registers the "neuron" PrivateUse1 backend (real
+# torch API) and a profiling module with the documented names.
+STAND_IN_TORCH_NEURONX = """
+import torch
+torch.utils.rename_privateuse1_backend("neuron")
+"""
+STAND_IN_PROFILING = """
+import enum
+class ProfileMode(enum.Enum):
+    DEVICE = 1
+    RUNTIME = 2
+class NeuronConfig:
+    def __init__(self, modes=None, profile_output_dir=None, capture_enabled_for_nc="0",
+                 max_events_per_nc=None, correlate_device_time=False):
+        pass
+class NeuronProfiler:
+    def __init__(self, config):
+        self.config = config
+"""
+
+
+def test_doctor_passes_on_a_stand_in_trainium_host(tmp_path, monkeypatch):
+    """The pass path of the Neuron checks, through the real probe in a real
+    Python, with stand-ins for what cannot exist here (neuron-ls, neuron-explorer,
+    torch-neuronx)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "neuron-ls").write_text(STAND_IN_NEURON_LS)
+    (bin_dir / "neuron-explorer").write_text("#!/bin/sh\nexit 0\n")
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    pkg = tmp_path / "site" / "torch_neuronx"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(STAND_IN_TORCH_NEURONX)
+    (pkg / "profiling.py").write_text(STAND_IN_PROFILING)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    report = run_doctor(None, work_dir=str(tmp_path))
+    status = {c.name: c.status for c in report.checks}
+    for name in ("python", "torch", "torch_neuronx", "profiling_api", "neuron_devices",
+                 "neuron_explorer"):
+        assert status[name] == "pass", (name, report.get(name))
+    assert "native TorchNeuron" in report.get("torch_neuronx").detail
+    assert "correlate_device_time accepted" in report.get("profiling_api").detail
+    assert report.get("neuron_devices").detail.startswith("2 devices, 16 NeuronCores")
+    assert report.get("neuron_explorer").detail == str(bin_dir / "neuron-explorer")
+
+
+def test_judging_the_older_xla_flavour_and_an_old_python():
+    """The judge alone, on the facts a Trn1 host with the XLA torch-neuronx
+    reports (stand-in facts: no such host here)."""
+    from trainium_lens.doctor import Report, _judge
+
+    report = Report(host="trn1")
+    _judge(report, {"python": "/opt/venv/bin/python", "python_version": [3, 9, 18],
+                    "torch": "2.9.0", "torch_neuronx": "2.9.0.2.15", "neuron_flavour": "xla",
+                    "neuron_ls": "/opt/aws/neuron/bin/neuron-ls", "neuron_devices": 1,
+                    "neuron_cores": 2, "disk_free": 1024**3, "work_dir": "/w",
+                    "product_name": "trn1.2xlarge"}, local=False)
+    status = {c.name: c.status for c in report.checks}
+    assert status["python"] == "fail" and "3.10" in report.get("python").detail
+    assert status["torch_neuronx"] == "warn" and "XLA" in report.get("torch_neuronx").detail
+    assert status["profiling_api"] == "skip"
+    assert status["neuron_devices"] == "pass" and status["instance_type"] == "pass"
+    assert status["disk"] == "warn"

@@ -20,7 +20,6 @@ import signal
 import socket
 import subprocess
 import sys
-import textwrap
 import time
 import urllib.request
 from pathlib import Path

@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 
 from trainium_lens.harness import run  # noqa: E402
 from trainium_lens.harness.attribution import attribute  # noqa: E402
+from trainium_lens.harness.backends import Backend  # noqa: E402
 from trainium_lens.harness.lines import LineLabeler  # noqa: E402
 from trainium_lens.harness.loader import UserCode, load_module  # noqa: E402
 
@@ -87,3 +88,121 @@ def test_unlabelled_ops_are_unattributed_and_still_reconcile(helpers):
     att = attribute(events, labeler.labels, False, None, CPU)
     assert {k for (_s, k) in att.line_self} == {None}
     assert sum(att.line_self.values()) == pytest.approx(aten_cpu_by_step(events)[0])
+
+
+def test_host_to_device_copies_are_noted_per_line():
+    # "meta" stands in for an accelerator: any non-CPU device takes the same path
+    module = load_module(str(DATA / "h2d.py"), str(DATA), "h2d.py")
+    labeler = LineLabeler(UserCode(str(DATA)), run.invoke.__code__, device_backend=True)
+    x = torch.ones(4, device="meta")
+    for _ in range(2):
+        with labeler:
+            run.invoke(module.promote, (x,), {})
+    text = (DATA / "h2d.py").read_text().splitlines()
+    line = next(i for i, t in enumerate(text, 1) if "H2D-LINE" in t)
+    assert labeler.h2d == {f"h2d.py({line}): promote": 2}
+
+
+# -- the device clock (CUDA/Neuron): no device here, so stand-in events ----------
+
+class _Range:
+    def __init__(self, start, end):
+        self.start, self.end = start, end
+
+
+class _Kernel:
+    def __init__(self, duration):
+        self.duration = duration
+
+
+class _Ev:
+    """Stand-in for a FunctionEvent with the fields the pass reads."""
+
+    def __init__(self, name, start, end, children=(), kernels=()):
+        self.name, self.time_range = name, _Range(start, end)
+        self.cpu_children = list(children)
+        self.kernels = [_Kernel(k) for k in kernels]
+        self.cpu_parent = None
+        self.device_type = CPU
+        for c in self.cpu_children:
+            c.cpu_parent = self
+
+
+def _flatten(roots):
+    out, stack = [], list(roots)
+    while stack:
+        e = stack.pop()
+        out.append(e)
+        stack.extend(e.cpu_children)
+    return out
+
+
+def test_device_clock_kernels_go_to_the_nearest_op():
+    labels = {"m.py(3): f": ("m.py", 3, "f"), "m.py(4): f": ("m.py", 4, "f"),
+              "m.py(9): g": ("m.py", 9, "g")}
+    # line 9 calls f; line 3 dispatches mul (kernel 10, plus a runtime event's
+    # kernel 5 that belongs to it); line 4 runs a compiled region whose nested
+    # extern op launches 7 and the region itself 20; one kernel under no op.
+    runtime = _Ev("cudaLaunchKernel", 2, 3, kernels=[5])
+    mul = _Ev("aten::mul", 1, 4, [runtime], kernels=[10])
+    line3 = _Ev("m.py(3): f", 1, 5, [mul])
+    mm = _Ev("aten::mm", 11, 12, kernels=[7])
+    region = _Ev("Torch-Compiled Region: 0/0", 10, 15, [mm], kernels=[20])
+    line4 = _Ev("m.py(4): f", 9, 16, [region])
+    outer3 = _Ev("m.py(9): g", 0, 6, [line3])
+    outer4 = _Ev("m.py(9): g", 8, 17, [line4])
+    stray = _Ev("cudaDeviceSynchronize", 18, 19, kernels=[3])
+    step = _Ev("ProfilerStep#3", 0, 20, [outer3, outer4, stray])
+    att = attribute(_flatten([step]), labels, True, None, CPU)
+    assert att.steps == 1
+    assert att.ops["aten::mul"][1] == 15 and att.ops["aten::mul"][4] == 15
+    assert att.ops["aten::mm"][1] == 7
+    assert att.ops["Torch-Compiled Region: 0/0"][1] == 20  # self: own kernels
+    assert att.ops["Torch-Compiled Region: 0/0"][2] == 27  # total: with the nested op
+    assert att.regions[("Torch-Compiled Region: 0/0", "m.py(4): f")] == [1, 27]
+    assert att.line_self[(0, "m.py(3): f")] == 15 and att.line_self[(0, "m.py(4): f")] == 27
+    assert att.line_total[(0, "m.py(9): g")] == 42  # both calls, each op once
+    assert att.line_calls["m.py(3): f"] == 1 and att.line_calls["m.py(4): f"] == 1
+    assert att.device_unowned == 3
+    # CPU time is still kept beside the device clock (self CPU: nested ops excluded)
+    assert att.ops["Torch-Compiled Region: 0/0"][3] == 4 and att.ops["aten::mm"][3] == 1
+
+
+class _NoDeviceTimeBackend(Backend):
+    """Stand-in for a device backend whose profiler reports no device time (as one
+    TorchNeuron build did): runs on CPU but claims the device clock."""
+
+    name = "cuda"
+    device = "cpu"
+    device_clock = True
+
+
+def test_no_device_time_falls_back_visibly_to_the_cpu_clock(tmp_path):
+    from trainium_lens.harness.run import Session, profile_function
+    from trainium_lens.harness.markers import find_marked
+    from trainium_lens.harness.spec import Spec
+
+    sent = []
+
+    class Events:
+        def emit(self, event, **fields):
+            sent.append({"event": event, **fields})
+
+        def stage(self, stage, function, message, **extra):
+            self.emit("stage", stage=stage, function=function, message=message, **extra)
+
+        def warning(self, message):
+            self.emit("warning", message=message)
+
+    spec = Spec(batch_id="nd", workspace_root=str(DATA), file="helpers.py",
+                run_dir=str(tmp_path), protocol={"timing_calls": 1})
+    module = load_module(str(DATA / "helpers.py"), str(DATA), "helpers.py")
+    session = Session(spec, Events(), _NoDeviceTimeBackend(torch), module,
+                      UserCode(str(DATA)), "helpers.py")
+    marked = next(m for m in find_marked((DATA / "helpers.py").read_text()) if m.name == "loop")
+    result = profile_function(session, marked, 0, {"wait": 0, "warmup": 1, "active": 2,
+                                                   "timing_calls": 1})
+    assert result["backend"] == "cuda" and result["clock"] == "cpu"
+    assert result["signals"]["device_time_reported"] is False
+    assert result["totals"]["self_time_us"] > 0  # CPU figures, said to be CPU
+    assert any("no device time" in e["message"] for e in sent if e["event"] == "warning")

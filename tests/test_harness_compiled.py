@@ -72,3 +72,28 @@ def test_control_mode_without_the_hook_would_recompile(compiled_setup):
     except Exception:
         pass  # fullgraph=True: tracing the mode's frame walk is unsupported
     assert watch.counters()["compiles"] > before
+
+
+def test_compile_signals_recompiles_and_graph_breaks(tmp_path):
+    import json
+
+    from tests.test_harness import line_of, run_harness
+    from trainium_lens.result import Batch
+
+    data = ROOT / "tests" / "data"
+    run_dir = tmp_path / "run"
+    code, events, stderr = run_harness(data, "compiles.py", run_dir,
+                                       protocol={"wait": 1, "warmup": 0, "active": 2,
+                                                 "timing_calls": 1})
+    assert code == 0, stderr[-3000:]
+    batch = Batch.from_dict(json.loads((run_dir / "batch.json").read_text()))
+    grows, breaks = batch.results
+    # 2 first calls + wait 1 + 2 x (labelled + plain) = 7 calls, each a new shape
+    assert grows.signals.compiles_in_active_steps == 4
+    assert grows.signals.recompiles >= 6 and grows.signals.graph_breaks == 0
+    region_lines = {r.line for r in grows.regions}
+    assert region_lines == {line_of(data / "compiles.py", "GROWS-CALL")}
+    assert breaks.signals.graph_breaks >= 1 and breaks.signals.compiles_in_active_steps == 0
+    assert breaks.signals.recompiles == 0
+    assert len({r.name for r in breaks.regions}) >= 2  # the graph split in two
+    assert {r.line for r in breaks.regions} == {line_of(data / "compiles.py", "BREAKS-CALL")}

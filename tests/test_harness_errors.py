@@ -98,3 +98,22 @@ def test_bad_spec(tmp_path):
     assert proc.returncode == 1
     (event,) = [json.loads(x) for x in proc.stdout.splitlines()]
     assert event["event"] == "error" and event["kind"] == "spec"
+
+
+def _other_pythons() -> list[str]:
+    """Interpreters of other versions on this machine (pyenv), without torch."""
+    import glob
+
+    found = []
+    for minor in ("3.10", "3.12", "3.13", "3.14"):
+        found += sorted(glob.glob(f"/root/.pyenv/versions/{minor}.*/bin/python"))[-1:]
+    return found
+
+
+@pytest.mark.parametrize("python", _other_pythons() or [pytest.param(None, marks=pytest.mark.skip(
+    reason="no other Python versions installed here"))])
+def test_harness_starts_on_other_pythons_and_reports_missing_torch(tmp_path, python):
+    e = failing(tmp_path, "raises.py", functions=["fails"], python=python)
+    assert e["kind"] == "torch_missing" and python in e["message"]
+    e = failing(tmp_path, "bad_syntax.py", python=python)  # the pre-torch path in full
+    assert e["kind"] == "parse" and e["line"] == line_of(DATA / "bad_syntax.py", "def broken(")

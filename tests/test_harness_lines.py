@@ -21,7 +21,8 @@ def helpers(tmp_path_factory):
     code, events, stderr = run_harness(DATA, FILE, run_dir, protocol={"timing_calls": 3})
     assert code == 0, stderr[-3000:] + json.dumps(events[-2:])
     batch = Batch.from_dict(json.loads((run_dir / "batch.json").read_text()))
-    return {"events": events, "results": {r.function.name: r for r in batch.results}}
+    return {"events": events, "stderr": stderr,
+            "results": {r.function.name: r for r in batch.results}}
 
 
 def at(result, tag):
@@ -77,3 +78,5 @@ def test_user_print_becomes_output_events(helpers):
     texts = [e["text"] for e in helpers["events"] if e["event"] == "output"]
     assert "hello from user code" in texts
     assert "MAIN BLOCK RAN" not in texts
+    # a write to fd 1 from C code goes to stderr (every stdout line parsed as JSON)
+    assert "raw write to fd 1" in helpers["stderr"]

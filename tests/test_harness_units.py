@@ -197,6 +197,7 @@ def test_neuron_backend_against_standin(standin_neuronx, tmp_path, monkeypatch):
     assert signals["cpu_fallback_ops"] == ["aten::_unique2", "aten::nonzero"]
     assert signals["neuron_rt_inspect_clash"] is True
     assert any("correlate_device_time" in w for w in signals["warnings"])
+    assert any("NEURON_RT_INSPECT_ENABLE" in w for w in signals["warnings"])
     logging.getLogger("torch_neuronx").warning("Operator 'aten::late' fell back to CPU")
     assert backend.messages[-1] != "Operator 'aten::late' fell back to CPU"  # handler removed
 
@@ -244,3 +245,24 @@ def test_harness_module_is_self_contained(path):
     if path.name == "markers.py":  # the language server imports it: stdlib only
         imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
         assert all(getattr(n, "module", None) != "torch" for n in imports)
+
+
+def test_xla_flavour_is_detected_and_explained(monkeypatch):
+    """Stand-ins for the XLA-based torch-neuronx of Trn1 (no such host here)."""
+    import importlib.machinery
+
+    import torch
+
+    from trainium_lens.harness.backends import choose
+
+    for name in ("torch_neuronx", "torch_xla"):
+        mod = types.ModuleType(name)
+        mod.__spec__ = importlib.machinery.ModuleSpec(name, loader=None)
+        monkeypatch.setitem(sys.modules, name, mod)
+    assert neuron.flavour(torch) == "xla"
+    backend = choose(torch, "auto")
+    assert backend.name == "cpu" and backend.environment()["neuron_flavour"] == "xla"
+    assert any("XLA flavour" in n and "Trn2" in n for n in backend.notes)
+    with pytest.raises(HarnessError) as info:
+        choose(torch, "neuron")
+    assert info.value.kind == "backend_unavailable" and "XLA" in info.value.message

@@ -113,6 +113,11 @@ def test_quick_run_stores_analysed_results(tmp_path, cache):
     stored = load(ws / ".trainium-lens" / "runs" / f"{res.run_id}.json")
     assert stored == res
     assert res.line("quick.py", 7).calls == 2
+    # Artifacts are already local: fetch copies them where asked.
+    copy = LocalTarget().fetch(res.artifacts.trace, tmp_path / "fetched" / "trace.json")
+    assert copy.read_bytes() == Path(res.artifacts.trace).read_bytes()
+    with pytest.raises(TargetError, match="no such artifact"):
+        LocalTarget().fetch(str(tmp_path / "nothing"), tmp_path / "x")
 
 
 class GroupWatcher(threading.Thread):
@@ -227,3 +232,19 @@ def test_missing_python_is_clear(tmp_path, cache):
 def test_default_python_is_this_interpreter():
     assert LocalTarget().python == sys.executable
     assert os.path.isfile(LocalTarget()._python_path())
+
+
+def test_reason_for_an_early_end():
+    from types import SimpleNamespace
+
+    from trainium_lens.targets.stream import StderrTail, _why
+
+    tail = StderrTail(max_lines=3)
+    assert _why(SimpleNamespace(returncode=3), tail) == "exit status 3"
+    for n in range(5):
+        tail.add(f"line {n}\n")
+    tail.add("   \n")
+    assert tail.text() == "line 3\nline 4\n   "  # bounded
+    assert _why(SimpleNamespace(returncode=1), tail) == "line 4"
+    assert _why(SimpleNamespace(returncode=-9), tail) == (
+        "killed by SIGKILL (out of memory?); last output: line 4")

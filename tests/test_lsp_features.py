@@ -73,7 +73,13 @@ async def test_hints_hover_lens_heat_diagnostics_from_the_store(client, workspac
     titles = [lens.command.title for lens in await lenses(client, uri)]
     assert titles == ["▶ Profile on Trainium", "100 µs cpu · 5 dispatches · 1 finding"]
 
+    reply = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="trainiumLens.compareWithPrevious", arguments=[{"uri": uri, "function": "f"}]))
+    assert reply == {"error": "f has 1 run: profile it again to compare"}
+    assert (await request(client, "trainiumLens/runData", {"uri": "untitled:1"}))["result"] is None
+
     await settle(client)
+    assert [m.message for m in client.messages] == ["Trainium Lens: " + reply["error"]]
     diag = client.diagnostics[uri]
     assert [(d.range.start.line, d.source, d.severity, d.code) for d in diag] == [
         (7, "Trainium Lens", types.DiagnosticSeverity.Hint, "dispatches")]
@@ -108,6 +114,16 @@ async def test_hints_follow_edits_and_go_stale(client, workspace):
     await settle(client)
     assert [h["line"] for h in client.heat[-1]["lines"]] == [5, 6]
     assert [d.range.start.line for d in client.diagnostics[uri]] == [6]
+
+
+async def test_a_run_stored_by_the_cli_shows_without_reopening(client, workspace):
+    uri = open_doc(client, workspace / "mod.py")
+    assert (await hints(client, uri))[6] == "⏱ 30 µs cpu · 30% · 1 op"
+    slower = dict(LINES)
+    slower[7] = (LINES[7][0], 90.0, LINES[7][2])
+    RunStore(workspace).save(make_result("mod.py", "f", 5, slower, run_id="20261129-121500-cccc-0",
+                                         created_at="2026-11-29T12:15:00Z"))
+    assert (await hints(client, uri))[6] == "⏱ 90 µs cpu · 56% · 1 op · ▲ 200%"
 
 
 async def test_restart_brings_hints_back_and_delta_against_previous(client, workspace):

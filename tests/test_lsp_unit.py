@@ -128,3 +128,43 @@ def test_line_times_pair_lines_as_diff_runs_does():
     expected = {d.after_line: d.before_us for d in diff_runs(before, after).lines
                 if d.after_line is not None and d.before_us is not None}
     assert line_times(before, after) == expected == {3: 10.0, 5: 20.0, 6: 40.0, 8: 5.0}
+
+
+def test_a_line_picks_the_marked_function_around_it(tmp_path):
+    from trainium_lens.errors import HarnessError, UsageError
+    from trainium_lens.lsp.profile import choose_functions, parse_request
+
+    source = ("import torch\n\n# trainium: profile\ndef f():\n    return 1\n\n"
+              "# trainium: profile\n@torch.no_grad()\ndef g():\n    return 2\n")
+    path = tmp_path / "m.py"
+    path.write_text(source)
+
+    def pick(**arg):
+        return choose_functions(None, parse_request(({"uri": path.as_uri(), **arg},)), source)
+
+    assert pick() == ["f", "g"]
+    assert pick(line=2) == ["f"]  # 0-based: the marker line counts
+    assert pick(line=4) == ["f"] and pick(line=7) == ["g"] and pick(line=9) == ["g"]
+    assert pick(function="g") == ["g"]
+    with pytest.raises(UsageError, match="line 6 of m.py is not inside a marked function"):
+        pick(line=5)
+    with pytest.raises(HarnessError, match=r"m.py:1: ") as err:
+        choose_functions(None, parse_request(({"uri": path.as_uri()},)), "def (:\n")
+    assert err.value.kind == "parse" and err.value.line == 1
+    with pytest.raises(UsageError, match="0-based line number"):
+        parse_request(({"uri": path.as_uri(), "line": -1},))
+
+
+def test_hover_links_explorer_only_for_neuron_runs():
+    from trainium_lens.lsp.hover import markdown
+    from trainium_lens.lsp.runs import Annotations
+
+    for clock, expected in (("neuron", True), ("cpu", False)):
+        r = make_result("m.py", "f", 2, {3: ("y = x * x", 10.0, [("aten::mul", 2, 10.0)])},
+                        clock=clock)
+        a = Annotation(2, r.lines[0], r, stale=False)
+        text = markdown("file:///w/m.py", a, Annotations([a], {2: a}, []))
+        assert "| `aten::mul` | 2 |" in text
+        assert "[Open timeline](command:trainiumLens.openTimeline?" in text
+        assert ("[Open in Neuron Explorer](command:trainiumLens.openExplorer?" in text) == expected
+        assert ("Neuron device time" in text) == expected

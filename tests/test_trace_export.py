@@ -109,7 +109,16 @@ def test_export_of_a_real_profile_opens_as_chrome_trace_with_the_line_ranges(run
     mul_on_22 = [e for e in ops if e["name"] == "aten::mul"
                  and e["args"].get("source") == "examples/rmsnorm.py:22"]
     assert len(mul_on_22) == result.totals.steps
-    assert all("source" in e["args"] for e in ops if e["name"] == "aten::rsqrt")
+    rsqrt = [e for e in ops if e["name"] == "aten::rsqrt" and "source" in e["args"]]
+    assert {e["args"]["source"] for e in rsqrt} == {"examples/rmsnorm.py:24"}
+    assert len(rsqrt) == result.totals.steps
+    # Each op with a source began inside a range of that line.
+    by_line = defaultdict(list)
+    for e in ranges:
+        by_line[e["args"]["source"]].append((e["ts"], e["ts"] + e["dur"]))
+    for e in ops:
+        if "source" in e["args"]:
+            assert any(a <= e["ts"] <= b for a, b in by_line[e["args"]["source"]]), e
 
 
 def test_export_fetches_a_trace_that_is_still_on_the_ssh_host(run, sshd, ssh_control_dir,

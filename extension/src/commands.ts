@@ -39,13 +39,22 @@ export function registerCommands(ctx: LensContext): void {
     const reply = await servers.executeCommand<ProfileReply>("trainiumLens.profile", args);
     if (!reply || reply.error || !reply.run_ids?.length) return;
     if (reply.headline) vscode.window.setStatusBarMessage(`Trainium Lens: ${reply.headline}`, 10_000);
-    if (vscode.workspace.getConfiguration("trainiumLens").get<boolean>("openResultsAfterRun", true)) {
-      await panel.show({ uri, function: undefined });
+  };
+
+  // Every finished run (from these commands or the server's code lens) opens or
+  // refreshes the panel for the file in front of the user.
+  const onRunState = (params: unknown): void => {
+    const state = (params as { state?: string } | undefined)?.state;
+    const editor = vscode.window.activeTextEditor;
+    if (state !== "ok" || editor?.document.languageId !== "python") return;
+    if (panel.isOpen() || vscode.workspace.getConfiguration("trainiumLens").get<boolean>("openResultsAfterRun", true)) {
+      void panel.show({ uri: editor.document.uri });
     }
   };
 
   ctx.extension.subscriptions.push(
     panel,
+    servers.onRunState(onRunState),
     vscode.commands.registerCommand("trainiumLens.profileHere", () => profile(true)),
     vscode.commands.registerCommand("trainiumLens.profileFile", () => profile(false)),
     vscode.commands.registerCommand("trainiumLens.compare", async () => {

@@ -32,6 +32,9 @@ export class ServerManager implements vscode.Disposable {
   private lastFailure: Extract<CheckResult, { ok: false }> | undefined;
   private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
   readonly onDidChangeState = this.stateEmitter.event;
+  // `trainiumLens/runState`, shared: a JSON-RPC connection keeps one handler per method.
+  private readonly runStateEmitter = new vscode.EventEmitter<unknown>();
+  readonly onRunState = this.runStateEmitter.event;
   state: ServerState = "stopped";
 
   constructor(
@@ -40,6 +43,7 @@ export class ServerManager implements vscode.Disposable {
   ) {
     this.disposables.push(
       this.stateEmitter,
+      this.runStateEmitter,
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (!e.affectsConfiguration("trainiumLens")) return;
         const needsRestart = this.state !== "running" || RESTART_KEYS.some((k) => e.affectsConfiguration(k));
@@ -158,6 +162,7 @@ export class ServerManager implements vscode.Disposable {
     };
     const client = new LanguageClient("trainiumLens", "Trainium Lens", serverOptions, clientOptions);
     this.client = client;
+    this.clientDisposables.push(client.onNotification("trainiumLens/runState", (p: unknown) => this.runStateEmitter.fire(p)));
     for (const hook of this.hooks) this.clientDisposables.push(...hook(client));
     try {
       await client.start();

@@ -33,11 +33,11 @@ export function registerStatusBar(ctx: LensContext): void {
       render();
     }),
   );
-  ctx.servers.onClient((client) => [
-    client.onNotification("trainiumLens/runState", (params: unknown) => {
+  ctx.extension.subscriptions.push(
+    ctx.servers.onRunState((params) => {
       state = parseRunState(params, host());
       render();
     }),
-  ]);
+  );
   render();
 }

@@ -30,7 +30,9 @@ export class TimelinePanel implements vscode.Disposable {
     const panel = this.ensurePanel();
     panel.title = "Timeline";
     const request = client.sendRequest<TimelineData>("trainiumLens/timeline", where);
-    await this.ready;
+    // The page says when its script listens; VS Code also queues messages for a
+    // page still loading, so a slow load (a cold, busy machine) only delays it.
+    await Promise.race([this.ready, new Promise((resolve) => setTimeout(resolve, 10_000))]);
     let data: TimelineData;
     try {
       data = await vscode.window.withProgress(

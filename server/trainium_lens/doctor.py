@@ -249,9 +249,10 @@ def _judge(report: Report, facts: dict, local: bool) -> None:
              f"correlate_device_time {'accepted' if correlate else 'not in the signature'}; "
              f"modes {', '.join(facts.get('profile_modes') or [])}")
 
-    if facts.get("neuron_cores"):
-        _add(report, "neuron_devices", "pass", f"{facts.get('neuron_devices')} devices, "
-             f"{facts['neuron_cores']} NeuronCores (neuron-ls)")
+    if facts.get("neuron_devices"):
+        cores = facts.get("neuron_cores")
+        _add(report, "neuron_devices", "pass", f"{facts['neuron_devices']} devices, "
+             + (f"{cores} NeuronCores" if cores else "core count not reported") + " (neuron-ls)")
     elif facts.get("neuron_ls_error"):
         _add(report, "neuron_devices", "fail", f"neuron-ls failed: {facts['neuron_ls_error']}",
              "check the Neuron driver (aws-neuronx-dkms) and runtime")
@@ -276,7 +277,7 @@ def _judge(report: Report, facts: dict, local: bool) -> None:
         else:
             _add(report, "disk", "pass", text)
 
-    product = facts.get("product_name")
+    product = facts.get("neuron_ls_instance_type") or facts.get("product_name")
     if not product:
         _add(report, "instance_type", "skip", "not readable here (no DMI product name)")
     elif product.startswith(("trn", "inf")):

@@ -83,24 +83,63 @@ def probe_neuron(facts, torch):
         facts["neuron_available_error"] = "%s: %s" % (type(exc).__name__, exc)
 
 
+CORE_KEYS = ("nc_count", "neuroncore_count", "neuron_cores", "cores")
+
+
+def _devices(doc):
+    """The device records of either neuron-ls JSON: a list of devices
+    (``--json-output``, up to Neuron 2.33) or an object with top-level fields
+    and a device list (``--output-format json``, Neuron 2.34+)."""
+    if isinstance(doc, list):
+        return [d for d in doc if isinstance(d, dict)]
+    if isinstance(doc, dict):
+        for value in doc.values():
+            if isinstance(value, list) and value and all(isinstance(d, dict) for d in value) \
+                    and any(k in value[0] for k in CORE_KEYS):
+                return value
+    return []
+
+
+def _cores(device):
+    for key in CORE_KEYS:
+        value = device.get(key)
+        if isinstance(value, int):
+            return value
+        if isinstance(value, list):
+            return len(value)
+    return 0
+
+
 def probe_devices(facts):
     tool = _tool("neuron-ls")
     facts["neuron_ls"] = tool
-    facts["dev_neuron"] = sorted(n for n in os.listdir("/dev") if n.startswith("neuron"))
+    try:
+        facts["dev_neuron"] = sorted(n for n in os.listdir("/dev") if n.startswith("neuron"))
+    except OSError:
+        facts["dev_neuron"] = []
     if not tool:
         return
-    try:
-        out = subprocess.run([tool, "--json-output"], capture_output=True, text=True,
-                             timeout=30, stdin=subprocess.DEVNULL)
-        devices = json.loads(out.stdout)
-    except Exception as exc:
-        facts["neuron_ls_error"] = "%s: %s" % (type(exc).__name__, exc)
+    error = None
+    for flags in (["--output-format", "json"], ["--json-output"]):  # 2.34+, then older
+        try:
+            out = subprocess.run([tool] + flags, capture_output=True, text=True, timeout=30,
+                                 stdin=subprocess.DEVNULL)
+            if out.returncode != 0:
+                error = (out.stderr.strip().splitlines() or ["exit %d" % out.returncode])[-1]
+                continue
+            doc = json.loads(out.stdout)
+        except Exception as exc:
+            error = "%s: %s" % (type(exc).__name__, exc)
+            continue
+        devices = _devices(doc)
+        facts["neuron_devices"] = len(devices)
+        facts["neuron_cores"] = sum(_cores(d) for d in devices)
+        if isinstance(doc, dict):
+            for key in ("instance_type", "instance-type"):
+                if isinstance(doc.get(key), str):
+                    facts["neuron_ls_instance_type"] = doc[key]
         return
-    if isinstance(devices, dict):
-        devices = devices.get("neuron_devices") or devices.get("devices") or [devices]
-    facts["neuron_devices"] = len(devices)
-    facts["neuron_cores"] = sum(int(d.get("nc_count") or 0) for d in devices
-                                if isinstance(d, dict))
+    facts["neuron_ls_error"] = error
 
 
 def probe_host(facts, work_dir):

@@ -24,18 +24,16 @@ written against ../shared/notes/neuron.md ("Neuron Explorer"): the binary at
 
 from __future__ import annotations
 
-import os
 import re
-import socket
 import subprocess
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from .errors import LensError, TargetError, UsageError
 from .result import Result
+from .tunnel import Forward, Tunnel, TunnelError
 
 DEFAULT_URL_TEMPLATE = "http://localhost:{port}/profile/{profile}"
 MARK = "trainium-lens-explorer: "
@@ -172,137 +170,6 @@ def state_dir(result: Result) -> str:
     return ""  # the host's default, under its $HOME (see _HOST_SCRIPT)
 
 
-# -- local ports --------------------------------------------------------------
-
-def port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        # As ssh binds its listeners: a port in TIME_WAIT from earlier use is free.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def port_owner(port: int) -> str | None:
-    """Who listens on a local TCP port: "pid 123 (cmd line)", best effort (Linux /proc)."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            rows = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            cols = row.split()
-            if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
-                inodes.add(cols[9])
-    if not inodes:
-        return None
-    targets = {f"socket:[{i}]" for i in inodes}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(f"/proc/{pid}/fd/{fd}") in targets:
-                    raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-                    cmd = " ".join(raw.decode("utf-8", "replace").split("\0")).strip()
-                    return f"pid {pid} ({cmd[:120]})"
-            except OSError:
-                continue
-    return "another process (not visible to this user)"
-
-
-def busy_port_message(port: int, role: str) -> str:
-    owner = port_owner(port)
-    by = f" by {owner}" if owner else ""
-    return (f"local port {port} (Neuron Explorer {role.upper()}) is already in use{by}: stop it, or "
-            f"set trainiumLens.explorer.local{role.capitalize()}Port / --local-{role}-port")
-
-
-def _connectable(port: int, timeout: float = 0.3) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=timeout).close()
-        return True
-    except OSError:
-        return False
-
-
-# -- the tunnel ---------------------------------------------------------------
-
-class Tunnel:
-    """One ``ssh`` forwarding both Explorer ports, bound to 127.0.0.1.
-
-    Its own connection (``ControlPath=none``) with the target's other options:
-    a forward held by the shared master would live as long as the master
-    (ControlPersist) instead of as long as we need it. The remote side runs
-    ``cat``; our end of its stdin is a pipe, so when this process exits for
-    any reason (even SIGKILL) the pipe closes, ``cat`` ends, and ssh closes the
-    tunnel: no tunnel outlives the server that opened it.
-    """
-
-    def __init__(self, conn, forwards: list[tuple[int, int]]) -> None:
-        self.conn = conn
-        self.forwards = forwards
-        self.proc: subprocess.Popen | None = None
-
-    def argv(self) -> list[str]:
-        extra = ["-o", "ControlPath=none", "-o", "ExitOnForwardFailure=yes", "-T"]
-        for local, remote in self.forwards:
-            extra += ["-L", f"127.0.0.1:{local}:127.0.0.1:{remote}"]
-        argv = self.conn.argv("exec cat >/dev/null", [])
-        # The target's options name its ControlMaster socket; ssh keeps the first
-        # value it sees of an option, so ours go before them.
-        return [argv[0], *extra, *argv[1:]]
-
-    def start(self, timeout: float = 20.0) -> None:
-        for local, _ in self.forwards:
-            if not port_free(local):
-                raise ExplorerError(busy_port_message(local, self._role(local)))
-        self.proc = subprocess.Popen(self.argv(), stdin=subprocess.PIPE,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode("utf-8", "replace")
-                self.proc = None
-                m = re.search(r"bind \[?127\.0\.0\.1\]?:(\d+): Address already in use", err)
-                if m:  # taken between our check and ssh's bind
-                    raise ExplorerError(busy_port_message(int(m[1]), self._role(int(m[1]))))
-                from .targets.ssh_conn import explain_ssh_failure
-                raise ExplorerError("cannot open the tunnel to Neuron Explorer: "
-                                    + explain_ssh_failure(self.conn.host, err))
-            if all(_connectable(local) for local, _ in self.forwards):
-                return
-            time.sleep(0.05)
-        self.close()
-        raise ExplorerError(f"{self.conn.host}: the tunnel to Neuron Explorer did not come up "
-                            f"in {timeout:.0f} s")
-
-    def _role(self, local: int) -> str:
-        return "ui" if local == self.forwards[0][0] else "api"
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None and all(
-            _connectable(local) for local, _ in self.forwards)
-
-    def close(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        try:
-            proc.stdin.close()  # remote cat ends, ssh exits and releases both ports
-            proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait(timeout=5)
-        if proc.stderr:
-            proc.stderr.close()
-
-
 # -- the service --------------------------------------------------------------
 
 @dataclass
@@ -391,8 +258,15 @@ class ExplorerService:
             return "reused"
         if tunnel:
             tunnel.close()
-        tunnel = Tunnel(conn, [(s.local_ui_port, s.ui_port), (s.local_api_port, s.api_port)])
-        tunnel.start()
+        tunnel = Tunnel(conn, [
+            Forward(s.local_ui_port, s.ui_port, "Neuron Explorer UI",
+                    "set trainiumLens.explorer.localUiPort / --local-ui-port"),
+            Forward(s.local_api_port, s.api_port, "Neuron Explorer API",
+                    "set trainiumLens.explorer.localApiPort / --local-api-port")])
+        try:
+            tunnel.start()
+        except TunnelError as err:
+            raise ExplorerError(str(err)) from None
         self._tunnels[key] = tunnel
         return "opened"
 

@@ -23,7 +23,7 @@ The harness writes a *batch* (one document per profiled function, see
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
@@ -246,10 +246,7 @@ class Result:
                 f"result has schema version {version}; this Trainium Lens reads up to "
                 f"{SCHEMA_VERSION}: upgrade trainium-lens"
             )
-        try:
-            result = _build(cls, data, "result")
-        except ResultError:
-            raise
+        result = _build(cls, data, "result")
         if result.backend not in BACKENDS:
             raise ResultError(f"result.backend: unknown backend {result.backend!r}")
         return result
@@ -298,55 +295,100 @@ def save(result: Result, path: str | Path) -> Path:
 
 
 # -- validation: build dataclasses from plain JSON, checking types -------------
+#
+# One converter per type, built once: a stored result with thousands of lines is
+# re-opened by the editor on every start, so validation must cost little more
+# than the JSON parse. The path of a bad value is assembled only on error.
 
-_HINTS: dict[type, dict[str, Any]] = {}
 
+class _Bad(Exception):
+    def __init__(self, message: str, path: str = ""):
+        self.message, self.path = message, path
 
-def _hints(cls: type) -> dict[str, Any]:
-    if cls not in _HINTS:
-        _HINTS[cls] = get_type_hints(cls)
-    return _HINTS[cls]
+    def under(self, step: str) -> "_Bad":
+        self.path = step + self.path
+        return self
 
 
 def _build(tp: Any, value: Any, where: str) -> Any:
-    origin = get_origin(tp)
+    try:
+        return _converter(tp)(value)
+    except _Bad as bad:
+        raise ResultError(f"{where}{bad.path}: {bad.message}") from None
+
+
+_CONVERTERS: dict[Any, Any] = {}
+
+
+def _converter(tp: Any) -> Any:
+    conv = _CONVERTERS.get(tp)
+    if conv is None:
+        conv = _CONVERTERS[tp] = _make_converter(tp)
+    return conv
+
+
+def _got(value: Any) -> str:
+    return f"got {value!r:.40}"
+
+
+def _make_converter(tp: Any) -> Any:
     if is_dataclass(tp):
-        if not isinstance(value, dict):
-            raise ResultError(f"{where}: expected an object")
-        hints = _hints(tp)
-        kwargs = {}
-        for f in fields(tp):
-            if f.name in value:
-                kwargs[f.name] = _build(hints[f.name], value[f.name], f"{where}.{f.name}")
-        try:
+        hints = get_type_hints(tp)
+        items = [(f.name, _converter(hints[f.name])) for f in fields(tp)]
+        required = [f.name for f in fields(tp)
+                     if f.default is MISSING and f.default_factory is MISSING]
+
+        def conv_dataclass(value: Any) -> Any:
+            if type(value) is not dict:
+                raise _Bad("expected an object")
+            for name in required:
+                if name not in value:
+                    raise _Bad(f"missing '{name}'")
+            kwargs = {}
+            for name, conv in items:
+                if name in value:
+                    try:
+                        kwargs[name] = conv(value[name])
+                    except _Bad as bad:
+                        raise bad.under(f".{name}") from None
             return tp(**kwargs)
-        except TypeError as exc:  # a required field is missing
-            missing = str(exc).split("argument")[-1].strip(": ")
-            raise ResultError(f"{where}: missing {missing}") from None
+
+        return conv_dataclass
+    origin = get_origin(tp)
     if origin is list:
-        if not isinstance(value, list):
-            raise ResultError(f"{where}: expected a list")
-        (item,) = get_args(tp)
-        return [_build(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+        (item_type,) = get_args(tp)
+        item = _converter(item_type)
+
+        def conv_list(value: Any) -> list:
+            if type(value) is not list:
+                raise _Bad("expected a list")
+            out = []
+            for i, v in enumerate(value):
+                try:
+                    out.append(item(v))
+                except _Bad as bad:
+                    raise bad.under(f"[{i}]") from None
+            return out
+
+        return conv_list
     if origin is not None:  # X | None
-        args = [a for a in get_args(tp) if a is not type(None)]
-        if value is None:
-            return None
-        return _build(args[0], value, where)
+        (inner_type,) = [a for a in get_args(tp) if a is not type(None)]
+        inner = _converter(inner_type)
+        return lambda value: None if value is None else inner(value)
     if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ResultError(f"{where}: expected a number, got {value!r:.40}")
-        return float(value)
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ResultError(f"{where}: expected an integer, got {value!r:.40}")
-        return value
-    if tp is str:
-        if not isinstance(value, str):
-            raise ResultError(f"{where}: expected a string, got {value!r:.40}")
-        return value
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ResultError(f"{where}: expected true/false, got {value!r:.40}")
-        return value
-    return value
+        def conv_float(value: Any) -> float:
+            kind = type(value)
+            if kind is float:
+                return value
+            if kind is int:
+                return float(value)
+            raise _Bad(f"expected a number, {_got(value)}")
+        return conv_float
+    simple = {int: "an integer", str: "a string", bool: "true/false"}
+    if tp in simple:
+        def conv_simple(value: Any) -> Any:
+            if type(value) is not tp:
+                raise _Bad(f"expected {simple[tp]}, {_got(value)}")
+            return value
+        return conv_simple
+    return lambda value: value

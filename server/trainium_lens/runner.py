@@ -36,5 +36,9 @@ def profile(job: Job, target: Target, on_event: EventSink | None = None,
         result.findings = analyze(result)
     if store is not None:
         for result in batch.results:
-            store.save(result)
+            try:
+                store.save(result)
+            except OSError as exc:  # read-only or full disk: say where, keep the rest
+                raise LensError(f"cannot store the result in {store.runs}: "
+                                f"{exc.strerror or exc}") from None
     return batch.results

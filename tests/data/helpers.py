@@ -1,5 +1,7 @@
 """Fixture: user helpers, loops, recursion, modules and print (see tests/test_harness_lines.py)."""
 
+import os
+
 import torch
 
 
@@ -48,6 +50,7 @@ _block = Block()
 # trainium: profile inputs=make_inputs
 def through_module(x):
     print("hello from user code")
+    os.write(1, b"raw write to fd 1\n")  # C-level output: must not reach the event stream
     with torch.no_grad():
         return _block(x)  # MODULE-CALL
 

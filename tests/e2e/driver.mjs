@@ -4,8 +4,8 @@
 //
 //   node tests/e2e/driver.mjs CONFIG.json OUT.json
 //
-// CONFIG: {url, file, defText, settingsPath, settings, missingPython, barePython,
-//          goodPython, libsDir, shots, phases: ["errors", "profile"]}
+// CONFIG: {url, file, defText, lineTexts, settingsPath, settings, barePython,
+//          goodPython, libsDir, pickHost, shots, phases: ["errors", "host", "profile"]}
 import { chromium } from "playwright-core";
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -44,6 +44,7 @@ try {
   log(`opened ${cfg.file}`);
 
   if (cfg.phases.includes("errors")) await errorPhase();
+  if (cfg.phases.includes("host")) await hostPhase();
   if (cfg.phases.includes("profile")) await profilePhase();
 } catch (e) {
   out.failure = String(e?.stack ?? e);
@@ -121,9 +122,7 @@ async function errorPhase() {
 
   // 3. the same bare interpreter with the bundled libraries back: the server runs
   //    without anything installed in it (what the .vsix promises)
-  await page.keyboard.press("F1");
-  await page.locator(".quick-input-widget input").fill(">Trainium Lens: Restart Language Server");
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: "Restart Language Server" }).first().click();
+  await runCommand("Trainium Lens: Restart Language Server");
   await waitForServerUp();
   out.errors.bareStarts = true;
   log("server runs on a bare interpreter with the bundled libraries");
@@ -133,6 +132,34 @@ async function errorPhase() {
   await page.waitForSelector(`${STATUS} .codicon-loading`, { timeout: 10_000 }).catch(() => log("restart too quick to see"));
   await waitForServerUp();
   log("restarted on the interpreter with torch");
+}
+
+// -- Select Trainium Host: the SSH config's hosts, saved as a setting ------------
+
+async function runCommand(title) {
+  await page.keyboard.press("F1");
+  await page.locator(".quick-input-widget input").fill(`>${title}`);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: title.split(": ").pop() }).first().click();
+}
+
+async function hostPhase() {
+  await runCommand("Trainium Lens: Select Trainium Host");
+  const rows = page.locator(".quick-input-list .monaco-list-row");
+  await rows.first().waitFor({ state: "visible" });
+  out.host = { choices: await rows.locator(".label-name").allTextContents() };
+  await rows.filter({ hasText: cfg.pickHost }).first().click();
+  await page.waitForFunction(
+    ([status, host]) => document.querySelector(status)?.textContent?.includes(`Trainium: ${host}`),
+    [STATUS, cfg.pickHost],
+    { timeout: 10_000 },
+  );
+  out.host.status = await page.locator(STATUS).textContent();
+  out.host.saved = JSON.parse(readFileSync(cfg.settingsPath, "utf8"))["trainiumLens.host"];
+  // back to local for the profile
+  await runCommand("Trainium Lens: Select Trainium Host");
+  await rows.filter({ hasText: /^local/ }).first().click();
+  await page.waitForFunction((status) => document.querySelector(status)?.textContent?.includes("Trainium: local"), STATUS, { timeout: 10_000 });
+  log(`host picker offered ${out.host.choices.join(", ")}`);
 }
 
 // -- profile from the context menu ----------------------------------------------
@@ -192,15 +219,17 @@ async function cursorLine() {
 
 /** Rest the mouse on the first word of a line until the editor's hover shows ops. */
 async function hoverText(row) {
-  await row.click(); // the editor takes focus back from the panel, as a user's click would
-  const box = await row.boundingBox();
-  const indent = await row.evaluate((l) => l.textContent.length - l.textContent.trimStart().length);
-  const charWidth = await row.evaluate((l) => {
-    const token = l.querySelector("span > span"); // the first token: monospace code text
-    return token.getBoundingClientRect().width / Math.max(1, token.textContent.length);
-  });
-  for (let attempt = 0; attempt < 5; attempt++) {
-    await page.mouse.move(box.x + (indent + 1.5 + attempt) * charWidth, box.y + box.height / 2, { steps: 3 });
+  for (let attempt = 0; attempt < 6; attempt++) {
+    // Measured afresh each time: the panel opening beside the editor re-lays it out.
+    await row.click(); // the editor takes focus back from the panel, as a user's click would
+    const box = await row.boundingBox();
+    const at = await row.evaluate((l) => {
+      const token = l.querySelector("span > span"); // the first token: monospace code text
+      const indent = l.textContent.length - l.textContent.trimStart().length;
+      return { indent, charWidth: token.getBoundingClientRect().width / Math.max(1, token.textContent.length) };
+    });
+    if (!box) continue;
+    await page.mouse.move(box.x + (at.indent + 1.5 + attempt) * at.charWidth, box.y + box.height / 2, { steps: 3 });
     const ok = await page
       .waitForFunction(() => [...document.querySelectorAll(".monaco-hover")].some((h) => h.textContent.includes("aten::")), null, { timeout: 4000 })
       .then(() => true, () => false);
@@ -268,4 +297,6 @@ async function profilePhase() {
   );
   out.profile.revealed = { clicked: target, cursor: await cursorLine() };
   log(`panel row ${target} revealed line ${out.profile.revealed.cursor}`);
+  // Everything VS Code told the user since the errors phase was cleared.
+  out.profile.notifications = await notificationTexts();
 }

@@ -114,6 +114,14 @@ def prepare(tmp: Path) -> tuple[Path, dict]:
     workspace = tmp / "workspace"
     (workspace / "examples").mkdir(parents=True)
     shutil.copy(ROOT / EXAMPLE, workspace / EXAMPLE)
+    # An SSH config for the host picker: an Include with a glob, a wildcard entry
+    # (not a host one can pick), two aliases of one block.
+    ssh = tmp / "ssh"
+    (ssh / "conf.d").mkdir(parents=True)
+    (ssh / "config").write_text("Host *\n  ServerAliveInterval 30\n"
+                                f"Include {ssh}/conf.d/*\n"
+                                "Host trn-e2e trn-e2e-alias\n  HostName 127.0.0.1\n  User ubuntu\n")
+    (ssh / "conf.d" / "inf2").write_text("Host inf2-e2e\n  HostName inf2.example\n")
     user = tmp / "user-data" / "User"
     user.mkdir(parents=True)
     (user / "settings.json").write_text(json.dumps({
@@ -125,6 +133,8 @@ def prepare(tmp: Path) -> tuple[Path, dict]:
         "telemetry.telemetryLevel": "off",
         "editor.inlayHints.enabled": "on",
         "window.commandCenter": False,
+        # machine-scoped: a workspace cannot point ssh at a config of its choosing
+        "trainiumLens.sshConfig": str(ssh / "config"),
     }))
     settings = {"trainiumLens.hintThreshold": 0, "trainiumLens.backend": "cpu"}
     (workspace / ".vscode").mkdir()
@@ -156,8 +166,9 @@ def session(tmp_path_factory):
         "barePython": str(bare / "bin" / "python"),
         "goodPython": sys.executable,
         "libsDir": str(installed / "extension" / "dist" / "libs"),
+        "pickHost": "trn-e2e",
         "shots": str(RESULTS),
-        "phases": ["errors", "profile"],
+        "phases": ["errors", "host", "profile"],
     }
     (tmp / "config.json").write_text(json.dumps(config))
     observed = RESULTS / "observed.json"
@@ -186,6 +197,13 @@ def test_clear_messages_when_the_server_cannot_start(session):
     assert "Reinstall the Trainium Lens extension" in missing
     # ...and the same bare interpreter runs the server from the bundled libraries.
     assert session["errors"]["bareStarts"] is True
+
+
+def test_host_picker_offers_the_ssh_config_hosts_and_saves_the_choice(session):
+    host = session["host"]
+    assert host["choices"] == ["local", "inf2-e2e", "trn-e2e", "trn-e2e-alias"]
+    assert host["saved"] == "trn-e2e"  # the status bar showed it too; then back to local
+    assert "Trainium: trn-e2e" in host["status"]
 
 
 def the_result(session):
@@ -243,6 +261,10 @@ def test_results_panel_lists_ops_by_self_time_and_reveals_lines(session):
     lines = [s.line for s in sorted(result.lines, key=lambda s: (-s.self_time_us, s.line))]
     assert session["profile"]["panelLines"] == lines
     assert session["profile"]["panelFindings"] == len(result.findings)
+    # The settings the client sends are all ones the server knows, and the run
+    # produced no error message.
+    assert not [n for n in session["profile"]["notifications"]
+                if "setting" in n or "failed" in n or "cannot" in n], session["profile"]["notifications"]
     revealed = session["profile"]["revealed"]
     assert revealed["cursor"] == revealed["clicked"]
     for shot in ("editor-hints.png", "editor-and-panel.png", "hover.png"):

@@ -25,6 +25,9 @@ const browser = await chromium.launch({
   args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
 });
 const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+// The webview's own errors (CSP refusals, script errors) land in the log.
+page.on("console", (m) => { if (m.type() === "error" && /timeline|Content Security|Refused/i.test(m.text())) log(`console: ${m.text().slice(0, 300)}`); });
+page.on("pageerror", (e) => log(`page error: ${String(e).slice(0, 300)}`));
 
 try {
   await page.goto(cfg.url);
@@ -43,11 +46,13 @@ try {
   const hotRow = page.locator(`${editorSel} .view-line`).filter({ hasText: cfg.lineTexts[String(cfg.hotLine)] });
   out.hover = await hoverWithLink(hotRow);
   const t0 = Date.now();
-  await page.locator(".monaco-hover a", { hasText: "Open timeline" }).first().click();
+  await page.locator(".monaco-hover", { hasText: `line ${cfg.hotLine} of` }).locator("a", { hasText: "Open timeline" }).first().click();
   log("clicked Open timeline in the hover");
   const frame = await timelineFrame();
   out.openMs = Date.now() - t0;
-  await page.waitForTimeout(300); // the first frame is drawn on the next animation frame
+  await page.mouse.move(5, 500); // off the hover, which then closes
+  await page.keyboard.press("Escape");
+  await page.waitForTimeout(500); // the first frame is drawn on the next animation frame
   out.status = await frame.locator("#status").textContent();
   out.highlighted = Number(await frame.locator("#status").getAttribute("data-highlighted"));
   out.panelTitle = await page.locator(".tab.active .label-name").first().textContent().catch(() => null);
@@ -113,8 +118,14 @@ async function hoverWithLink(row) {
   });
   for (let attempt = 0; attempt < 6; attempt++) {
     await page.mouse.move(box.x + (indent + 1.5 + attempt) * charWidth, box.y + box.height / 2, { steps: 3 });
+    // The hover of this line (moving there can first show the one above).
     const ok = await page
-      .waitForFunction(() => [...document.querySelectorAll(".monaco-hover a")].some((a) => a.textContent.includes("Open timeline")), null, { timeout: 4000 })
+      .waitForFunction(
+        (n) => [...document.querySelectorAll(".monaco-hover")].some(
+          (h) => h.textContent.includes(`line ${n} of`) && h.textContent.includes("Open timeline")),
+        cfg.hotLine,
+        { timeout: 4000 },
+      )
       .then(() => true, () => false);
     if (ok) return (await page.locator(".monaco-hover").allTextContents()).join("\n");
     await page.mouse.move(box.x - 50, box.y - 80);
@@ -123,7 +134,7 @@ async function hoverWithLink(row) {
 }
 
 /** The timeline webview's inner frame, once it has drawn the run. */
-async function timelineFrame(timeout = 60_000) {
+async function timelineFrame(timeout = 90_000) {
   const until = Date.now() + timeout;
   while (Date.now() < until) {
     for (const frame of page.frames()) {
@@ -133,5 +144,9 @@ async function timelineFrame(timeout = 60_000) {
     }
     await page.waitForTimeout(250);
   }
-  throw new Error("the timeline panel never drew the run");
+  const frames = [];
+  for (const frame of page.frames()) {
+    frames.push(`${frame.url().slice(0, 160)} :: ${await frame.evaluate(() => document.body?.innerHTML?.slice(0, 300)).catch((e) => String(e))}`);
+  }
+  throw new Error(`the timeline panel never drew the run; frames:\n${frames.join("\n")}`);
 }

@@ -19,6 +19,10 @@ export class ResultsPanel implements vscode.Disposable {
 
   constructor(private readonly ctx: LensContext) {}
 
+  isOpen(): boolean {
+    return this.panel !== undefined;
+  }
+
   /** Open (or refresh) the panel beside the editor for `target`'s latest run. */
   async show(target: PanelTarget, preserveFocus = true): Promise<void> {
     const client = await this.ctx.servers.ready();

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -14,7 +15,7 @@ from typing import TextIO
 
 from .. import runner
 from ..analysis.compare import compare_variants
-from ..errors import HarnessError, LensError
+from ..errors import Cancelled, HarnessError, LensError
 from ..jobs import PROTOCOL_KEYS, make_job
 from ..store import RunStore
 from ..targets import make_target
@@ -147,8 +148,11 @@ def _stage_text(event: dict) -> str:
 
 
 def style_for(stream: TextIO) -> Style:
+    """Unicode where the stream can take it; on a terminal, its width (a pipe or
+    a file gets the full table, the same every time)."""
     encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
-    return Style(unicode=encoding.startswith("utf"))
+    width = shutil.get_terminal_size().columns if stream.isatty() else None
+    return Style(unicode=encoding.startswith("utf"), width=width)
 
 
 def one_line(err: LensError) -> LensError:
@@ -160,6 +164,22 @@ def one_line(err: LensError) -> LensError:
             message = f"{err.file}:{err.line}: {message}"
     err.args = (message,)  # str(err) is args[0]; kind, file, line... stay
     return err
+
+
+def _stop_on_signals() -> dict:
+    """SIGTERM/SIGHUP (a closed terminal, a killed parent) stop the run the way
+    Ctrl-C does: the exception unwinds through the target, which stops the
+    harness's process group before the CLI exits."""
+    def stop(signum, _frame):
+        raise Cancelled(f"stopped by {signal.Signals(signum).name}")
+
+    previous = {}
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            previous[signum] = signal.signal(signum, stop)
+        except ValueError:  # not the main thread (embedded use): leave as is
+            pass
+    return previous
 
 
 def write_json(path: str, data) -> None:
@@ -180,11 +200,14 @@ def run(args: argparse.Namespace) -> int:
     store = None if args.no_store else RunStore(job.workspace)
     progress = Progress(sys.stderr)
     progress.status(f"starting the harness on {target.host}")
+    previous = _stop_on_signals()
     try:
         results = runner.profile(job, target, progress, timeout=args.timeout, store=store)
     except LensError as err:
         raise one_line(err) from None
     finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         progress.close()
         target.close()
     style = style_for(sys.stdout)

@@ -8,6 +8,7 @@ result (not on the terminal width), so ``show`` re-prints exactly what
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 from ..analysis.compare import Comparison, RunDiff
@@ -22,12 +23,14 @@ CLOCK_NAMES = {
 SOURCE_WIDTH = 40
 TOP_OPS = 3
 BAR_WIDTH = 8
+FINDINGS_WIDTH = 100  # wrap findings here; tables are as wide as their content
 _BLOCKS = " ▏▎▍▌▋▊▉█"
 
 
 @dataclass
 class Style:
     unicode: bool = True
+    width: int | None = None  # a terminal's columns: wide tables shrink to fit
 
     @property
     def mu(self) -> str:
@@ -44,6 +47,16 @@ class Style:
     @property
     def times(self) -> str:
         return "×" if self.unicode else "x"
+
+
+_ASCII = str.maketrans({"µ": "u", "·": "|", "–": "-", "—": "-", "×": "x", "…": "~",
+                        "≤": "<=", "→": "->", "←": "<-", "±": "+-"})
+
+
+def finish(text: str, style: Style) -> str:
+    """The rendered text for the terminal: plain ASCII where it cannot show more
+    (messages from the analysis carry µs, ×, – as well)."""
+    return text if style.unicode else text.translate(_ASCII)
 
 
 # -- numbers -----------------------------------------------------------------------
@@ -114,11 +127,26 @@ def clock_label(result: Result) -> str:
 
 # -- tables ------------------------------------------------------------------------
 
-def table(headers: list[str], rows: list[list[str]], align: str, indent: str = "  ") -> list[str]:
-    """Columns aligned per ``align`` ("l"/"r" per column); two spaces between."""
+def table(headers: list[str], rows: list[list[str]], align: str, indent: str = "  ",
+          width: int | None = None, shrink: dict[int, int] | None = None,
+          ellipsis: str = "…") -> list[str]:
+    """Columns aligned per ``align`` ("l"/"r" per column); two spaces between.
+
+    With ``width`` (a terminal's), the columns in ``shrink`` (index: narrowest
+    allowed), in that order, give up characters until the table fits."""
     widths = [len(h) for h in headers]
     for row in rows:
         widths = [max(w, len(c)) for w, c in zip(widths, row)]
+    if width is not None and shrink:
+        over = len(indent) + sum(widths) + 2 * (len(widths) - 1) - width
+        for col, narrowest in shrink.items():
+            if over <= 0:
+                break
+            cut = min(over, max(0, widths[col] - max(narrowest, len(headers[col]))))
+            widths[col] -= cut
+            over -= cut
+        rows = [[c if len(c) <= widths[i] else c[: widths[i] - 1] + ellipsis
+                 for i, c in enumerate(row)] for row in rows]
 
     def fmt(cells: list[str]) -> str:
         out = [c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(cells, widths, align)]
@@ -148,8 +176,8 @@ def render_result(result: Result, style: Style = Style()) -> str:
     clock = clock_label(result)
     p = f.protocol
     clock_text = CLOCK_NAMES.get(clock, clock)
-    if clock != result.clock:
-        clock_text += f" (no {result.backend} device time reported)"
+    if result.backend != "cpu" and not result.signals.device_time_reported:
+        clock_text += f" (no {result.backend} device time was reported)"
     out = [
         f"{f.name}  {f.file}:{f.line}",
         f"  backend {result.backend} · clock: {clock_text} · host {result.host}",
@@ -174,7 +202,7 @@ def render_result(result: Result, style: Style = Style()) -> str:
                        f"{fmt_us(region.self_time_us, style)} ({clock}), {span}{nodes}")
     out += ["", *_ops_table(result, clock, style)]
     out += ["", *render_findings(result, style)]
-    return "\n".join(out)
+    return finish("\n".join(out), style)
 
 
 def _spans(lines: list[int], style: Style) -> str:
@@ -215,7 +243,20 @@ def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
         return ["  (no ops were attributed to a line)"]
     headers = ["line", "source", f"self ({clock})", "min–max" if style.unicode else "min-max",
                f"total ({clock})", "share", "", "calls", "top ops"]
-    return table(headers, rows, "llrrrrlrl")
+    align = "llrrrrlrl"
+    if style.width is not None:
+        # A narrow terminal: drop the spread, then the bar, before cutting text.
+        for drop in (3, 5):  # (indices after the first drop)
+            if len(table(headers, rows, align)[0]) <= style.width and all(
+                    len(ln) <= style.width for ln in table(headers, rows, align)):
+                break
+            headers = headers[:drop] + headers[drop + 1:]
+            rows = [r[:drop] + r[drop + 1:] for r in rows]
+            align = align[:drop] + align[drop + 1:]
+    # Then the op names give way first, then the source text.
+    last, source = len(headers) - 1, 1
+    return table(headers, rows, align, width=style.width, shrink={last: 10, source: 16},
+                 ellipsis=style.ellipsis)
 
 
 def _ops_table(result: Result, clock: str, style: Style) -> list[str]:
@@ -241,9 +282,12 @@ def render_findings(result: Result, style: Style = Style()) -> list[str]:
         return ["  no findings"]
     out = ["  findings"]
     for f in result.findings:
-        out.append(f"    {f.severity:<7}  {f.file}:{f.line}  {f.message}")
-        if f.fix and f.fix not in f.message:
-            out.append(f"    {'':<7}  fix: {f.fix}")
+        head = f"    {f.severity:<7}  {f.file}:{f.line}  "
+        text = f.message + (f" Fix: {f.fix}." if f.fix and f.fix not in f.message else "")
+        width = min(FINDINGS_WIDTH, style.width or FINDINGS_WIDTH)
+        out += textwrap.wrap(text, width=max(width, len(head) + 30),
+                             initial_indent=head, subsequent_indent=" " * len(head),
+                             break_on_hyphens=False)
     return out
 
 
@@ -274,22 +318,19 @@ def render_comparison(comparison: Comparison, style: Style = Style()) -> str:
     out = [f"comparison ({CLOCK_NAMES.get(clock, clock)} per call; speedup and output "
            f"against {comparison.reference})"]
     out += table(headers, rows, "lrrr" + "r" * show_cpu + "rrrl")
-    return "\n".join(out)
+    return finish("\n".join(out), style)
 
 
 def render_diff(diff: RunDiff, style: Style = Style()) -> str:
     t = diff.totals
     ratio = f", {t.ratio:.2f}{style.times}" if t.ratio else ""
-    out = [f"{diff.function}: {diff.before} → {diff.after}" if style.unicode
-           else f"{diff.function}: {diff.before} -> {diff.after}"]
+    out = [f"{diff.function}: {diff.before} → {diff.after}"]
     if diff.note:
         out.append(f"  note: {diff.note}")
     out.append(f"  total ({diff.clock}) {fmt_us(t.before_us, style)} → {fmt_us(t.after_us, style)}"
                f" ({fmt_signed_us(t.delta_us, style)}{ratio}); dispatches "
                f"{fmt_count(t.before_dispatches)} → {fmt_count(t.after_dispatches)}; wall median "
                f"{fmt_us(t.before_wall_us, style)} → {fmt_us(t.after_wall_us, style)}")
-    if not style.unicode:
-        out[-1] = out[-1].replace("→", "->")
     rows = []
     for d in diff.lines:
         where = (str(d.after_line) if d.before_line in (None, d.after_line)
@@ -301,4 +342,4 @@ def render_diff(diff: RunDiff, style: Style = Style()) -> str:
     out.append("")
     out += table(["line", "source", f"before ({diff.clock})", f"after ({diff.clock})", "delta",
                   "ratio", "status"], rows, "llrrrrl") if rows else ["  (no lines)"]
-    return "\n".join(out)
+    return finish("\n".join(out), style)

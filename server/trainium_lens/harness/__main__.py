@@ -32,6 +32,9 @@ def _write_batch(run_dir: str, batch: dict) -> str:
 
 
 def run(events) -> int:
+    import importlib.util
+
+    from . import precheck
     from .events import HarnessError
     from .loader import UserCode, load_module
     from .markers import find_marked
@@ -54,7 +57,12 @@ def run(events) -> int:
                            rel, exc.lineno) from None
     chosen = select(marked, spec, rel)
     protocols = [protocol_for(m, spec, rel) for m in chosen]  # bad options fail before any work
+    precheck.check(source, chosen, rel)
+    if spec.backend == "neuron" and importlib.util.find_spec("torch_neuronx") is None:
+        raise HarnessError("backend_unavailable", "backend neuron is not available here: "
+                           "torch_neuronx is not installed")
 
+    events.stage("import", None, "importing torch")
     try:
         import torch  # noqa: F401  (lazy: a host without torch still gets an error event)
     except ImportError as exc:
@@ -65,6 +73,8 @@ def run(events) -> int:
 
     backend = choose(torch, spec.backend)
     user = UserCode(spec.workspace_root)
+    for note in backend.notes:
+        events.warning(note)
     events.stage("import", None, f"importing {rel} (backend {backend.name})")
     os.makedirs(spec.run_dir, exist_ok=True)
     try:

@@ -10,9 +10,7 @@ The Neuron specifics live in ``neuron.py`` alone.
 
 from __future__ import annotations
 
-import os
 import platform
-import sys
 from typing import Any
 
 from .events import HarnessError
@@ -25,6 +23,8 @@ class Backend:
 
     def __init__(self, torch: Any):
         self.torch = torch
+        self.notes: list[str] = []  # said once as warnings (e.g. why not neuron)
+        self.neuron_flavour: str | None = None
 
     def activities(self) -> list:
         return [self.torch.profiler.ProfilerActivity.CPU]
@@ -53,6 +53,7 @@ class Backend:
             "platform": f"{platform.system()}-{platform.machine()}",
             "instance_type": instance_type(),
             "device_name": platform.processor() or platform.machine(),
+            "neuron_flavour": self.neuron_flavour,
         }
 
 
@@ -87,27 +88,26 @@ def instance_type() -> str | None:
 def choose(torch: Any, requested: str) -> Backend:
     from . import neuron
 
+    notes = []
     if requested in ("auto", "neuron"):
         reason = neuron.unavailable_reason(torch)
         if reason is None:
             return neuron.NeuronBackend(torch)
         if requested == "neuron":
             raise HarnessError("backend_unavailable", f"backend neuron is not available here: {reason}")
+        if "not installed" not in reason:  # torch-neuronx is here but cannot profile
+            notes.append(f"not profiling on Neuron: {reason}")
+    backend: Backend | None = None
     if requested in ("auto", "cuda"):
         if torch.cuda.is_available():
-            return CudaBackend(torch)
-        if requested == "cuda":
+            backend = CudaBackend(torch)
+        elif requested == "cuda":
             raise HarnessError("backend_unavailable",
                                "backend cuda is not available here: torch.cuda.is_available() is "
                                f"False (torch {torch.__version__})")
-    return Backend(torch)
+    backend = backend or Backend(torch)
+    backend.notes = notes
+    if notes:
+        backend.neuron_flavour = neuron.flavour(torch)
+    return backend
 
-
-def python_ok() -> str | None:
-    if sys.version_info < (3, 10):
-        return f"Python {platform.python_version()} is too old: the harness needs 3.10 or newer"
-    return None
-
-
-def env_flag(name: str) -> str | None:
-    return os.environ.get(name)

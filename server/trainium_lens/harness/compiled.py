@@ -93,8 +93,9 @@ class CompileWatch:
                 pass
         return {"compiles": len(self.compiles), "graph_breaks": breaks}
 
-    def recompiles(self) -> int:
-        return sum(1 for c in self.compiles if re.fullmatch(r"\d+/[1-9]\d*", c))
+    def recompiles(self, since: int = 0) -> int:
+        """Compiles of a frame compiled before ("i/j", j > 0), from index ``since`` on."""
+        return sum(1 for c in self.compiles[since:] if re.fullmatch(r"\d+/[1-9]\d*", c))
 
     def covered(self, region_name: str) -> dict | None:
         """``Torch-Compiled Region: 0/0`` → the graph compiled as 0/0."""

@@ -207,9 +207,13 @@ class NeuronBackend(Backend):
         ops = fallback_ops(self.messages)
         notes = [f"NeuronConfig here does not take {k}; device time may be missing from "
                  f"key_averages()" for k in self.dropped]
+        clash = inspect_clash(dict(os.environ))
+        if clash:
+            notes.append(f"{INSPECT_ENV}=1 is set: it conflicts with torch.profiler on Neuron "
+                         f"(unset it for profiling)")
         return {
             "cpu_fallback_ops": ops,
-            "neuron_rt_inspect_clash": inspect_clash(dict(os.environ)),
+            "neuron_rt_inspect_clash": clash,
             "warnings": notes + [m for m in self.messages if FALLBACK_RE.search(m)],
         }
 

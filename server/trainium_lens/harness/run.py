@@ -95,6 +95,8 @@ def _output(s: Session, name: str, value: Any) -> dict:
         return {}
     tensor = tensor.detach()
     out = {"dtype": str(tensor.dtype).replace("torch.", ""), "shape": list(tensor.shape)}
+    if tensor.numel() and tensor.dtype != torch.bool:
+        out["max_abs"] = float(tensor.abs().max().to("cpu").double().item())
     if s.reference is None:
         s.reference = (name, tensor.to("cpu", copy=True))
         out.update(reference=name, max_abs_diff=0.0)
@@ -133,6 +135,8 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
     args, kwargs = _inputs(s, marked, fn)
 
     ev.stage("compile", name, "first calls (compiles land here, outside the measured steps)")
+    s.watch.install()
+    start = s.watch.counters()
     first = _call(s, fn, args, kwargs, name)
     s.backend.sync()
     s.watch.install()
@@ -144,24 +148,29 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
 
     # CPU clock: every measured step is followed by the same call unlabelled; CPU
     # times come from those (labels perturb the ops' own CPU time, see
-    # attribution.pair_times). Device clocks are not perturbed by host labels.
+    # attribution.attribute). Device clocks are not perturbed by host labels.
     paired = not s.backend.device_clock
     unwatched = protocol["wait"] + protocol["warmup"]
     active = protocol["active"] * (2 if paired else 1)
     total = unwatched + active
     schedule = torch.profiler.schedule(wait=protocol["wait"], warmup=protocol["warmup"],
                                        active=active, repeat=1)
-    before = s.watch.counters()
+    at_active = s.watch.counters()
+    s.labeler.h2d.clear()
+    labelled_calls = 0
     s.backend.start_capture()
     try:
         with torch.profiler.profile(activities=s.backend.activities(), schedule=schedule,
                                     **s.backend.profiler_kwargs(spec.run_dir, run_id)) as prof:
             for step in range(total):
                 ev.stage("profile", name, f"step {step + 1} of {total}", step=step + 1, of=total)
+                if step == unwatched:
+                    at_active = s.watch.counters()
                 try:
                     if paired and (step - unwatched) % 2:
                         invoke(fn, args, kwargs)
                     else:
+                        labelled_calls += 1
                         with s.labeler:
                             invoke(fn, args, kwargs)
                     s.backend.sync()
@@ -171,6 +180,7 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
     finally:
         backend_signals = s.backend.stop_capture()
     after = s.watch.counters()
+    h2d_calls = dict(s.labeler.h2d)
 
     ev.stage("export", name, "attributing op time to lines")
     events = prof.events()
@@ -230,10 +240,12 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
     timeline.sort(key=lambda t: (t["file"], t["line"]))
 
     h2d = []
-    for key, calls in sorted(s.labeler.h2d.items()):
+    for key, calls in sorted(h2d_calls.items()):
         file, line, _fn = labels[key]
-        h2d.append({"name": f"{file}:{line}", "calls": calls / total, "self_time_us": 0.0})
-    s.labeler.h2d.clear()
+        copy_time = sum(v[1] for (k, op), v in att.line_ops.items()
+                        if k == key and op in ("aten::copy_", "aten::_to_copy"))
+        h2d.append({"name": f"{file}:{line}", "calls": calls / max(labelled_calls, 1),
+                    "self_time_us": copy_time / max(att.steps, 1)})
     warnings = list(backend_signals.get("warnings", []))
     if s.watch.problem:
         warnings.append(s.watch.problem)
@@ -245,9 +257,9 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
         "h2d_copies": h2d,
         "h2d_copy_lines": [{"file": h["name"].rsplit(":", 1)[0], "line": int(h["name"].rsplit(":", 1)[1])}
                            for h in h2d],
-        "compiles_in_active_steps": after["compiles"] - before["compiles"],
-        "recompiles": s.watch.recompiles(),
-        "graph_breaks": after["graph_breaks"],
+        "compiles_in_active_steps": after["compiles"] - at_active["compiles"],
+        "recompiles": s.watch.recompiles(since=start["compiles"]),
+        "graph_breaks": after["graph_breaks"] - start["graph_breaks"],
         "neuron_rt_inspect_clash": bool(backend_signals.get("neuron_rt_inspect_clash", False)),
         "warnings": warnings,
         "instrumentation_overhead": overhead,

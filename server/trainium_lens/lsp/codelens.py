@@ -29,15 +29,15 @@ def lenses(ls, uri: str) -> list[types.CodeLens]:
     except SyntaxError:
         return []  # mid-edit: the lenses come back once the file parses
     histories = runs.index.functions(runs.file)
-    running = getattr(ls, "running", {}).values()
-    busy = {fn for r in running if r.file == runs.file for fn in r.functions}
+    busy = {fn for r in ls.running.values() if r.file == runs.file for fn in r.functions}
     out = []
     for m in marked:
         line = m.marker_line - 1
         where = types.Range(start=types.Position(line=line, character=0),
                             end=types.Position(line=line, character=0))
         arg = {"uri": uri, "function": m.name}
-        title = f"⏳ Profiling on {ls.settings.host}…" if m.name in busy else "▶ Profile on Trainium"
+        title = (f"⏳ Profiling on {ls.settings.host}…" if m.name in busy
+                 else "▶ Profile on Trainium")
         out.append(types.CodeLens(range=where, command=types.Command(
             title=title, command=PROFILE, arguments=[arg])))
         history = histories.get(m.name, [])

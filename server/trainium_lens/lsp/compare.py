@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from lsprotocol import types
+
 from ..analysis.compare import compare_variants, diff_runs
 from ..result import Result
 from . import format as fmt
@@ -139,7 +141,7 @@ def compare_command(ls, args: tuple) -> dict:
     runs = ls.document_runs(uri) if isinstance(uri, str) else None
     if runs is None:
         message = f"{COMMAND} takes one argument {{uri, function?}} naming a workspace file"
-        ls.show(f"Trainium Lens: {message}", 1)
+        ls.show(f"Trainium Lens: {message}", types.MessageType.Error)
         return {"error": message}
     runs.index.refresh()
     histories = runs.index.functions(runs.file)
@@ -150,7 +152,7 @@ def compare_command(ls, args: tuple) -> dict:
         if len(history) < 2:
             message = (f"{function} has {len(history)} run{'s' if len(history) != 1 else ''}: "
                        f"profile it again to compare")
-            ls.show(f"Trainium Lens: {message}", 3)
+            ls.show(f"Trainium Lens: {message}", types.MessageType.Info)
             return {"error": message}
         before, after = history[-2], history[-1]
         return {"function": function, "diff": diff(before, after),
@@ -158,7 +160,7 @@ def compare_command(ls, args: tuple) -> dict:
     results = file_variants(histories)
     if len(results) < 2:
         message = f"{runs.file} has no runs to compare yet: profile its functions first"
-        ls.show(f"Trainium Lens: {message}", 3)
+        ls.show(f"Trainium Lens: {message}", types.MessageType.Info)
         return {"error": message}
     return {"comparison": variants(results), "markdown": variants_markdown(results)}
 

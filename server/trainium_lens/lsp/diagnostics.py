@@ -42,7 +42,7 @@ def diagnostics_for(ls, uri: str) -> list[types.Diagnostic]:
             range=_line_range(lines, placed.line, units), message=message, source=SOURCE,
             severity=SEVERITY.get(f.severity, types.DiagnosticSeverity.Information),
             code=f.kind, data={"run_id": placed.result.run_id}))
-    for line, message in runs.errors:
+    for line, message, _origin in runs.errors:
         out.append(types.Diagnostic(
             range=_line_range(lines, line, units), message=message, source=SOURCE,
             severity=types.DiagnosticSeverity.Error, code="profile_failed"))

@@ -185,7 +185,10 @@ async def _run(ls, req: Request, runs, running: Running) -> dict:
 
     settings = ls.settings
     host = settings.host
-    runs.errors.clear()  # the last run's error diagnostic: this run replaces it
+    for doc in list(ls.documents.values()):  # this run replaces the last one's error
+        if any(origin == runs.file for _, _, origin in doc.errors):
+            doc.errors = [e for e in doc.errors if e[2] != runs.file]
+            ls.views_changed([doc.uri])
     try:
         disk = req.path.read_text(encoding="utf-8")
         open_doc = ls.workspace.text_documents.get(req.uri)
@@ -259,21 +262,23 @@ async def _run(ls, req: Request, runs, running: Running) -> dict:
 
 
 def _failed(ls, req: Request, runs, err: Exception, host: str) -> dict:
+    """Say why in one line, put a user-code error on its line, resolve the command."""
+    error, info = types.MessageType.Error, types.MessageType.Info
     if isinstance(err, Cancelled):
-        message, kind, level = "profile cancelled; earlier results kept", "cancelled", types.MessageType.Info
+        message, kind, level = "profile cancelled; earlier results kept", "cancelled", info
     elif isinstance(err, TimedOut):
-        message, kind, level = f"profile timed out: {err}", "timeout", types.MessageType.Error
+        message, kind, level = f"profile timed out: {err}", "timeout", error
     elif isinstance(err, TargetError):
-        message, kind, level = f"cannot run on {host}: {err}", "target", types.MessageType.Error
+        message, kind, level = f"cannot run on {host}: {err}", "target", error
     elif isinstance(err, HarnessError):
-        message, kind, level = f"profiling {req.path.name} failed: {err}", err.kind, types.MessageType.Error
+        message, kind, level = f"profiling {req.path.name} failed: {err}", err.kind, error
         _error_diagnostic(ls, runs, err)
     elif isinstance(err, LensError):
-        message, kind, level = str(err), "usage", types.MessageType.Error
+        message, kind, level = str(err), "usage", error
     elif isinstance(err, OSError):
-        message, kind, level = f"{req.path.name}: {err.strerror or err}", "usage", types.MessageType.Error
+        message, kind, level = f"{req.path.name}: {err.strerror or err}", "usage", error
     else:
-        message, kind, level = f"internal error: {type(err).__name__}: {err}", "internal", types.MessageType.Error
+        message, kind, level = f"internal error: {type(err).__name__}: {err}", "internal", error
     ls.show(f"Trainium Lens: {message}", level)
     _run_state(ls, "cancelled" if kind == "cancelled" else "error", host, message)
     return {"run_ids": [], "error": message, "kind": kind}
@@ -298,7 +303,7 @@ def _error_diagnostic(ls, runs, err: HarnessError) -> None:
                 target_uri = from_fs_path(str(candidate.resolve())) or runs.uri
                 break
     target = ls.document_runs(target_uri) or runs
-    target.errors.append((max(0, int(err.line) - 1), str(err)))
+    target.errors.append((max(0, int(err.line) - 1), str(err), runs.file))
     ls.views_changed([target.uri])
 
 
@@ -307,8 +312,6 @@ def _run_state(ls, state: str, host: str, message: str) -> None:
 
 
 def register(server) -> None:
-    server.running: dict[str, Running] = {}
-
     @server.command(COMMAND)
     async def profile_command(ls, *args: Any) -> dict:
         return await run_profile(ls, *args)

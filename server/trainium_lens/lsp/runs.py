@@ -144,7 +144,8 @@ class DocumentRuns:
         self.file = file  # relative to the workspace root, as results name it
         self.index = index
         self.trackers: dict[str, LineTracker] = {}  # run_id -> tracker
-        self.errors: list[tuple[int, str]] = []  # (0-based line, message) of a failed run
+        # A failed run's error in this file: (0-based line, message, the profiled file).
+        self.errors: list[tuple[int, str, str]] = []
         self._cache: tuple[tuple, Annotations] | None = None
         self._dirty: set[int] = set()  # lines typed in since the cache was built
         self._prep: dict[str, list] = {}
@@ -173,18 +174,18 @@ class DocumentRuns:
     def replace_all(self, doc_lines: Sequence[str]) -> None:
         """A whole-document change: place every result afresh."""
         self.trackers.clear()
-        self.errors.clear()
+        self._cache = None
         self.sync(doc_lines)
 
     def apply_change(self, start: tuple[int, int], end: tuple[int, int], text: str) -> None:
         for tracker in self.trackers.values():
             tracker.apply(start, end, text)
         moved = []
-        for line, message in self.errors:
+        for line, message, origin in self.errors:
             t = LineTracker({0: line})
             t.apply(start, end, text)
             if t.current(0) is not None:
-                moved.append((t.current(0), message))
+                moved.append((t.current(0), message, origin))
         self.errors = moved
         if self._cache is None:
             return
@@ -198,19 +199,24 @@ class DocumentRuns:
     def _shift(self, annotations: "Annotations") -> bool:
         """Move the cached annotations to their trackers' new lines; False
         when that is not a plain move (then the cache is rebuilt)."""
-        by_line: dict[int, Annotation] = {}
-        for a in annotations.lines:
-            line = self.trackers[a.result.run_id].pos.get(a.stat.line)
-            if line is None or line in by_line:
-                return False
-            by_line[line] = a
+        trackers = self.trackers
+        if len(trackers) == 1:  # the usual case: one function's run in this file
+            get = next(iter(trackers.values())).pos.get
+            new = [get(a.stat.line) for a in annotations.lines]
+        else:
+            new = [trackers[a.result.run_id].pos.get(a.stat.line) for a in annotations.lines]
+        if None in new:
+            return False
+        by_line = dict(zip(new, annotations.lines))
+        if len(by_line) != len(new):
+            return False
         for placed in annotations.findings:
-            if self.trackers[placed.result.run_id].pos.get(placed.finding.line) is None:
+            if trackers[placed.result.run_id].pos.get(placed.finding.line) is None:
                 return False
         for line, a in by_line.items():
             a.line = line
         for placed in annotations.findings:
-            placed.line = self.trackers[placed.result.run_id].pos[placed.finding.line]
+            placed.line = trackers[placed.result.run_id].pos[placed.finding.line]
         annotations.by_line = by_line
         for view in annotations.views.values():
             view.moved()

@@ -9,6 +9,7 @@ profiled lines sit now) lives on ``LensServer``; features that draw from it
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 from collections.abc import Callable, Sequence
@@ -52,6 +53,7 @@ class LensServer(LanguageServer):
         self.indexes: dict[Path, RunIndex] = {}
         self.documents: dict[str, DocumentRuns] = {}
         self.on_view_change: list[ViewListener] = []
+        self.running: dict[str, object] = {}  # file path -> profile.Running in flight
         # Called on ``shutdown`` (stop runs, close connections and tunnels).
         self.on_shutdown: list[Callable[[LensServer], None]] = []
         self._lines: dict[str, tuple[int | None, list[str]]] = {}
@@ -152,6 +154,7 @@ class LensServer(LanguageServer):
         runs = self.document_runs(uri)
         if runs is None:
             return None
+        runs.index.refresh()  # one stat(): picks up runs the CLI stored meanwhile
         lines, version = self.doc_lines(uri)
         return runs.annotations(lines, version)
 
@@ -176,8 +179,6 @@ class LensServer(LanguageServer):
     def views_changed_soon(self, uri: str, delay: float = 0.15) -> None:
         """``views_changed`` once typing pauses: pushing heat and diagnostics for
         thousands of lines on every keystroke would delay the next request."""
-        import asyncio
-
         pending = self._pending.pop(uri, None)
         if pending is not None:
             pending.cancel()

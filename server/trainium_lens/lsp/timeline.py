@@ -154,6 +154,27 @@ async def timeline(ls, params: Any, cache: TraceCache) -> dict:
     return payload(trace, result, file, run_line, targets_for(ls, uri, result, trace))
 
 
+def code_lenses(ls, uri: str, result: Result, where) -> list:
+    """"Timeline" (and "Neuron Explorer" for a Neuron run) above a profiled
+    function, opened on its hottest line; for codelens.py to add after the
+    function's headline lens."""
+    from lsprotocol import types
+
+    annotations = ls.annotations(uri)
+    mine = [a for a in annotations.lines if a.result.run_id == result.run_id] if annotations else []
+    if not mine:
+        return []
+    hot = max(mine, key=lambda a: a.time_us)
+    arg = {"uri": uri, "line": hot.line}
+    out = [types.CodeLens(range=where, command=types.Command(
+        title=f"Timeline (line {hot.line + 1})", command="trainiumLens.openTimeline",
+        arguments=[arg]))]
+    if result.artifacts.neuron_profile_dir:
+        out.append(types.CodeLens(range=where, command=types.Command(
+            title="Neuron Explorer", command="trainiumLens.openExplorer", arguments=[arg])))
+    return out
+
+
 def register(server) -> None:
     cache = TraceCache()
 

@@ -72,8 +72,8 @@ class LineTracker:
                 moved[key] = s + added  # its tail joins the last inserted line
                 self.touched.add(key)
             # lines strictly inside the range are gone
-        # A range within one line keeps the order of lines: no two can meet.
-        self.pos = _unique(moved) if e > s else moved
+        # Only a line joined to the one above can land on an occupied line.
+        self.pos = _unique(moved) if e > s and not whole_lines else moved
 
     def current(self, line: int) -> int | None:
         return self.pos.get(line)

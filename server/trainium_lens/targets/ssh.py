@@ -20,15 +20,17 @@ copies them here on demand.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import shutil
 import subprocess
 import tarfile
 import tempfile
 import threading
+import time
 from pathlib import Path, PurePosixPath
 
-from ..errors import HarnessError, TargetError
+from ..errors import Cancelled, HarnessError, TargetError, TimedOut
 from ..jobs import Job
 from . import sync
 from .base import EventSink, Target, workspace_id
@@ -79,7 +81,8 @@ fi
 exit 0
 """
 
-_RUN = 'exec "$1" "$2/lens/ssh_wrapper.py" "$2" "$3"'
+# -S: the wrapper needs no site-packages (a faster start on every run)
+_RUN = 'exec "$1" -S "$2/lens/ssh_wrapper.py" "$2" "$3"'
 
 # $1 pgid, $2 wrapper pid: TERM both, wait for the group, then KILL what is left.
 _KILL = r"""
@@ -134,8 +137,9 @@ class SshTarget(Target):
             raise TargetError(f"{self.host}: unexpected answer from the host: {text[:200]!r}")
         return info
 
-    def sync(self, workspace: Path, info: dict, on_event: EventSink) -> None:
-        fs = sync.workspace_files(workspace, self.sync_cap_bytes)
+    def sync(self, workspace: Path, info: dict, on_event: EventSink,
+             fs: sync.FileSet | None = None) -> None:
+        fs = fs or sync.workspace_files(workspace, self.sync_cap_bytes)
         wd = info["wd"]
         on_event({"event": "stage", "stage": "sync",
                   "message": f"syncing {len(fs.files)} files to {self.host}"})
@@ -153,10 +157,25 @@ class SshTarget(Target):
     def run(self, job: Job, on_event: EventSink, cancel: threading.Event | None = None,
             timeout: float | None = None) -> dict:
         on_event = on_event or (lambda _e: None)
+        started = time.monotonic()
+
+        def check() -> None:  # between the steps before the harness starts
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("cancelled")
+            if timeout is not None and time.monotonic() - started > timeout:
+                raise TimedOut(f"timed out after {timeout:g} s")
+
         on_event({"event": "stage", "stage": "connect", "message": f"connecting to {self.host}"})
         self.conn.master()
-        info = self.prepare(job.workspace)
-        self.sync(job.workspace, info, on_event)
+        check()
+        # List the workspace here while the host answers the prepare round trip.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            listing = pool.submit(sync.workspace_files, job.workspace, self.sync_cap_bytes)
+            info = self.prepare(job.workspace)
+            fs = listing.result()
+        check()
+        self.sync(job.workspace, info, on_event, fs)
+        check()
         wd = info["wd"]
         spec = job.to_spec(f"{wd}/src", f"{wd}/runs/{job.batch_id}", self.host)
         remote: dict = {}
@@ -166,7 +185,10 @@ class SshTarget(Target):
             if kind == "heartbeat":
                 return
             if kind == "remote_process":
-                remote.update(pgid=event.get("pgid"), wrapper=event.get("wrapper"))
+                # Only the first: the wrapper sends it before the harness (and so
+                # any user code that might print look-alike lines) starts.
+                if "pgid" not in remote:
+                    remote.update(pgid=event.get("pgid"), wrapper=event.get("wrapper"))
                 return
             if kind == "batch":
                 remote["batch"] = (event.get("path"), event.get("document"))
@@ -185,9 +207,12 @@ class SshTarget(Target):
 
         argv = self.conn.argv(_RUN, [info["python"], wd, str(int(self.lock_wait_s))])
         try:
-            return run_harness_process(argv, spec, forward, cancel, timeout,
+            left = None if timeout is None else max(timeout - (time.monotonic() - started), 0.1)
+            return run_harness_process(argv, spec, forward, cancel, left,
                                        read_result=read_result,
                                        kill=lambda: self._kill(remote))
+        except TimedOut:  # stream counted from the harness start; the user, from ours
+            raise TimedOut(f"timed out after {timeout:g} s") from None
         except TargetError as err:
             raise self._explain_failure(err) from None
         except HarnessError as err:
@@ -201,7 +226,7 @@ class SshTarget(Target):
         """Stop the remote harness group (through the master: the run's own ssh is
         about to be killed, which alone would not stop anything on the host)."""
         pgid, wrapper = remote.get("pgid"), remote.get("wrapper")
-        if not isinstance(pgid, int) or not isinstance(wrapper, int):
+        if not isinstance(pgid, int) or not isinstance(wrapper, int) or min(pgid, wrapper) < 2:
             return  # not started yet: the wrapper stops itself when its channel closes
         try:
             self.conn.run(_KILL, [str(pgid), str(wrapper)], timeout=15)

@@ -29,6 +29,11 @@ import threading
 import time
 
 HEARTBEAT_S = 1.0
+# After the result, the harness's time to exit before it is killed (as the
+# local target does: stream.TEARDOWN_GRACE_S); it holds the lock until then.
+TEARDOWN_S = 1.0
+# A lock held for less than this is the previous run's teardown: no message.
+QUIET_WAIT_S = 1.5
 MARK = "trainium-lens-remote: "
 EXIT_BUSY = 75
 
@@ -82,7 +87,7 @@ def take_lock(work_dir, wait_s, chan):
         except BlockingIOError:
             pass
         waited = time.monotonic() - start
-        if not announced:
+        if not announced and waited > min(QUIET_WAIT_S, wait_s):
             chan.event(event="stage", stage="queue",
                        message="another run is using this host's work dir: waiting "
                                "(up to %d s)" % wait_s)
@@ -106,13 +111,46 @@ def send_batch(chan, line, harness_s):
     try:
         event = json.loads(line)
         if event.get("event") != "result":
-            return
+            return False
         with open(event["path"], "rb") as handle:
             document = json.load(handle)
     except (ValueError, KeyError, TypeError, OSError):
-        return  # the client reads the file itself
+        return False  # the client reads the file itself
     chan.event(event="batch", path=event["path"], document=document,
                harness_s=round(harness_s, 4))
+    return not chan.gone.is_set()
+
+
+def detach(chan, proc, pgid, lock_fd):
+    """All is said: end the SSH session now instead of after torch's interpreter
+    teardown (seconds). The wrapper exits (closing the channel); a forked reaper,
+    holding nothing of the channel, gives the harness TEARDOWN_S to exit and then
+    kills its group, so still nothing is left behind."""
+    with chan.lock:  # no other thread writes while we fork
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        if os.fork() != 0:
+            os._exit(0)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    for fd in (proc.stdout.fileno(), proc.stderr.fileno(), lock_fd):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    deadline = time.monotonic() + TEARDOWN_S
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            os._exit(0)
+        time.sleep(0.05)
+    kill_group(pgid)
+    os._exit(0)
 
 
 def main():
@@ -134,7 +172,7 @@ def main():
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "trainium_lens.harness"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            cwd=spec["workspace_root"], env=env, start_new_session=True,
+                            stderr=subprocess.PIPE, cwd=spec["workspace_root"], env=env, start_new_session=True,
                             pass_fds=(lock_fd,))
     pgid = proc.pid
     with open(os.path.join(run_dir, "harness.pgid"), "w") as handle:
@@ -159,11 +197,21 @@ def main():
                 os._exit(1)
             time.sleep(HEARTBEAT_S)
 
+    def errors():
+        for line in iter(proc.stderr.readline, b""):
+            with chan.lock:  # never inside a half-written stdout line's flush
+                try:
+                    sys.stderr.buffer.write(line)
+                    sys.stderr.buffer.flush()
+                except (OSError, ValueError):
+                    pass
+
     threading.Thread(target=heartbeat, daemon=True).start()
+    threading.Thread(target=errors, daemon=True).start()
     for line in iter(proc.stdout.readline, b""):
         chan.send(line if line.endswith(b"\n") else line + b"\n")
-        if b'"result"' in line:
-            send_batch(chan, line, time.monotonic() - started)
+        if b'"result"' in line and send_batch(chan, line, time.monotonic() - started):
+            detach(chan, proc, pgid, lock_fd)
     code = proc.wait()
     try:
         os.killpg(pgid, signal.SIGKILL)  # anything the harness left in its group

@@ -78,7 +78,7 @@ class StderrTail:
             return "\n".join(self._lines)
 
     def last_line(self) -> str | None:
-        """The last non-empty line that is not a bare traceback frame."""
+        """The last non-empty line (for a Python crash: the exception)."""
         with self._lock:
             lines = [ln.strip() for ln in self._lines if ln.strip()]
         return lines[-1] if lines else None
@@ -260,7 +260,19 @@ def run_harness_process(
     if error_event is not None:
         raise HarnessError.from_event(error_event)
     if result_path is None:
-        reason = tail.last_line() or f"exit status {proc.returncode}"
-        raise TargetError(f"the harness ended without a result: {reason}")
+        raise TargetError(f"the harness ended without a result: {_why(proc, tail)}")
     return read_result(result_path)
 
+
+def _why(proc: subprocess.Popen, tail: StderrTail) -> str:
+    """One line on why a process ended early: its signal, its last words."""
+    last = tail.last_line()
+    code = proc.returncode
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = " (out of memory?)" if -code == signal.SIGKILL else ""
+        return f"killed by {name}{hint}" + (f"; last output: {last}" if last else "")
+    return last or f"exit status {code}"

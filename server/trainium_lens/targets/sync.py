@@ -22,6 +22,7 @@ import io
 import json
 import os
 import re
+import stat as statmod
 import subprocess
 import tarfile
 from dataclasses import dataclass, field
@@ -57,17 +58,8 @@ def workspace_files(root: Path, cap_bytes: int = DEFAULT_CAP_BYTES) -> FileSet:
     """The files to sync; ``TargetError`` naming the biggest ones over the cap."""
     root = Path(root)
     listed = _git_files(root)
-    names = listed if listed is not None else _walk(root, cap_bytes)
-    fs = FileSet(root=root)
-    for name in names:
-        try:
-            st = os.lstat(root / name)
-        except OSError:
-            continue  # tracked but deleted in the work tree
-        if not (os.path.isfile(root / name) or os.path.islink(root / name)):
-            continue
-        fs.files.append(name)
-        fs.sizes[name] = st.st_size
+    sizes = _sizes(root, listed) if listed is not None else _walk(root, cap_bytes)
+    fs = FileSet(root=root, files=sorted(sizes), sizes=sizes)
     if fs.total > cap_bytes or len(fs.files) > MAX_FILES:
         biggest = sorted(fs.sizes.items(), key=lambda kv: -kv[1])[:3]
         names = ", ".join(f"{n} ({_mb(s)})" for n, s in biggest)
@@ -86,23 +78,48 @@ def _git_files(root: Path) -> list[str] | None:
         return None
     if proc.returncode != 0:
         return None  # not a git work tree
-    names = [n.decode("utf-8", "surrogateescape") for n in proc.stdout.split(b"\0") if n]
-    return sorted(set(names))
+    return [n.decode("utf-8", "surrogateescape") for n in proc.stdout.split(b"\0") if n]
 
 
-def _walk(root: Path, cap_bytes: int) -> list[str]:
-    out: list[str] = []
+def _sizes(root: Path, names: list[str]) -> dict[str, int]:
+    """Regular files and symlinks among ``names`` (git also lists files deleted
+    from the work tree, and submodules), with their sizes: one lstat each."""
+    out: dict[str, int] = {}
+    for name in names:
+        try:
+            st = os.lstat(root / name)
+        except OSError:
+            continue
+        if statmod.S_ISREG(st.st_mode) or statmod.S_ISLNK(st.st_mode):
+            out[name] = st.st_size
+    return out
+
+
+def _walk(root: Path, cap_bytes: int) -> dict[str, int]:
+    """The folder's files (scandir: the size comes with the listing)."""
+    out: dict[str, int] = {}
     total = 0
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS
-                         and not d.endswith(".egg-info"))
-        rel = Path(folder).relative_to(root)
-        for name in sorted(files):
-            out.append((rel / name).as_posix())
+    todo = [("", str(root))]
+    while todo:
+        rel, folder = todo.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            name = f"{rel}{entry.name}"
             try:
-                total += os.lstat(Path(folder) / name).st_size
+                if entry.is_dir(follow_symlinks=False):
+                    if not entry.name.startswith(".") and entry.name not in _SKIP_DIRS \
+                            and not entry.name.endswith(".egg-info"):
+                        todo.append((name + "/", entry.path))
+                    continue
+                st = entry.stat(follow_symlinks=False)
             except OSError:
-                pass
+                continue
+            if statmod.S_ISREG(st.st_mode) or statmod.S_ISLNK(st.st_mode):
+                out[name] = st.st_size
+                total += st.st_size
         if total > cap_bytes * 2 or len(out) > MAX_FILES * 2:
             break  # enough to report "too big" without walking a whole disk
     return out
