@@ -19,6 +19,7 @@ The tests skip only when the sshd/ssh/rsync binaries are absent
 
 from __future__ import annotations
 
+import getpass
 import os
 import shutil
 import signal
@@ -171,7 +172,7 @@ LogLevel ERROR
     (root / "known_hosts_empty").write_text("")
     (root / "known_hosts_changed").write_text(f"[127.0.0.1]:{port} {other_type} {other_b64}\n")
     common = f"""  HostName 127.0.0.1
-  User {os.environ.get('USER') or 'root'}
+  User {getpass.getuser()}
   IdentitiesOnly yes
   GlobalKnownHostsFile /dev/null
   UpdateHostKeys no
