@@ -70,8 +70,13 @@ async def test_hints_hover_lens_heat_diagnostics_from_the_store(client, workspac
     assert "trace time: 1008–1013 µs (1 window" in text
     assert await hover(client, uri, 4) is None  # the def line has no figure
 
-    titles = [lens.command.title for lens in await lenses(client, uri)]
-    assert titles == ["▶ Profile on Trainium", "100 µs cpu · 5 dispatches · 1 finding"]
+    shown_lenses = await lenses(client, uri)
+    titles = [lens.command.title for lens in shown_lenses]
+    # The timeline lens opens the hottest line (0-based 7: the stored line 8, 60 µs).
+    assert titles == ["▶ Profile on Trainium", "100 µs cpu · 5 dispatches · 1 finding",
+                      "Timeline (line 8)"]
+    assert shown_lenses[2].command.command == "trainiumLens.openTimeline"
+    assert list(shown_lenses[2].command.arguments) == [{"uri": uri, "line": 7}]
 
     reply = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="trainiumLens.compareWithPrevious", arguments=[{"uri": uri, "function": "f"}]))

@@ -78,3 +78,20 @@ def test_bad_host_names_are_refused_before_ssh_runs(tmp_path):
     with pytest.raises(TargetError, match="no such SSH config"):
         SshConnection("h", ssh_config=str(tmp_path / "missing"))
     assert subprocess.run(["ls", str(tmp_path)], capture_output=True).stdout == b""
+
+
+@pytest.mark.parametrize("stderr, kind", [
+    # ssh's own words for failures loopback cannot produce (no routes to break here)
+    ("ssh: connect to host 10.1.2.3 port 22: Connection timed out\r\n", "timeout"),
+    ("ssh: connect to host 10.1.2.3 port 22: No route to host\r\n", "unreachable"),
+    ("ssh: connect to host 10.1.2.3 port 22: Network is unreachable\r\n", "unreachable"),
+    ("kex_exchange_identification: read: Connection reset by peer\r\n", "closed"),
+    ("Received disconnect from 10.1.2.3 port 22:2: Too many authentication failures\r\n",
+     "auth"),
+])
+def test_failures_loopback_cannot_produce_are_classified(stderr, kind):
+    from trainium_lens.targets.ssh_conn import classify_ssh_failure, explain_ssh_failure
+
+    assert classify_ssh_failure(stderr) == kind
+    message = explain_ssh_failure("trn", stderr)
+    assert message.startswith("trn: ") and "\n" not in message

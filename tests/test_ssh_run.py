@@ -4,8 +4,6 @@ imports, hostile names, and each failure as one clear line from the CLI."""
 
 from __future__ import annotations
 
-import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +12,7 @@ import pytest
 
 from trainium_lens import runner
 from trainium_lens.cli import main
-from trainium_lens.errors import HarnessError, TargetError
+from trainium_lens.errors import HarnessError
 from trainium_lens.jobs import make_job
 from trainium_lens.store import RunStore
 from trainium_lens.targets.local import LocalTarget

@@ -30,6 +30,7 @@ export class ServerManager implements vscode.Disposable {
   private restartTimer: NodeJS.Timeout | undefined;
   private interpreter: Interpreter | undefined;
   private lastFailure: Extract<CheckResult, { ok: false }> | undefined;
+  private lastShown: string | undefined; // one notification per distinct problem, not per retry
   private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
   readonly onDidChangeState = this.stateEmitter.event;
   // `trainiumLens/runState`, shared: a JSON-RPC connection keeps one handler per method.
@@ -128,10 +129,11 @@ export class ServerManager implements vscode.Disposable {
       this.lastFailure = check;
       this.setState("failed");
       this.output.error(`Cannot start the language server: ${check.message} ${check.fix}`);
-      void this.showFailure(check);
+      if (this.lastShown !== check.message) void this.showFailure(check);
+      this.lastShown = check.message;
       return;
     }
-    this.lastFailure = undefined;
+    this.lastFailure = this.lastShown = undefined;
     this.output.info(`Starting the language server with ${check.python} (Python ${check.version}, ${this.interpreter.source})`);
     const folder = vscode.workspace.workspaceFolders?.[0];
     const serverOptions: ServerOptions = {

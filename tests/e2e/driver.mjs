@@ -68,10 +68,11 @@ async function notificationTexts() {
 
 async function clearNotifications() {
   const center = page.locator(".notifications-center");
-  if (await center.isVisible()) {
-    await page.locator(".notifications-center-header .codicon-notifications-clear-all").click();
-    await page.keyboard.press("Escape");
-  }
+  if (!(await center.isVisible())) await page.locator("#status\\.notifications").click();
+  await center.waitFor({ state: "visible" });
+  // disabled (nothing to clear) is fine too
+  await page.locator(".notifications-center-header .codicon-notifications-clear-all").click({ timeout: 2000 }).catch(() => {});
+  await page.keyboard.press("Escape");
 }
 
 async function waitForNotification(pattern, timeout = 30_000) {
@@ -142,10 +143,17 @@ async function runCommand(title) {
   await page.locator(".quick-input-list .monaco-list-row", { hasText: title.split(": ").pop() }).first().click();
 }
 
-async function hostPhase() {
+async function pickHostList() {
   await runCommand("Trainium Lens: Select Trainium Host");
+  // Wait for our quick pick to replace the command palette's list.
+  await page.locator(".quick-input-title", { hasText: "where to profile" }).waitFor({ state: "visible" });
   const rows = page.locator(".quick-input-list .monaco-list-row");
-  await rows.first().waitFor({ state: "visible" });
+  await rows.filter({ hasText: /^local/ }).first().waitFor({ state: "visible" });
+  return rows;
+}
+
+async function hostPhase() {
+  let rows = await pickHostList();
   out.host = { choices: await rows.locator(".label-name").allTextContents() };
   await rows.filter({ hasText: cfg.pickHost }).first().click();
   await page.waitForFunction(
@@ -156,7 +164,7 @@ async function hostPhase() {
   out.host.status = await page.locator(STATUS).textContent();
   out.host.saved = JSON.parse(readFileSync(cfg.settingsPath, "utf8"))["trainiumLens.host"];
   // back to local for the profile
-  await runCommand("Trainium Lens: Select Trainium Host");
+  rows = await pickHostList();
   await rows.filter({ hasText: /^local/ }).first().click();
   await page.waitForFunction((status) => document.querySelector(status)?.textContent?.includes("Trainium: local"), STATUS, { timeout: 10_000 });
   log(`host picker offered ${out.host.choices.join(", ")}`);
@@ -212,9 +220,11 @@ async function panelFrame(timeout = 30_000) {
   throw new Error("the results panel never showed an op table");
 }
 
+/** The line of the editor's cursor, from the editor itself (focused or not). */
 async function cursorLine() {
-  const text = await page.locator("#status\\.editor\\.selection").textContent();
-  return Number(/Ln (\d+)/.exec(text ?? "")?.[1]);
+  const tops = await lineTops();
+  const top = await page.locator(`${editorSel} .cursors-layer .cursor`).first().evaluate((c) => parseFloat(c.style.top));
+  return tops[top];
 }
 
 /** Rest the mouse on the first word of a line until the editor's hover shows ops. */
@@ -245,6 +255,8 @@ async function hoverText(row) {
 
 async function profilePhase() {
   await waitForServerUp();
+  await clearNotifications(); // from here on, any notification is news
+
   const def = page.locator(`${editorSel} .view-line`, { hasText: cfg.defText });
   await def.click({ button: "right" });
   const item = page.locator(".context-view .action-label", { hasText: "Profile on Trainium" });
@@ -289,14 +301,28 @@ async function profilePhase() {
 
   // A click on a line row in the panel reveals that line in the editor.
   const target = out.profile.panelLines[out.profile.panelLines.length - 1];
+  const before = await cursorLine();
   await panel.locator(`#lines tbody tr[data-line="${target}"]`).click();
-  await page.waitForFunction(
-    (n) => new RegExp(`Ln ${n},`).test(document.querySelector("#status\\.editor\\.selection")?.textContent ?? ""),
-    target,
-    { timeout: 10_000 },
-  );
-  out.profile.revealed = { clicked: target, cursor: await cursorLine() };
+  const until = Date.now() + 10_000;
+  while ((await cursorLine()) !== target && Date.now() < until) await page.waitForTimeout(200);
+  out.profile.revealed = { clicked: target, before, cursor: await cursorLine() };
   log(`panel row ${target} revealed line ${out.profile.revealed.cursor}`);
+  // Edit the revealed line: its figure no longer applies, so its heat goes and
+  // its hint says "(stale)"; the other lines keep theirs.
+  await page.locator(`${editorSel} .view-line`).filter({ hasText: cfg.lineTexts[String(target)] }).click();
+  await page.keyboard.press("End");
+  await page.keyboard.type("  # edited");
+  const staleUntil = Date.now() + 15_000;
+  let heat = await heatByLine();
+  let hints = await hintsByLine();
+  while (Date.now() < staleUntil && (heat.gutter[target] || !hints[target]?.includes("(stale)"))) {
+    await page.waitForTimeout(250);
+    heat = await heatByLine();
+    hints = await hintsByLine();
+  }
+  out.profile.afterEdit = { line: target, heat, hints };
+  await page.screenshot({ path: join(cfg.shots, "stale.png") });
+
   // Everything VS Code told the user since the errors phase was cleared.
   out.profile.notifications = await notificationTexts();
 }

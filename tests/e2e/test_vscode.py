@@ -136,7 +136,9 @@ def prepare(tmp: Path) -> tuple[Path, dict]:
         # machine-scoped: a workspace cannot point ssh at a config of its choosing
         "trainiumLens.sshConfig": str(ssh / "config"),
     }))
-    settings = {"trainiumLens.hintThreshold": 0, "trainiumLens.backend": "cpu"}
+    # 50 measured steps: per-step figures are means, and one preempted step on a
+    # loaded machine weighs less among 50 (the op order is checked exactly).
+    settings = {"trainiumLens.hintThreshold": 0, "trainiumLens.backend": "cpu", "trainiumLens.active": 50}
     (workspace / ".vscode").mkdir()
     (workspace / ".vscode" / "settings.json").write_text(
         json.dumps({**settings, "trainiumLens.python": MISSING_PYTHON}))
@@ -209,6 +211,8 @@ def test_host_picker_offers_the_ssh_config_hosts_and_saves_the_choice(session):
 def the_result(session):
     (result,) = session["results"]  # exactly one run: the one the click made
     assert result.function.name == FUNCTION and result.function.file == EXAMPLE
+    # the workspace's settings reached the server and shaped the job
+    assert result.backend == "cpu" and result.function.protocol.active == 50 == result.totals.steps
     return result
 
 
@@ -243,6 +247,16 @@ def test_heat_is_drawn_on_the_same_lines_by_intensity(session):
     assert len(offset) == 1, (gutter, buckets)
 
 
+def test_an_edited_line_loses_its_heat_and_its_hint_says_stale(session):
+    expected = profiled_lines(the_result(session))
+    after = session["profile"]["afterEdit"]
+    edited = after["line"]
+    assert str(edited) not in after["heat"]["gutter"]
+    assert after["hints"][str(edited)].endswith("(stale)")
+    others = sorted(line for line in expected if line != edited)
+    assert sorted(int(k) for k in after["heat"]["gutter"]) == others
+
+
 def test_hover_shows_the_line_op_table(session):
     result = the_result(session)
     line = session["profile"]["hoverLine"]
@@ -266,6 +280,6 @@ def test_results_panel_lists_ops_by_self_time_and_reveals_lines(session):
     assert not [n for n in session["profile"]["notifications"]
                 if "setting" in n or "failed" in n or "cannot" in n], session["profile"]["notifications"]
     revealed = session["profile"]["revealed"]
-    assert revealed["cursor"] == revealed["clicked"]
+    assert revealed["before"] != revealed["clicked"] and revealed["cursor"] == revealed["clicked"]
     for shot in ("editor-hints.png", "editor-and-panel.png", "hover.png"):
         assert (RESULTS / shot).stat().st_size > 10_000

@@ -2,7 +2,8 @@
 
 "▶ Profile on Trainium" always; once the function has a run, its headline
 ("2.36 ms neuron · 6 dispatches · 2 findings", the clock always named) and,
-with two runs, "Compare with previous". While a run is in flight the first
+with two runs, "Compare with previous"; "Timeline" (and "Neuron Explorer" for a
+Neuron run) opened on the function's hottest line. While a run is in flight the first
 lens says so.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from . import format as fmt
+from . import timeline
 from .profile import COMMAND as PROFILE
 
 COMPARE = "trainiumLens.compareWithPrevious"
@@ -44,6 +46,7 @@ def lenses(ls, uri: str) -> list[types.CodeLens]:
         if history:
             out.append(types.CodeLens(range=where, command=types.Command(
                 title=fmt.headline(history[-1]), command=SHOW, arguments=[arg])))
+            out.extend(timeline.code_lenses(ls, uri, history[-1], where))
         if len(history) >= 2:
             out.append(types.CodeLens(range=where, command=types.Command(
                 title="Compare with previous", command=COMPARE, arguments=[arg])))

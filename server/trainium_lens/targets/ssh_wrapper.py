@@ -27,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 HEARTBEAT_S = 1.0
 # After the result, the harness's time to exit before it is killed (as the
@@ -154,6 +155,9 @@ def detach(chan, proc, pgid, lock_fd):
 
 
 def main():
+    # detach() forks with threads alive (3.12+ warns); the child only calls
+    # os-level functions, which is safe.
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
     work_dir, wait_s = sys.argv[1], float(sys.argv[2])
     chan = Channel()
     spec_line = sys.stdin.buffer.readline()
