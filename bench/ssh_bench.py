@@ -175,8 +175,8 @@ def resync(host: str, config: str, python: str, tmp: Path, repeat: int) -> None:
         raw.append(timed(lambda: subprocess.run(raw_cmd, check=True)))
     last.close()
     print("\n### Re-sync of 1,000 files, one changed (loopback)\n")
-    print(f"| transport | first sync | prepare + sync (what a run does) | sync alone |\n"
-          f"| --- | --- | --- | --- |")
+    print("| transport | first sync | prepare + sync (what a run does) | sync alone |\n"
+          "| --- | --- | --- | --- |")
     for mode, first, both, alone in rows:
         # tar: "alone" reuses a stale manifest, so only prepare + sync means anything
         print(f"| {mode} | {first:.3f} s | {med(both)} | "

@@ -97,6 +97,9 @@ class LineOp:
     calls: float
     self_time_us: float
     self_cpu_us: float = 0.0
+    # Calls the line made itself; the rest of ``calls`` ran inside those ops
+    # (``aten::mean`` on a bf16 CPU tensor runs ``sum``, ``div_``, ``to``...).
+    direct_calls: float = 0.0
 
 
 @dataclass
@@ -107,6 +110,8 @@ class LineStat:
     total_time_us: float
     self_cpu_us: float
     calls: float  # ops dispatched directly from this line, per step
+    # ``ops``: first what the line dispatched itself (``direct_calls`` > 0) in
+    # program order, then the ops nested inside them, by self time.
     self_time_us_min: float = 0.0
     self_time_us_max: float = 0.0
     self_time_us_median: float = 0.0

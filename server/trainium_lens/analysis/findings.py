@@ -121,15 +121,19 @@ def line_dispatches(line: LineStat) -> float:
 
 
 def direct_ops(line: LineStat, result: Result) -> list[LineOp]:
-    """The ops the line itself dispatched, best guess, biggest first.
+    """The ops the line itself dispatched.
 
     ``line.ops`` also lists what those ops called inside (``aten::mean`` on a
-    bf16 CPU tensor runs ``sum``, ``div_``, ``to``...), but ``line.calls``
-    counts direct dispatches only. A direct op spans its nested ones, so it has
+    bf16 CPU tensor runs ``sum``, ``div_``, ``to``...). The harness marks the
+    direct ones (``direct_calls``, in program order). For results written
+    before it did, a best guess: a direct op spans its nested ones, so it has
     the largest total time per call: walk the line's ops in that order
     (helpers such as ``to``/``copy_``/``empty`` and ``_private`` ops, which are
     almost always nested, last) until ``line.calls`` dispatches are covered.
     """
+    marked = [op for op in line.ops if op.direct_calls > 0]
+    if marked:
+        return marked
     totals = {op.name: op.total_time_us / op.calls for op in result.ops if op.calls}
 
     def rank(op: LineOp) -> tuple[bool, float]:

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from ..analysis.compare import diff_runs
+from .common import add_workspace_argument
 from .profile_cmd import style_for
 from .render import render_diff
 from .show_cmd import resolve
@@ -18,8 +19,7 @@ def register(subparsers) -> None:
                     "self time before and after, lines matched by their text and number.")
     p.add_argument("before", metavar="A", help="the earlier run (RESULT.json or RUN_ID)")
     p.add_argument("after", metavar="B", help="the later run (RESULT.json or RUN_ID)")
-    p.add_argument("--workspace", metavar="DIR",
-                   help="workspace whose runs to look in (default: the current git work tree)")
+    add_workspace_argument(p)
     p.set_defaults(handler=run)
 
 

@@ -9,6 +9,7 @@ import threading
 import webbrowser
 
 from ..explorer import DEFAULT_URL_TEMPLATE, ExplorerService, ExplorerSettings, describe
+from .common import add_run_arguments
 from .show_cmd import resolve
 
 
@@ -19,12 +20,9 @@ def register(subparsers) -> None:
                     "ingest the run's Neuron profile once, forward the UI and API ports to "
                     "127.0.0.1 here, and open the run's page. The tunnel stays open until "
                     "Ctrl-C.")
-    p.add_argument("run", metavar="RUN_ID", help="a run id (or unique prefix), or a result .json")
+    add_run_arguments(p)
     p.add_argument("--line", type=int, metavar="N",
                    help="the source line (1-based) whose time window fills the URL template")
-    p.add_argument("--workspace", metavar="DIR",
-                   help="workspace whose runs to look in (default: the current git work tree)")
-    p.add_argument("--ssh-config", metavar="PATH", help="ssh config file to use")
     p.add_argument("--explorer-path", metavar="PATH", default="",
                    help="neuron-explorer on the host (default: PATH, then /opt/aws/neuron/bin)")
     d = ExplorerSettings()

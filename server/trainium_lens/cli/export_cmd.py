@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..jobs import workspace_root_for
 from ..targets import make_target
 from ..trace_export import load_trace, local_trace_path, summarize, write_export
+from .common import add_run_arguments, workspace_path
 from .show_cmd import resolve
 
 
@@ -18,19 +18,15 @@ def register(subparsers) -> None:
                     "one for ATen ops and one per device stream, as Chrome-trace JSON that "
                     "Perfetto UI (ui.perfetto.dev, Open trace file) and chrome://tracing open. "
                     "A trace that is still on the SSH host is fetched first.")
-    p.add_argument("run", metavar="RUN_ID", help="a run id (or unique prefix), or a result .json")
+    add_run_arguments(p, ssh_config_help="ssh config file to fetch with")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="where to write it (default: <run_id>.perfetto.json here)")
-    p.add_argument("--workspace", metavar="DIR",
-                   help="workspace whose runs to look in (default: the current git work tree)")
-    p.add_argument("--ssh-config", metavar="PATH", help="ssh config file to fetch with")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     result = resolve(args.run, args.workspace)
-    workspace = (Path(args.workspace).expanduser().resolve() if args.workspace
-                 else workspace_root_for(Path.cwd()))
+    workspace = workspace_path(args.workspace)
     path = local_trace_path(result, workspace,
                             lambda host: make_target(host, ssh_config=args.ssh_config))
     trace = load_trace(path)

@@ -12,8 +12,8 @@ import argparse
 from pathlib import Path, PurePosixPath
 
 from ..errors import UsageError
-from ..jobs import workspace_root_for
 from ..store import STORE_DIR, RunStore
+from .common import add_run_arguments, workspace_path
 
 
 def register(subparsers) -> None:
@@ -21,18 +21,14 @@ def register(subparsers) -> None:
         "fetch", help="copy a run's artifacts (trace, Neuron profile) from its host",
         description="Copy the artifacts of a stored run (trace, Neuron profile, NEFF/NTFF) "
                     "from the host that ran it into a local folder.")
-    p.add_argument("run", metavar="RUN_ID", help="a run id (or a unique prefix)")
+    add_run_arguments(p, "a run id (or a unique prefix)")
     p.add_argument("--dest", metavar="DIR",
                    help="where to put them (default: <workspace>/.trainium-lens/artifacts)")
-    p.add_argument("--workspace", metavar="DIR",
-                   help="workspace whose runs to look in (default: the current git work tree)")
-    p.add_argument("--ssh-config", metavar="PATH", help="ssh config file to use")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    workspace = (Path(args.workspace).expanduser().resolve() if args.workspace
-                 else workspace_root_for(Path.cwd()))
+    workspace = workspace_path(args.workspace)
     result = RunStore(workspace).get(args.run)
     art = result.artifacts
     if not art.run_dir:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from ..analysis.compare import compare_variants
 from ..errors import LensError, UsageError
-from ..jobs import workspace_root_for
 from ..result import Result, ResultError, load
 from ..store import RunStore
+from .common import add_workspace_argument, workspace_path
 from .profile_cmd import style_for
 from .render import render_comparison, render_result
 
@@ -28,8 +28,7 @@ def register(subparsers) -> None:
         description="Print results saved by `profile` (a --json file, a run id or a unique "
                     "prefix, or a batch id) as `profile` printed them.")
     p.add_argument("run", metavar="RESULT.json|RUN_ID")
-    p.add_argument("--workspace", metavar="DIR",
-                   help="workspace whose runs to look in (default: the current git work tree)")
+    add_workspace_argument(p)
     p.set_defaults(handler=run)
 
 
@@ -53,7 +52,7 @@ def load_file(path: Path) -> list[Result]:
 
 
 def store_for(workspace: str | None) -> RunStore:
-    root = Path(workspace).expanduser().resolve() if workspace else workspace_root_for(Path.cwd())
+    root = workspace_path(workspace)
     return RunStore(root)
 
 

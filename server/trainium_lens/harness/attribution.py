@@ -67,7 +67,7 @@ class Attribution:
     line_cpu: dict = field(default_factory=lambda: defaultdict(float))
     line_total: dict = field(default_factory=lambda: defaultdict(float))
     line_calls: dict = field(default_factory=lambda: defaultdict(int))  # top-level dispatches
-    # (label, op) -> [calls, primary self, cpu self]
+    # (label, op) -> [calls, primary self, cpu self, direct calls, first-seen order]
     line_ops: dict = field(default_factory=dict)
     # op -> [calls, primary self, primary total, cpu self, device self]
     ops: dict = field(default_factory=dict)
@@ -202,7 +202,7 @@ def attribute(events: Iterable[Any], labels: dict, device_clock: bool,
             stat[3] += elapsed
             lo = line_ops.get((key, name))
             if lo is None:
-                lo = line_ops[(key, name)] = [0, 0.0, 0.0]
+                lo = line_ops[(key, name)] = [0, 0.0, 0.0, 0, len(line_ops)]
             lo[0] += 1
             lo[2] += elapsed
             line_cpu[(step, key)] += elapsed
@@ -219,6 +219,7 @@ def attribute(events: Iterable[Any], labels: dict, device_clock: bool,
                 if not device_clock:
                     reg[1] += elapsed
             if owner is None:
+                lo[3] += 1  # dispatched by the line itself, not inside another op
                 if key is not None:
                     line_calls[key] += 1
                 if not device_clock:

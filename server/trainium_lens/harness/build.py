@@ -88,11 +88,14 @@ def lines_and_ops(att: Attribution, labels: dict, source: SourceText) -> dict:
     keys = {k for (_s, k) in att.line_self} | {k for (_s, k) in att.line_total} | set(att.line_calls)
     keys.discard(None)
     per_line_ops: dict[str, list[dict]] = {}
-    for (key, op), (calls, self_t, cpu) in att.line_ops.items():
+    order: dict[tuple, int] = {}
+    for (key, op), (calls, self_t, cpu, direct, seen) in att.line_ops.items():
         if key is None:
             continue
+        order[(key, op)] = seen
         per_line_ops.setdefault(key, []).append(
-            {"name": op, "calls": calls / n, "self_time_us": self_t / n, "self_cpu_us": cpu / n})
+            {"name": op, "calls": calls / n, "self_time_us": self_t / n, "self_cpu_us": cpu / n,
+             "direct_calls": direct / n})
     self_sum = _by_key(att.line_self)
     total_sum = _by_key(att.line_total)
     cpu_sum = _by_key(att.line_cpu)
@@ -101,7 +104,10 @@ def lines_and_ops(att: Attribution, labels: dict, source: SourceText) -> dict:
         file, line, function = labels[key]
         steps = _per_step(att.line_self, key, att.steps)
         lo, hi, med = _spread(steps)
-        ops = sorted(per_line_ops.get(key, []), key=lambda o: (-o["self_time_us"], o["name"]))
+        # What the line itself dispatched, in program order (stable however noisy
+        # the clock), then what ran inside those ops, biggest first.
+        ops = sorted(per_line_ops.get(key, []), key=lambda o: (
+            (0, order[(key, o["name"])]) if o["direct_calls"] else (1, -o["self_time_us"])))
         lines.append({
             "file": file, "line": line,
             "self_time_us": self_sum.get(key, 0.0) / n,

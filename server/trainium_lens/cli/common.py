@@ -1,0 +1,29 @@
+"""Arguments the subcommands that work on stored runs share."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..jobs import workspace_root_for
+
+RUN_HELP = "a run id (or unique prefix), or a result .json"
+
+
+def add_run_arguments(p: argparse.ArgumentParser, run_help: str = RUN_HELP, *,
+                      ssh_config_help: str | None = "ssh config file to use") -> None:
+    """``RUN_ID``, ``--workspace`` and (unless None) ``--ssh-config``."""
+    p.add_argument("run", metavar="RUN_ID", help=run_help)
+    add_workspace_argument(p)
+    if ssh_config_help:
+        p.add_argument("--ssh-config", metavar="PATH", help=ssh_config_help)
+
+
+def add_workspace_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workspace", metavar="DIR",
+                   help="workspace whose runs to look in (default: the current git work tree)")
+
+
+def workspace_path(workspace: str | None) -> Path:
+    """``--workspace`` resolved, else the git work tree of the current folder."""
+    return Path(workspace).expanduser().resolve() if workspace else workspace_root_for(Path.cwd())
