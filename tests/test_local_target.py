@@ -122,18 +122,21 @@ def test_quick_run_stores_analysed_results(tmp_path, cache):
 
 class GroupWatcher(threading.Thread):
     """Records the process group of the harness this test process starts
-    (found in /proc: a child of ours running trainium_lens.harness)."""
+    (found in /proc: a child of ours running trainium_lens.harness). A harness
+    of an earlier run may still be tearing torch down (the target hands the
+    result back before that ends): those already there are not it."""
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
         self.pgid: int | None = None
         self.done = threading.Event()
+        self.before = {pid for pid, *_ in _processes()}
 
     def run(self) -> None:
         me = os.getpid()
         while not self.done.is_set() and self.pgid is None:
             for pid, ppid, pgid, cmd in _processes():
-                if ppid == me and "trainium_lens.harness" in cmd:
+                if ppid == me and "trainium_lens.harness" in cmd and pid not in self.before:
                     self.pgid = pgid
             time.sleep(0.02)
 

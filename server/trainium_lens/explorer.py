@@ -110,6 +110,12 @@ if [ -n "$dir" ]; then
     echo "ingest=done-before"
   else
     [ -d "$dir" ] || { say "the run's Neuron profile directory is gone: $dir"; exit 74; }
+    # NeuronProfiler writes <dir>/<instance-id>_pid_<pid>/[<timestamp>/]; a system
+    # profile is the folder holding trace_info.pb (notes/neuron.md).
+    if [ ! -f "$dir/trace_info.pb" ]; then
+      found=$(find "$dir" -name trace_info.pb -print 2>/dev/null | head -n 1)
+      [ -n "$found" ] && dir=$(dirname "$found")
+    fi
     echo "--- $(date -u +%FT%TZ) ingesting $dir as $name" >>"$log"
     if "$exe" view -d "$dir" --ingest-only --display-name "$name" >>"$log" 2>&1; then
       echo "$name" >>"$state/ingested"

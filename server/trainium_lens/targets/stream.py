@@ -21,10 +21,12 @@ remote process group is out of reach of signals sent here; ``kill`` is the
 target's hook to stop it (the SSH target kills the remote group through its
 control connection) and is called before the local group is signalled.
 
-Once the ``result`` (or ``error``) event is in, the harness gets
-``TEARDOWN_GRACE_S`` to exit by itself before its local group is stopped:
-the batch is already complete on disk, and torch's interpreter teardown can
-take seconds the user would otherwise wait for.
+Once the ``result`` (or ``error``) event is in, the outcome is handed back at
+once: the batch is already complete on disk, and torch's interpreter teardown
+can take seconds the user need not wait for. A reaper thread gives the harness
+``TEARDOWN_GRACE_S`` to exit by itself, then stops its group. The thread is not
+a daemon, so a short-lived caller (the CLI) still reaps before it exits: no run
+leaves a process behind.
 
 Events are delivered to ``on_event`` on the calling thread, in order.
 """
@@ -199,15 +201,13 @@ def run_harness_process(
 
     result_path: str | None = None
     error_event: dict | None = None
-    finished_at: float | None = None  # when the result or error event arrived
+    handed_off = False  # the final event is in: the reaper thread owns the process
     try:
         while True:
             if cancel is not None and cancel.is_set():
                 raise stop(Cancelled("cancelled"))
             if deadline is not None and time.monotonic() > deadline:
                 raise stop(TimedOut(f"timed out after {timeout:g} s"))
-            if finished_at is not None and time.monotonic() - finished_at > TEARDOWN_GRACE_S:
-                break  # all said; the interpreter is still tearing torch down
             try:
                 item = lines.get(timeout=POLL_S)
             except queue.Empty:
@@ -220,23 +220,17 @@ def run_harness_process(
                 error_event = event
             elif kind == "result" and isinstance(event.get("path"), str):
                 result_path = event["path"]
-            if kind in ("error", "result") and finished_at is None:
-                finished_at = time.monotonic()
             emit(event)
-        if finished_at is not None:
-            # The batch is complete on disk (written atomically before the
-            # event): a slow interpreter exit (torch teardown takes seconds)
-            # need not hold the user up. Stop the local group; a remote
-            # harness finishes on its own.
-            remaining = TEARDOWN_GRACE_S - (time.monotonic() - finished_at)
-            try:
-                proc.wait(timeout=max(remaining, 0.0))
-            except subprocess.TimeoutExpired:
-                kill_group(proc)
+            if kind in ("error", "result"):
+                # All said; the interpreter may take seconds to tear torch down.
+                threading.Thread(target=_reap, args=(proc,), name="harness-reaper",
+                                 daemon=False).start()
+                handed_off = True
+                break
         # stdout closed without a final event: the process is exiting (or
         # closed stdout and lingers).
         exit_deadline = time.monotonic() + EXIT_GRACE_S
-        while proc.poll() is None:
+        while not handed_off and proc.poll() is None:
             if cancel is not None and cancel.is_set():
                 raise stop(Cancelled("cancelled"))
             if deadline is not None and time.monotonic() > deadline:
@@ -245,9 +239,12 @@ def run_harness_process(
                 stop(TargetError("the harness did not exit"))
                 break
             time.sleep(POLL_S)
-        readers[1].join(timeout=1.0)
+        if not handed_off:
+            readers[1].join(timeout=1.0)
     finally:
-        if proc.poll() is None:  # an exception on our side (e.g. KeyboardInterrupt)
+        if handed_off:
+            pass
+        elif proc.poll() is None:  # an exception on our side (e.g. KeyboardInterrupt)
             stop(Cancelled("cancelled"))
         else:
             # The leader is gone; sweep up anything it left in its group
@@ -262,6 +259,19 @@ def run_harness_process(
     if result_path is None:
         raise TargetError(f"the harness ended without a result: {_why(proc, tail)}")
     return read_result(result_path)
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    """After the final event: let the harness exit by itself for
+    ``TEARDOWN_GRACE_S``, then stop whatever is left of its group."""
+    try:
+        proc.wait(timeout=TEARDOWN_GRACE_S)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+    try:  # anything it left in its group (e.g. a stuck compile worker)
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _why(proc: subprocess.Popen, tail: StderrTail) -> str:
