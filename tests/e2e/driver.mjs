@@ -265,6 +265,14 @@ async function profilePhase() {
   const t0 = Date.now();
   await item.click();
   log("clicked Profile on Trainium");
+  // A click that lands while the menu is still settling can be lost, and the
+  // menu then stays open (it closes as soon as its command runs): click again.
+  for (let i = 0; i < 3; i++) {
+    await page.waitForTimeout(1000);
+    if (!(await item.isVisible().catch(() => false))) break;
+    log("the menu is still open: clicking the item again");
+    await item.click().catch(() => {});
+  }
   await page.waitForSelector(`${STATUS} .codicon-sync`, { timeout: 10_000 }).then(
     () => (out.profile.sawRunning = true),
     () => log("running state not seen"),

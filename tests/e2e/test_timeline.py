@@ -43,30 +43,39 @@ def timeline_session(tmp_path_factory):
                    env=env, check=True, capture_output=True, timeout=240)
     result = load(out)
     vsix = build_vsix()
-    server = CodeServer(tmp, workspace)
-    server.install(vsix)
     source = (workspace / EXAMPLE).read_text().splitlines()
     hot = max((s for s in result.lines if s.file == EXAMPLE), key=lambda s: s.self_time_us)
-    config = {
-        "url": server.start(),
-        "file": EXAMPLE,
-        "hotLine": hot.line,
-        "lineTexts": {str(i + 1): text.strip() for i, text in enumerate(source) if text.strip()},
-        "shots": str(RESULTS),
-    }
-    (tmp / "config.json").write_text(json.dumps(config))
-    observed = RESULTS / "timeline-observed.json"
-    try:
-        done = subprocess.run(["node", str(ROOT / "tests/e2e/timeline_driver.mjs"),
-                               str(tmp / "config.json"), str(observed)],
-                              cwd=ROOT, capture_output=True, text=True, timeout=300)
-    finally:
-        server.stop()
-    obs = json.loads(observed.read_text()) if observed.exists() else {}
-    if done.returncode != 0:
-        log = (tmp / "code-server.log").read_text()[-3000:]
-        pytest.fail(f"driver failed: {obs.get('failure') or done.stderr[-3000:]}\n"
-                    f"driver log: {obs.get('log')}\ncode-server log tail:\n{log}")
+    failures = []
+    for attempt in range(1, test_vscode.ATTEMPTS + 1):  # see test_vscode.ATTEMPTS
+        home = tmp_path_factory.mktemp("vscode-timeline-server")
+        server = CodeServer(home, workspace)
+        server.install(vsix)
+        config = {
+            "url": server.start(),
+            "file": EXAMPLE,
+            "hotLine": hot.line,
+            "lineTexts": {str(i + 1): text.strip() for i, text in enumerate(source) if text.strip()},
+            "shots": str(RESULTS),
+        }
+        (home / "config.json").write_text(json.dumps(config))
+        observed = RESULTS / "timeline-observed.json"
+        observed.unlink(missing_ok=True)
+        try:
+            done = subprocess.run(["node", str(ROOT / "tests/e2e/timeline_driver.mjs"),
+                                   str(home / "config.json"), str(observed)],
+                                  cwd=ROOT, capture_output=True, text=True, timeout=300)
+        finally:
+            server.stop()
+        obs = json.loads(observed.read_text()) if observed.exists() else {}
+        if done.returncode == 0:
+            break
+        log = (home / "code-server.log").read_text()[-3000:]
+        failures.append(f"attempt {attempt}: driver failed: "
+                        f"{obs.get('failure') or done.stderr[-3000:]}\n"
+                        f"driver log: {obs.get('log')}\ncode-server log tail:\n{log}")
+        print(failures[-1], file=sys.stderr)
+    else:
+        pytest.fail("\n\n".join(failures))
     return obs, result, hot
 
 

@@ -145,12 +145,36 @@ def prepare(tmp: Path) -> tuple[Path, dict]:
     return workspace, settings
 
 
+#: A whole UI session is tried again once: a click that code-server drops on this
+#: 2-core machine (a menu still settling) fails a session without saying anything
+#: about the product. The first attempt's failure is printed, never hidden.
+ATTEMPTS = 2
+
+
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
     """One VS Code session through every step; the driver's observations."""
-    tmp = tmp_path_factory.mktemp("vscode")
     RESULTS.mkdir(parents=True, exist_ok=True)
     vsix = build_vsix()
+    failures = []
+    for attempt in range(1, ATTEMPTS + 1):
+        tmp = tmp_path_factory.mktemp("vscode")
+        done, obs, workspace = _one_session(tmp, vsix)
+        if done.returncode == 0:
+            break
+        log = (tmp / "code-server.log").read_text()[-3000:]
+        failures.append(f"attempt {attempt}: driver failed: "
+                        f"{obs.get('failure') or done.stderr[-3000:]}\n"
+                        f"driver log: {obs.get('log')}\ncode-server log tail:\n{log}")
+        print(failures[-1], file=sys.stderr)
+    else:
+        pytest.fail("\n\n".join(failures))
+    runs = sorted((workspace / ".trainium-lens" / "runs").glob("*.json"))
+    obs["results"] = [load(p) for p in runs]
+    return obs
+
+
+def _one_session(tmp: Path, vsix: Path):
     workspace, settings = prepare(tmp)
     # A bare interpreter: a fresh venv has the standard library and nothing else.
     bare = tmp / "bare-venv"
@@ -174,19 +198,14 @@ def session(tmp_path_factory):
     }
     (tmp / "config.json").write_text(json.dumps(config))
     observed = RESULTS / "observed.json"
+    observed.unlink(missing_ok=True)
     try:
         done = subprocess.run(["node", str(ROOT / "tests/e2e/driver.mjs"), str(tmp / "config.json"), str(observed)],
                               cwd=ROOT, capture_output=True, text=True, timeout=300)
     finally:
         server.stop()
     obs = json.loads(observed.read_text()) if observed.exists() else {}
-    if done.returncode != 0:
-        log = (tmp / "code-server.log").read_text()[-3000:]
-        pytest.fail(f"driver failed: {obs.get('failure') or done.stderr[-3000:]}\n"
-                    f"driver log: {obs.get('log')}\ncode-server log tail:\n{log}")
-    runs = sorted((workspace / ".trainium-lens" / "runs").glob("*.json"))
-    obs["results"] = [load(p) for p in runs]
-    return obs
+    return done, obs, workspace
 
 
 def test_clear_messages_when_the_server_cannot_start(session):

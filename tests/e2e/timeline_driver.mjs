@@ -110,7 +110,13 @@ process.exit(out.failure ? 1 : 0);
 /** Rest the mouse on a line until the editor's hover shows the timeline link. */
 async function hoverWithLink(row) {
   await row.click();
-  const box = await row.boundingBox();
+  // Monaco re-renders the line on a click; wait for it to be laid out again.
+  let box = null;
+  for (let i = 0; i < 40 && !box; i++) {
+    box = await row.boundingBox().catch(() => null);
+    if (!box) await page.waitForTimeout(250);
+  }
+  if (!box) throw new Error("the hot line has no box on the page (not rendered?)");
   const indent = await row.evaluate((l) => l.textContent.length - l.textContent.trimStart().length);
   const charWidth = await row.evaluate((l) => {
     const token = l.querySelector("span > span");
