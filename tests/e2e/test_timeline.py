@@ -22,7 +22,8 @@ from trainium_lens.result import load
 from trainium_lens.trace_export import load_trace
 
 from . import test_vscode
-from .test_vscode import EXAMPLE, FUNCTION, RESULTS, ROOT, CodeServer, build_vsix, prepare
+from .test_vscode import (EXAMPLE, FUNCTION, RESULTS, ROOT, CodeServer, build_vsix,
+                          failure_report, prepare, run_driver)
 
 pytestmark = test_vscode.pytestmark  # the e2e marker; skipped without code-server
 
@@ -57,23 +58,11 @@ def timeline_session(tmp_path_factory):
             "lineTexts": {str(i + 1): text.strip() for i, text in enumerate(source) if text.strip()},
             "shots": str(RESULTS),
         }
-        (home / "config.json").write_text(json.dumps(config))
-        observed = RESULTS / "timeline-observed.json"
-        observed.unlink(missing_ok=True)
-        try:
-            done = subprocess.run(["node", str(ROOT / "tests/e2e/timeline_driver.mjs"),
-                                   str(home / "config.json"), str(observed)],
-                                  cwd=ROOT, capture_output=True, text=True, timeout=300)
-        finally:
-            server.stop()
-        obs = json.loads(observed.read_text()) if observed.exists() else {}
+        done, obs = run_driver("timeline_driver.mjs", home, config,
+                               RESULTS / "timeline-observed.json", server)
         if done.returncode == 0:
             break
-        log = (home / "code-server.log").read_text()[-3000:]
-        failures.append(f"attempt {attempt}: driver failed: "
-                        f"{obs.get('failure') or done.stderr[-3000:]}\n"
-                        f"driver log: {obs.get('log')}\ncode-server log tail:\n{log}")
-        print(failures[-1], file=sys.stderr)
+        failures.append(failure_report(attempt, home, done, obs))
     else:
         pytest.fail("\n\n".join(failures))
     return obs, result, hot

@@ -162,11 +162,7 @@ def session(tmp_path_factory):
         done, obs, workspace = _one_session(tmp, vsix)
         if done.returncode == 0:
             break
-        log = (tmp / "code-server.log").read_text()[-3000:]
-        failures.append(f"attempt {attempt}: driver failed: "
-                        f"{obs.get('failure') or done.stderr[-3000:]}\n"
-                        f"driver log: {obs.get('log')}\ncode-server log tail:\n{log}")
-        print(failures[-1], file=sys.stderr)
+        failures.append(failure_report(attempt, tmp, done, obs))
     else:
         pytest.fail("\n\n".join(failures))
     runs = sorted((workspace / ".trainium-lens" / "runs").glob("*.json"))
@@ -196,16 +192,31 @@ def _one_session(tmp: Path, vsix: Path):
         "shots": str(RESULTS),
         "phases": ["errors", "host", "profile"],
     }
-    (tmp / "config.json").write_text(json.dumps(config))
-    observed = RESULTS / "observed.json"
+    done, obs = run_driver("driver.mjs", tmp, config, RESULTS / "observed.json", server)
+    return done, obs, workspace
+
+
+def run_driver(script: str, home: Path, config: dict, observed: Path, server: "CodeServer"):
+    """Run a node driver (tests/e2e/SCRIPT) against the started code-server, then
+    stop the server; (the process, the driver's observations)."""
+    (home / "config.json").write_text(json.dumps(config))
     observed.unlink(missing_ok=True)
     try:
-        done = subprocess.run(["node", str(ROOT / "tests/e2e/driver.mjs"), str(tmp / "config.json"), str(observed)],
+        done = subprocess.run(["node", str(ROOT / "tests" / "e2e" / script),
+                               str(home / "config.json"), str(observed)],
                               cwd=ROOT, capture_output=True, text=True, timeout=300)
     finally:
         server.stop()
-    obs = json.loads(observed.read_text()) if observed.exists() else {}
-    return done, obs, workspace
+    return done, (json.loads(observed.read_text()) if observed.exists() else {})
+
+
+def failure_report(attempt: int, home: Path, done, obs: dict) -> str:
+    """What a failed attempt says (printed at once, so a retry never hides it)."""
+    log = (home / "code-server.log").read_text()[-3000:]
+    report = (f"attempt {attempt}: driver failed: {obs.get('failure') or done.stderr[-3000:]}\n"
+              f"driver log: {obs.get('log')}\ncode-server log tail:\n{log}")
+    print(report, file=sys.stderr)
+    return report
 
 
 def test_clear_messages_when_the_server_cannot_start(session):
