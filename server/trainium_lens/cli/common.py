@@ -27,3 +27,15 @@ def add_workspace_argument(p: argparse.ArgumentParser) -> None:
 def workspace_path(workspace: str | None) -> Path:
     """``--workspace`` resolved, else the git work tree of the current folder."""
     return Path(workspace).expanduser().resolve() if workspace else workspace_root_for(Path.cwd())
+
+
+def add_target_arguments(p: argparse.ArgumentParser, verb: str) -> None:
+    """Where the harness runs: ``--host`` and the options that go with it, the
+    same for every command that starts the harness (``verb``: what it does there)."""
+    p.add_argument("--host", metavar="HOST",
+                   help=f"{verb} this SSH host (as ~/.ssh/config names it); default local")
+    p.add_argument("--ssh-config", metavar="PATH", help="ssh config file to use")
+    p.add_argument("--remote-python", metavar="PATH", help="python on the SSH host")
+    p.add_argument("--work-dir", metavar="DIR", help="work dir on the SSH host")
+    p.add_argument("--python", metavar="PATH",
+                   help="local python with torch (default: this interpreter)")

@@ -7,6 +7,7 @@ import json
 import sys
 
 from ..doctor import run_doctor
+from .common import add_target_arguments
 
 _MARKS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
 
@@ -17,13 +18,7 @@ def register(subparsers) -> None:
         description="Check that a target can profile: SSH (reachable, host key, auth), "
                     "Python, torch, torch-neuronx flavour, the Neuron profiling API, "
                     "devices, neuron-explorer, free disk and the instance type.")
-    p.add_argument("--host", metavar="HOST",
-                   help="check this SSH host (as ~/.ssh/config names it); default local")
-    p.add_argument("--ssh-config", metavar="PATH", help="ssh config file to use")
-    p.add_argument("--remote-python", metavar="PATH", help="python on the SSH host")
-    p.add_argument("--work-dir", metavar="DIR", help="work dir on the target")
-    p.add_argument("--python", metavar="PATH",
-                   help="local python with torch (default: this interpreter)")
+    add_target_arguments(p, "check")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(handler=run)
 

@@ -19,6 +19,7 @@ from ..errors import Cancelled, HarnessError, LensError
 from ..jobs import PROTOCOL_KEYS, make_job
 from ..store import RunStore
 from ..targets import make_target
+from .common import add_target_arguments
 from .render import Style, render_comparison, render_result
 
 
@@ -49,13 +50,7 @@ def register(subparsers) -> None:
                    help="also write the result (several functions: a JSON list) to PATH")
     p.add_argument("--workspace", metavar="DIR",
                    help="workspace root (default: the git work tree holding FILE)")
-    p.add_argument("--host", metavar="HOST",
-                   help="profile on this SSH host (as ~/.ssh/config names it); default local")
-    p.add_argument("--ssh-config", metavar="PATH", help="ssh config file to use")
-    p.add_argument("--remote-python", metavar="PATH", help="python on the SSH host")
-    p.add_argument("--work-dir", metavar="DIR", help="work dir on the SSH host")
-    p.add_argument("--python", metavar="PATH",
-                   help="local python with torch (default: this interpreter)")
+    add_target_arguments(p, "profile on")
     p.add_argument("--timeout", type=float, metavar="SECONDS",
                    help="stop the run (and everything it started) after SECONDS")
     p.add_argument("--no-store", action="store_true",
