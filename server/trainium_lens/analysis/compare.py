@@ -163,27 +163,43 @@ def _ratio(after: float | None, before: float | None) -> float | None:
     return after / before if before and after is not None else None
 
 
-def _match_lines(before: list[LineStat], after: list[LineStat]):
+def match_lines(before: list[LineStat], after: list[LineStat]):
     """Pairs (b, a) by: same text and number; same text (nearest number, the
-    code moved); same number (the line was edited). Leftovers are removed/added."""
-    left_b, left_a = list(before), list(after)
+    code moved); same number (the line was edited). Leftovers are removed/added.
+
+    Linear in the number of lines (dictionaries, not an all-pairs scan): the
+    editor pairs every annotated line of two runs, thousands on big files."""
     pairs: list[tuple[LineStat | None, LineStat | None, str]] = []
-
-    def take(match, status):
-        for b in list(left_b):
-            candidates = [a for a in left_a if match(b, a)]
-            if candidates:
-                a = min(candidates, key=lambda a: abs(a.line - b.line))
-                left_b.remove(b)
-                left_a.remove(a)
-                pairs.append((b, a, status))
-
-    same_text = lambda b, a: b.file == a.file and b.text.strip() == a.text.strip()  # noqa: E731
-    take(lambda b, a: same_text(b, a) and b.line == a.line, "same")
-    take(lambda b, a: same_text(b, a) and bool(b.text.strip()), "moved")
-    take(lambda b, a: b.file == a.file and b.line == a.line, "edited")
-    pairs += [(b, None, "removed") for b in left_b]
-    pairs += [(None, a, "added") for a in left_a]
+    left_a = {(a.file, a.line): a for a in after}
+    left_b = []
+    for b in before:  # same text, same number
+        a = left_a.get((b.file, b.line))
+        if a is not None and a.text.strip() == b.text.strip():
+            pairs.append((b, left_a.pop((a.file, a.line)), "same"))
+        else:
+            left_b.append(b)
+    by_text: dict[tuple[str, str], list[LineStat]] = {}
+    for a in left_a.values():
+        if a.text.strip():
+            by_text.setdefault((a.file, a.text.strip()), []).append(a)
+    rest = []
+    for b in left_b:  # same text, nearest number (the code moved)
+        candidates = by_text.get((b.file, b.text.strip())) if b.text.strip() else None
+        if candidates:
+            a = min(candidates, key=lambda a: abs(a.line - b.line))
+            candidates.remove(a)
+            pairs.append((b, left_a.pop((a.file, a.line)), "moved"))
+        else:
+            rest.append(b)
+    removed = []
+    for b in rest:  # same number (the line was edited)
+        a = left_a.pop((b.file, b.line), None)
+        if a is not None:
+            pairs.append((b, a, "edited"))
+        else:
+            removed.append(b)
+    pairs += [(b, None, "removed") for b in removed]
+    pairs += [(None, a, "added") for a in left_a.values()]
     return pairs
 
 
@@ -196,7 +212,7 @@ def diff_runs(before: Result, after: Result) -> RunDiff:
     elif before.host != after.host:
         note = f"different hosts ({before.host} before, {after.host} after)"
     rows = []
-    for b, a, status in _match_lines(before.lines, after.lines):
+    for b, a, status in match_lines(before.lines, after.lines):
         b_us = b.self_time_us if b else None
         a_us = a.self_time_us if a else None
         rows.append(LineDelta(

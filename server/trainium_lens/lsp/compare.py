@@ -12,7 +12,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..analysis.compare import compare_variants, diff_runs
+from ..analysis.compare import compare_variants, diff_runs, match_lines
 from ..result import Result
 from . import format as fmt
 
@@ -22,46 +22,16 @@ _TIMES: dict[tuple[str, str], dict[int, float]] = {}
 
 def line_times(before: Result, after: Result) -> dict[int, float]:
     """For each line of ``after``: the primary self time of the same line in
-    ``before``. Cached per pair: stored runs never change.
-
-    Lines pair up as ``analysis.compare.diff_runs`` pairs them (same text and
-    number; else same text, nearest number; else same number), but in linear
-    time: the hints ask for this on files with thousands of annotated lines,
-    where the all-pairs scan takes seconds."""
+    ``before`` (paired as ``analysis.compare.match_lines`` pairs them). Cached
+    per pair: stored runs never change, and the hints ask on every view."""
     key = (before.run_id, after.run_id)
     cached = _TIMES.get(key)
     if cached is not None:
         return cached
     if len(_TIMES) > 256:
         _TIMES.clear()
-    left_a = {(a.file, a.line): a for a in after.lines}
-    out: dict[int, float] = {}
-    left_b = []
-    for b in before.lines:  # same text, same number
-        a = left_a.get((b.file, b.line))
-        if a is not None and a.text.strip() == b.text.strip():
-            out[a.line] = b.self_time_us
-            del left_a[(a.file, a.line)]
-        else:
-            left_b.append(b)
-    by_text: dict[tuple[str, str], list] = {}
-    for a in left_a.values():
-        if a.text.strip():
-            by_text.setdefault((a.file, a.text.strip()), []).append(a)
-    rest = []
-    for b in left_b:  # same text, nearest number (the code moved)
-        candidates = by_text.get((b.file, b.text.strip())) if b.text.strip() else None
-        if candidates:
-            a = min(candidates, key=lambda a: abs(a.line - b.line))
-            candidates.remove(a)
-            del left_a[(a.file, a.line)]
-            out[a.line] = b.self_time_us
-        else:
-            rest.append(b)
-    for b in rest:  # same number (the line was edited)
-        a = left_a.pop((b.file, b.line), None)
-        if a is not None:
-            out[a.line] = b.self_time_us
+    out = {a.line: b.self_time_us
+           for b, a, _status in match_lines(before.lines, after.lines) if a and b}
     _TIMES[key] = out
     return out
 
