@@ -6,14 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch  # a test dependency: these tests must run, never skip
 
-torch = pytest.importorskip("torch")
-
-from trainium_lens.harness import run  # noqa: E402
-from trainium_lens.harness.attribution import attribute  # noqa: E402
-from trainium_lens.harness.backends import Backend  # noqa: E402
-from trainium_lens.harness.lines import LineLabeler  # noqa: E402
-from trainium_lens.harness.loader import UserCode, load_module  # noqa: E402
+from trainium_lens.harness import run
+from trainium_lens.harness.attribution import attribute
+from trainium_lens.harness.backends import Backend
+from trainium_lens.harness.lines import LineLabeler
+from trainium_lens.harness.loader import UserCode, load_module
 
 DATA = Path(__file__).resolve().parent / "data"
 CPU = torch.autograd.DeviceType.CPU
