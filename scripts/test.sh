@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Set up everything on a fresh machine and run every test (README's test command).
+# Set up everything on a fresh machine and run every check (README's test command):
+# the static checks (scripts/lint.sh), the extension's unit tests, then pytest.
+# A lint finding fails the run, after the tests have run too (one run, every finding).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
-for extra in scripts/setup-ssh.sh scripts/setup-e2e.sh; do
-  [ -f "$extra" ] && bash "$extra"
-done
-if [ -f package.json ]; then
-  npm run --silent test:unit
-fi
+bash scripts/setup-ssh.sh
+bash scripts/setup-e2e.sh
+lint=0
+bash scripts/lint.sh || lint=$?
+npm run --silent test:unit
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+if ((lint)); then
+  echo "test.sh: the tests passed but the static checks failed (scripts/lint.sh)" >&2
+  exit "$lint"
+fi

@@ -56,7 +56,7 @@ export function expandInclude(pattern: string, sshDir: string, home: string): st
         next.push(join(base, part));
         continue;
       }
-      let names: string[] = [];
+      let names: string[];
       try {
         names = readdirSync(base).sort();
       } catch {

@@ -17,7 +17,7 @@
 (function (root, factory) {
   if (typeof module === 'object' && module.exports) module.exports = factory();
   else root.TimelineModel = factory();
-})(typeof self !== 'undefined' ? self : this, function () {
+})(/** @type {typeof globalThis} */ (typeof self !== 'undefined' ? self : this), function () {
   'use strict';
 
   /** First index i in [lo, hi) with arr[i] >= value (hi when none). */
