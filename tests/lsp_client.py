@@ -11,12 +11,14 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from lsprotocol import types
+from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp.client import register_lsp_features
 
-from trainium_lens.result import (FunctionRef, Finding, LineOp, LineStat, LineWindows, Result,
-                                  Totals, Window)
+from trainium_lens.result import Finding, FunctionRef, LineOp, LineStat, LineWindows, Result, Totals, Window
 
 SERVER = [sys.executable, "-m", "trainium_lens.lsp"]
 
@@ -34,16 +36,37 @@ CAPABILITIES = types.ClientCapabilities(
 )
 
 
+class LensClient(LanguageClient):
+    """pytest-lsp's client, keeping what our server sends besides LSP's own."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.heat: list[Any] = []  # trainiumLens/heat payloads, oldest first
+        self.run_states: list[Any] = []  # trainiumLens/runState payloads
+        self.refreshes = 0  # workspace/inlayHint/refresh requests
+        self.lens_stopped = False
+
+    @property
+    def progress_values(self) -> dict[Any, list[Any]]:
+        """``progress_reports`` as sent: WorkDoneProgressBegin/Report/End values
+        (pytest-lsp types them as the ProgressParams that carried them)."""
+        return self.progress_reports
+
+
+def _lens_client() -> LensClient:
+    client = LensClient(converter_factory=default_converter)
+    register_lsp_features(client)  # what pytest-lsp's own factory adds
+    return client
+
+
 async def start(workspace: Path, options: dict | None = None, env: dict | None = None,
-                command: list[str] | None = None) -> LanguageClient:
+                command: list[str] | None = None) -> LensClient:
     """A client connected to a fresh server, initialized on ``workspace``."""
     server_env = dict(os.environ)
     server_env.update(env or {})
-    client = await ClientServerConfig(server_command=command or SERVER,
-                                      server_env=server_env).start()
-    client.heat = []  # trainiumLens/heat payloads, oldest first
-    client.run_states = []
-    client.refreshes = 0
+    client = await ClientServerConfig(server_command=command or SERVER, server_env=server_env,
+                                      client_factory=_lens_client).start()
+    assert isinstance(client, LensClient)
 
     @client.feature("trainiumLens/heat")
     def on_heat(params):
@@ -70,9 +93,9 @@ async def start(workspace: Path, options: dict | None = None, env: dict | None =
     return client
 
 
-async def stop(client: LanguageClient) -> None:
+async def stop(client: LensClient) -> None:
     """Shut the server down cleanly (once; a test may have stopped it already)."""
-    if getattr(client, "lens_stopped", False):
+    if client.lens_stopped:
         return
     client.lens_stopped = True
     await client.shutdown_session()
@@ -120,19 +143,23 @@ async def hints(client: LanguageClient, uri: str, last_line: int = 100_000) -> d
         text_document=types.TextDocumentIdentifier(uri=uri),
         range=types.Range(start=types.Position(line=0, character=0),
                           end=types.Position(line=last_line, character=0))))
-    return {h.position.line: h.label for h in result or []}
+    return {h.position.line: h.label if isinstance(h.label, str) else "".join(p.value for p in h.label)
+            for h in result or []}
 
 
 async def hover(client: LanguageClient, uri: str, line: int) -> str | None:
     result = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri),
         position=types.Position(line=line, character=4)))
-    return result.contents.value if result else None
+    if result is None:
+        return None
+    assert isinstance(result.contents, types.MarkupContent)
+    return result.contents.value
 
 
 async def lenses(client: LanguageClient, uri: str) -> list[types.CodeLens]:
-    return await client.text_document_code_lens_async(types.CodeLensParams(
-        text_document=types.TextDocumentIdentifier(uri=uri))) or []
+    return list(await client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri=uri))) or [])
 
 
 async def settle(client: LanguageClient, delay: float = 0.3) -> None:

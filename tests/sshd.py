@@ -26,6 +26,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -211,7 +212,7 @@ Host lens-refused
 
 
 @pytest.fixture(scope="session")
-def sshd(tmp_path_factory) -> Sshd:
+def sshd(tmp_path_factory) -> Iterator[Sshd]:
     missing = _missing_binaries()
     if missing:
         pytest.skip(f"needs {', '.join(missing)} (scripts/setup-ssh.sh installs them)")
@@ -221,7 +222,7 @@ def sshd(tmp_path_factory) -> Sshd:
 
 
 @pytest.fixture
-def ssh_control_dir(tmp_path_factory, monkeypatch) -> Path:
+def ssh_control_dir(tmp_path_factory, monkeypatch) -> Iterator[Path]:
     """A private control-socket folder per test (short: socket paths are limited),
     so a test never reuses a master another test left behind."""
     folder = Path("/tmp") / f"tl-cm-{os.getpid()}-{time.monotonic_ns() % 10**9}"

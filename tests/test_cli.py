@@ -183,10 +183,10 @@ def test_comparison_table(all_variants):
     rows = {ln.split()[0]: ln for ln in lines[2:]}
     assert list(rows) == ["rms_norm_naive", "rms_norm_fused", "rms_norm_compiled"]
     assert rows["rms_norm_naive"].rstrip().endswith("reference")
-    for name, result in zip(rows, data):
+    for name, result in zip(rows, data, strict=True):
         assert f"{result['totals']['dispatches']:g}" in rows[name].split()
     bound = 1e-2 + 1.6e-2 * data[0]["output"]["max_abs"]  # bf16 against the reference
-    for name, result in zip(("rms_norm_fused", "rms_norm_compiled"), data[1:]):
+    for name, result in zip(("rms_norm_fused", "rms_norm_compiled"), data[1:], strict=True):
         # The same computation in bf16: within a bf16 ulp or two of the naive one.
         diff = result["output"]["max_abs_diff"]
         assert 0 <= diff <= bound
@@ -405,9 +405,8 @@ def test_no_device_time_is_visible_never_a_device_heading():
 
 
 def test_ascii_terminal():
-    from trainium_lens.cli.render import Style, render_result
-
     from trainium_lens.analysis.findings import analyze
+    from trainium_lens.cli.render import Style, render_result
 
     res = Result.from_dict(minimal())
     res.lines[0].self_time_us_max = 14.0

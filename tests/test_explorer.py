@@ -27,10 +27,8 @@ from pathlib import Path
 import pytest
 
 from trainium_lens.errors import UsageError
-from trainium_lens.explorer import (ExplorerError, ExplorerService, ExplorerSettings,
-                                    display_name, profile_url)
-from trainium_lens.result import (Artifacts, FunctionRef, LineStat, LineWindows, Result,
-                                  Totals, Window)
+from trainium_lens.explorer import ExplorerError, ExplorerService, ExplorerSettings, display_name, profile_url
+from trainium_lens.result import Artifacts, FunctionRef, LineStat, LineWindows, Result, Totals, Window
 from trainium_lens.store import RunStore
 
 pytestmark = pytest.mark.ssh
@@ -66,7 +64,8 @@ class UI(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         name = self.path.split("?")[0].rsplit("/", 1)[-1]
         ok = self.path.startswith("/profile/") and name in ingested()
-        body = (f"<title>Neuron Explorer stand-in</title>profile {{name}}" if ok else "no such profile").encode()
+        page = f"<title>Neuron Explorer stand-in</title>profile {{name}}" if ok else "no such profile"
+        body = page.encode()
         self.send_response(200 if ok else 404)
         self.end_headers()
         self.wfile.write(body)

@@ -177,8 +177,8 @@ class _NoDeviceTimeBackend(Backend):
 
 
 def test_no_device_time_falls_back_visibly_to_the_cpu_clock(tmp_path):
-    from trainium_lens.harness.run import Session, profile_function
     from trainium_lens.harness.markers import find_marked
+    from trainium_lens.harness.run import Session, profile_function
     from trainium_lens.harness.spec import Spec
 
     sent = []
@@ -196,7 +196,7 @@ def test_no_device_time_falls_back_visibly_to_the_cpu_clock(tmp_path):
     spec = Spec(batch_id="nd", workspace_root=str(DATA), file="helpers.py",
                 run_dir=str(tmp_path), protocol={"timing_calls": 1})
     module = load_module(str(DATA / "helpers.py"), str(DATA), "helpers.py")
-    session = Session(spec, Events(), _NoDeviceTimeBackend(torch), module,
+    session = Session(spec, Events(), _NoDeviceTimeBackend(torch), module,  # type: ignore[arg-type]
                       UserCode(str(DATA)), "helpers.py")
     marked = next(m for m in find_marked((DATA / "helpers.py").read_text()) if m.name == "loop")
     result = profile_function(session, marked, 0, {"wait": 0, "warmup": 1, "active": 2,

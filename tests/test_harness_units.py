@@ -169,8 +169,8 @@ def standin_neuronx(monkeypatch):
 
     pkg = types.ModuleType("torch_neuronx")
     prof = types.ModuleType("torch_neuronx.profiling")
-    prof.NeuronConfig, prof.ProfileMode, prof.NeuronProfiler = NeuronConfig, ProfileMode, NeuronProfiler
-    pkg.profiling = prof
+    vars(prof).update(NeuronConfig=NeuronConfig, ProfileMode=ProfileMode, NeuronProfiler=NeuronProfiler)
+    vars(pkg).update(profiling=prof)
     monkeypatch.setitem(sys.modules, "torch_neuronx", pkg)
     monkeypatch.setitem(sys.modules, "torch_neuronx.profiling", prof)
     return calls
@@ -192,7 +192,7 @@ def test_neuron_backend_against_standin(standin_neuronx, tmp_path, monkeypatch):
     monkeypatch.setenv("NEURON_RT_INSPECT_ENABLE", "1")
     backend.start_capture()
     logging.getLogger("torch_neuronx").warning("Operator 'aten::_unique2' fell back to CPU")
-    warnings.warn("Operator 'aten::nonzero' fell back to CPU")
+    warnings.warn("Operator 'aten::nonzero' fell back to CPU", stacklevel=1)
     signals = backend.stop_capture()
     assert signals["cpu_fallback_ops"] == ["aten::_unique2", "aten::nonzero"]
     assert signals["neuron_rt_inspect_clash"] is True

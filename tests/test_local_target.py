@@ -114,6 +114,7 @@ def test_quick_run_stores_analysed_results(tmp_path, cache):
     assert stored == res
     assert res.line("quick.py", 7).calls == 2
     # Artifacts are already local: fetch copies them where asked.
+    assert res.artifacts.trace
     copy = LocalTarget().fetch(res.artifacts.trace, tmp_path / "fetched" / "trace.json")
     assert copy.read_bytes() == Path(res.artifacts.trace).read_bytes()
     with pytest.raises(TargetError, match="no such artifact"):
@@ -207,8 +208,9 @@ def test_timeout_kills_the_process_group(tmp_path, cache):
 
 
 def load_earlier(store: RunStore) -> str:
-    from .test_result import minimal
     from trainium_lens.result import Result
+
+    from .test_result import minimal
 
     res = Result.from_dict(minimal(run_id="earlier-0"))
     store.save(res)
@@ -239,15 +241,19 @@ def test_default_python_is_this_interpreter():
 
 def test_reason_for_an_early_end():
     from types import SimpleNamespace
+    from typing import Any
 
     from trainium_lens.targets.stream import StderrTail, _why
 
+    def exited(code: int) -> Any:  # the one field _why reads of a Popen
+        return SimpleNamespace(returncode=code)
+
     tail = StderrTail(max_lines=3)
-    assert _why(SimpleNamespace(returncode=3), tail) == "exit status 3"
+    assert _why(exited(3), tail) == "exit status 3"
     for n in range(5):
         tail.add(f"line {n}\n")
     tail.add("   \n")
     assert tail.text() == "line 3\nline 4\n   "  # bounded
-    assert _why(SimpleNamespace(returncode=1), tail) == "line 4"
-    assert _why(SimpleNamespace(returncode=-9), tail) == (
+    assert _why(exited(1), tail) == "line 4"
+    assert _why(exited(-9), tail) == (
         "killed by SIGKILL (out of memory?); last output: line 4")

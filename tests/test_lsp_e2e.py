@@ -38,7 +38,7 @@ class Profiled:
     reply: dict
     progress: list  # the work-done progress values, in order
     hints: dict[int, str]
-    hover_mul: str
+    hover_mul: str | None
     lenses: list[str]
     diagnostics: list[types.Diagnostic]
     heat: list[dict]
@@ -262,8 +262,8 @@ async def test_cancel_ends_progress_keeps_earlier_hints_and_stores_nothing(profi
         reply = await asyncio.wait_for(task, 30)
         assert reply["kind"] == "cancelled" and reply["run_ids"] == []
         assert not harness_processes(client._server.pid)  # the run was stopped, not left behind
-        assert client.progress_reports[token][-1].kind == "end"
-        assert client.progress_reports[token][-1].message == "Cancelled"
+        assert client.progress_values[token][-1].kind == "end"
+        assert client.progress_values[token][-1].message == "Cancelled"
         assert sorted(p.name for p in (ws / ".trainium-lens" / "runs").iterdir()) == runs_before
         assert await hints(client, uri) == earlier
         assert client.run_states[-1]["state"] == "cancelled"

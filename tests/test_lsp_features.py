@@ -14,8 +14,7 @@ import textwrap
 import pytest
 from lsprotocol import types
 
-from tests.lsp_client import (change, hints, hover, lenses, make_result, open_doc, request, settle,
-                              start, stop)
+from tests.lsp_client import change, hints, hover, lenses, make_result, open_doc, request, settle, start, stop
 from trainium_lens.result import Finding
 from trainium_lens.store import RunStore
 
@@ -76,7 +75,7 @@ async def test_hints_hover_lens_heat_diagnostics_from_the_store(client, workspac
     assert titles == ["▶ Profile on Trainium", "100 µs cpu · 5 dispatches · 1 finding",
                       "Timeline (line 8)"]
     assert shown_lenses[2].command.command == "trainiumLens.openTimeline"
-    assert list(shown_lenses[2].command.arguments) == [{"uri": uri, "line": 7}]
+    assert list(shown_lenses[2].command.arguments or []) == [{"uri": uri, "line": 7}]
 
     reply = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="trainiumLens.compareWithPrevious", arguments=[{"uri": uri, "function": "f"}]))

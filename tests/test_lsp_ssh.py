@@ -62,7 +62,7 @@ async def test_profile_and_cancel_on_an_ssh_host(sshd, ssh_control_dir, tmp_path
         assert sorted(shown) == sorted(s.line - 1 for s in result.lines)
         mul = next(s for s in result.lines if "x * x" in s.text)
         assert "on lens-test" in await hover(client, uri, mul.line - 1)
-        messages = [str(v.message) for vs in client.progress_reports.values() for v in vs]
+        messages = [str(v.message) for vs in client.progress_values.values() for v in vs]
         assert any("sync" in m.lower() or "connect" in m.lower() for m in messages), messages
 
         # Cancel the next run as soon as the harness reports: nothing is left running.
@@ -70,11 +70,11 @@ async def test_profile_and_cancel_on_an_ssh_host(sshd, ssh_control_dir, tmp_path
             types.ExecuteCommandParams(command="trainiumLens.profile",
                                        arguments=[{"uri": uri, "function": NAIVE}])))
         def open_token():
-            return [t for t, vs in client.progress_reports.items() if vs and vs[-1].kind != "end"]
+            return [t for t, vs in client.progress_values.items() if vs and vs[-1].kind != "end"]
 
         deadline = time.monotonic() + 60
         while not (open_token() and any("import" in str(v.message) for v in
-                                        client.progress_reports[open_token()[0]])):
+                                        client.progress_values[open_token()[0]])):
             assert time.monotonic() < deadline and not task.done()
             await asyncio.sleep(0.05)
         (token,) = open_token()

@@ -11,7 +11,6 @@ from trainium_lens.lsp.runs import Annotation
 from trainium_lens.lsp.settings import Settings, Threshold, parse
 from trainium_lens.lsp.tracking import LineTracker, is_stale
 
-
 # -- settings --------------------------------------------------------------------
 
 def test_no_settings_profiles_locally_on_the_automatic_backend():
@@ -140,7 +139,7 @@ def test_a_line_picks_the_marked_function_around_it(tmp_path):
     path.write_text(source)
 
     def pick(**arg):
-        return choose_functions(None, parse_request(({"uri": path.as_uri(), **arg},)), source)
+        return choose_functions(parse_request(({"uri": path.as_uri(), **arg},)), source)
 
     assert pick() == ["f", "g"]
     assert pick(line=2) == ["f"]  # 0-based: the marker line counts
@@ -149,7 +148,7 @@ def test_a_line_picks_the_marked_function_around_it(tmp_path):
     with pytest.raises(UsageError, match="line 6 of m.py is not inside a marked function"):
         pick(line=5)
     with pytest.raises(HarnessError, match=r"m.py:1: ") as err:
-        choose_functions(None, parse_request(({"uri": path.as_uri()},)), "def (:\n")
+        choose_functions(parse_request(({"uri": path.as_uri()},)), "def (:\n")
     assert err.value.kind == "parse" and err.value.line == 1
     with pytest.raises(UsageError, match="0-based line number"):
         parse_request(({"uri": path.as_uri(), "line": -1},))

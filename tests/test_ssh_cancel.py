@@ -63,7 +63,7 @@ def host_processes(work: Path) -> list[str]:
     """Processes on the "host" that belong to runs in ``work``: the wrapper (its
     argv names the work dir) and the harness and its children (cwd inside it)."""
     found = []
-    work = str(work.resolve())
+    root = str(work.resolve())
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
@@ -72,7 +72,7 @@ def host_processes(work: Path) -> list[str]:
             cwd = os.readlink(f"/proc/{entry}/cwd")
         except OSError:
             continue
-        if work in cmdline or cwd.startswith(work):
+        if root in cmdline or cwd.startswith(root):
             found.append(f"{entry}: {cmdline[:120]}")
     return found
 

@@ -95,3 +95,23 @@ def test_failures_loopback_cannot_produce_are_classified(stderr, kind):
     assert classify_ssh_failure(stderr) == kind
     message = explain_ssh_failure("trn", stderr)
     assert message.startswith("trn: ") and "\n" not in message
+
+
+def test_extra_options_go_first_so_they_win(tmp_path):
+    """ssh keeps the first value it sees of an option: the tunnel's own
+    ``ControlPath=none`` (through ``argv(extra=)``) must precede the shared
+    master's socket, or the forward would ride, and outlive us on, the master."""
+    from trainium_lens.tunnel import Forward, Tunnel
+
+    conn = SshConnection("h", control_path_dir=tmp_path)
+    argv = conn.argv("true", extra=["-o", "ControlPath=none"])
+    paths = [a for a in argv if a.startswith("ControlPath=")]
+    assert paths == ["ControlPath=none", f"ControlPath={conn.control_path()}"]
+    assert argv[:3] == ["ssh", "-o", "ControlPath=none"] and argv[-2:-1] == ["h"]
+
+    tunnel = Tunnel(conn, [Forward(4001, 3001, "UI", "hint"), Forward(4002, 3002, "API", "hint")])
+    argv = tunnel.argv()
+    assert argv.index("ControlPath=none") < argv.index(f"ControlPath={conn.control_path()}")
+    assert argv.index("-L") < argv.index("--") and argv[argv.index("--") + 1] == "h"
+    assert "127.0.0.1:4001:127.0.0.1:3001" in argv and "127.0.0.1:4002:127.0.0.1:3002" in argv
+    assert argv[-1] == "sh -c 'exec cat >/dev/null' sh"

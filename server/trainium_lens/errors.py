@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .harness.events import HarnessError as HarnessFailure
+
 
 class LensError(Exception):
     """Base: ``str(err)`` is a one-line reason, ``exit_code`` what the CLI returns."""
@@ -13,28 +15,23 @@ class UsageError(LensError):
     exit_code = 2
 
 
-class HarnessError(LensError):
+class HarnessError(LensError, HarnessFailure):
     """The harness reported an error event (bad file, user code raised, no torch...).
 
-    ``kind`` is the event's kind (see docs/architecture.md); ``file``/``line``
-    point at the user's code when the error is theirs.
+    The harness's own class (``harness/events.py``, which must not import the
+    package) defines the fields and their order, ``(kind, message, file, line,
+    traceback)``; this one adds the exit code and the reading of an ``error``
+    event. ``kind`` is the event's kind (see docs/architecture.md); ``file``/
+    ``line`` point at the user's code when the error is theirs.
     """
 
     exit_code = 3
 
-    def __init__(self, message: str, kind: str = "internal", file: str | None = None,
-                 line: int | None = None, traceback: str | None = None):
-        super().__init__(message)
-        self.kind = kind
-        self.file = file
-        self.line = line
-        self.traceback = traceback
-
     @classmethod
-    def from_event(cls, event: dict) -> "HarnessError":
+    def from_event(cls, event: dict) -> HarnessError:
         return cls(
+            str(event.get("kind") or "internal"),
             str(event.get("message") or "the harness failed"),
-            kind=str(event.get("kind") or "internal"),
             file=event.get("file"),
             line=event.get("line"),
             traceback=event.get("traceback"),

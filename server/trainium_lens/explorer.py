@@ -70,7 +70,8 @@ if [ -z "$exe" ]; then
   exe=$(command -v neuron-explorer 2>/dev/null) || exe=/opt/aws/neuron/bin/neuron-explorer
 fi
 if [ ! -x "$exe" ]; then
-  say "neuron-explorer is not installed on this host (not on PATH, not $exe): install aws-neuronx-tools, or set the Explorer binary path"
+  say "neuron-explorer is not installed on this host (not on PATH, not $exe):" \
+    "install aws-neuronx-tools, or set the Explorer binary path"
   exit 72
 fi
 mkdir -p "$state" || { say "cannot create $state"; exit 70; }
@@ -79,7 +80,8 @@ probe() {
   if command -v bash >/dev/null 2>&1; then
     bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1"' _ "$1" 2>/dev/null
   else
-    python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 2)' "$1" 2>/dev/null
+    python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 2)' \
+      "$1" 2>/dev/null
   fi
 }
 echo "exe=$exe"
@@ -98,7 +100,8 @@ else
   until probe "$api"; do
     i=$((i+1))
     if [ $i -gt $((wait_s*10)) ]; then
-      say "neuron-explorer view did not answer on port $api within ${wait_s}s; its log $log ends with: $(tail -n 3 "$log" | tr '\n' ' ')"
+      say "neuron-explorer view did not answer on port $api within ${wait_s}s;" \
+        "its log $log ends with: $(tail -n 3 "$log" | tr '\n' ' ')"
       exit 73
     fi
     sleep 0.1
@@ -244,11 +247,11 @@ class ExplorerService:
             raise ExplorerError(f"neuron-explorer did not finish in {timeout:.0f} s") from None
         except TargetError as err:
             raise ExplorerError(str(err)) from None
-        err = proc.stderr.decode("utf-8", "replace")
+        stderr = proc.stderr.decode("utf-8", "replace")
         where = "" if conn is None else f"{conn.host}: "
         if proc.returncode != 0:
-            reason = next((ln.split(MARK, 1)[1] for ln in reversed(err.splitlines())
-                           if MARK in ln), err.strip().splitlines()[-1:] or ["failed"])
+            reason = next((ln.split(MARK, 1)[1] for ln in reversed(stderr.splitlines())
+                           if MARK in ln), stderr.strip().splitlines()[-1:] or ["failed"])
             raise ExplorerError(where + (reason if isinstance(reason, str) else reason[0]))
         info = {}
         for ln in proc.stdout.decode("utf-8", "replace").splitlines():

@@ -106,24 +106,24 @@ class Tunnel:
         self.proc: subprocess.Popen | None = None
 
     def argv(self) -> list[str]:
+        # Before the target's options (argv(extra=)), which name its ControlMaster
+        # socket: ssh keeps the first value it sees of an option.
         extra = ["-o", "ControlPath=none", "-o", "ExitOnForwardFailure=yes", "-T"]
         for f in self.forwards:
             extra += ["-L", f"127.0.0.1:{f.local}:127.0.0.1:{f.remote}"]
-        argv = self.conn.argv("exec cat >/dev/null", [])
-        # The target's options name its ControlMaster socket; ssh keeps the first
-        # value it sees of an option, so ours go before them.
-        return [argv[0], *extra, *argv[1:]]
+        return self.conn.argv("exec cat >/dev/null", extra=extra)
 
     def start(self, timeout: float = 20.0) -> None:
         for f in self.forwards:
             if not port_free(f.local):
                 raise TunnelError(busy_port_message(f))
-        self.proc = subprocess.Popen(self.argv(), stdin=subprocess.PIPE,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = proc = subprocess.Popen(self.argv(), stdin=subprocess.PIPE,
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        assert proc.stderr is not None  # stderr=PIPE
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode("utf-8", "replace")
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode("utf-8", "replace")
                 self.proc = None
                 m = re.search(r"bind \[?127\.0\.0\.1\]?:(\d+): Address already in use", err)
                 busy = [f for f in self.forwards if m and f.local == int(m[1])]
@@ -146,7 +146,8 @@ class Tunnel:
         if proc is None:
             return
         try:
-            proc.stdin.close()  # remote cat ends, ssh exits and releases both ports
+            if proc.stdin:
+                proc.stdin.close()  # remote cat ends, ssh exits and releases both ports
             proc.wait(timeout=5)
         except (OSError, subprocess.TimeoutExpired):
             proc.kill()

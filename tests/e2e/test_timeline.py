@@ -22,8 +22,17 @@ from trainium_lens.result import load
 from trainium_lens.trace_export import load_trace
 
 from . import test_vscode
-from .test_vscode import (EXAMPLE, FUNCTION, RESULTS, ROOT, CodeServer, build_vsix,
-                          failure_report, prepare, run_driver)
+from .test_vscode import (
+    EXAMPLE,
+    FUNCTION,
+    RESULTS,
+    ROOT,
+    CodeServer,
+    build_vsix,
+    failure_report,
+    prepare,
+    run_driver,
+)
 
 pytestmark = test_vscode.pytestmark  # the e2e marker; skipped without code-server
 

@@ -95,7 +95,8 @@ class CodeServer:
                 return f"http://127.0.0.1:{self.port}/?folder={self.workspace}"
             except OSError:
                 time.sleep(0.3)
-        raise RuntimeError(f"code-server did not come up: {(self.tmp / 'code-server.log').read_text()[-2000:]}")
+        log = (self.tmp / "code-server.log").read_text()
+        raise RuntimeError(f"code-server did not come up: {log[-2000:]}")
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -196,7 +197,7 @@ def _one_session(tmp: Path, vsix: Path):
     return done, obs, workspace
 
 
-def run_driver(script: str, home: Path, config: dict, observed: Path, server: "CodeServer"):
+def run_driver(script: str, home: Path, config: dict, observed: Path, server: CodeServer):
     """Run a node driver (tests/e2e/SCRIPT) against the started code-server, then
     stop the server; (the process, the driver's observations)."""
     (home / "config.json").write_text(json.dumps(config))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import sys
 
 from .. import __version__
@@ -27,11 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"trainium-lens {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        module_name = f"{__name__}.{name}_cmd"
-        if importlib.util.find_spec(module_name) is None:
-            continue  # a command not built yet in this checkout
-        importlib.import_module(module_name).register(sub)
+    for name in COMMANDS:  # a missing command module is an ImportError, never a silent gap
+        importlib.import_module(f"{__name__}.{name}_cmd").register(sub)
     return parser
 
 

@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 
 from ..errors import UsageError
 from ..store import STORE_DIR, RunStore
+from ..targets.base import Target
 from .common import add_run_arguments, workspace_path
 
 
@@ -35,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"run {result.run_id} lists no artifacts")
     dest_root = Path(args.dest).expanduser() if args.dest else \
         workspace / STORE_DIR / "artifacts"
+    target: Target
     if art.location in ("", "local"):
         from ..targets.local import LocalTarget
 

@@ -22,7 +22,6 @@ from ..targets import make_target
 from .common import add_target_arguments
 from .render import Style, render_comparison, render_result
 
-
 PROTOCOL_HELP = {
     "wait": "steps run before the profiler records (default 2)",
     "warmup": "steps recorded but discarded (default 1)",

@@ -18,7 +18,11 @@ from typing import Any
 
 
 class HarnessError(Exception):
-    """A failure reported as an ``error`` event (kinds: docs/architecture.md)."""
+    """A failure reported as an ``error`` event (kinds: docs/architecture.md).
+
+    The fields and their order are shared with ``errors.HarnessError`` (the core's,
+    which extends this class): ``(kind, message, file, line, traceback)``.
+    """
 
     def __init__(self, kind: str, message: str, file: str | None = None,
                  line: int | None = None, traceback: str | None = None):

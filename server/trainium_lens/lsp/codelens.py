@@ -13,13 +13,14 @@ from lsprotocol import types
 
 from . import format as fmt
 from . import timeline
+from .compare import COMMAND as COMPARE
 from .profile import COMMAND as PROFILE
+from .server import LensServer
 
-COMPARE = "trainiumLens.compareWithPrevious"
 SHOW = "trainiumLens.showResults"  # the extension's results panel; a lens needs a command
 
 
-def lenses(ls, uri: str) -> list[types.CodeLens]:
+def lenses(ls: LensServer, uri: str) -> list[types.CodeLens]:
     from ..harness.markers import find_marked
 
     runs = ls.document_runs(uri)
@@ -53,7 +54,7 @@ def lenses(ls, uri: str) -> list[types.CodeLens]:
     return out
 
 
-def register(server) -> None:
+def register(server: LensServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))
-    def code_lens(ls, params: types.CodeLensParams) -> list[types.CodeLens]:
+    def code_lens(ls: LensServer, params: types.CodeLensParams) -> list[types.CodeLens]:
         return lenses(ls, params.text_document.uri)

@@ -8,7 +8,7 @@ results); this module matches lines for the hints and renders markdown.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
@@ -16,6 +16,8 @@ from ..analysis.compare import compare_variants, diff_runs, match_lines
 from ..result import Result
 from . import format as fmt
 
+if TYPE_CHECKING:  # lsp.server imports this module (through runs.py)
+    from .server import LensServer
 
 _TIMES: dict[tuple[str, str], dict[int, float]] = {}
 
@@ -105,7 +107,7 @@ def file_variants(histories: dict[str, list[Result]]) -> list[Result]:
                   key=lambda r: (r.function.line, r.function.name))
 
 
-def compare_command(ls, args: tuple) -> dict:
+def compare_command(ls: LensServer, args: tuple) -> dict:
     arg = args[0] if len(args) == 1 and isinstance(args[0], dict) else {}
     uri, function = arg.get("uri"), arg.get("function")
     runs = ls.document_runs(uri) if isinstance(uri, str) else None
@@ -135,7 +137,9 @@ def compare_command(ls, args: tuple) -> dict:
     return {"comparison": variants(results), "markdown": variants_markdown(results)}
 
 
-def register(server) -> None:
+def register(server: LensServer) -> None:
     @server.command(COMMAND)
+    # ``ls`` unannotated: pygls evaluates a command's annotations when it runs,
+    # and LensServer cannot be imported here at run time (see above).
     def compare_with_previous(ls, *args) -> dict:
         return compare_command(ls, args)

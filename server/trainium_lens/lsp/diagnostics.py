@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from .server import LensServer
+
 SOURCE = "Trainium Lens"
 SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -25,7 +27,7 @@ def _line_range(lines: list[str], line: int, units) -> types.Range:
                        end=types.Position(line=line, character=units(text)))
 
 
-def diagnostics_for(ls, uri: str) -> list[types.Diagnostic]:
+def diagnostics_for(ls: LensServer, uri: str) -> list[types.Diagnostic]:
     runs = ls.documents.get(uri)
     annotations = ls.annotations(uri)
     if runs is None or annotations is None:
@@ -49,10 +51,10 @@ def diagnostics_for(ls, uri: str) -> list[types.Diagnostic]:
     return out
 
 
-def publish(ls, uri: str) -> None:
+def publish(ls: LensServer, uri: str) -> None:
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
         uri=uri, diagnostics=diagnostics_for(ls, uri)))
 
 
-def register(server) -> None:
+def register(server: LensServer) -> None:
     server.on_view_change.append(publish)

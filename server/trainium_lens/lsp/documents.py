@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from .server import LensServer
 
-def register(server) -> None:
+
+def register(server: LensServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls, params: types.DidOpenTextDocumentParams) -> None:
+    def did_open(ls: LensServer, params: types.DidOpenTextDocumentParams) -> None:
         uri = params.text_document.uri
         runs = ls.document_runs(uri)
         if runs is None:
@@ -24,7 +26,7 @@ def register(server) -> None:
         ls.views_changed([uri])
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls, params: types.DidChangeTextDocumentParams) -> None:
+    def did_change(ls: LensServer, params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
         runs = ls.documents.get(uri)
         if runs is None:
@@ -39,6 +41,6 @@ def register(server) -> None:
         ls.views_changed_soon(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(ls, params: types.DidCloseTextDocumentParams) -> None:
+    def did_close(ls: LensServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.documents.pop(params.text_document.uri, None)
         ls._lines.pop(params.text_document.uri, None)

@@ -20,6 +20,9 @@ from lsprotocol import types
 
 from ..errors import LensError
 from ..explorer import ExplorerService, ExplorerSettings, describe
+
+# A runtime import: pygls reads command handlers' annotations (get_type_hints).
+from .server import LensServer
 from .timeline import pick_run
 
 log = logging.getLogger(__name__)
@@ -27,7 +30,7 @@ log = logging.getLogger(__name__)
 COMMAND = "trainiumLens.openExplorer"
 
 
-def explorer_settings(ls) -> ExplorerSettings:
+def explorer_settings(ls: LensServer) -> ExplorerSettings:
     """The server's ``trainiumLens.explorer.*`` settings, with the SSH config."""
     base = getattr(ls.settings, "explorer", None) or ExplorerSettings()
     from dataclasses import replace
@@ -50,7 +53,7 @@ class ExplorerFeature:
         if service is not None:
             service.close()
 
-    async def open(self, ls, args: Any) -> dict:
+    async def open(self, ls: LensServer, args: Any) -> dict:
         arg = args[0] if isinstance(args, (list, tuple)) and len(args) == 1 else args
         uri = arg.get("uri") if isinstance(arg, dict) else None
         line = arg.get("line") if isinstance(arg, dict) else None
@@ -74,12 +77,12 @@ class ExplorerFeature:
                 "shown": bool(shown and shown.success)}
 
 
-def register(server) -> None:
+def register(server: LensServer) -> None:
     feature = ExplorerFeature()
     server.explorer = feature  # for the tests and a clean shutdown
 
     @server.command(COMMAND)
-    async def open_explorer(ls, *args: Any) -> dict:
+    async def open_explorer(ls: LensServer, *args: Any) -> dict:
         try:
             return await feature.open(ls, args[0] if len(args) == 1 else list(args))
         except LensError as err:

@@ -7,10 +7,12 @@ annotations may have changed (open, edit, new run, settings).
 
 from __future__ import annotations
 
+from .server import LensServer
+
 NOTIFICATION = "trainiumLens/heat"
 
 
-def payload(ls, uri: str) -> dict:
+def payload(ls: LensServer, uri: str) -> dict:
     annotations = ls.annotations(uri)
     _, version = ls.doc_lines(uri)
     threshold = ls.settings.hint_threshold  # no heat where there is no hint
@@ -25,9 +27,9 @@ def payload(ls, uri: str) -> dict:
     }
 
 
-def publish(ls, uri: str) -> None:
+def publish(ls: LensServer, uri: str) -> None:
     ls.protocol.notify(NOTIFICATION, payload(ls, uri))
 
 
-def register(server) -> None:
+def register(server: LensServer) -> None:
     server.on_view_change.append(publish)

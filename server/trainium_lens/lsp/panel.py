@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import compare
+from .server import LensServer
 
 REQUEST = "trainiumLens/runData"
 
@@ -23,9 +24,9 @@ def _arg(params: Any, name: str) -> Any:
     return getattr(params, name, None)
 
 
-def run_data(ls, params: Any) -> dict:
+def run_data(ls: LensServer, params: Any) -> dict:
     uri, function = _arg(params, "uri"), _arg(params, "function")
-    empty = {"result": None, "comparison": None, "diff": None, "lines": [], "markdown": None}
+    empty: dict[str, Any] = {"result": None, "comparison": None, "diff": None, "lines": [], "markdown": None}
     runs = ls.document_runs(uri) if isinstance(uri, str) else None
     if runs is None:
         return empty
@@ -63,7 +64,7 @@ def run_data(ls, params: Any) -> dict:
     }
 
 
-def register(server) -> None:
+def register(server: LensServer) -> None:
     @server.feature(REQUEST)
-    def on_run_data(ls, params: Any) -> dict:
+    def on_run_data(ls: LensServer, params: Any) -> dict:
         return run_data(ls, params)

@@ -12,6 +12,7 @@ user's code, put on their line as a diagnostic.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
 import uuid
@@ -24,6 +25,9 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from ..errors import Cancelled, HarnessError, LensError, TargetError, TimedOut, UsageError
 from . import format as fmt
+
+# A runtime import: pygls reads command handlers' annotations (get_type_hints).
+from .server import LensServer
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +76,7 @@ def parse_request(args: tuple) -> Request:
     return Request(uri, path.resolve(), function or None, line)
 
 
-def choose_functions(ls, req: Request, source: str) -> list[str]:
+def choose_functions(req: Request, source: str) -> list[str]:
     """The marked functions to run: named, containing ``line``, or all."""
     from ..harness.markers import find_marked
 
@@ -80,12 +84,11 @@ def choose_functions(ls, req: Request, source: str) -> list[str]:
         marked = find_marked(source)
     except SyntaxError as err:
         where = f"{req.path.name}:{err.lineno}" if err.lineno else req.path.name
-        raise HarnessError(f"{where}: {err.msg}", kind="parse", file=str(req.path),
+        raise HarnessError("parse", f"{where}: {err.msg}", file=str(req.path),
                            line=err.lineno) from None
     if not marked:
-        raise HarnessError(f"{req.path.name} has no marked function: put "
-                           f"'# trainium: profile' on the line above a def",
-                           kind="no_marked_function")
+        raise HarnessError("no_marked_function", f"{req.path.name} has no marked function: put "
+                           f"'# trainium: profile' on the line above a def")
     names = [m.name for m in marked]
     if req.function:
         if req.function not in names:
@@ -105,7 +108,7 @@ def choose_functions(ls, req: Request, source: str) -> list[str]:
 class Reporter:
     """Harness events → work-done progress (called on the event loop thread)."""
 
-    def __init__(self, ls, token: str | None, functions: list[str]):
+    def __init__(self, ls: LensServer, token: str | None, functions: list[str]):
         self.ls, self.token, self.functions = ls, token, functions
         self.percent = 0
         self.warnings: list[str] = []
@@ -153,7 +156,7 @@ class Reporter:
             message=label, percentage=self.percent, cancellable=True))
 
 
-async def run_profile(ls, *args: Any) -> dict:
+async def run_profile(ls: LensServer, *args: Any) -> dict:
     try:
         req = parse_request(args)
     except UsageError as err:
@@ -179,7 +182,7 @@ async def run_profile(ls, *args: Any) -> dict:
         ls.refresh_pulled_views()
 
 
-async def _run(ls, req: Request, runs, running: Running) -> dict:
+async def _run(ls: LensServer, req: Request, runs, running: Running) -> dict:
     from ..jobs import make_job
     from ..runner import profile
 
@@ -194,7 +197,7 @@ async def _run(ls, req: Request, runs, running: Running) -> dict:
         open_doc = ls.workspace.text_documents.get(req.uri)
         buffer = open_doc.source if open_doc is not None else disk
         # A line comes from the editor: resolve it in the text the user sees.
-        running.functions = choose_functions(ls, req, buffer if req.line is not None else disk)
+        running.functions = choose_functions(req, buffer if req.line is not None else disk)
         if buffer != disk:
             ls.show(f"Trainium Lens: {req.path.name} has unsaved changes; profiling the "
                     f"saved file", types.MessageType.Warning)
@@ -215,7 +218,11 @@ async def _run(ls, req: Request, runs, running: Running) -> dict:
             reporter.token = running.token = token
             future = ls.work_done_progress.tokens.get(token)
             if future is not None:  # the user pressed cancel on the progress
-                future.add_done_callback(lambda f: f.cancelled() and running.cancel.set())
+                def on_done(f: concurrent.futures.Future) -> None:
+                    if f.cancelled():
+                        running.cancel.set()
+
+                future.add_done_callback(on_done)
         except Exception as err:  # the client refused a progress token: run without
             log.warning("work done progress unavailable: %s", err)
     names = ", ".join(running.functions)
@@ -261,7 +268,7 @@ async def _run(ls, req: Request, runs, running: Running) -> dict:
             "headline": headline}
 
 
-def _failed(ls, req: Request, runs, err: Exception, host: str) -> dict:
+def _failed(ls: LensServer, req: Request, runs, err: Exception, host: str) -> dict:
     """Say why in one line, put a user-code error on its line, resolve the command."""
     error, info = types.MessageType.Error, types.MessageType.Info
     if isinstance(err, Cancelled):
@@ -284,7 +291,7 @@ def _failed(ls, req: Request, runs, err: Exception, host: str) -> dict:
     return {"run_ids": [], "error": message, "kind": kind}
 
 
-def _error_diagnostic(ls, runs, err: HarnessError) -> None:
+def _error_diagnostic(ls: LensServer, runs, err: HarnessError) -> None:
     """Put an error in the user's code on their line (the file may be another
     one of the workspace: a helper module that raised)."""
     if not err.line:
@@ -307,16 +314,16 @@ def _error_diagnostic(ls, runs, err: HarnessError) -> None:
     ls.views_changed([target.uri])
 
 
-def _run_state(ls, state: str, host: str, message: str) -> None:
+def _run_state(ls: LensServer, state: str, host: str, message: str) -> None:
     ls.protocol.notify(RUN_STATE, {"state": state, "host": host, "message": message})
 
 
-def register(server) -> None:
+def register(server: LensServer) -> None:
     @server.command(COMMAND)
-    async def profile_command(ls, *args: Any) -> dict:
+    async def profile_command(ls: LensServer, *args: Any) -> dict:
         return await run_profile(ls, *args)
 
-    def stop_runs(ls) -> None:
+    def stop_runs(ls: LensServer) -> None:
         for running in list(ls.running.values()):
             running.cancel.set()
 

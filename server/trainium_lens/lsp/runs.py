@@ -184,8 +184,9 @@ class DocumentRuns:
         for line, message, origin in self.errors:
             t = LineTracker({0: line})
             t.apply(start, end, text)
-            if t.current(0) is not None:
-                moved.append((t.current(0), message, origin))
+            now = t.current(0)
+            if now is not None:
+                moved.append((now, message, origin))
         self.errors = moved
         if self._cache is None:
             return
@@ -196,7 +197,7 @@ class DocumentRuns:
         else:  # lines moved: those in the edited range may read differently now
             self._dirty.update(range(start[0], start[0] + text.count("\n") + 1))
 
-    def _shift(self, annotations: "Annotations") -> bool:
+    def _shift(self, annotations: Annotations) -> bool:
         """Move the cached annotations to their trackers' new lines; False
         when that is not a plain move (then the cache is rebuilt)."""
         trackers = self.trackers
@@ -205,9 +206,10 @@ class DocumentRuns:
             new = [get(a.stat.line) for a in annotations.lines]
         else:
             new = [trackers[a.result.run_id].pos.get(a.stat.line) for a in annotations.lines]
-        if None in new:
+        placed_lines = [line for line in new if line is not None]
+        if len(placed_lines) != len(new):
             return False
-        by_line = dict(zip(new, annotations.lines))
+        by_line = dict(zip(placed_lines, annotations.lines, strict=True))
         if len(by_line) != len(new):
             return False
         for placed in annotations.findings:
@@ -278,8 +280,8 @@ class DocumentRuns:
                 line = pos.get(finding.line)
                 if line is None:
                     continue
-                text = doc_lines[line] if line < n else None
-                stale = is_stale(texts.get(finding.line, ""), text, finding.line in touched)
+                now = doc_lines[line] if line < n else None
+                stale = is_stale(texts.get(finding.line, ""), now, finding.line in touched)
                 findings.append(PlacedFinding(line, finding, result, stale))
         lines = [by_line[k] for k in sorted(by_line)]
         out = Annotations(lines, by_line, findings)
@@ -302,7 +304,8 @@ class DocumentRuns:
                     same = owner is not None and owner.result is placed.result \
                         and owner.stat.line == placed.finding.line
                     touched = placed.finding.line in self.trackers[placed.result.run_id].touched
-                    placed.stale = is_stale(owner.stat.text if same else "", text, touched)
+                    placed.stale = is_stale(owner.stat.text if owner is not None and same else "",
+                                            text, touched)
         for view in annotations.views.values():
             view.forget(dirty)
 

@@ -14,6 +14,7 @@ import importlib
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -22,6 +23,11 @@ from pygls.uris import from_fs_path, to_fs_path
 from .. import __version__
 from .runs import Annotations, DocumentRuns, RunIndex
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from ..targets.base import Target
+    from .explorer import ExplorerFeature
+    from .profile import Running
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +44,8 @@ FEATURES: tuple[str, ...] = (
     "heat",
     "compare",
     "panel",
-    "timeline",  # another area's; skipped until it exists
-    "explorer",  # another area's; skipped until it exists
+    "timeline",
+    "explorer",
 )
 
 ViewListener = Callable[["LensServer", str], None]
@@ -53,13 +59,14 @@ class LensServer(LanguageServer):
         self.indexes: dict[Path, RunIndex] = {}
         self.documents: dict[str, DocumentRuns] = {}
         self.on_view_change: list[ViewListener] = []
-        self.running: dict[str, object] = {}  # file path -> profile.Running in flight
+        self.running: dict[str, Running] = {}  # file path -> the profile in flight
         # Called on ``shutdown`` (stop runs, close connections and tunnels).
         self.on_shutdown: list[Callable[[LensServer], None]] = []
         self._lines: dict[str, tuple[int | None, list[str]]] = {}
-        self._pending: dict[str, object] = {}  # uri -> scheduled views_changed
-        self._target = None  # kept between runs: an SSH target keeps its connection
+        self._pending: dict[str, asyncio.TimerHandle] = {}  # uri -> scheduled views_changed
+        self._target: Target | None = None  # kept between runs: an SSH target keeps its connection
         self._target_key: tuple | None = None
+        self.explorer: ExplorerFeature | None = None  # lsp/explorer.py (tests, shutdown)
 
     def settings_changed(self) -> None:
         """New settings: hints may pass or fail the threshold, runs may go elsewhere."""
@@ -73,7 +80,7 @@ class LensServer(LanguageServer):
         if self.documents:
             self.views_changed(refresh=True)
 
-    def target(self):
+    def target(self) -> Target:
         """The target the settings name, reused while they stay the same."""
         key = self.settings.target_key()
         if self._target is None or self._target_key != key:
@@ -215,14 +222,8 @@ def create_server() -> LensServer:
                 log.exception("shutdown callback failed")
         ls.close_target()
 
-    for name in FEATURES:
-        try:
-            module = importlib.import_module(f"{__package__}.{name}")
-        except ModuleNotFoundError as err:
-            if err.name == f"{__package__}.{name}":
-                continue  # a feature another area has not delivered yet
-            raise
-        module.register(server)
+    for name in FEATURES:  # a missing or broken feature module fails the start, loudly
+        importlib.import_module(f"{__package__}.{name}").register(server)
     return server
 
 

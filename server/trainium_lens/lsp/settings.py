@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..explorer import ExplorerSettings
 from ..explorer import settings_from as explorer_settings_from
+
+if TYPE_CHECKING:
+    from .server import LensServer
 
 SECTION = "trainiumLens"
 BACKENDS = ("auto", "neuron", "cuda", "cpu")
@@ -225,7 +228,7 @@ assert {f.name for f in fields(Settings)} - {"extra"} == {name for name, _ in _P
 
 # -- wiring: initializationOptions and workspace/didChangeConfiguration --------
 
-def register(server) -> None:
+def register(server: LensServer) -> None:
     from lsprotocol import types
 
     pending: list[str] = []
@@ -239,17 +242,17 @@ def register(server) -> None:
         return warnings
 
     @server.feature(types.INITIALIZE)
-    def on_initialize(ls, params: types.InitializeParams) -> None:
+    def on_initialize(ls: LensServer, params: types.InitializeParams) -> None:
         pending.extend(apply(params.initialization_options))
 
     @server.feature(types.INITIALIZED)
-    def on_initialized(ls, params: types.InitializedParams) -> None:
+    def on_initialized(ls: LensServer, params: types.InitializedParams) -> None:
         for warning in pending:
             ls.show(warning, types.MessageType.Warning)
         pending.clear()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def on_change(ls, params: types.DidChangeConfigurationParams) -> None:
+    async def on_change(ls: LensServer, params: types.DidChangeConfigurationParams) -> None:
         payload = params.settings
         if section_of(payload) is None:
             # Pull model: the notification only says "something changed".

@@ -30,6 +30,7 @@ from pygls.uris import to_fs_path
 from ..errors import LensError
 from ..result import Result
 from ..trace_export import Trace, load_trace, local_trace_path
+from .server import LensServer
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +101,7 @@ def _arg(params: Any, name: str) -> Any:
     return params.get(name) if isinstance(params, dict) else getattr(params, name, None)
 
 
-def pick_run(ls, uri: str, line: int | None) -> tuple[Result, str | None, int | None]:
+def pick_run(ls: LensServer, uri: str, line: int | None) -> tuple[Result, str | None, int | None]:
     """The run behind the editor line (and that line in the run's numbering), else
     the document's latest run with no line."""
     annotations = ls.annotations(uri)
@@ -115,7 +116,7 @@ def pick_run(ls, uri: str, line: int | None) -> tuple[Result, str | None, int | 
     return latest, None, None
 
 
-def targets_for(ls, uri: str, result: Result, trace: Trace) -> dict[tuple[str, int], dict]:
+def targets_for(ls: LensServer, uri: str, result: Result, trace: Trace) -> dict[tuple[str, int], dict]:
     """Where each source line of the trace sits in the editor now."""
     runs = ls.document_runs(uri)
     tracker = runs.trackers.get(result.run_id) if runs else None
@@ -133,7 +134,7 @@ def targets_for(ls, uri: str, result: Result, trace: Trace) -> dict[tuple[str, i
     return out
 
 
-async def timeline(ls, params: Any, cache: TraceCache) -> dict:
+async def timeline(ls: LensServer, params: Any, cache: TraceCache) -> dict:
     uri, line = _arg(params, "uri"), _arg(params, "line")
     if not isinstance(uri, str) or (line is not None and not isinstance(line, int)):
         raise LensError(f"{REQUEST} takes {{uri, line}} (line 0-based)")
@@ -154,7 +155,7 @@ async def timeline(ls, params: Any, cache: TraceCache) -> dict:
     return payload(trace, result, file, run_line, targets_for(ls, uri, result, trace))
 
 
-def code_lenses(ls, uri: str, result: Result, where) -> list:
+def code_lenses(ls: LensServer, uri: str, result: Result, where) -> list:
     """"Timeline" (and "Neuron Explorer" for a Neuron run) above a profiled
     function, opened on its hottest line; for codelens.py to add after the
     function's headline lens."""
@@ -175,11 +176,11 @@ def code_lenses(ls, uri: str, result: Result, where) -> list:
     return out
 
 
-def register(server) -> None:
+def register(server: LensServer) -> None:
     cache = TraceCache()
 
     @server.feature(REQUEST)
-    async def on_timeline(ls, params: Any) -> dict:
+    async def on_timeline(ls: LensServer, params: Any) -> dict:
         try:
             return await timeline(ls, params, cache)
         except LensError as err:

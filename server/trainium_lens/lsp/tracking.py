@@ -19,7 +19,7 @@ class LineTracker:
         self.touched: set[int] = set()  # profiled lines whose current line was edited
 
     @classmethod
-    def place(cls, wanted: dict[int, str], doc_lines: Sequence[str]) -> "LineTracker":
+    def place(cls, wanted: dict[int, str], doc_lines: Sequence[str]) -> LineTracker:
         """Place profiled lines in a document that may have moved on (opened after
         an edit made outside the editor, or profiled from a saved file while the
         buffer differs): the same line number when its text still matches, else

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..jobs import Job
 
@@ -38,7 +38,7 @@ class Target(ABC):
     def fetch(self, remote_path: str, dest: Path) -> Path:
         """Copy an artifact (file or folder) from the target to ``dest``."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional hook: most targets hold nothing)
         """Release connections (e.g. an SSH ControlMaster)."""
 
 

@@ -217,8 +217,7 @@ class SshTarget(Target):
             raise self._explain_failure(err) from None
         except HarnessError as err:
             if err.kind == "torch_missing":  # say which host, and the option that fixes it
-                raise HarnessError(f"{self.host}: {err} (or pass --remote-python PATH)",
-                                   kind=err.kind) from None
+                raise HarnessError(err.kind, f"{self.host}: {err} (or pass --remote-python PATH)") from None
             raise
 
     # -- failure handling ---------------------------------------------------------------

@@ -21,6 +21,7 @@ import shlex
 import socket
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import TargetError
@@ -107,10 +108,13 @@ class SshConnection:
             opts += ["-o", "ControlMaster=no"]
         return opts
 
-    def argv(self, script: str | None = None, args: list[str] = (), *,
-             extra: list[str] = ()) -> list[str]:
-        """``ssh ... HOST sh -c SCRIPT sh ARGS...``, every word quoted for the remote shell."""
-        cmd = [self.ssh_binary, *self.options(), *extra, "--", self.host]
+    def argv(self, script: str | None = None, args: Sequence[str] = (), *,
+             extra: Sequence[str] = ()) -> list[str]:
+        """``ssh ... HOST sh -c SCRIPT sh ARGS...``, every word quoted for the remote shell.
+
+        ``extra`` options go before ours: ssh keeps the first value it sees of an
+        option, so they win (e.g. the tunnel's ``ControlPath=none``)."""
+        cmd = [self.ssh_binary, *extra, *self.options(), "--", self.host]
         if script is not None:
             cmd.append(" ".join(shlex.quote(w) for w in ["sh", "-c", script, "sh", *args]))
         return cmd
@@ -169,7 +173,7 @@ class SshConnection:
         self._master_checked = False
 
     # -- commands ----------------------------------------------------------------
-    def run(self, script: str, args: list[str] = (), *, input: bytes | None = None,
+    def run(self, script: str, args: Sequence[str] = (), *, input: bytes | None = None,
             timeout: float | None = 60) -> subprocess.CompletedProcess:
         """Run a fixed remote script (over the master); raise on SSH failure (255)."""
         self.master()

@@ -91,11 +91,11 @@ def take_lock(work_dir, wait_s, chan):
         if not announced and waited > min(QUIET_WAIT_S, wait_s):
             chan.event(event="stage", stage="queue",
                        message="another run is using this host's work dir: waiting "
-                               "(up to %d s)" % wait_s)
+                               f"(up to {wait_s:.0f} s)")
             announced = True
         if waited > wait_s:
-            sys.stderr.write(MARK + "another run kept this host's work dir busy for %d s: "
-                             "try again when it ends\n" % wait_s)
+            sys.stderr.write(MARK + f"another run kept this host's work dir busy for {wait_s:.0f} s: "
+                             "try again when it ends\n")
             sys.exit(EXIT_BUSY)
         if time.monotonic() - last_beat > HEARTBEAT_S:
             chan.event(event="heartbeat")
@@ -176,11 +176,11 @@ def main():
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "trainium_lens.harness"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=spec["workspace_root"], env=env, start_new_session=True,
-                            pass_fds=(lock_fd,))
+                            stderr=subprocess.PIPE, cwd=spec["workspace_root"], env=env,
+                            start_new_session=True, pass_fds=(lock_fd,))
     pgid = proc.pid
     with open(os.path.join(run_dir, "harness.pgid"), "w") as handle:
-        handle.write("%d\n" % pgid)
+        handle.write(f"{pgid}\n")
     chan.event(event="remote_process", pgid=pgid, wrapper=os.getpid())
 
     def stop(*_args):
@@ -190,6 +190,9 @@ def main():
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, stop)
 
+    # Popen(stdin/stdout/stderr=PIPE): the three pipes exist.
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    stdout, stderr = proc.stdout, proc.stderr
     proc.stdin.write(spec_line)
     proc.stdin.close()
 
@@ -202,7 +205,7 @@ def main():
             time.sleep(HEARTBEAT_S)
 
     def errors():
-        for line in iter(proc.stderr.readline, b""):
+        for line in iter(stderr.readline, b""):
             with chan.lock:  # never inside a half-written stdout line's flush
                 try:
                     sys.stderr.buffer.write(line)
@@ -212,7 +215,7 @@ def main():
 
     threading.Thread(target=heartbeat, daemon=True).start()
     threading.Thread(target=errors, daemon=True).start()
-    for line in iter(proc.stdout.readline, b""):
+    for line in iter(stdout.readline, b""):
         chan.send(line if line.endswith(b"\n") else line + b"\n")
         if b'"result"' in line and send_batch(chan, line, time.monotonic() - started):
             detach(chan, proc, pgid, lock_fd)

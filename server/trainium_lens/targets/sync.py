@@ -134,7 +134,7 @@ def local_rsync_ok() -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return False
     match = re.search(r"version\s+(\d+)\.", out.stdout)
-    return bool(match) and int(match.group(1)) >= 3
+    return match is not None and int(match.group(1)) >= 3
 
 
 def rsync_files(conn: SshConnection, fs: FileSet, remote_src: str,
