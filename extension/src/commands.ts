@@ -4,6 +4,7 @@
 import * as vscode from "vscode";
 import type { LensContext } from "./context";
 import { ResultsPanel } from "./panel/resultsPanel";
+import { ClientCommand, ServerCommand } from "./protocol";
 
 // The server's reply; on failure it has already shown the reason (window/showMessage).
 interface ProfileReply {
@@ -36,7 +37,7 @@ export function registerCommands(ctx: LensContext): void {
     if (!editor || !(await saved(editor))) return;
     const uri = editor.document.uri;
     const args = withLine ? { uri: uri.toString(), line: editor.selection.active.line } : { uri: uri.toString() };
-    const reply = await servers.executeCommand<ProfileReply>("trainiumLens.profile", args);
+    const reply = await servers.executeCommand<ProfileReply>(ServerCommand.profile, args);
     if (!reply || reply.error || !reply.run_ids?.length) return;
     if (reply.headline) vscode.window.setStatusBarMessage(`Trainium Lens: ${reply.headline}`, 10_000);
   };
@@ -62,12 +63,12 @@ export function registerCommands(ctx: LensContext): void {
       if (!editor) return;
       const uri = editor.document.uri;
       const reply = await servers.executeCommand<{ error?: string; function?: string }>(
-        "trainiumLens.compareWithPrevious",
+        ServerCommand.compareWithPrevious,
         { uri: uri.toString() },
       );
       if (reply && !reply.error) await panel.show({ uri, function: reply.function }, false);
     }),
-    vscode.commands.registerCommand("trainiumLens.showResults", async () => {
+    vscode.commands.registerCommand(ClientCommand.showResults, async () => {
       const editor = pythonEditor();
       if (editor) await panel.show({ uri: editor.document.uri }, false);
     }),

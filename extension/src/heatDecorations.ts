@@ -4,6 +4,7 @@
 import * as vscode from "vscode";
 import { HEAT_BUCKETS, HeatParams, bucketLines, gutterSvg } from "./heat";
 import type { LensContext } from "./context";
+import { Notification } from "./protocol";
 
 const GUTTER_RGB = "#ff5a1f";
 
@@ -40,7 +41,7 @@ export function registerHeat(ctx: LensContext): void {
     vscode.workspace.onDidCloseTextDocument((doc) => heatByUri.delete(doc.uri.toString())),
   );
   ctx.servers.onClient((client) => [
-    client.onNotification("trainiumLens/heat", (params: HeatParams) => {
+    client.onNotification(Notification.heat, (params: HeatParams) => {
       if (!params || typeof params.uri !== "string" || !Array.isArray(params.lines)) return;
       // The server names files by its own URI spelling; compare through vscode.Uri.
       const uri = vscode.Uri.parse(params.uri).toString();

@@ -15,6 +15,7 @@ import {
 import { Interpreter, onInterpreterChange, resolveInterpreter } from "./interpreter";
 import { CheckResult, ServerPaths, checkServer, launcherArgs } from "./serverCheck";
 import { RESTART_KEYS, ServerSettings, serverSettings, settingsPayload } from "./settings";
+import { ClientCommand, Notification, ServerCommand } from "./protocol";
 
 export type ServerState = "stopped" | "starting" | "running" | "failed";
 type ClientHook = (client: LanguageClient) => vscode.Disposable[];
@@ -148,7 +149,7 @@ export class ServerManager implements vscode.Disposable {
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       initializationOptions: settingsPayload(this.settings()),
       // The hover's links run these two commands; no other command link is trusted.
-      markdown: { isTrusted: { enabledCommands: ["trainiumLens.openTimeline", "trainiumLens.openExplorer"] } },
+      markdown: { isTrusted: { enabledCommands: [ClientCommand.openTimeline, ServerCommand.openExplorer] } },
       middleware: {
         // Commands the server registers (e.g. trainiumLens.openExplorer) can be run
         // from the palette with no arguments: give them the cursor's place.
@@ -164,7 +165,7 @@ export class ServerManager implements vscode.Disposable {
     };
     const client = new LanguageClient("trainiumLens", "Trainium Lens", serverOptions, clientOptions);
     this.client = client;
-    this.clientDisposables.push(client.onNotification("trainiumLens/runState", (p: unknown) => this.runStateEmitter.fire(p)));
+    this.clientDisposables.push(client.onNotification(Notification.runState, (p: unknown) => this.runStateEmitter.fire(p)));
     for (const hook of this.hooks) this.clientDisposables.push(...hook(client));
     try {
       await client.start();

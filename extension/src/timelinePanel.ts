@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import * as vscode from "vscode";
 import type { LensContext } from "./context";
 import { LineRef, RevealMessage, TimelineData, fillPage, revealTarget, timelineArgs } from "./timelineHtml";
+import { ClientCommand, Request } from "./protocol";
 
 export class TimelinePanel implements vscode.Disposable {
   private panel: vscode.WebviewPanel | undefined;
@@ -29,7 +30,7 @@ export class TimelinePanel implements vscode.Disposable {
     this.origin = where;
     const panel = this.ensurePanel();
     panel.title = "Timeline";
-    const request = client.sendRequest<TimelineData>("trainiumLens/timeline", where);
+    const request = client.sendRequest<TimelineData>(Request.timeline, where);
     // The page says when its script listens; VS Code also queues messages for a
     // page still loading, so a slow load (a cold, busy machine) only delays it.
     await Promise.race([this.ready, new Promise((resolve) => setTimeout(resolve, 10_000))]);
@@ -118,7 +119,7 @@ export function registerTimeline(ctx: LensContext): void {
   const panel = new TimelinePanel(ctx);
   ctx.extension.subscriptions.push(
     panel,
-    vscode.commands.registerCommand("trainiumLens.openTimeline", (arg?: unknown) => panel.open(arg)),
+    vscode.commands.registerCommand(ClientCommand.openTimeline, (arg?: unknown) => panel.open(arg)),
   );
   // The palette entry's `when` clause: the command itself says when there is no run.
   void vscode.commands.executeCommand("setContext", "trainiumLens.timelineAvailable", true);

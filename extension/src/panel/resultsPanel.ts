@@ -6,6 +6,7 @@ import * as vscode from "vscode";
 import type { LensContext } from "../context";
 import { RunData, currentLine } from "./format";
 import { makeNonce, renderPage } from "./html";
+import { Request } from "../protocol";
 
 export interface PanelTarget {
   uri: vscode.Uri;
@@ -29,7 +30,7 @@ export class ResultsPanel implements vscode.Disposable {
     if (!client) return;
     let data: RunData;
     try {
-      data = await client.sendRequest<RunData>("trainiumLens/runData", {
+      data = await client.sendRequest<RunData>(Request.runData, {
         uri: target.uri.toString(),
         function: target.function,
       });

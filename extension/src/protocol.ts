@@ -1,0 +1,28 @@
+// The names on the wire between this client and the language server, in one
+// place (the contract: docs/architecture.md, "LSP surface"). The server's side
+// names them in server/trainium_lens/lsp/*.py (COMMAND, REQUEST, NOTIFICATION).
+
+/** `workspace/executeCommand` commands the server implements. */
+export const ServerCommand = {
+  profile: "trainiumLens.profile",
+  compareWithPrevious: "trainiumLens.compareWithPrevious",
+  openExplorer: "trainiumLens.openExplorer",
+} as const;
+
+/** Requests, client → server. */
+export const Request = {
+  runData: "trainiumLens/runData",
+  timeline: "trainiumLens/timeline",
+} as const;
+
+/** Notifications, server → client. */
+export const Notification = {
+  heat: "trainiumLens/heat",
+  runState: "trainiumLens/runState",
+} as const;
+
+/** Commands the client implements that the server's hovers and code lenses name. */
+export const ClientCommand = {
+  openTimeline: "trainiumLens.openTimeline",
+  showResults: "trainiumLens.showResults",
+} as const;
