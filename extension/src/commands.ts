@@ -5,6 +5,7 @@ import * as vscode from "vscode";
 import type { LensContext } from "./context";
 import { ResultsPanel } from "./panel/resultsPanel";
 import { ClientCommand, ServerCommand } from "./protocol";
+import { refuseUntrusted } from "./trust";
 
 // The server's reply; on failure it has already shown the reason (window/showMessage).
 interface ProfileReply {
@@ -33,6 +34,7 @@ export function registerCommands(ctx: LensContext): void {
   const { servers } = ctx;
 
   const profile = async (withLine: boolean): Promise<void> => {
+    if (refuseUntrusted(ServerCommand.profile)) return; // before saving: nothing will run
     const editor = pythonEditor();
     if (!editor || !(await saved(editor))) return;
     const uri = editor.document.uri;

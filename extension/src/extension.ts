@@ -9,8 +9,9 @@ import { registerHostPicker } from "./hostPicker";
 import { ServerManager } from "./serverManager";
 import { registerStatusBar } from "./statusBar";
 import { registerTimeline } from "./timelinePanel";
+import { registerTrust } from "./trust";
 
-const FEATURES: Feature[] = [registerStatusBar, registerHeat, registerCommands, registerHostPicker, registerTimeline];
+const FEATURES: Feature[] = [registerStatusBar, registerHeat, registerCommands, registerHostPicker, registerTimeline, registerTrust];
 
 let servers: ServerManager | undefined;
 

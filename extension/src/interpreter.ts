@@ -36,7 +36,9 @@ export async function resolveInterpreter(resource?: vscode.Uri): Promise<Interpr
   if (configured.trim()) {
     return { path: expandPath(configured, folder?.uri.fsPath), source: "setting trainiumLens.python" };
   }
-  const api = await pythonApi();
+  // In Restricted Mode the Python extension's choice may be an interpreter inside
+  // the untrusted workspace (its .venv): not run until the workspace is trusted.
+  const api = vscode.workspace.isTrusted ? await pythonApi() : undefined;
   if (api) {
     try {
       const env = await api.environments.resolveEnvironment(api.environments.getActiveEnvironmentPath(folder?.uri));
@@ -46,7 +48,8 @@ export async function resolveInterpreter(resource?: vscode.Uri): Promise<Interpr
       // fall through to python3
     }
   }
-  return { path: "python3", source: "default python3 on PATH" };
+  const restricted = vscode.workspace.isTrusted ? "" : ", Restricted Mode";
+  return { path: "python3", source: `default python3 on PATH${restricted}` };
 }
 
 /** Calls `listener` when the Python extension's selected interpreter changes. */

@@ -16,6 +16,7 @@ import { Interpreter, onInterpreterChange, resolveInterpreter } from "./interpre
 import { CheckResult, ServerPaths, checkServer, launcherArgs } from "./serverCheck";
 import { RESTART_KEYS, ServerSettings, serverSettings, settingsPayload } from "./settings";
 import { ClientCommand, Notification, ServerCommand } from "./protocol";
+import { isTrusted, refuseUntrusted } from "./trust";
 
 export type ServerState = "stopped" | "starting" | "running" | "failed";
 type ClientHook = (client: LanguageClient) => vscode.Disposable[];
@@ -69,7 +70,8 @@ export class ServerManager implements vscode.Disposable {
   settings(): ServerSettings {
     const folder = vscode.workspace.workspaceFolders?.[0];
     const config = vscode.workspace.getConfiguration("trainiumLens", folder?.uri);
-    return serverSettings((k) => config.get(k), this.interpreter?.path ?? "", folder?.uri.fsPath);
+    const settings = serverSettings((k) => config.get(k), this.interpreter?.path ?? "", folder?.uri.fsPath);
+    return { ...settings, trusted: isTrusted() }; // the server refuses to run anything when false
   }
 
   start(): Promise<void> {
@@ -103,6 +105,7 @@ export class ServerManager implements vscode.Disposable {
 
   /** `workspace/executeCommand` on the server, with its error shown as one line. */
   async executeCommand<T>(command: string, args: unknown): Promise<T | undefined> {
+    if (refuseUntrusted(command)) return undefined;
     const client = await this.ready();
     if (!client) return undefined;
     try {
@@ -154,6 +157,8 @@ export class ServerManager implements vscode.Disposable {
         // Commands the server registers (e.g. trainiumLens.openExplorer) can be run
         // from the palette with no arguments: give them the cursor's place.
         executeCommand: (command, args, next) => {
+          // Code lenses, hover links and the palette all come through here.
+          if (refuseUntrusted(command)) return undefined;
           const editor = vscode.window.activeTextEditor;
           const hasPayload = args.length > 0 && args[0] && typeof args[0] === "object" && "uri" in args[0];
           if (!hasPayload && editor) {

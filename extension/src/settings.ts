@@ -18,6 +18,8 @@ export interface ServerSettings {
   python: string; // the interpreter actually used (resolved), for local profiling
   // trainiumLens.explorer.* (ports, URL template, path): validated by the server (explorer.py)
   explorer?: Record<string, unknown>;
+  // Workspace Trust (trust.ts): false in Restricted Mode, where the server runs nothing.
+  trusted?: boolean;
 }
 
 /** Keys whose change needs a new server process (a new interpreter); the rest are sent live. */

@@ -20,6 +20,7 @@ from lsprotocol import types
 
 from ..errors import LensError
 from ..explorer import ExplorerService, ExplorerSettings, describe
+from . import trust
 
 # A runtime import: pygls reads command handlers' annotations (get_type_hints).
 from .server import LensServer
@@ -83,6 +84,8 @@ def register(server: LensServer) -> None:
 
     @server.command(COMMAND)
     async def open_explorer(ls: LensServer, *args: Any) -> dict:
+        if trust.refused(ls, trust.EXPLORER_REFUSED):  # no host program, no tunnel
+            return {"error": trust.EXPLORER_REFUSED, "kind": "untrusted"}
         try:
             return await feature.open(ls, args[0] if len(args) == 1 else list(args))
         except LensError as err:

@@ -25,6 +25,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from ..errors import Cancelled, HarnessError, LensError, TargetError, TimedOut, UsageError
 from . import format as fmt
+from . import trust
 
 # A runtime import: pygls reads command handlers' annotations (get_type_hints).
 from .server import LensServer
@@ -157,6 +158,8 @@ class Reporter:
 
 
 async def run_profile(ls: LensServer, *args: Any) -> dict:
+    if trust.refused(ls, trust.PROFILE_REFUSED):
+        return {"run_ids": [], "error": trust.PROFILE_REFUSED, "kind": "untrusted"}
     try:
         req = parse_request(args)
     except UsageError as err:

@@ -56,6 +56,9 @@ class Settings:
     # part of equality, so they never restart a target.
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
     explorer: ExplorerSettings = field(default_factory=ExplorerSettings)  # explorer.py
+    # Workspace Trust: False in VS Code's Restricted Mode, where nothing runs (lsp/trust.py).
+    # The CLI and clients that do not say are trusted: their user runs them.
+    trusted: bool = True
 
     def target_key(self) -> tuple:
         """Settings that decide which target a run uses (a new key: a new target)."""
@@ -147,6 +150,12 @@ def _int_range(low: int, high: int):
     return parse
 
 
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("expected true or false")
+    return value
+
+
 def _seconds(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError("expected a number of seconds")
@@ -167,6 +176,7 @@ _PARSERS = {
     "timeoutSeconds": ("timeout_seconds", _seconds),
     "python": ("python", _str_or_none),
     "explorer": ("explorer", explorer_settings_from),
+    "trusted": ("trusted", _bool),
 }
 
 
