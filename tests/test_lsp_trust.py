@@ -31,7 +31,8 @@ async def test_restricted_mode_shows_stored_results_and_runs_nothing(tmp_path):
         # What is stored still shows.
         assert sorted(await hints(client, uri)) == [5, 6, 7]
         assert "aten::mean" in (await hover(client, uri, 7) or "")
-        assert (await request(client, "trainiumLens/runData", {"uri": uri}))["result"]["function"]["name"] == "f"
+        data = await request(client, "trainiumLens/runData", {"uri": uri})
+        assert data["result"]["function"]["name"] == "f"
 
         reply = await client.workspace_execute_command_async(types.ExecuteCommandParams(
             command="trainiumLens.profile", arguments=[{"uri": uri, "function": "f"}]))
