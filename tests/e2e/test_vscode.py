@@ -62,8 +62,10 @@ class CodeServer:
     """code-server in its own process group, so that stopping it stops the
     extension host and the language server too."""
 
-    def __init__(self, tmp: Path, workspace: Path):
+    def __init__(self, tmp: Path, workspace: Path, workspace_trust: bool = False):
         self.tmp, self.workspace = tmp, workspace
+        # Off unless a test is about it: otherwise every folder opens in Restricted Mode.
+        self.workspace_trust = workspace_trust
         self.port = free_port()
         self.env = {
             **os.environ,
@@ -85,7 +87,8 @@ class CodeServer:
         self.log = open(self.tmp / "code-server.log", "w")
         self.proc = subprocess.Popen(
             [str(CODE_SERVER), "--bind-addr", f"127.0.0.1:{self.port}", "--auth", "none",
-             "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
+             "--disable-telemetry", "--disable-update-check",
+             *([] if self.workspace_trust else ["--disable-workspace-trust"]),
              *self.dirs, "--vscode-option", "enable-smoke-test-driver", str(self.workspace)],
             env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 60
