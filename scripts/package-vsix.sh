@@ -3,40 +3,25 @@
 #
 # It carries the server's Python sources and its pure-Python dependencies
 # (pygls, lsprotocol, cattrs, attrs, ...) vendored from PyPI into
-# extension/dist/libs, so it works right after install without pip. torch is not
-# bundled: local profiling uses the interpreter's own torch.
+# extension/dist/libs, pinned with hashes in extension/requirements-vsix.txt, so it
+# works right after install without pip. torch is not bundled: local profiling
+# uses the interpreter's own torch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PYTHON=${PYTHON:-.venv/bin/python}
+# A fresh clone needs only Node and a Python 3.11+ with pip (or scripts/setup.sh's .venv).
+source scripts/python-for-build.sh
 [ -d node_modules/@vscode/vsce ] || npm ci --no-audit --no-fund
 
-# The server's runtime requirements, exactly as pyproject.toml states them.
-mapfile -t REQS < <("$PYTHON" -c '
-import tomllib
-for req in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]:
-    print(req)')
-
+# The server's libraries, exactly as extension/requirements-vsix.txt pins them
+# (scripts/vendor-libs.sh); vendored again only when the lock changed.
 LIBS=extension/dist/libs
-STAMP="$LIBS/.requirements"
-# Vendored again only when the requirements changed.
-if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "${REQS[*]}" ]; then
-  rm -rf "$LIBS"
-  # Resolved for the oldest Python the server supports, wheels only: every one of
-  # them is pure Python, so the result works on any platform and newer Pythons.
-  "$PYTHON" -m pip install --quiet --disable-pip-version-check --no-compile \
-    --target "$LIBS" --only-binary=:all: --python-version 3.11 --implementation py \
-    "${REQS[@]}" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" >&2 || true
-  [ -d "$LIBS/pygls" ] || { echo "package-vsix: vendoring ${REQS[*]} failed" >&2; exit 1; }
-  rm -rf "$LIBS/bin"
-  echo "${REQS[*]}" >"$STAMP"
+STAMP="$LIBS/.lock-sha256"
+lock_hash=$(sha256sum extension/requirements-vsix.txt | cut -d" " -f1)
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$lock_hash" ]; then
+  PYTHON=$PYTHON bash scripts/vendor-libs.sh "$LIBS"
+  echo "$lock_hash" >"$STAMP"
 fi
-"$PYTHON" - "$LIBS" <<'PY'
-import pathlib, sys
-# Refuse a compiled extension module: it would tie the .vsix to one platform.
-native = [p for p in pathlib.Path(sys.argv[1]).rglob("*") if p.suffix in (".so", ".pyd", ".dylib")]
-sys.exit(f"native modules in {sys.argv[1]}: {native}" if native else 0)
-PY
 
 VERSION=$(node -p 'require("./package.json").version')
 node scripts/build-extension.mjs --production
@@ -49,10 +34,11 @@ rm -rf "$STAGE" && mkdir -p "$STAGE"
 while IFS= read -r path; do
   mkdir -p "$STAGE/$(dirname "$path")" && cp "$path" "$STAGE/$path"
 done < <(
-  ls package.json README.md LICENSE .vscodeignore 2>/dev/null || true  # those that exist
+  printf '%s\n' package.json README.md CHANGELOG.md LICENSE .vscodeignore
   find extension/dist/extension.js extension/dist/panel.js extension/src/python/launch.py \
     extension/src/panel/panel.css extension/media extension/dist/libs server/trainium_lens docs/images \
-    -type f ! -path '*/__pycache__/*' ! -name '*.pyc' 2>/dev/null || true
+    -type f ! -path '*/__pycache__/*' ! -name '*.pyc' ! -name '*.d.ts' ! -name tsconfig.json \
+    ! -name .lock-sha256 2>/dev/null || true
 )
 # The staged manifest has no build scripts to run: the bundle is already built.
 node -e '
@@ -61,6 +47,6 @@ const p = JSON.parse(fs.readFileSync(file, "utf8"));
 delete p.scripts; delete p.devDependencies;
 fs.writeFileSync(file, JSON.stringify(p, null, 2));' "$STAGE/package.json"
 mkdir -p out
-(cd "$STAGE" && "$OLDPWD/node_modules/.bin/vsce" package --no-dependencies --skip-license \
+(cd "$STAGE" && "$OLDPWD/node_modules/.bin/vsce" package --no-dependencies \
   --allow-missing-repository --no-rewrite-relative-links --out "$OLDPWD/out/trainium-lens-$VERSION.vsix" >&2)
 echo "out/trainium-lens-$VERSION.vsix"

@@ -50,6 +50,20 @@ def _check():
     return report
 
 
+def _debugger():
+    """TRAINIUM_LENS_DEBUGPY=PORT: listen for a debugger on 127.0.0.1:PORT before
+    serving (with TRAINIUM_LENS_DEBUGPY_WAIT=1, wait for it to attach). debugpy
+    comes from the interpreter's own packages (CONTRIBUTING.md, .vscode/launch.json)."""
+    port = os.environ.get("TRAINIUM_LENS_DEBUGPY")
+    if not port:
+        return
+    import debugpy
+
+    debugpy.listen(("127.0.0.1", int(port)))
+    if os.environ.get("TRAINIUM_LENS_DEBUGPY_WAIT"):
+        debugpy.wait_for_client()
+
+
 def main(argv):
     for option in ("--libs", "--server-path"):  # server sources end up first
         path = _arg(argv, option)
@@ -60,6 +74,7 @@ def main(argv):
         return 0
     import runpy
 
+    _debugger()
     sys.argv = [sys.argv[0]]
     runpy.run_module("trainium_lens.lsp", run_name="__main__", alter_sys=True)
     return 0
