@@ -102,7 +102,7 @@ def test_a_fresh_clone_builds_the_vsix_with_the_locked_libraries(tmp_path):
                 for n in names if n.startswith("extension/extension/dist/libs/") and not n.endswith("/")}
         license_text = z.read("extension/LICENSE.txt").decode()
     assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
-    assert "extension/CHANGELOG.md" in names
+    assert "extension/changelog.md" in names  # vsce's name for CHANGELOG.md
     assert not [n for n in names if n.endswith((".d.ts", "tsconfig.json", ".lock-sha256"))]
     # Another build (ours, vendored on its own) carries the very same bytes.
     ours = tmp_path / "libs"
