@@ -17,7 +17,7 @@
    the documented ``/profile/<name>`` is in the default.
 
 Everything Explorer-specific is in ``_HOST_SCRIPT`` and ``ExplorerSettings``,
-written against ../shared/notes/neuron.md ("Neuron Explorer"): the binary at
+written against AWS Neuron SDK documentation (docs/timeline.md, "Neuron Explorer"): the binary at
 ``/opt/aws/neuron/bin/neuron-explorer``, ``view`` serving UI 3001 + API 3002,
 ``view -d DIR --ingest-only --display-name NAME``, ``/profile/<display-name>``.
 """

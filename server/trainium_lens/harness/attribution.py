@@ -1,7 +1,7 @@
 """One pass over the profiler's event tree: ATen op time → the user line that
 dispatched it (self), and every user line on its label chain (total).
 
-Definitions (DESIGN.md, "Line attribution"):
+Definitions (docs/architecture.md, "Line attribution"):
 
 * a *measured* event is an ATen-style op (``ns::name``) or a compiled region
   ("Torch-Compiled Region: i/j"); its self time is its time minus the time of
