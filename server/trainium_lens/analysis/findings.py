@@ -9,7 +9,8 @@ Thresholds (why these numbers):
 * **dispatches** — a line that dispatches ``DISPATCH_MIN`` (2) or more
   compute ops *per execution* (the harness counts how many times each line
   ran, ``LineStat.hits``: ``return F.layer_norm(...)`` reached from five
-  LayerNorm modules runs five times with one op each, nothing to fuse) *and* holds at least ``DISPATCH_SHARE`` (5 %) of the
+  LayerNorm modules runs five times with one op each, nothing to fuse)
+  *and* holds at least ``DISPATCH_SHARE`` (5 %) of the
   function's primary time. Every dispatch is a separate kernel launch (on
   Neuron eager, roughly a separate NEFF execution), so two elementwise ops on
   one line already pay launch overhead twice; the share floor keeps cheap lines

@@ -18,8 +18,9 @@ import importlib.util
 import os
 import sys
 import traceback as tb_module
+from collections.abc import Callable
 from types import CodeType, ModuleType, TracebackType
-from typing import Any, Callable
+from typing import Any
 
 from .events import HarnessError
 

@@ -30,14 +30,14 @@ def resolve_includes(spec: Spec, chosen: list[Marked], rel_file: str) -> list[tu
     for m in chosen:
         wanted += [(name, m) for name in marker_includes(m, rel_file)]
     out: list[tuple[str, str]] = []
-    for name, m in wanted:
+    for name, source in wanted:
         found = resolve_include(name)
         if found is None:
-            if m is None:
+            if source is None:
                 raise HarnessError("spec", f"--include {name}: no installed package or module "
                                    f"of that name for this Python")
-            raise HarnessError("parse", f"{rel_file}:{m.marker_line}: include={name} names no "
-                               f"installed package or module", rel_file, m.marker_line)
+            raise HarnessError("parse", f"{rel_file}:{source.marker_line}: include={name} names no "
+                               f"installed package or module", rel_file, source.marker_line)
         if found not in out:
             out.append(found)
     return out

@@ -69,23 +69,23 @@ class _Mover:
         if isinstance(value, torch.optim.Optimizer):
             return value
         if isinstance(value, tuple) and hasattr(value, "_fields"):  # namedtuple
-            items = [self.move(v) for v in value]
-            return value if _same(items, value) else type(value)(*items)
+            fields = [self.move(v) for v in value]
+            return value if _same(fields, value) else type(value)(*fields)
         if isinstance(value, (tuple, list)):
             items = [self.move(v) for v in value]
             if _same(items, value):
                 return value
             return type(value)(items) if type(value) in (tuple, list) else _rebuilt(value, items)
         if isinstance(value, dict):
-            items = {k: self.move(v) for k, v in value.items()}
-            if _same(list(items.values()), list(value.values())):
+            entries = {k: self.move(v) for k, v in value.items()}
+            if _same(list(entries.values()), list(value.values())):
                 return value
             try:
-                out = copy.copy(value)
-                out.update(items)
-                return out
+                mapping = copy.copy(value)
+                mapping.update(entries)
+                return mapping
             except Exception:
-                return items
+                return entries
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             changes = {}
             for f in dataclasses.fields(value):
@@ -95,10 +95,10 @@ class _Mover:
                     changes[f.name] = new
             if not changes:
                 return value
-            out = copy.copy(value)
+            instance = copy.copy(value)
             for name, new in changes.items():
-                object.__setattr__(out, name, new)  # frozen dataclasses too
-            return out
+                object.__setattr__(instance, name, new)  # frozen dataclasses too
+            return instance
         attrs = getattr(value, "__dict__", None)
         if isinstance(attrs, dict) and type(value).__module__ != "builtins":
             for name, old in list(attrs.items()):  # a plain object: set in place
@@ -123,7 +123,7 @@ def _module_tensors(module: torch.nn.Module):
 
 
 def _same(new: list, old) -> bool:
-    return all(a is b for a, b in zip(new, old))
+    return all(a is b for a, b in zip(new, old, strict=True))
 
 
 def _rebuilt(value: Any, items: list) -> Any:
