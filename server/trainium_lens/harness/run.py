@@ -16,6 +16,7 @@ from .attribution import attribute
 from .compiled import CompileWatch
 from .events import EventStream, HarnessError
 from .hits import add_hits
+from .include_hooks import IncludeHooks
 from .lines import LineLabeler
 from .loader import UserCode, call_inputs, required_params, resolve
 from .markers import Marked
@@ -42,6 +43,7 @@ class Session:
         self.watch = CompileWatch(user)
         self.watch.install()
         self.labeler = LineLabeler(user, invoke.__code__, device_backend=backend.device != "cpu")
+        self.include_hooks = IncludeHooks(user, self.labeler.mode)  # --include: inside F.* too
         self.inputs: dict[str, tuple[tuple, dict]] = {}
         # per group of variants (see variant_key): (function, first output tensor)
         self.references: dict[str, tuple[str, Any]] = {}
@@ -147,6 +149,7 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
     s.backend.sync()
     s.watch.install()
     s.labeler.hook.refresh()
+    s.include_hooks.refresh()
     s.labeler.hook.arm_if_called(lambda: _call(s, fn, args, kwargs, name))
     s.backend.sync()
     output = _output(s, name, first, variant_key(marked))
@@ -306,5 +309,6 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
         "timeline": timeline,
         "signals": signals,
         "output": output,
-        "library_files": [{"file": f, "path": p} for f, p in sorted(s.user.library_files.items())],
+        "library_files": [{"file": f, "path": p} for f, p in sorted(s.user.library_files.items())
+                          if any(line["file"] == f for line in figures["lines"])],
     }
