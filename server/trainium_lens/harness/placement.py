@@ -3,8 +3,9 @@
 Tensors inside tuples, lists, dicts, dataclasses and namedtuples are moved
 (containers are rebuilt, dataclasses copied, so the user's objects are not
 mutated); an ``nn.Module`` is moved in place with ``.to(device)`` (parameters
-and buffers, the way the user would do it: an optimizer built on its
-parameters keeps pointing at them); the attributes of other plain objects (a
+and buffers, the way the user would do it; on CUDA the Parameter objects stay
+the same, on devices that cannot take a CPU tensor's storage in place, such as
+``meta`` and XLA, torch makes new ones); the attributes of other plain objects (a
 ``Trainer`` holding a model and a batch) are walked and set in place. Objects
 met twice (a tensor shared by two inputs, a cycle) are moved once: aliasing
 survives the move.
