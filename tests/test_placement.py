@@ -9,10 +9,9 @@ from dataclasses import dataclass, field
 
 import pytest
 import torch
-
+from trainium_lens.harness.events import HarnessError
 from trainium_lens.harness.loader import UserCode, call_inputs
 from trainium_lens.harness.placement import to_device
-from trainium_lens.harness.events import HarnessError
 
 Pair = namedtuple("Pair", "left right")
 
@@ -55,7 +54,7 @@ def tensors_of(value):
 
 def test_nested_structures_move_to_meta():
     shared = torch.arange(3.0)
-    value = {
+    value: dict = {
         "lists": [[torch.ones(2), torch.zeros(2)], (shared, 3, "text")],
         "batch": Batch(torch.ones(2, 2), {"mask": torch.ones(2, dtype=torch.bool), "n": 2}),
         "frozen": Frozen(torch.ones(1)),

@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-
-from tests.lsp_client import make_result
 from trainium_lens.analysis.compare import variant_groups
 from trainium_lens.harness.loader import package_name, resolve_include
 from trainium_lens.harness.markers import find_marked, misplaced_markers
 from trainium_lens.result import LibraryFile, Output
+
+from tests.lsp_client import make_result
 
 SOURCE = '''import torch
 
@@ -85,10 +85,12 @@ def test_package_roots(tmp_path):
 def test_resolve_include_finds_packages_and_modules():
     import torch
 
-    location, root = resolve_include("torch.nn.functional")
-    assert location.endswith("torch/nn/functional.py") and Path(root) == Path(torch.__file__).resolve().parents[1]
-    location, root = resolve_include("torch.nn")
-    assert location.endswith("torch/nn") and Path(root) == Path(torch.__file__).resolve().parents[1]
+    site = Path(torch.__file__).resolve().parents[1]
+    functional = resolve_include("torch.nn.functional")
+    assert functional is not None and functional[0].endswith("torch/nn/functional.py")
+    assert Path(functional[1]) == site
+    package = resolve_include("torch.nn")
+    assert package is not None and package[0].endswith("torch/nn") and Path(package[1]) == site
     assert resolve_include("no_such_package_xyz") is None
     assert resolve_include("bad-name") is None
 
@@ -135,7 +137,6 @@ def test_an_included_file_opened_in_the_editor_gets_its_runs(tmp_path):
     path the result uses, and that module path maps back to the file's URI."""
     import torch.nn.functional as F
     from pygls.uris import from_fs_path
-
     from trainium_lens.lsp.server import LensServer
     from trainium_lens.store import RunStore
 

@@ -18,10 +18,9 @@ from ..errors import Cancelled, HarnessError, LensError
 from ..jobs import PROTOCOL_KEYS, make_job
 from ..store import RunStore
 from ..targets import make_target
-from .common import add_target_arguments
 from .batch_render import render_batch
+from .common import add_target_arguments
 from .render import Style, render_result
-
 
 PROTOCOL_HELP = {
     "wait": "steps run before the profiler records (default 2)",

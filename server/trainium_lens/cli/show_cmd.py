@@ -16,9 +16,9 @@ from pathlib import Path
 from ..errors import LensError, UsageError
 from ..result import Result, ResultError, load
 from ..store import RunStore
+from .batch_render import render_batch
 from .common import add_workspace_argument, workspace_path
 from .profile_cmd import style_for
-from .batch_render import render_batch
 from .render import render_result
 
 

@@ -16,7 +16,6 @@ from ..analysis.compare import compare_variants, diff_runs, match_lines, variant
 from ..result import Result
 from . import format as fmt
 
-
 _TIMES: dict[tuple[str, str], dict[int, float]] = {}
 
 
