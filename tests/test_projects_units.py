@@ -153,3 +153,12 @@ def test_an_included_file_opened_in_the_editor_gets_its_runs(tmp_path):
     assert ls.uri_for(tmp_path.resolve(), "torch/nn/functional.py") == from_fs_path(str(installed))
     assert ls.document_runs(from_fs_path(str(installed.parent / "modules" / "linear.py"))) is None
     json.dumps(result.to_dict())  # library_files round-trips as plain JSON
+
+
+def test_a_method_without_inputs_is_told_to_return_the_instance_first():
+    from trainium_lens.harness.events import HarnessError
+    from trainium_lens.harness.precheck import check
+
+    source = "class T:\n    # trainium: profile\n    def step(self, batch):\n        return batch\n"
+    with pytest.raises(HarnessError, match=r"T.step needs arguments \(self, batch\).*instance first"):
+        check(source, find_marked(source), "t.py")

@@ -52,4 +52,6 @@ def check(source: str, chosen: list[Marked], rel_file: str) -> None:
             if missing:
                 raise HarnessError("inputs", f"{m.name} needs arguments ({', '.join(missing)}): "
                                    f"add inputs=NAME to its marker, naming a function that "
-                                   f"returns them as a tuple or dict", rel_file, m.marker_line)
+                                   f"returns them as a tuple or dict"
+                                   + (" (the instance first)" if "." in m.name else ""),
+                                   rel_file, m.marker_line)
