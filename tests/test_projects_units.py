@@ -106,13 +106,17 @@ def test_variants_share_inputs_and_output_or_name_a_compare_group():
     a = _result("naive", 1, inputs="make")
     b = _result("fused", 10, inputs="make")
     train = _result("train_step", 20, inputs="make", shape=())  # same inputs, a loss: not a variant
-    lone = _result("other", 30)
+    lone = _result("other", 30)  # no inputs: a variant only of other functions without
     x = _result("x", 40, inputs="mx", compare="attn")
     y = _result("y", 50, inputs="my", compare="attn", shape=(2,))  # explicit: kept together
     groups, others = variant_groups([a, b, train, lone, x, y])
     assert [[r.function.name for r in g] for g in groups] == [["naive", "fused"], ["x", "y"]]
     assert [r.function.name for r in others] == ["train_step", "other"]
     assert variant_groups([lone, train]) == ([], [lone, train])
+    no_args = _result("also_none", 60)
+    assert variant_groups([lone, no_args, train]) == ([[lone, no_args]], [train])
+    apart = _result("apart", 70, compare="mine")  # compare= takes it out of the no-inputs group
+    assert variant_groups([lone, apart]) == ([], [lone, apart])
 
 
 def test_include_setting_and_job_field(tmp_path):

@@ -118,14 +118,12 @@ def compare_variants(results: list[Result]) -> Comparison:
 
 # -- which results are variants ---------------------------------------------------
 
-def _group_key(result: Result) -> str | None:
+def _group_key(result: Result) -> str:
     """``compare=NAME`` makes the group explicit; else the shared ``inputs=``
-    function. A function with neither is nobody's variant."""
+    function (functions without one share having none)."""
     if result.function.compare:
         return f"compare:{result.function.compare}"
-    if result.function.inputs:
-        return f"inputs:{result.function.inputs}"
-    return None
+    return f"inputs:{result.function.inputs or ''}"
 
 
 def _same_output(a: Result, b: Result) -> bool:
@@ -136,17 +134,14 @@ def variant_groups(results: list[Result]) -> tuple[list[list[Result]], list[Resu
     """``(groups, others)``: groups of two or more variants, each in the given
     order, and every result that is no one's variant.
 
-    Variants share an ``inputs=`` function and return outputs of the first's
-    shape and dtype (a forward pass and a training step on the same inputs are
-    not variants), or name the same ``compare=`` group (explicit: kept together
+    Variants share an ``inputs=`` function (or both have none) and return
+    outputs of the first's shape and dtype (a forward pass and a training step
+    on the same inputs are not variants), or name the same ``compare=`` group (explicit: kept together
     whatever they return; the output check still says if they differ)."""
     keyed: dict[str, list[Result]] = {}
     others: list[Result] = []
     for r in results:
         key = _group_key(r)
-        if key is None:
-            others.append(r)
-            continue
         members = keyed.setdefault(key, [])
         if members and key.startswith("inputs:") and not _same_output(members[0], r):
             others.append(r)

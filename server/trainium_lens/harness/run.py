@@ -52,12 +52,12 @@ class Session:
 
 def variant_key(marked: Marked) -> str:
     """Functions compared as variants share this: ``compare=NAME``, else their
-    ``inputs=`` function (analysis.compare also needs equal output shapes)."""
+    ``inputs=`` function or having none (analysis.compare also needs equal
+    output shapes)."""
     compare = marked.options.get("compare")
     if compare:
         return f"compare:{compare}"
-    inputs = marked.options.get("inputs")
-    return f"inputs:{inputs}" if inputs else f"function:{marked.name}"
+    return f"inputs:{marked.options.get('inputs') or ''}"
 
 
 def _inputs(s: Session, marked: Marked, fn: Any) -> tuple[tuple, dict]:
