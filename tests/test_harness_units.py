@@ -50,8 +50,9 @@ class K:
 
 def test_find_marked():
     found = find_marked(SOURCE)
-    assert [m.name for m in found] == ["a", "b", "d"]
-    a, b, d = found
+    assert [m.name for m in found] == ["a", "b", "d", "K.method"]  # methods: Class.method
+    a, b, d, method = found
+    assert (method.marker_line, method.def_line) == (23, 24)
     assert (a.marker_line, a.def_line, a.end_line, a.options) == (3, 4, 5, {})
     assert (b.marker_line, b.def_line, b.end_line) == (7, 10, 12)
     assert b.options == {"inputs": "make", "warmup": "3", "active": "10"}

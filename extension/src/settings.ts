@@ -16,6 +16,7 @@ export interface ServerSettings {
   historySize: number;
   timeoutSeconds: number;
   python: string; // the interpreter actually used (resolved), for local profiling
+  include?: string[]; // trainiumLens.include: installed packages whose lines get figures (the server checks the names)
   // trainiumLens.explorer.* (ports, URL template, path): validated by the server (explorer.py)
   explorer?: Record<string, unknown>;
   // Workspace Trust (trust.ts): false in Restricted Mode, where the server runs nothing.
@@ -29,6 +30,12 @@ const BACKENDS = new Set(["auto", "neuron", "cuda", "cpu"]);
 
 function str(v: unknown): string {
   return typeof v === "string" ? v.trim() : "";
+}
+
+/** `trainiumLens.include`: sent only when it names something (absent: the workspace only). */
+function includeSetting(v: unknown): { include?: string[] } {
+  const names = Array.isArray(v) ? v.filter((x): x is string => typeof x === "string" && x.trim() !== "").map((x) => x.trim()) : [];
+  return names.length ? { include: names } : {};
 }
 
 function optInt(v: unknown, min: number): number | null {
@@ -77,6 +84,7 @@ export function serverSettings(
     historySize: Math.round(num(get("historySize"), 20, 1, 10_000)),
     timeoutSeconds: Math.round(num(get("timeoutSeconds"), 3600, 1, 86_400)),
     python,
+    ...includeSetting(get("include")),
     ...explorerSettings(get("explorer")),
   };
 }

@@ -58,3 +58,9 @@ test("expandPath: ~, ${userHome}, ${workspaceFolder}", () => {
   assert.equal(expandPath(" ${workspaceFolder}/.venv/bin/python ", "/ws", "/h"), "/ws/.venv/bin/python");
   assert.equal(expandPath("${workspaceFolder}/p", undefined, "/h"), "${workspaceFolder}/p");
 });
+
+test("include: installed packages whose lines get figures, sent only when set", () => {
+  assert.deepEqual(serverSettings(from({ include: [" transformers.models.llama ", "", 3] }), "py").include,
+    ["transformers.models.llama"]);
+  assert.equal("include" in serverSettings(from({ include: [] }), "py"), false);
+});

@@ -34,6 +34,7 @@ class Job:
     backend: str = "auto"
     protocol: dict[str, int] = field(default_factory=dict)  # explicit overrides only
     batch_id: str = field(default_factory=new_batch_id)
+    include: list[str] = field(default_factory=list)  # packages whose files count as user code
 
     def to_spec(self, workspace_root: str, run_dir: str, host: str) -> dict:
         """The harness's input, with paths as they are on the target."""
@@ -48,6 +49,7 @@ class Job:
             "protocol": dict(self.protocol),
             "run_dir": run_dir,
             "host": host,
+            "include": list(self.include),
         }
 
 
@@ -69,7 +71,8 @@ def workspace_root_for(path: Path) -> Path:
 def make_job(file: str | os.PathLike, *, functions: list[str] | None = None,
              line: int | None = None, backend: str = "auto",
              protocol: dict[str, int] | None = None,
-             workspace: str | os.PathLike | None = None) -> Job:
+             workspace: str | os.PathLike | None = None,
+             include: list[str] | None = None) -> Job:
     """Validate a request against the local file system and build a ``Job``."""
     path = Path(file).expanduser().resolve()
     if not path.is_file():
@@ -88,6 +91,10 @@ def make_job(file: str | os.PathLike, *, functions: list[str] | None = None,
         if value < (1 if key in ("active", "timing_calls") else 0):
             raise UsageError(f"--{key.replace('_', '-')} must be at least "
                              f"{1 if key in ('active', 'timing_calls') else 0}")
+    for name in include or []:
+        if not name or not all(part.isidentifier() for part in name.split(".")):
+            raise UsageError(f"--include {name!r}: expected a dotted package name "
+                             f"(e.g. transformers.models.llama)")
     return Job(workspace=root, file=str(PurePosixPath(*rel.parts)),
                functions=list(functions or []), line=line, backend=backend,
-               protocol=overrides)
+               protocol=overrides, include=list(dict.fromkeys(include or [])))

@@ -51,6 +51,8 @@ class FunctionRef:
     line: int  # the line of the ``def``
     protocol: Protocol = field(default_factory=Protocol)
     marker_line: int | None = None  # the ``# trainium: profile`` comment
+    inputs: str | None = None  # the marker's ``inputs=`` function (variants share it)
+    compare: str | None = None  # the marker's ``compare=`` group, if any
 
 
 @dataclass
@@ -118,6 +120,7 @@ class LineStat:
     text: str = ""  # the source line as profiled (the editor may have moved on)
     function: str = ""  # enclosing user function
     ops: list[LineOp] = field(default_factory=list)
+    hits: float | None = None  # executions of the line per call (None: not counted)
 
 
 @dataclass
@@ -205,6 +208,15 @@ class Output:
 
 
 @dataclass
+class LibraryFile:
+    """A file of an included package (``--include``): its module path, as the
+    result's lines name it, and where it lies on the host that ran the profile."""
+
+    file: str  # e.g. "torch/nn/functional.py"
+    path: str  # absolute path on the host
+
+
+@dataclass
 class Result:
     run_id: str
     created_at: str  # ISO 8601, UTC
@@ -225,6 +237,7 @@ class Result:
     output: Output = field(default_factory=Output)
     batch_id: str | None = None
     schema_version: int = SCHEMA_VERSION
+    library_files: list[LibraryFile] = field(default_factory=list)  # included packages' files
 
     # -- conveniences used by every consumer --------------------------------
     def line(self, file: str, line: int) -> LineStat | None:

@@ -116,6 +116,68 @@ def compare_variants(results: list[Result]) -> Comparison:
                       reference=reference.function.name, rows=rows, fastest=fastest)
 
 
+# -- which results are variants ---------------------------------------------------
+
+def _group_key(result: Result) -> str:
+    """``compare=NAME`` makes the group explicit; else the shared ``inputs=``
+    function (functions without one share having none)."""
+    if result.function.compare:
+        return f"compare:{result.function.compare}"
+    return f"inputs:{result.function.inputs or ''}"
+
+
+def _same_output(a: Result, b: Result) -> bool:
+    return a.output.shape == b.output.shape and a.output.dtype == b.output.dtype
+
+
+def variant_groups(results: list[Result]) -> tuple[list[list[Result]], list[Result]]:
+    """``(groups, others)``: groups of two or more variants, each in the given
+    order, and every result that is no one's variant.
+
+    Variants share an ``inputs=`` function (or both have none) and return
+    outputs of the first's shape and dtype (a forward pass and a training step
+    on the same inputs are not variants), or name the same ``compare=`` group (explicit: kept together
+    whatever they return; the output check still says if they differ)."""
+    keyed: dict[str, list[Result]] = {}
+    others: list[Result] = []
+    for r in results:
+        key = _group_key(r)
+        members = keyed.setdefault(key, [])
+        if members and key.startswith("inputs:") and not _same_output(members[0], r):
+            others.append(r)
+            continue
+        members.append(r)
+    groups = []
+    for members in keyed.values():
+        if len(members) > 1:
+            groups.append(members)
+        else:
+            others.extend(members)
+    order = {id(r): i for i, r in enumerate(results)}
+    others.sort(key=lambda r: order[id(r)])
+    return groups, others
+
+
+@dataclass
+class SummaryRow:
+    function: str
+    run_id: str
+    line: int
+    clock: str
+    time_us: float
+    dispatches: float
+    wall_us_median: float | None
+
+
+def summarize(results: list[Result]) -> list[SummaryRow]:
+    """A plain row per result (no speedups, no output check): for functions
+    that are not variants of each other."""
+    return [SummaryRow(function=r.function.name, run_id=r.run_id, line=r.function.line,
+                       clock=r.clock, time_us=r.totals.self_time_us,
+                       dispatches=r.totals.dispatches, wall_us_median=r.totals.wall_us_median)
+            for r in results]
+
+
 # -- one run against another -----------------------------------------------------
 
 @dataclass

@@ -7,7 +7,10 @@ precise is known) and says what to do about it.
 Thresholds (why these numbers):
 
 * **dispatches** — a line that dispatches ``DISPATCH_MIN`` (2) or more
-  compute ops per call *and* holds at least ``DISPATCH_SHARE`` (5 %) of the
+  compute ops *per execution* (the harness counts how many times each line
+  ran, ``LineStat.hits``: ``return F.layer_norm(...)`` reached from five
+  LayerNorm modules runs five times with one op each, nothing to fuse)
+  *and* holds at least ``DISPATCH_SHARE`` (5 %) of the
   function's primary time. Every dispatch is a separate kernel launch (on
   Neuron eager, roughly a separate NEFF execution), so two elementwise ops on
   one line already pay launch overhead twice; the share floor keeps cheap lines
@@ -55,7 +58,7 @@ SEVERITY = {
     "neuron_rt_inspect": "warning",
     "fused_op": "info",
     "graph_break": "info",
-        "dispatches": "hint",
+    "dispatches": "hint",
     "instrumentation_overhead": "hint",
 }
 
@@ -118,6 +121,18 @@ def line_dispatches(line: LineStat) -> float:
     if line.calls:
         return line.calls
     return sum(op.calls for op in line.ops if op_base(op.name) not in VIEW_OPS)
+
+
+def dispatches_per_execution(line: LineStat) -> float:
+    """Compute ops the line dispatches each time it runs: its direct ops other
+    than views (which launch nothing), divided by its hits. Results without
+    hits (older harnesses) count per call, as before."""
+    direct = [op for op in line.ops if op.direct_calls > 0]
+    if direct:
+        n = sum(op.direct_calls for op in direct if op_base(op.name) not in VIEW_OPS)
+    else:
+        n = line_dispatches(line)
+    return n / line.hits if line.hits else n
 
 
 def direct_ops(line: LineStat, result: Result) -> list[LineOp]:
@@ -298,7 +313,7 @@ def _patterns(result: Result) -> list[Finding]:
                 continue
             wanted = frozenset().union(*pattern.needs)
             involved = sorted((s for s in stats if direct[s.line] & wanted), key=lambda s: s.line)
-            dispatches = sum(line_dispatches(s) for s in involved)
+            dispatches = sum(dispatches_per_execution(s) for s in involved)
             time = sum(s.self_time_us for s in involved)
             share = _share(involved, result)
             if dispatches < PATTERN_MIN_DISPATCHES or (share is not None and share < PATTERN_SHARE):
@@ -308,7 +323,8 @@ def _patterns(result: Result) -> list[Finding]:
             found.append(_finding(
                 "fused_op", involved[0].file, first,
                 f"{where} of {function}() {pattern.message}: {_dispatch_text(dispatches)} "
-                f"per call, {_us(time)}; {pattern.fix} does it in one fused op.",
+                f"per {'execution' if any((s.hits or 1) > 1 for s in involved) else 'call'}, "
+                f"{_us(time)}; {pattern.fix} does it in one fused op.",
                 fix=pattern.fix))
             break
     return found
@@ -325,15 +341,16 @@ def _dispatch_text(n: float) -> str:
 def _dispatches(result: Result) -> list[Finding]:
     found = []
     for stat in sorted(result.lines, key=lambda s: (s.file, s.line)):
-        n = line_dispatches(stat)
+        n = dispatches_per_execution(stat)
         share = _share([stat], result)
         if n < DISPATCH_MIN or (share is not None and share < DISPATCH_SHARE):
             continue
-        names = [op_base(o.name) for o in direct_ops(stat, result)]
+        names = [op_base(o.name) for o in direct_ops(stat, result) if op_base(o.name) not in VIEW_OPS]
+        ran = f", each of its {stat.hits:g} runs per call" if stat.hits and stat.hits > 1 else ""
         shown = ", ".join(dict.fromkeys(names)) or "ops"
         found.append(_finding(
             "dispatches", stat.file, stat.line,
-            f"{_dispatch_text(n)} on this line ({shown}): a fused op or torch.compile "
+            f"{_dispatch_text(n)} on this line ({shown}{ran}): a fused op or torch.compile "
             f"would make it one.", fix="torch.compile"))
     return found
 

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import TextIO
 
 from .. import runner
-from ..analysis.compare import compare_variants
 from ..errors import Cancelled, HarnessError, LensError
 from ..jobs import PROTOCOL_KEYS, make_job
 from ..store import RunStore
 from ..targets import make_target
+from .batch_render import render_batch
 from .common import add_target_arguments
-from .render import Style, render_comparison, render_result
+from .render import Style, render_result
 
 PROTOCOL_HELP = {
     "wait": "steps run before the profiler records (default 2)",
@@ -45,6 +45,9 @@ def register(subparsers) -> None:
     for key in PROTOCOL_KEYS:
         p.add_argument(f"--{key.replace('_', '-')}", dest=key, type=int, metavar="N",
                        help=PROTOCOL_HELP[key] + " (overrides the marker's option)")
+    p.add_argument("--include", action="append", metavar="PACKAGE", default=[],
+                   help="also attribute time to the lines of this installed package or module "
+                        "(e.g. transformers.models.llama); repeatable")
     p.add_argument("--json", metavar="PATH",
                    help="also write the result (several functions: a JSON list) to PATH")
     p.add_argument("--workspace", metavar="DIR",
@@ -188,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
     protocol = {k: getattr(args, k) for k in PROTOCOL_KEYS if getattr(args, k) is not None}
     job = make_job(args.file, functions=[args.function] if args.function else [],
                    line=args.line, backend=args.backend, protocol=protocol,
-                   workspace=args.workspace)
+                   workspace=args.workspace, include=args.include)
     target = make_target(args.host, python=args.python, ssh_config=args.ssh_config,
                          remote_python=args.remote_python, work_dir=args.work_dir)
     store = None if args.no_store else RunStore(job.workspace)
@@ -206,8 +209,7 @@ def run(args: argparse.Namespace) -> int:
         target.close()
     style = style_for(sys.stdout)
     sections = [render_result(r, style) for r in results]
-    if len(results) > 1:
-        sections.append(render_comparison(compare_variants(results), style))
+    sections += render_batch(results, style)  # variants compared, the rest summarized
     print("\n\n".join(sections))
     if args.json:
         data = results[0].to_dict() if len(results) == 1 else [r.to_dict() for r in results]

@@ -13,13 +13,13 @@ import json
 import sys
 from pathlib import Path
 
-from ..analysis.compare import compare_variants
 from ..errors import LensError, UsageError
 from ..result import Result, ResultError, load
 from ..store import RunStore
+from .batch_render import render_batch
 from .common import add_workspace_argument, workspace_path
 from .profile_cmd import style_for
-from .render import render_comparison, render_result
+from .render import render_result
 
 
 def register(subparsers) -> None:
@@ -85,7 +85,6 @@ def run(args: argparse.Namespace) -> int:
     results = resolve_many(args.run, args.workspace)
     style = style_for(sys.stdout)
     sections = [render_result(r, style) for r in results]
-    if len(results) > 1:
-        sections.append(render_comparison(compare_variants(results), style))
+    sections += render_batch(results, style)  # variants compared, the rest summarized
     print("\n\n".join(sections))
     return 0

@@ -38,6 +38,7 @@ def run(events) -> int:
     from .events import HarnessError
     from .loader import UserCode, load_module
     from .markers import find_marked
+    from .packages import check_misplaced, resolve_includes
     from .spec import parse_spec, protocol_for, select
 
     spec = parse_spec(sys.stdin.read())
@@ -55,6 +56,7 @@ def run(events) -> int:
     except SyntaxError as exc:
         raise HarnessError("parse", f"{rel} does not parse: {exc.msg} (line {exc.lineno})",
                            rel, exc.lineno) from None
+    check_misplaced(source, spec, rel)  # a marker on a nested function: one-line error
     chosen = select(marked, spec, rel)
     protocols = [protocol_for(m, spec, rel) for m in chosen]  # bad options fail before any work
     precheck.check(source, chosen, rel)
@@ -72,7 +74,7 @@ def run(events) -> int:
     from .run import Session, profile_function
 
     backend = choose(torch, spec.backend)
-    user = UserCode(spec.workspace_root)
+    user = UserCode(spec.workspace_root, resolve_includes(spec, chosen, rel))
     for note in backend.notes:
         events.warning(note)
     events.stage("import", None, f"importing {rel} (backend {backend.name})")

@@ -49,15 +49,17 @@ def merge_windows(windows: list[list[float]], offset: float) -> list[dict]:
 class SourceText:
     """Source lines of user files (read once each) for ``LineStat.text``."""
 
-    def __init__(self, root: str):
+    def __init__(self, root: str, locate=None):
         self.root = root
+        self.locate = locate  # rel -> absolute path (included library files live elsewhere)
         self._cache: dict[str, list[str]] = {}
 
     def line(self, rel: str, line: int) -> str:
         lines = self._cache.get(rel)
         if lines is None:
             try:
-                with open(os.path.join(self.root, rel), encoding="utf-8", errors="replace") as fh:
+                path = self.locate(rel) if self.locate else os.path.join(self.root, rel)
+                with open(path, encoding="utf-8", errors="replace") as fh:
                     lines = fh.read().splitlines()
             except OSError:
                 lines = []

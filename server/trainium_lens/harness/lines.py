@@ -23,6 +23,7 @@ from typing import Any, Callable
 import torch
 from torch.overrides import TorchFunctionMode
 
+from .hits import HitCounter
 from .loader import UserCode
 
 # the cheap C++ range (what FX graphs use); the public one on torch builds without it
@@ -49,6 +50,7 @@ class LineLabeler:
         self._code_info: dict[CodeType, tuple[str, str] | None] = {}
         self._names: dict[tuple[CodeType, int], str] = {}
         self.h2d: dict[str, int] = {}  # innermost label name -> calls that copied host→device
+        self.hits = HitCounter()  # label name -> executions of the line (hits.py)
         self.mode = _LineMode(self)
         self.hook = _CompiledCallHook(self)
 
@@ -64,9 +66,11 @@ class LineLabeler:
         self._code_info[code] = info
         return info
 
-    def chain(self, frame: FrameType | None) -> list[str]:
-        """Label names of the user frames from ``frame`` outwards, outermost first."""
+    def chain(self, frame: FrameType | None, child: FrameType | None = None) -> list[str]:
+        """Label names of the user frames from ``frame`` outwards, outermost first
+        (``child``: the frame ``frame`` called, if any; for the hit count)."""
         names: list[str] = []
+        note = self.hits.note
         stop = self.stop_code
         code_info = self._code_info
         known = self._names
@@ -84,6 +88,8 @@ class LineLabeler:
                 if name is None:
                     name = known[key] = self.label(info[0], key[1], info[1])
                 names.append(name)
+                note(name, frame, child)
+            child = frame
             frame = frame.f_back
         names.reverse()
         return names
@@ -97,6 +103,7 @@ class LineLabeler:
     def __exit__(self, *exc: Any) -> None:
         self.hook.stop()
         self.mode.__exit__(*exc)
+        self.hits.end_call()
 
 
 class _LineMode(TorchFunctionMode):
@@ -206,7 +213,7 @@ class _CompiledCallHook:
         if frame.f_code is not self.code:
             return
         if event == "call":
-            names = self.labeler.chain(frame.f_back)
+            names = self.labeler.chain(frame.f_back, frame)
             popped = None
             depth = torch._C._len_torch_function_stack()
             if depth and torch._C._get_function_stack_at(depth - 1) is self.labeler.mode:

@@ -3,9 +3,12 @@
 Stdlib only: the language server imports this module too (for code lenses),
 and it runs on targets where only the harness is present.
 
-The marker is a comment on the line directly above a module-level ``def`` or
-above its first decorator. Options are kept as raw strings here; the harness
-validates them (unknown keys are an error at run time, with the marker's line).
+The marker is a comment on the line directly above a module-level ``def``, a
+method of a module-level class (named ``Class.method``), or above its first
+decorator. A marker above any other ``def`` (a nested function, a method of a
+nested class) is *misplaced*: ``misplaced_markers`` lists those so the harness
+can say so. Options are kept as raw strings here; the harness validates them
+(unknown keys are an error at run time, with the marker's line).
 """
 
 from __future__ import annotations
@@ -17,12 +20,12 @@ from dataclasses import dataclass, field
 MARKER_RE = re.compile(r"^\s*#\s*trainium:\s*profile\b(?P<rest>.*)$")
 
 #: Option keys the harness understands (everything else is reported at run time).
-KNOWN_OPTIONS = ("inputs", "wait", "warmup", "active", "timing_calls")
+KNOWN_OPTIONS = ("inputs", "wait", "warmup", "active", "timing_calls", "include", "compare")
 
 
 @dataclass
 class Marked:
-    name: str
+    name: str  # ``function`` or ``Class.method``
     def_line: int  # 1-based line of the ``def``
     marker_line: int  # 1-based line of the ``# trainium: profile`` comment
     end_line: int  # last line of the function
@@ -43,26 +46,61 @@ def parse_options(rest: str) -> dict[str, str]:
     return options
 
 
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _marker(node: ast.AST, lines: list[str]) -> tuple[int, re.Match] | None:
+    """The marker comment directly above ``node`` (or its first decorator)."""
+    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])  # type: ignore[attr-defined]
+    marker_line = first - 1
+    if marker_line < 1 or marker_line > len(lines):
+        return None
+    match = MARKER_RE.match(lines[marker_line - 1])
+    return (marker_line, match) if match else None
+
+
+def _markable(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Module-level functions and methods of module-level classes, in file order."""
+    out: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+    for node in tree.body:
+        if isinstance(node, _DEFS):
+            out.append((node.name, node))
+        elif isinstance(node, ast.ClassDef):
+            out.extend((f"{node.name}.{sub.name}", sub) for sub in node.body if isinstance(sub, _DEFS))
+    return out
+
+
 def find_marked(source: str) -> list[Marked]:
-    """Marked module-level functions in file order; ``SyntaxError`` if it does not parse."""
+    """Marked module-level functions and methods in file order; ``SyntaxError`` if
+    it does not parse."""
     tree = ast.parse(source)
     lines = source.splitlines()
     found: list[Marked] = []
-    for node in tree.body:
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    for name, node in _markable(tree):
+        hit = _marker(node, lines)
+        if hit is None:
             continue
-        first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-        marker_line = first - 1
-        if marker_line < 1 or marker_line > len(lines):
-            continue
-        match = MARKER_RE.match(lines[marker_line - 1])
-        if not match:
-            continue
+        marker_line, match = hit
         found.append(Marked(
-            name=node.name,
+            name=name,
             def_line=node.lineno,
             marker_line=marker_line,
             end_line=getattr(node, "end_lineno", None) or node.lineno,
             options=parse_options(match.group("rest")),
         ))
     return found
+
+
+def misplaced_markers(source: str) -> list[tuple[int, str, int]]:
+    """``(marker line, function name, end line)`` of markers above a ``def`` that cannot be
+    profiled by name: nested functions, methods of nested classes."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    markable = {id(node) for _name, node in _markable(tree)}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, _DEFS) and id(node) not in markable:
+            hit = _marker(node, lines)
+            if hit is not None:
+                out.append((hit[0], node.name, getattr(node, "end_lineno", None) or node.lineno))
+    return sorted(out)

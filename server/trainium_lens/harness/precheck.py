@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 
 from .events import HarnessError
-from .markers import Marked
+from .markers import Marked, _markable
 
 
 def _top_level_names(tree: ast.Module) -> set[str] | None:
@@ -38,7 +38,7 @@ def _required(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
 
 def check(source: str, chosen: list[Marked], rel_file: str) -> None:
     tree = ast.parse(source)
-    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    defs = dict(_markable(tree))  # functions and Class.method
     names = _top_level_names(tree)
     for m in chosen:
         node = defs.get(m.name)
@@ -52,4 +52,6 @@ def check(source: str, chosen: list[Marked], rel_file: str) -> None:
             if missing:
                 raise HarnessError("inputs", f"{m.name} needs arguments ({', '.join(missing)}): "
                                    f"add inputs=NAME to its marker, naming a function that "
-                                   f"returns them as a tuple or dict", rel_file, m.marker_line)
+                                   f"returns them as a tuple or dict"
+                                   + (" (the instance first)" if "." in m.name else ""),
+                                   rel_file, m.marker_line)

@@ -15,9 +15,12 @@ from . import build
 from .attribution import attribute
 from .compiled import CompileWatch
 from .events import EventStream, HarnessError
+from .hits import add_hits
+from .include_hooks import IncludeHooks
 from .lines import LineLabeler
-from .loader import UserCode, call_inputs, required_params
+from .loader import UserCode, call_inputs, required_params, resolve
 from .markers import Marked
+from .placement import to_device
 from .spec import Spec
 
 
@@ -40,15 +43,21 @@ class Session:
         self.watch = CompileWatch(user)
         self.watch.install()
         self.labeler = LineLabeler(user, invoke.__code__, device_backend=backend.device != "cpu")
+        self.include_hooks = IncludeHooks(user, self.labeler.mode)  # --include: inside F.* too
         self.inputs: dict[str, tuple[tuple, dict]] = {}
-        self.reference: tuple[str, Any] | None = None  # (function, first output tensor)
-        self.source = build.SourceText(user.root)
+        # per group of variants (see variant_key): (function, first output tensor)
+        self.references: dict[str, tuple[str, Any]] = {}
+        self.source = build.SourceText(user.root, user.abspath)
 
 
-def _to_device(value: Any, device: str) -> Any:
-    if isinstance(value, torch.Tensor) and value.device.type == "cpu" and device != "cpu":
-        return value.to(device)
-    return value
+def variant_key(marked: Marked) -> str:
+    """Functions compared as variants share this: ``compare=NAME``, else their
+    ``inputs=`` function or having none (analysis.compare also needs equal
+    output shapes)."""
+    compare = marked.options.get("compare")
+    if compare:
+        return f"compare:{compare}"
+    return f"inputs:{marked.options.get('inputs') or ''}"
 
 
 def _inputs(s: Session, marked: Marked, fn: Any) -> tuple[tuple, dict]:
@@ -62,10 +71,9 @@ def _inputs(s: Session, marked: Marked, fn: Any) -> tuple[tuple, dict]:
         return (), {}
     if name not in s.inputs:  # one call per inputs function: variants share their inputs
         torch.manual_seed(0)
-        args, kwargs = call_inputs(s.module, name, s.rel_file, marked.name, s.user)
-        dev = s.backend.device
-        s.inputs[name] = (tuple(_to_device(a, dev) for a in args),
-                          {k: _to_device(v, dev) for k, v in kwargs.items()})
+        dev = torch.device(s.backend.device)
+        args, kwargs = call_inputs(s.module, name, s.rel_file, marked.name, s.user, device=dev)
+        s.inputs[name] = (to_device(args, dev), to_device(kwargs, dev))  # placement.py
     return s.inputs[name]
 
 
@@ -89,7 +97,7 @@ def _first_tensor(value: Any) -> Any:
     return None
 
 
-def _output(s: Session, name: str, value: Any) -> dict:
+def _output(s: Session, name: str, value: Any, group: str = "") -> dict:
     tensor = _first_tensor(value)
     if tensor is None:
         return {}
@@ -97,11 +105,11 @@ def _output(s: Session, name: str, value: Any) -> dict:
     out = {"dtype": str(tensor.dtype).replace("torch.", ""), "shape": list(tensor.shape)}
     if tensor.numel() and tensor.dtype != torch.bool:
         out["max_abs"] = float(tensor.abs().max().to("cpu").double().item())
-    if s.reference is None:
-        s.reference = (name, tensor.to("cpu", copy=True))
+    if group not in s.references:
+        s.references[group] = (name, tensor.to("cpu", copy=True))
         out.update(reference=name, max_abs_diff=0.0)
         return out
-    ref_name, ref = s.reference
+    ref_name, ref = s.references[group]
     out["reference"] = ref_name
     if list(ref.shape) == out["shape"]:
         diff = (tensor.to("cpu").double() - ref.double()).abs()
@@ -127,7 +135,7 @@ def _timed(s: Session, fn: Any, args: tuple, kwargs: dict, calls: int, labelled:
 def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> dict:
     ev, name, spec = s.events, marked.name, s.spec
     run_id = f"{spec.batch_id}-{index}"
-    fn = getattr(s.module, name, None)
+    fn = resolve(s.module, name)
     if not callable(fn):
         raise HarnessError("unknown_function", f"{name} is marked but is not a function at "
                            f"import time", s.rel_file, marked.def_line)
@@ -141,9 +149,10 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
     s.backend.sync()
     s.watch.install()
     s.labeler.hook.refresh()
+    s.include_hooks.refresh()
     s.labeler.hook.arm_if_called(lambda: _call(s, fn, args, kwargs, name))
     s.backend.sync()
-    output = _output(s, name, first)
+    output = _output(s, name, first, variant_key(marked))
     def_label = s.labeler.label(s.rel_file, marked.def_line, name)
 
     # CPU clock: every measured step is followed by the same call unlabelled; CPU
@@ -157,6 +166,7 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
                                        active=active, repeat=1)
     at_active = s.watch.counters()
     s.labeler.h2d.clear()
+    s.labeler.hits.clear()
     labelled_calls = 0
     s.backend.start_capture()
     try:
@@ -181,6 +191,7 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
         backend_signals = s.backend.stop_capture()
     after = s.watch.counters()
     h2d_calls = dict(s.labeler.h2d)
+    hits = dict(s.labeler.hits.hits)
 
     ev.stage("export", name, "attributing op time to lines")
     events = prof.events()
@@ -213,6 +224,7 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
         pass
     offset = build.trace_offset_us(trace, start_ns)
     figures = build.lines_and_ops(att, labels, s.source)
+    add_hits(figures["lines"], labels, hits, labelled_calls)
 
     ev.stage("timing", name, f"{protocol['timing_calls']} unprofiled calls")
     try:
@@ -277,7 +289,9 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
         "host": spec.host,
         "environment": s.backend.environment(),
         "function": {"file": s.rel_file, "name": name, "line": marked.def_line,
-                     "marker_line": marked.marker_line, "protocol": dict(protocol)},
+                     "marker_line": marked.marker_line, "protocol": dict(protocol),
+                     "inputs": marked.options.get("inputs") or None,
+                     "compare": marked.options.get("compare") or None},
         "totals": {
             "self_time_us": figures["self_time_us"], "self_cpu_us": figures["self_cpu_us"],
             "wall_us_median": wall, "wall_us_min": min(plain), "wall_us_max": max(plain),
@@ -295,4 +309,6 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
         "timeline": timeline,
         "signals": signals,
         "output": output,
+        "library_files": [{"file": f, "path": p} for f, p in sorted(s.user.library_files.items())
+                          if any(line["file"] == f for line in figures["lines"])],
     }

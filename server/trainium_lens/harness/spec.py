@@ -29,6 +29,7 @@ class Spec:
     backend: str = "auto"
     protocol: dict[str, int] = field(default_factory=dict)
     host: str = "local"
+    include: list[str] = field(default_factory=list)  # packages whose files are user code
 
     @property
     def path(self) -> str:
@@ -69,6 +70,9 @@ def parse_spec(text: str) -> Spec:
         if key not in DEFAULT_PROTOCOL:
             raise HarnessError("spec", f"job spec: unknown protocol option {key!r}")
         checked[key] = _check_int(key, value, "job spec")
+    include = data.get("include") or []
+    if not isinstance(include, list) or not all(isinstance(i, str) and _dotted(i) for i in include):
+        raise HarnessError("spec", "job spec: 'include' must be a list of dotted package names")
     root = _require(data, "workspace_root", str)
     if not os.path.isabs(root):
         raise HarnessError("spec", "job spec: 'workspace_root' must be an absolute path")
@@ -83,7 +87,26 @@ def parse_spec(text: str) -> Spec:
         backend=backend,
         protocol=checked,
         host=str(data.get("host") or "local"),
+        include=list(include),
     )
+
+
+def _dotted(name: str) -> bool:
+    return bool(name) and all(part.isidentifier() for part in name.split("."))
+
+
+def marker_includes(marked: Marked, rel_file: str) -> list[str]:
+    """The marker's ``include=a.b,c`` packages (checked for form only here)."""
+    value = marked.options.get("include")
+    if value is None:
+        return []
+    names = [n for n in value.split(",") if n]
+    bad = [n for n in names if not _dotted(n)]
+    if not names or bad:
+        raise HarnessError("parse", f"{rel_file}:{marked.marker_line}: marker option include= needs "
+                           f"dotted package names separated by commas, got {value!r}",
+                           rel_file, marked.marker_line)
+    return names
 
 
 def _check_int(key: str, value: Any, where: str) -> int:
@@ -109,10 +132,14 @@ def protocol_for(marked: Marked, spec: Spec, rel_file: str) -> dict[str, int]:
                 f"unknown marker option {key!r} on {marked.name} "
                 f"(known: {', '.join(KNOWN_OPTIONS)})",
                 rel_file, marked.marker_line)
-        if key == "inputs":
+        if key in ("inputs", "compare"):
             if not value.isidentifier():
-                raise HarnessError("parse", f"marker option inputs= needs a function name, "
+                what = "a function name" if key == "inputs" else "a group name"
+                raise HarnessError("parse", f"marker option {key}= needs {what}, "
                                    f"got {value!r}", rel_file, marked.marker_line)
+            continue
+        if key == "include":
+            marker_includes(marked, rel_file)
             continue
         try:
             protocol[key] = _check_int(key, value, f"marker of {marked.name}")

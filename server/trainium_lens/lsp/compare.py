@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from ..analysis.compare import compare_variants, diff_runs, match_lines
+from ..analysis.compare import compare_variants, diff_runs, match_lines, variant_groups
 from ..result import Result
 from . import format as fmt
 
@@ -102,9 +102,13 @@ COMMAND = "trainiumLens.compareWithPrevious"
 
 
 def file_variants(histories: dict[str, list[Result]]) -> list[Result]:
-    """The latest run of each function of a file, in file order."""
-    return sorted((runs[-1] for runs in histories.values() if runs),
-                  key=lambda r: (r.function.line, r.function.name))
+    """The latest runs of the file's first group of variants (functions sharing
+    ``inputs=`` and output shape, or ``compare=``; analysis.compare.variant_groups),
+    in file order; empty when no two functions are variants."""
+    latest = sorted((runs[-1] for runs in histories.values() if runs),
+                    key=lambda r: (r.function.line, r.function.name))
+    groups, _others = variant_groups(latest)
+    return groups[0] if groups else []
 
 
 def compare_command(ls: LensServer, args: tuple) -> dict:

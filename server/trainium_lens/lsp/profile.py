@@ -79,7 +79,7 @@ def parse_request(args: tuple) -> Request:
 
 def choose_functions(req: Request, source: str) -> list[str]:
     """The marked functions to run: named, containing ``line``, or all."""
-    from ..harness.markers import find_marked
+    from ..harness.markers import find_marked, misplaced_markers
 
     try:
         marked = find_marked(source)
@@ -101,6 +101,11 @@ def choose_functions(req: Request, source: str) -> list[str]:
         for m in marked:
             if min(m.marker_line, m.def_line) <= line <= m.end_line:
                 return [m.name]
+        for marker_line, name, end_line in misplaced_markers(source):
+            if marker_line <= line <= end_line:
+                raise UsageError(f"{req.path.name}:{marker_line}: the marker is above {name}(), a "
+                                 f"nested function: only module-level functions and methods of "
+                                 f"module-level classes can be profiled")
         raise UsageError(f"line {line} of {req.path.name} is not inside a marked function "
                          f"(marked: {', '.join(names)})")
     return names
@@ -205,7 +210,8 @@ async def _run(ls: LensServer, req: Request, runs, running: Running) -> dict:
             ls.show(f"Trainium Lens: {req.path.name} has unsaved changes; profiling the "
                     f"saved file", types.MessageType.Warning)
         job = make_job(req.path, functions=running.functions, backend=settings.backend,
-                       protocol=settings.protocol, workspace=runs.index.workspace)
+                       protocol=settings.protocol, workspace=runs.index.workspace,
+                       include=list(settings.include))
         target = ls.target()
     except Exception as err:  # noqa: BLE001 - every failure becomes a message
         if not isinstance(err, (LensError, OSError)):

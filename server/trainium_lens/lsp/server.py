@@ -21,6 +21,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from .. import __version__
+from . import library_files
 from .runs import Annotations, DocumentRuns, RunIndex
 from .settings import Settings
 
@@ -139,9 +140,14 @@ class LensServer(LanguageServer):
         path = Path(path_str).resolve()
         workspace = self.workspace_for(path)
         try:
-            rel = path.relative_to(workspace).as_posix()
+            rel: str | None = path.relative_to(workspace).as_posix()
         except ValueError:
-            return None
+            rel = None
+        if rel is None or library_files.is_library_rel(rel):  # an included package's file?
+            found = self._library_document(path)
+            if found is None:
+                return None
+            workspace, rel = found
         index = self.index_for(workspace)
         index.refresh()
         runs = self.documents[uri] = DocumentRuns(uri, rel, index)
@@ -165,8 +171,28 @@ class LensServer(LanguageServer):
         lines, version = self.doc_lines(uri)
         return runs.annotations(lines, version)
 
+    def _library_document(self, path: Path) -> tuple[Path, str] | None:
+        """(workspace, module path) of an open file of an included package."""
+        try:
+            folders = [f.uri for f in self.workspace.folders.values()]
+            if self.workspace.root_uri:
+                folders.append(self.workspace.root_uri)
+        except RuntimeError:
+            folders = []
+        roots = [Path(to_fs_path(uri) or "").resolve() for uri in folders] + list(self.indexes)
+        for root in dict.fromkeys(roots):
+            if root == Path("/") or not (root / ".trainium-lens").is_dir():
+                continue
+            rel = library_files.module_path_for(path, self.index_for(root))
+            if rel is not None:
+                return root, rel
+        return None
+
     def uri_for(self, workspace: Path, file: str) -> str:
-        return from_fs_path(str(workspace / file)) or ""
+        path = workspace / file
+        if not path.exists():  # an included package's file: where it is installed
+            path = library_files.installed_path(file, self.index_for(workspace)) or path
+        return from_fs_path(str(path)) or ""
 
     # -- telling the client ---------------------------------------------------
     def views_changed(self, uris: Sequence[str] | None = None, *, refresh: bool = False) -> None:

@@ -52,6 +52,7 @@ class Settings:
     history_size: int = 20
     timeout_seconds: float = 3600.0  # a first Neuron compile can take many minutes
     python: str | None = None  # interpreter for local runs (needs torch)
+    include: tuple[str, ...] = ()  # packages whose lines get figures too (--include)
     # Settings other features read unvalidated here (e.g. ``explorer``); not
     # part of equality, so they never restart a target.
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -177,7 +178,21 @@ _PARSERS = {
     "python": ("python", _str_or_none),
     "explorer": ("explorer", explorer_settings_from),
     "trusted": ("trusted", _bool),
+    "include": ("include", lambda value: _include(value)),
 }
+
+
+def _include(value: Any) -> tuple[str, ...]:
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("expected a list of package names")
+    bad = [v for v in value if not v or not all(p.isidentifier() for p in v.split("."))]
+    if bad:
+        raise ValueError(f"{bad[0]!r} is not a dotted package name")
+    return tuple(dict.fromkeys(value))
 
 
 def section_of(payload: Any) -> dict | None:
