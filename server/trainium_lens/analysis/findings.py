@@ -155,8 +155,10 @@ def direct_ops(line: LineStat, result: Result) -> list[LineOp]:
 def analyze(result: Result) -> list[Finding]:
     """Every finding for one result, most severe first, then by line."""
     findings: list[Finding] = []
+    from .xla_findings import recompile_every_step
+
     for check in (_device_time, _cpu_fallback, _compiles, _h2d_copies, _rt_inspect,
-                  _patterns, _dispatches, _overhead):
+                  _patterns, _dispatches, _overhead, recompile_every_step):
         findings.extend(check(result))
     order = {"error": 0, "warning": 1, "info": 2, "hint": 3}
     findings.sort(key=lambda f: (order.get(f.severity, 9), f.file, f.line, f.kind))

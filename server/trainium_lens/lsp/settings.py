@@ -16,7 +16,7 @@ from ..explorer import ExplorerSettings
 from ..explorer import settings_from as explorer_settings_from
 
 SECTION = "trainiumLens"
-BACKENDS = ("auto", "neuron", "cuda", "cpu")
+BACKENDS = ("auto", "neuron", "cuda", "cpu", "xla")
 PROTOCOL_KEYS = ("wait", "warmup", "active")
 
 

@@ -1,0 +1,23 @@
+"""Findings only an xla run can have (the backend's own signals)."""
+
+from __future__ import annotations
+
+from ..result import Finding, Result
+
+
+def recompile_every_step(result: Result) -> list[Finding]:
+    """torch_xla compiled a new graph in (nearly) every measured step: the traced
+    graph differs per call, so each step pays a compile and the figures are of a
+    program that never settles."""
+    steps = result.totals.steps
+    compiles = result.signals.compiles_in_active_steps
+    if result.backend != "xla" or steps <= 0 or compiles < steps:
+        return []
+    return [Finding(
+        kind="xla_recompile_every_step", severity="warning", file=result.function.file,
+        line=result.function.line,
+        message=f"torch_xla compiled {compiles} graphs in {steps} measured steps: the traced "
+                f"graph changes every call (a shape that changes, a Python number baked in as a "
+                f"constant, or .item()/print() cutting the graph), so every step compiles.",
+        fix="keep shapes fixed (pad or bucket), pass changing numbers as tensors, and keep "
+            ".item()/print() out of the step; PT_XLA_DEBUG_LEVEL=2 says why each graph differs")]
