@@ -158,7 +158,21 @@ def test_judging_the_older_xla_flavour_and_an_old_python():
                     "product_name": "trn1.2xlarge"}, local=False)
     status = {c.name: c.status for c in report.checks}
     assert status["python"] == "fail" and "3.10" in report.get("python").detail
-    assert status["torch_neuronx"] == "warn" and "XLA" in report.get("torch_neuronx").detail
+    assert status["torch_neuronx"] == "pass" and "XLA flavour" in report.get("torch_neuronx").detail
+    assert "backend xla" in report.get("torch_neuronx").detail
     assert status["profiling_api"] == "skip"
+    # torch-neuronx's XLA flavour without torch-xla is broken; with it, the row says
+    # the version and whether source lines will be in the HLO
+    assert status["torch_xla"] == "fail"
+    report = Report(host="trn1")
+    _judge(report, {"python": "/opt/venv/bin/python", "python_version": [3, 10, 12],
+                    "torch": "2.9.0", "torch_neuronx": "2.9.0.2.15", "neuron_flavour": "xla",
+                    "torch_xla": "2.9.0", "xla_ir_debug_api": True,
+                    "xla_debug_env": {"XLA_IR_DEBUG": None, "XLA_HLO_DEBUG": None},
+                    "neuron_explorer": "/opt/aws/neuron/bin/neuron-explorer"}, local=False)
+    row = report.get("torch_xla")
+    assert row.status == "pass" and "torch-xla 2.9.0" in row.detail and "XLA_HLO_DEBUG" in row.detail
+    assert "fresh cache" in row.detail
+    assert "Parquet" in report.get("neuron_explorer").detail
     assert status["neuron_devices"] == "pass" and status["instance_type"] == "pass"
     assert status["disk"] == "warn"
