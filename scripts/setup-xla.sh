@@ -47,4 +47,4 @@ if [ -L .venv-xla ] || [ ! -e .venv-xla ]; then
 fi
 # This checkout's package, without touching the pinned torch (--no-deps).
 .venv-xla/bin/pip install -q --disable-pip-version-check --no-deps -e . 2>&1 | grep -v '^WARNING: Location' || true
-.venv-xla/bin/python -c 'import torch, torch_xla, trainium_lens' # fail loudly if the install did not take
+PJRT_DEVICE=CPU .venv-xla/bin/python -c 'import torch, torch_xla, trainium_lens' # fail loudly if the install did not take

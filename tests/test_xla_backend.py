@@ -112,3 +112,22 @@ def test_backend_xla_without_torch_xla_names_the_fix(tmp_path, in_root, capsys):
     assert code != 0
     reason = [line for line in err.splitlines() if "torch_xla" in line]
     assert reason and "scripts/setup-xla.sh" in reason[0]
+
+
+@needs_xla
+def test_timeline_and_hover_show_the_instructions_behind_a_line(tmp_path, in_root):
+    from trainium_lens.lsp.hover_hlo import hlo_section
+    from trainium_lens.result import Result
+    from trainium_lens.trace_export import load_trace
+
+    r = profile(tmp_path, "examples/rmsnorm.py", "rms_norm_naive")
+    trace = load_trace(r["artifacts"]["trace"])
+    device = [ev for ev in trace.events if trace.lanes[ev.lane].kind == "device"]
+    assert device and {ev.line for ev in device if ev.line} <= {("examples/rmsnorm.py", n) for n in range(22, 26)}
+    assert any(ev.line for ev in device)
+    assert trace.line_events("examples/rmsnorm.py", 22)  # the user-line lane holds the line
+    result = Result.from_dict(r)
+    covered = [s for s in result.lines if any(not i.credited for i in s.instructions)]
+    assert covered  # rms_norm fuses several lines into one instruction
+    text = hlo_section(covered[0], " xla-cpu") or ""
+    assert "covers this line" in text and "fusion" in text
