@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from trainium_lens.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,7 +122,8 @@ def test_timeline_and_hover_show_the_instructions_behind_a_line(tmp_path, in_roo
     r = profile(tmp_path, "examples/rmsnorm.py", "rms_norm_naive")
     trace = load_trace(r["artifacts"]["trace"])
     device = [ev for ev in trace.events if trace.lanes[ev.lane].kind == "device"]
-    assert device and {ev.line for ev in device if ev.line} <= {("examples/rmsnorm.py", n) for n in range(22, 26)}
+    body = {("examples/rmsnorm.py", n) for n in range(22, 26)}
+    assert device and {ev.line for ev in device if ev.line} <= body
     assert any(ev.line for ev in device)
     assert trace.line_events("examples/rmsnorm.py", 22)  # the user-line lane holds the line
     result = Result.from_dict(r)

@@ -93,7 +93,7 @@ def probe_xla(facts):
     try:
         torch_xla = importlib.import_module("torch_xla")
     except Exception as exc:
-        facts["torch_xla_error"] = "%s: %s" % (type(exc).__name__, exc)
+        facts["torch_xla_error"] = f"{type(exc).__name__}: {exc}"
         return
     facts["xla_ir_debug_api"] = hasattr(getattr(torch_xla, "_XLAC", None), "_set_ir_debug")
 

@@ -17,7 +17,6 @@ import platform
 from typing import Any
 
 
-
 class Backend:
     """What every backend shares; ``CpuBackend`` is the plain one."""
 

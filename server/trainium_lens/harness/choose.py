@@ -32,9 +32,9 @@ def choose(torch: Any, requested: str) -> Backend:
             raise HarnessError("backend_unavailable", f"backend neuron is not available here: {reason}")
         if neuron.flavour(torch) == "xla" and xla.unavailable_reason() is None:
             # Trn1: torch-neuronx on torch-xla; time comes from HLO metadata (xla.py)
-            backend = xla.XlaBackend(torch)
-            backend.neuron_flavour = "xla"
-            return backend
+            trn1 = xla.XlaBackend(torch)
+            trn1.neuron_flavour = "xla"
+            return trn1
         if "not installed" not in reason:  # torch-neuronx is here but cannot profile
             notes.append(f"not profiling on Neuron: {reason}")
     backend: Backend | None = None

@@ -90,6 +90,18 @@ class XlaBackend(Backend):
         data = self.met.metric_data("CompileTime")
         return int(data[0]) if data else 0
 
+    def artifacts(self, run_dir: str) -> dict:
+        """On Neuron: the NEFFs this run compiled (the fresh cache holds only them),
+        for Neuron Explorer / ``neuron-explorer capture`` (notes: MODULE_*/model.neff)."""
+        cache = os.environ.get("NEURON_COMPILE_CACHE_URL", "")
+        neffs: list[str] = []
+        if cache and os.path.isdir(cache):
+            for folder, _dirs, names in os.walk(cache):
+                neffs.extend(os.path.join(folder, n) for n in sorted(names) if n.endswith(".neff"))
+        if not neffs:
+            return {}
+        return {"neuron_profile_dir": cache, "neff_ntff": [{"neff": p, "ntff": None} for p in neffs]}
+
     def environment(self) -> dict:
         env = super().environment()
         env["device_name"] = f"torch-xla {getattr(self.torch_xla, '__version__', '')} " \
@@ -194,7 +206,8 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
         "schema_version": 1,
         "run_id": run_id,
         "batch_id": spec.batch_id,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        # timezone.utc, not datetime.UTC: the harness runs on Python 3.10 (Trn1 venvs)
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),  # noqa: UP017
         "backend": "xla",
         "clock": backend.clock,
         "host": spec.host,
@@ -215,7 +228,7 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
         "unattributed_us": fig["unattributed_us"],
         "findings": [],
         "artifacts": {"location": spec.host, "run_dir": os.path.abspath(spec.run_dir),
-                      "trace": trace},
+                      "trace": trace, **backend.artifacts(spec.run_dir)},
         "timeline": timeline,
         "signals": {
             "device_time_reported": bool(cap.executed),

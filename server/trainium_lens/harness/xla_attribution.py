@@ -19,10 +19,14 @@ root). Every user line among its fused instructions is listed as *covered* by
 the fusion (``LineStat.instructions`` with ``credited`` false, and the region's
 ``covered_lines``), the way torch.compile regions are shown.
 
+An instruction the compiler created without metadata (on CPU a ``reduce``
+becomes a ``reduce-window`` plus a smaller ``reduce``, and only the latter keeps
+the metadata) takes the line of the first instruction that reads its result
+(inside a fusion: the fused instruction reading it), i.e. the op it was split from.
+
 Time of one instruction in one step is the union of its intervals (the CPU
 runtime splits big ops into partitions on worker threads). Instructions that no
-user line reaches (e.g. a ``reduce-window`` the compiler created without
-metadata) go to ``unattributed_us``; lines' self times plus that equal the sum
+user line reaches go to ``unattributed_us``; lines' self times plus that equal the sum
 of every executed instruction's time.
 """
 
@@ -32,6 +36,7 @@ import bisect
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from .xla_trace import Capture, HloInstr, HloModule
 
@@ -87,9 +92,35 @@ def _fused_places(module: HloModule, ins: HloInstr, relpath: Callable[[str], str
     return stacks, count
 
 
+def _consumer_stack(module: HloModule, ins: HloInstr, relpath: Callable[[str], str | None]
+                    ) -> list[Place]:
+    """The user stack of the first instruction that reads ``ins``'s result (inside a
+    fusion: the fused instruction that reads the matching parameter)."""
+    for instrs in module.computations.values():
+        for user in instrs:
+            if ins.id not in user.operands:
+                continue
+            if user.opcode == "fusion":
+                index = user.operands.index(ins.id)
+                for comp_id in user.called:
+                    body = module.computations.get(comp_id, [])
+                    params = {p.id for p in body if p.opcode == "parameter" and p.parameter_number == index}
+                    for inner in body:
+                        if params & set(inner.operands):
+                            stack = user_stack(module, inner.stack_frame_id, relpath)
+                            if stack:
+                                return stack
+            stack = user_stack(module, user.stack_frame_id, relpath)
+            if stack:
+                return stack
+    return []
+
+
 def credit(module: HloModule, ins: HloInstr, relpath: Callable[[str], str | None]) -> Credit:
     stack = user_stack(module, ins.stack_frame_id, relpath)
     if ins.opcode != "fusion":
+        if not stack and ins.opcode not in ("parameter", "constant", "tuple", "get-tuple-element"):
+            stack = _consumer_stack(module, ins, relpath)
         return Credit(stack, stack[:1])
     inner, count = _fused_places(module, ins, relpath)
     covered = list(dict.fromkeys(s[0] for s in inner))
@@ -167,11 +198,16 @@ def attribute(cap: Capture, step_starts: list[float], relpath: Callable[[str], s
     return att
 
 
+def _ref_order(ref: dict) -> tuple[bool, float]:
+    """Credited instructions first, then by time."""
+    return (not ref["credited"], -float(ref["self_time_us"]))
+
+
 def figures(att: XlaAttribution, text: Callable[[str, int], str]) -> dict:
     """Lines, ops, regions and totals (per step), as ``build.lines_and_ops`` makes them."""
     n = max(att.steps, 1)
-    per_key = {}
-    for (step, key), t in att.time.items():
+    per_key: dict[tuple[str, str], float] = {}
+    for (_step, key), t in att.time.items():
         per_key[key] = per_key.get(key, 0.0) + t
     self_t: dict[Place, list[float]] = {}
     total_t: dict[Place, float] = {}
@@ -207,7 +243,7 @@ def figures(att: XlaAttribution, text: Callable[[str, int], str]) -> dict:
         for other in c.covered:
             if other != place:
                 refs.setdefault(other, []).append(dict(ref, credited=False))
-    lines = []
+    lines: list[dict[str, Any]] = []
     for place in set(refs) | set(self_t) | set(total_t):
         file, line, function = place
         steps = self_t.get(place, [0.0] * att.steps)
@@ -221,16 +257,16 @@ def figures(att: XlaAttribution, text: Callable[[str, int], str]) -> dict:
             "self_time_us_max": max(steps) if steps else 0.0, "self_time_us_median": med,
             "text": text(file, line), "function": function,
             "ops": sorted(line_ops.get(place, []), key=lambda o: -o["self_time_us"]),
-            "instructions": sorted(refs.get(place, []), key=lambda r: (not r["credited"], -r["self_time_us"])),
+            "instructions": sorted(refs.get(place, []), key=_ref_order),
         })
     lines.sort(key=lambda s: (-s["self_time_us"], -s["total_time_us"], s["file"], s["line"]))
-    ops = []
+    ops: list[dict[str, Any]] = []
     for key, t in per_key.items():
         calls = att.calls.get(key, 0) / n
         ops.append({"name": key[1], "calls": calls, "self_time_us": t / n, "total_time_us": t / n,
                     "self_cpu_us": t / n, "device_time_us": 0.0})
     ops.sort(key=lambda o: (-o["self_time_us"], o["name"]))
-    regions = []
+    regions: list[dict[str, Any]] = []
     for key, c in att.credits.items():
         ins = att.opcode.get(key)
         if ins is None or ins.opcode != "fusion" or not c.stack:

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import glob
 import os
+import struct
 from dataclasses import dataclass, field
-
 
 # -- protobuf wire format -------------------------------------------------------------
 
@@ -94,6 +94,8 @@ class HloInstr:
     source_line: int = 0
     stack_frame_id: int = 0
     called: list[int] = field(default_factory=list)  # computation ids (a fusion's body)
+    operands: list[int] = field(default_factory=list)  # instruction ids
+    parameter_number: int = 0
 
 
 @dataclass
@@ -139,6 +141,10 @@ def _instruction(buf: bytes) -> HloInstr:
             _metadata(ins, value)
         elif number == 35 and isinstance(value, int):
             ins.id = value
+        elif number == 36:
+            ins.operands.extend(_packed(value))
+        elif number == 9 and isinstance(value, int):
+            ins.parameter_number = value
         elif number == 38:
             ins.called.extend(_packed(value))
     return ins
@@ -215,7 +221,8 @@ class Capture:
 def _stat_value(buf: bytes, names: dict[int, str]) -> tuple[int, int | float | str | bytes | None]:
     """(stat metadata id, value); a ``ref_value`` (7) is an interned string: a stat
     metadata id whose name is the value."""
-    mid, value = 0, None
+    mid = 0
+    value: int | float | str | bytes | None = None
     for number, v in fields(buf):
         if number == 1 and isinstance(v, int):
             mid = v
@@ -226,8 +233,6 @@ def _stat_value(buf: bytes, names: dict[int, str]) -> tuple[int, int | float | s
         elif number == 4 and isinstance(v, int):
             value = _signed(v)
         elif number == 2 and isinstance(v, int):
-            import struct
-
             value = struct.unpack("<d", v.to_bytes(8, "little"))[0]
         elif number == 5:
             value = _str(v)
