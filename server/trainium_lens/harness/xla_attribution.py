@@ -96,23 +96,20 @@ def _consumer_stack(module: HloModule, ins: HloInstr, relpath: Callable[[str], s
                     ) -> list[Place]:
     """The user stack of the first instruction that reads ``ins``'s result (inside a
     fusion: the fused instruction that reads the matching parameter)."""
-    for instrs in module.computations.values():
-        for user in instrs:
-            if ins.id not in user.operands:
-                continue
-            if user.opcode == "fusion":
-                index = user.operands.index(ins.id)
-                for comp_id in user.called:
-                    body = module.computations.get(comp_id, [])
-                    params = {p.id for p in body if p.opcode == "parameter" and p.parameter_number == index}
-                    for inner in body:
-                        if params & set(inner.operands):
-                            stack = user_stack(module, inner.stack_frame_id, relpath)
-                            if stack:
-                                return stack
-            stack = user_stack(module, user.stack_frame_id, relpath)
-            if stack:
-                return stack
+    for user in module.users(ins.id):
+        if user.opcode == "fusion":
+            index = user.operands.index(ins.id)
+            for comp_id in user.called:
+                body = module.computations.get(comp_id, [])
+                params = {p.id for p in body if p.opcode == "parameter" and p.parameter_number == index}
+                for inner in body:
+                    if params & set(inner.operands):
+                        stack = user_stack(module, inner.stack_frame_id, relpath)
+                        if stack:
+                            return stack
+        stack = user_stack(module, user.stack_frame_id, relpath)
+        if stack:
+            return stack
     return []
 
 
@@ -179,7 +176,9 @@ def attribute(cap: Capture, step_starts: list[float], relpath: Callable[[str], s
         if module is None:
             att.unknown.add(ev.hlo_op)
             continue
-        names = index.setdefault(id(module), {i.name: i for c in module.computations.values() for i in c})
+        names = index.get(id(module))
+        if names is None:
+            names = index[id(module)] = {i.name: i for c in module.computations.values() for i in c}
         key = (module.name, ev.hlo_op)
         ins = names.get(ev.hlo_op)
         if key not in att.credits:

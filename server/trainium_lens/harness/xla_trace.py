@@ -107,6 +107,17 @@ class HloModule:
     function_names: list[str] = field(default_factory=list)
     file_locations: list[tuple[int, int, int]] = field(default_factory=list)  # file, function, line
     stack_frames: list[tuple[int, int]] = field(default_factory=list)  # location, parent
+    _users: dict[int, list[HloInstr]] | None = field(default=None, repr=False)
+
+    def users(self, instr_id: int) -> list[HloInstr]:
+        """Instructions that read ``instr_id`` (the index is built on first use)."""
+        if self._users is None:
+            self._users = {}
+            for instrs in self.computations.values():
+                for ins in instrs:
+                    for op in ins.operands:
+                        self._users.setdefault(op, []).append(ins)
+        return self._users.get(instr_id, [])
 
     def instruction(self, name: str) -> HloInstr | None:
         for instrs in self.computations.values():
@@ -305,6 +316,7 @@ def _read_plane(plane: bytes, cap: Capture, marker_prefix: str) -> None:
 def _read_line(line: bytes, cap: Capture, stat_names: dict[int, str],
                event_meta: dict[int, tuple[str, list[bytes]]], marker_prefix: str) -> None:
     base_ns, thread, events = 0, "", []
+    decoded: dict[int, dict[str, object]] = {}
     for n, v in fields(line):
         if n == 3 and isinstance(v, int):
             base_ns = _signed(v)
@@ -326,9 +338,14 @@ def _read_line(line: bytes, cap: Capture, stat_names: dict[int, str],
                 sid, value = _stat_value(v, stat_names)
                 stats[stat_names.get(sid, "")] = value
         ev_name, meta_stats = event_meta.get(mid, ("", []))
-        for raw_stat in meta_stats:  # stats stored once on the event's metadata
-            sid, value = _stat_value(raw_stat, stat_names)
-            stats.setdefault(stat_names.get(sid, ""), value)
+        shared = decoded.get(mid)
+        if shared is None:  # stats stored once on the event's metadata, decoded once
+            shared = decoded[mid] = {}
+            for raw_stat in meta_stats:
+                sid, value = _stat_value(raw_stat, stat_names)
+                shared[stat_names.get(sid, "")] = value
+        for k, shared_value in shared.items():
+            stats.setdefault(k, shared_value)
         start = base_ns + offset_ps / 1000.0
         end = start + duration_ps / 1000.0
         if "hlo_op" in stats:
