@@ -131,3 +131,24 @@ def test_timeline_and_hover_show_the_instructions_behind_a_line(tmp_path, in_roo
     assert covered  # rms_norm fuses several lines into one instruction
     text = hlo_section(covered[0], " xla-cpu") or ""
     assert "covers this line" in text and "fusion" in text
+
+
+def test_prepare_env_on_a_stand_in_trn1(tmp_path, monkeypatch):
+    """Stand-in: torch_neuronx is 'installed' (find_spec answers for it); no Trn1 here."""
+    import importlib.machinery
+
+    from trainium_lens.harness import xla
+
+    real = xla.importlib.util.find_spec
+    monkeypatch.setattr(xla.importlib.util, "find_spec", lambda name, *a: (
+        importlib.machinery.ModuleSpec(name, None) if name == "torch_neuronx" else real(name, *a)))
+    for key in ("PJRT_DEVICE", "NEURON_RT_INSPECT_ENABLE", "NEURON_RT_INSPECT_DEVICE_PROFILE",
+                "NEURON_RT_INSPECT_OUTPUT_DIR", "NEURON_COMPILE_CACHE_URL", "XLA_IR_DEBUG",
+                "XLA_HLO_DEBUG", "NEURON_FRAMEWORK_DEBUG"):
+        monkeypatch.delenv(key, raising=False)
+    xla.prepare_env(str(tmp_path))
+    assert os.environ["XLA_IR_DEBUG"] == os.environ["XLA_HLO_DEBUG"] == "1"
+    assert "PJRT_DEVICE" not in os.environ  # torch-neuronx picks its own device
+    assert os.environ["NEURON_COMPILE_CACHE_URL"] == str(tmp_path / "xla-compile-cache")
+    assert os.environ["NEURON_RT_INSPECT_DEVICE_PROFILE"] == "session"
+    assert os.environ["NEURON_RT_INSPECT_OUTPUT_DIR"] == str(tmp_path / "neuron-inspect")

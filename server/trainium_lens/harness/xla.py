@@ -54,6 +54,15 @@ def prepare_env(run_dir: str) -> None:
     cache = os.path.join(os.path.abspath(run_dir), "xla-compile-cache")
     os.makedirs(cache, exist_ok=True)
     os.environ["NEURON_COMPILE_CACHE_URL"] = cache  # torch-neuronx's NEFF cache
+    if importlib.util.find_spec("torch_neuronx") is not None:
+        # Trn1 device capture (notes: runtime inspect, session mode): one NTFF per
+        # NEFF execution, beside the NEFFs, for neuron-explorer and
+        # trainium_lens.neuron_profile. No torch.profiler runs in this backend, so
+        # the clash neuron.py warns about does not apply here.
+        os.environ.setdefault("NEURON_RT_INSPECT_ENABLE", "1")
+        os.environ.setdefault("NEURON_RT_INSPECT_DEVICE_PROFILE", "session")
+        os.environ.setdefault("NEURON_RT_INSPECT_OUTPUT_DIR",
+                              os.path.join(os.path.abspath(run_dir), "neuron-inspect"))
 
 
 class XlaBackend(Backend):
@@ -91,16 +100,26 @@ class XlaBackend(Backend):
         return int(data[0]) if data else 0
 
     def artifacts(self, run_dir: str) -> dict:
-        """On Neuron: the NEFFs this run compiled (the fresh cache holds only them),
-        for Neuron Explorer / ``neuron-explorer capture`` (notes: MODULE_*/model.neff)."""
-        cache = os.environ.get("NEURON_COMPILE_CACHE_URL", "")
-        neffs: list[str] = []
-        if cache and os.path.isdir(cache):
-            for folder, _dirs, names in os.walk(cache):
-                neffs.extend(os.path.join(folder, n) for n in sorted(names) if n.endswith(".neff"))
-        if not neffs:
+        """On Neuron: the NEFFs this run compiled (the fresh cache holds only them;
+        notes: MODULE_*/model.neff) and the NTFFs the runtime captured, for Neuron
+        Explorer and ``neuron-explorer view -n NEFF -s NTFF --output-file DIR``."""
+        files: list[str] = []
+        for key in ("NEURON_COMPILE_CACHE_URL", "NEURON_RT_INSPECT_OUTPUT_DIR"):
+            folder = os.environ.get(key, "")
+            if folder and os.path.isdir(folder):
+                for where, _dirs, names in os.walk(folder):
+                    files.extend(os.path.join(where, n) for n in sorted(names)
+                                 if n.endswith((".neff", ".ntff")))
+        if not files:
             return {}
-        return {"neuron_profile_dir": cache, "neff_ntff": [{"neff": p, "ntff": None} for p in neffs]}
+        neffs = [f for f in files if f.endswith(".neff")]
+        ntffs = [f for f in files if f.endswith(".ntff")]
+        # The compile cache names a NEFF model.neff (no hash to pair by): list NEFFs
+        # and NTFFs as found; neuron-explorer is told which pair to view.
+        pairs = [{"neff": n, "ntff": None} for n in neffs] + [{"neff": None, "ntff": t} for t in ntffs]
+        inspect = os.environ.get("NEURON_RT_INSPECT_OUTPUT_DIR")
+        return {"neuron_profile_dir": inspect if ntffs and inspect else
+                os.environ.get("NEURON_COMPILE_CACHE_URL"), "neff_ntff": pairs}
 
     def environment(self) -> dict:
         env = super().environment()
