@@ -124,3 +124,4 @@ def test_frame_walk_is_one_based_and_stops_at_zero():
     frames[2] = npf.Frame(USER, "g", 7, 1)  # a cycle must not hang
     assert npf.user_frame(frames, 1, lambda f: not npf.is_library(f)) == (USER, 7)
     assert npf.user_frame(frames, 0, lambda f: True) is None
+

@@ -5,6 +5,26 @@ from __future__ import annotations
 from ..result import Finding, Result
 
 
+def xla_findings(result: Result) -> list[Finding]:
+    if result.backend != "xla":
+        return []
+    return no_instructions(result) + recompile_every_step(result)
+
+
+def no_instructions(result: Result) -> list[Finding]:
+    """The torch_xla profiler recorded no executed HLO instruction."""
+    if result.signals.device_time_reported:
+        return []
+    return [Finding(
+        kind="xla_no_instructions", severity="warning", file=result.function.file,
+        line=result.function.line,
+        message="The torch_xla profiler recorded no executed HLO instruction: no per-line time. "
+                "Either the function returned nothing that needed computing (a lazy tensor "
+                "nobody holds is never run), or this PJRT device reports no per-instruction events.",
+        fix="return the tensors the step computes; on Trn1 read the Neuron device profile "
+            "(neuron-explorer) instead")]
+
+
 def recompile_every_step(result: Result) -> list[Finding]:
     """torch_xla compiled a new graph in (nearly) every measured step: the traced
     graph differs per call, so each step pays a compile and the figures are of a
