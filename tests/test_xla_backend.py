@@ -152,3 +152,14 @@ def test_prepare_env_on_a_stand_in_trn1(tmp_path, monkeypatch):
     assert os.environ["NEURON_COMPILE_CACHE_URL"] == str(tmp_path / "xla-compile-cache")
     assert os.environ["NEURON_RT_INSPECT_DEVICE_PROFILE"] == "session"
     assert os.environ["NEURON_RT_INSPECT_OUTPUT_DIR"] == str(tmp_path / "neuron-inspect")
+
+
+@needs_xla
+def test_doctor_reports_torch_xla_through_the_real_probe(tmp_path):
+    from trainium_lens.doctor import run_doctor
+
+    report = run_doctor(None, work_dir=str(tmp_path), python=str(XLA_PY))
+    row = report.get("torch_xla")
+    assert row is not None and row.status == "pass", row
+    assert "torch-xla 2.9.0" in row.detail and "XLA_HLO_DEBUG" in row.detail
+    assert report.facts["xla_ir_debug_api"] is True
