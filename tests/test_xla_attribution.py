@@ -108,7 +108,7 @@ def test_steps_partitions_and_reconciliation():
     module = xt.parse_hlo_proto(module_bytes())
     cap = xt.Capture(modules={7: module})
     main, worker = "tf_XLAPjRtCpuClient/1", "tf_XLAEigen/2"
-    for step, base in enumerate((1_000_000, 2_000_000)):
+    for base in (1_000_000, 2_000_000):
         cap.executed += [
             xt.Executed(base + 0, base + 4000, "dot.1", "SyncTensorsGraph.9", 7, main),
             xt.Executed(base + 1000, base + 5000, "dot.1", "SyncTensorsGraph.9", 7, worker),  # partition
