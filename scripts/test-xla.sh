@@ -7,4 +7,4 @@ cd "$(dirname "$0")/.."
 bash scripts/setup-xla.sh
 .venv-xla/bin/python -m pytest -q -p no:cacheprovider -W ignore::pytest.PytestConfigWarning \
   tests/test_harness_attribution.py tests/test_harness_lines.py tests/test_harness_units.py \
-  tests/test_harness_errors.py tests/test_harness.py "$@"
+  tests/test_harness_errors.py tests/test_harness.py tests/test_xla_attribution.py "$@"
