@@ -150,6 +150,8 @@ def test_prepare_env_on_a_stand_in_trn1(tmp_path, monkeypatch):
     assert os.environ["XLA_IR_DEBUG"] == os.environ["XLA_HLO_DEBUG"] == "1"
     assert "PJRT_DEVICE" not in os.environ  # torch-neuronx picks its own device
     assert os.environ["NEURON_COMPILE_CACHE_URL"] == str(tmp_path / "xla-compile-cache")
+    assert "NEURON_RT_INSPECT_ENABLE" not in os.environ  # not before the backend is xla
+    xla.prepare_neuron_capture(str(tmp_path))
     assert os.environ["NEURON_RT_INSPECT_DEVICE_PROFILE"] == "session"
     assert os.environ["NEURON_RT_INSPECT_OUTPUT_DIR"] == str(tmp_path / "neuron-inspect")
 

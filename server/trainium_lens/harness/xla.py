@@ -47,13 +47,20 @@ def unavailable_reason() -> str | None:
 
 
 def prepare_env(run_dir: str) -> None:
-    """Set before torch_xla (or torch-neuronx, which imports it) loads."""
+    """Set before torch_xla (or torch-neuronx, which imports it) loads. Harmless
+    when ``auto`` ends up on another backend (nothing here reads them then)."""
     os.environ.update(DEBUG_ENV)
     if "PJRT_DEVICE" not in os.environ and importlib.util.find_spec("torch_neuronx") is None:
         os.environ["PJRT_DEVICE"] = "CPU"
     cache = os.path.join(os.path.abspath(run_dir), "xla-compile-cache")
     os.makedirs(cache, exist_ok=True)
-    os.environ["NEURON_COMPILE_CACHE_URL"] = cache  # torch-neuronx's NEFF cache
+    os.environ["NEURON_COMPILE_CACHE_URL"] = cache  # torch-neuronx's (XLA flavour) NEFF cache
+
+
+def prepare_neuron_capture(run_dir: str) -> None:
+    """Once the backend is xla, before the first execution starts the Neuron runtime:
+    device capture on Trn1. Not in ``prepare_env``: on a native TorchNeuron host
+    runtime inspect would clash with torch.profiler."""
     if importlib.util.find_spec("torch_neuronx") is not None:
         # Trn1 device capture (notes: runtime inspect, session mode): one NTFF per
         # NEFF execution, beside the NEFFs, for neuron-explorer and
@@ -172,6 +179,7 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     if not callable(fn):
         raise HarnessError("unknown_function", f"{name} is marked but is not a function at "
                            f"import time", s.rel_file, marked.def_line)
+    prepare_neuron_capture(spec.run_dir)
     ev.stage("inputs", name, "preparing inputs (on the xla device)")
     args, kwargs = _inputs(s, marked, fn)
 
