@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-xla.sh
-.venv-xla/bin/python -m pytest -q -p no:cacheprovider -W ignore::pytest.PytestConfigWarning \
+# The venv is shared by every clone on the machine: PYTHONPATH makes sure this
+# checkout's package is the one tested, whichever clone installed it last.
+PYTHONPATH="$PWD/server${PYTHONPATH:+:$PYTHONPATH}" .venv-xla/bin/python -m pytest -q -p no:cacheprovider -W ignore::pytest.PytestConfigWarning \
   tests/test_harness_attribution.py tests/test_harness_lines.py tests/test_harness_units.py \
   tests/test_harness_errors.py tests/test_harness.py tests/test_xla_attribution.py "$@"
