@@ -8,10 +8,14 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/setup-ssh.sh
 bash scripts/setup-e2e.sh
+# the torch-xla venv (issue 11), shared per machine (~7 GB once; scripts/setup-xla.sh)
+bash scripts/setup-xla.sh
 lint=0
 bash scripts/lint.sh || lint=$?
 npm run --silent test:unit
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+# the harness's own tests again under torch 2.9 (Trn1's stack)
+bash scripts/test-xla.sh
 if ((lint)); then
   echo "test.sh: the tests passed but the static checks failed (scripts/lint.sh)" >&2
   exit "$lint"

@@ -9,11 +9,17 @@ import os
 import sys
 
 import pytest
-
 from trainium_lens.cli import main
 from trainium_lens.doctor import CHECKS, NOT_TRAINIUM, run_doctor
 
 NAMES = [name for name, _title in CHECKS]
+
+
+def must(report, name: str):
+    """The report's row ``name`` (every check always reports a row)."""
+    row = report.get(name)
+    assert row is not None, name
+    return row
 NEURON = ("torch_neuronx", "profiling_api", "neuron_devices", "neuron_explorer")
 
 
@@ -71,9 +77,9 @@ def test_doctor_points_at_the_connection_step_that_failed(sshd, ssh_control_dir,
 def test_doctor_remote_python_missing(sshd, ssh_control_dir):
     report = run_doctor("lens-test", ssh_config=str(sshd.config),
                         remote_python="/no/such/python")
-    assert report.get("python").status == "fail"
-    assert "does not exist" in report.get("python").detail
-    assert report.get("torch").status == "skip"
+    assert must(report, "python").status == "fail"
+    assert "does not exist" in must(report, "python").detail
+    assert must(report, "torch").status == "skip"
 
 
 def test_doctor_local(tmp_path):
@@ -139,10 +145,10 @@ def test_doctor_passes_on_a_stand_in_trainium_host(tmp_path, monkeypatch):
     for name in ("python", "torch", "torch_neuronx", "profiling_api", "neuron_devices",
                  "neuron_explorer"):
         assert status[name] == "pass", (name, report.get(name))
-    assert "native TorchNeuron" in report.get("torch_neuronx").detail
-    assert "correlate_device_time accepted" in report.get("profiling_api").detail
-    assert report.get("neuron_devices").detail.startswith("2 devices, 16 NeuronCores")
-    assert report.get("neuron_explorer").detail == str(bin_dir / "neuron-explorer")
+    assert "native TorchNeuron" in must(report, "torch_neuronx").detail
+    assert "correlate_device_time accepted" in must(report, "profiling_api").detail
+    assert must(report, "neuron_devices").detail.startswith("2 devices, 16 NeuronCores")
+    assert must(report, "neuron_explorer").detail == str(bin_dir / "neuron-explorer")
 
 
 def test_judging_the_older_xla_flavour_and_an_old_python():
@@ -157,8 +163,22 @@ def test_judging_the_older_xla_flavour_and_an_old_python():
                     "neuron_cores": 2, "disk_free": 1024**3, "work_dir": "/w",
                     "product_name": "trn1.2xlarge"}, local=False)
     status = {c.name: c.status for c in report.checks}
-    assert status["python"] == "fail" and "3.10" in report.get("python").detail
-    assert status["torch_neuronx"] == "warn" and "XLA" in report.get("torch_neuronx").detail
+    assert status["python"] == "fail" and "3.10" in must(report, "python").detail
+    assert status["torch_neuronx"] == "pass" and "XLA flavour" in must(report, "torch_neuronx").detail
+    assert "backend xla" in must(report, "torch_neuronx").detail
     assert status["profiling_api"] == "skip"
+    # torch-neuronx's XLA flavour without torch-xla is broken; with it, the row says
+    # the version and whether source lines will be in the HLO
+    assert status["torch_xla"] == "fail"
+    report = Report(host="trn1")
+    _judge(report, {"python": "/opt/venv/bin/python", "python_version": [3, 10, 12],
+                    "torch": "2.9.0", "torch_neuronx": "2.9.0.2.15", "neuron_flavour": "xla",
+                    "torch_xla": "2.9.0", "xla_ir_debug_api": True,
+                    "xla_debug_env": {"XLA_IR_DEBUG": None, "XLA_HLO_DEBUG": None},
+                    "neuron_explorer": "/opt/aws/neuron/bin/neuron-explorer"}, local=False)
+    row = must(report, "torch_xla")
+    assert row.status == "pass" and "torch-xla 2.9.0" in row.detail and "XLA_HLO_DEBUG" in row.detail
+    assert "fresh cache" in row.detail
+    assert "Parquet" in must(report, "neuron_explorer").detail
     assert status["neuron_devices"] == "pass" and status["instance_type"] == "pass"
     assert status["disk"] == "warn"

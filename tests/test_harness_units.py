@@ -5,6 +5,7 @@ rules that let the harness run alone on a target (Python 3.10, no package import
 from __future__ import annotations
 
 import ast
+import importlib.util
 import logging
 import sys
 import types
@@ -228,7 +229,7 @@ def test_cpu_and_privateuse1_activities_profile_together():
 
 # -- the harness runs alone on a target -----------------------------------------
 
-ALLOWED = set(sys.stdlib_module_names) | {"torch", "torch_neuronx"}
+ALLOWED = set(sys.stdlib_module_names) | {"torch", "torch_neuronx", "torch_xla"}  # torch_xla: xla.py only
 
 
 @pytest.mark.parametrize("path", sorted(HARNESS.glob("*.py")), ids=lambda p: p.name)
@@ -254,16 +255,38 @@ def test_xla_flavour_is_detected_and_explained(monkeypatch):
 
     import torch
 
-    from trainium_lens.harness.backends import choose
+    from trainium_lens.harness import xla
+    from trainium_lens.harness.choose import choose
 
     for name in ("torch_neuronx", "torch_xla"):
         mod = types.ModuleType(name)
         mod.__spec__ = importlib.machinery.ModuleSpec(name, loader=None)
         monkeypatch.setitem(sys.modules, name, mod)
     assert neuron.flavour(torch) == "xla"
-    backend = choose(torch, "auto")
-    assert backend.name == "cpu" and backend.environment()["neuron_flavour"] == "xla"
-    assert any("XLA flavour" in n and "Trn2" in n for n in backend.notes)
+
+    class StandInXla:  # the real one imports torch_xla, which cannot load here
+        def __init__(self, torch):
+            self.name, self.neuron_flavour, self.notes = "xla", None, []
+
+    monkeypatch.setattr(xla, "XlaBackend", StandInXla)
+    monkeypatch.setattr(xla, "unavailable_reason", lambda: None)
+    backend = choose(torch, "auto")  # Trn1: auto picks the xla backend
+    assert backend.name == "xla" and backend.neuron_flavour == "xla"
     with pytest.raises(HarnessError) as info:
         choose(torch, "neuron")
     assert info.value.kind == "backend_unavailable" and "XLA" in info.value.message
+    assert "--backend xla" in info.value.message
+
+
+def test_backend_xla_without_torch_xla_is_one_line_naming_the_setup(monkeypatch):
+    import torch
+
+    from trainium_lens.harness import xla
+    from trainium_lens.harness.choose import choose
+
+    monkeypatch.setattr(xla.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torch_xla" else importlib.util.find_spec(name))
+    with pytest.raises(HarnessError) as info:
+        choose(torch, "xla")
+    assert info.value.kind == "backend_unavailable"
+    assert "\n" not in info.value.message and "scripts/setup-xla.sh" in info.value.message

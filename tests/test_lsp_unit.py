@@ -38,7 +38,7 @@ def test_settings_nested_or_flat_and_typed():
 
 
 @pytest.mark.parametrize("key, value, words", [
-    ("backend", "tpu", "'tpu' is not one of auto, neuron, cuda, cpu; using the default (auto)"),
+    ("backend", "tpu", "'tpu' is not one of auto, neuron, cuda, cpu, xla; using the default (auto)"),
     ("host", "-oProxyCommand=x", "is not a host name"),
     ("protocol", {"active": 0}, "active must be at least 1"),
     ("hintThreshold", "fast", "use a share"),

@@ -8,7 +8,7 @@ export interface ServerSettings {
   sshConfig: string;
   remotePython: string;
   workDir: string;
-  backend: "auto" | "neuron" | "cuda" | "cpu";
+  backend: "auto" | "neuron" | "cuda" | "cpu" | "xla";
   wait: number | null;
   warmup: number | null;
   active: number | null;
@@ -26,7 +26,7 @@ export interface ServerSettings {
 /** Keys whose change needs a new server process (a new interpreter); the rest are sent live. */
 export const RESTART_KEYS = ["trainiumLens.python"];
 
-const BACKENDS = new Set(["auto", "neuron", "cuda", "cpu"]);
+const BACKENDS = new Set(["auto", "neuron", "cuda", "cpu", "xla"]);
 
 function str(v: unknown): string {
   return typeof v === "string" ? v.trim() : "";

@@ -31,6 +31,7 @@ CHECKS = [
     ("python", "Python"),
     ("torch", "torch"),
     ("torch_neuronx", "torch-neuronx flavour"),
+    ("torch_xla", "torch-xla (Trn1 path)"),
     ("profiling_api", "Neuron profiling API"),
     ("neuron_devices", "Neuron devices"),
     ("neuron_explorer", "neuron-explorer"),
@@ -183,6 +184,16 @@ def _parse(proc: subprocess.CompletedProcess) -> dict:
 
 
 # -- judging -------------------------------------------------------------------------
+# One named check per row of the report, in CHECKS order. Each reads the probe's
+# facts and adds exactly one row; ``_Ctx`` holds what several of them share.
+@dataclass
+class _Ctx:
+    facts: dict
+    flag: str  # "--python" locally, "--remote-python" over SSH
+    not_here: str  # ": not a Trainium host (...)" or ""
+    flavour: str | None  # "native" | "xla" | None
+
+
 def _judge(report: Report, facts: dict, local: bool) -> None:
     report.facts = facts
     flag = "--python" if local else "--remote-python"
@@ -191,51 +202,70 @@ def _judge(report: Report, facts: dict, local: bool) -> None:
              f"pass {flag} PATH: a working Python 3.10+")
         _skip_rest(report, "needs the probe")
         return
+    trainium = bool(facts.get("neuron_ls") or facts.get("dev_neuron"))
+    ctx = _Ctx(facts, flag, "" if trainium else f": {NOT_TRAINIUM} (no neuron-ls, no /dev/neuron*)",
+               facts.get("neuron_flavour"))
+    for check in (_check_python, _check_torch, _check_torch_neuronx, _check_torch_xla,
+                  _check_profiling_api, _check_neuron_devices, _check_neuron_explorer, _check_disk,
+                  _check_instance_type):
+        check(report, ctx)
+
+
+def _check_python(report: Report, ctx: _Ctx) -> None:
+    facts = ctx.facts
     version = ".".join(str(v) for v in facts.get("python_version", []))
     if tuple(facts.get("python_version", [0])) < (3, 10):
         _add(report, "python", "fail", f"Python {version} at {facts['python']}: the harness "
-             f"needs 3.10+", f"pass {flag} PATH: a Python 3.10+ with torch")
+             f"needs 3.10+", f"pass {ctx.flag} PATH: a Python 3.10+ with torch")
     else:
         _add(report, "python", "pass", f"Python {version} at {facts['python']}")
 
+
+def _check_torch(report: Report, ctx: _Ctx) -> None:
+    facts = ctx.facts
     if facts.get("torch"):
         _add(report, "torch", "pass", f"torch {facts['torch']}")
     else:
         _add(report, "torch", "fail", f"torch does not import in {facts['python']} "
              f"({facts.get('torch_error', 'not installed')})",
-             f"pass {flag} PATH: the Neuron DLAMI venv (/opt/aws_neuronx_venv_pytorch_*) "
+             f"pass {ctx.flag} PATH: the Neuron DLAMI venv (/opt/aws_neuronx_venv_pytorch_*) "
              f"or a Python with torch")
 
-    trainium = bool(facts.get("neuron_ls") or facts.get("dev_neuron"))
-    not_here = "" if trainium else f": {NOT_TRAINIUM} (no neuron-ls, no /dev/neuron*)"
-    flavour = facts.get("neuron_flavour")
+
+def _check_torch_neuronx(report: Report, ctx: _Ctx) -> None:
+    facts = ctx.facts
     if not facts.get("torch"):
         _add(report, "torch_neuronx", "skip", "needs torch")
     elif not facts.get("torch_neuronx"):
-        _add(report, "torch_neuronx", "fail", "torch-neuronx is not installed" + not_here,
+        _add(report, "torch_neuronx", "fail", "torch-neuronx is not installed" + ctx.not_here,
              "use a Trn2/Trn3 host with the Neuron DLAMI (its PyTorch venv has torch-neuronx); "
              "CPU/CUDA profiling works without it")
     elif facts.get("torch_neuronx_error"):
         _add(report, "torch_neuronx", "fail",
              f"torch-neuronx {facts['torch_neuronx']} does not import: "
              f"{facts['torch_neuronx_error']}", "repair the venv (or pick another)")
-    elif flavour == "native":
+    elif ctx.flavour == "native":
         _add(report, "torch_neuronx", "pass",
              f"torch-neuronx {facts['torch_neuronx']}: native TorchNeuron (device 'neuron')")
-    elif flavour == "xla":
-        _add(report, "torch_neuronx", "warn",
-             f"torch-neuronx {facts['torch_neuronx']}: the older XLA flavour (Trn1); per-op "
-             f"device time needs TorchNeuron", "use a Trn2/Trn3 host with torch-neuronx 2.13+; "
-             "here profile with --backend cpu")
+    elif ctx.flavour == "xla":
+        _add(report, "torch_neuronx", "pass",
+             f"torch-neuronx {facts['torch_neuronx']}: the XLA flavour (Trn1): profiled with "
+             f"backend xla (time per HLO instruction, mapped to lines by HLO metadata)")
     else:
         _add(report, "torch_neuronx", "fail", f"torch-neuronx {facts['torch_neuronx']} "
              f"registered no 'neuron' device", "check the Neuron install (neuron-ls)")
 
+
+def _check_profiling_api(report: Report, ctx: _Ctx) -> None:
+    facts = ctx.facts
     names = facts.get("profiling_names") or {}
     params = facts.get("neuron_config_params") or []
-    if flavour != "native":
+    if ctx.flavour == "xla":
+        _add(report, "profiling_api", "skip", "XLA flavour: torch.profiler's Neuron API is not "
+             "used; backend xla reads the torch_xla profiler and neuron-explorer instead")
+    elif ctx.flavour != "native":
         _add(report, "profiling_api", "skip" if facts.get("torch_neuronx") else "fail",
-             "needs native TorchNeuron" + not_here,
+             "needs native TorchNeuron" + ctx.not_here,
              None if facts.get("torch_neuronx") else "a Trn2/Trn3 host with TorchNeuron")
     elif facts.get("profiling_error") or not all(names.values()):
         missing = [n for n, ok in names.items() if not ok]
@@ -249,6 +279,9 @@ def _judge(report: Report, facts: dict, local: bool) -> None:
              f"correlate_device_time {'accepted' if correlate else 'not in the signature'}; "
              f"modes {', '.join(facts.get('profile_modes') or [])}")
 
+
+def _check_neuron_devices(report: Report, ctx: _Ctx) -> None:
+    facts = ctx.facts
     if facts.get("neuron_devices"):
         cores = facts.get("neuron_cores")
         _add(report, "neuron_devices", "pass", f"{facts['neuron_devices']} devices, "
@@ -257,15 +290,22 @@ def _judge(report: Report, facts: dict, local: bool) -> None:
         _add(report, "neuron_devices", "fail", f"neuron-ls failed: {facts['neuron_ls_error']}",
              "check the Neuron driver (aws-neuronx-dkms) and runtime")
     else:
-        _add(report, "neuron_devices", "fail", "no Neuron devices" + (not_here or " (neuron-ls "
+        _add(report, "neuron_devices", "fail", "no Neuron devices" + (ctx.not_here or " (neuron-ls "
              "lists none)"), "run on a trn1/trn2/trn3 instance with the Neuron driver")
 
+
+def _check_neuron_explorer(report: Report, ctx: _Ctx) -> None:
+    facts = ctx.facts
     if facts.get("neuron_explorer"):
-        _add(report, "neuron_explorer", "pass", facts["neuron_explorer"])
+        use = " (Trn1: its Parquet export gives device time per line)" if ctx.flavour == "xla" else ""
+        _add(report, "neuron_explorer", "pass", facts["neuron_explorer"] + use)
     else:
-        _add(report, "neuron_explorer", "fail", "neuron-explorer not found" + not_here,
+        _add(report, "neuron_explorer", "fail", "neuron-explorer not found" + ctx.not_here,
              "install aws-neuronx-tools (it puts neuron-explorer in /opt/aws/neuron/bin)")
 
+
+def _check_disk(report: Report, ctx: _Ctx) -> None:
+    facts = ctx.facts
     free = facts.get("disk_free")
     if free is None:
         _add(report, "disk", "fail", f"cannot read free space of {facts.get('work_dir')}: "
@@ -277,6 +317,9 @@ def _judge(report: Report, facts: dict, local: bool) -> None:
         else:
             _add(report, "disk", "pass", text)
 
+
+def _check_instance_type(report: Report, ctx: _Ctx) -> None:
+    facts = ctx.facts
     product = facts.get("neuron_ls_instance_type") or facts.get("product_name")
     if not product:
         _add(report, "instance_type", "skip", "not readable here (no DMI product name)")
@@ -285,3 +328,10 @@ def _judge(report: Report, facts: dict, local: bool) -> None:
     else:
         _add(report, "instance_type", "warn", f"{product}: {NOT_TRAINIUM}",
              "Neuron profiling needs a trn1/trn2/trn3 instance")
+
+
+def _check_torch_xla(report: Report, ctx: _Ctx) -> None:
+    from .doctor_xla import judge_torch_xla
+
+    status, detail, fix = judge_torch_xla(ctx.facts, ctx.flavour)
+    _add(report, "torch_xla", status, detail, fix)

@@ -83,6 +83,21 @@ def probe_neuron(facts, torch):
         facts["neuron_available_error"] = "%s: %s" % (type(exc).__name__, exc)
 
 
+def probe_xla(facts):
+    """torch-xla (the XLA flavour of torch-neuronx on Trn1, or any torch-xla)."""
+    if importlib.util.find_spec("torch_xla") is None:
+        return
+    facts["torch_xla"] = _version("torch-xla") or _version("torch_xla") or "installed"
+    facts["xla_debug_env"] = {k: os.environ.get(k) for k in
+                              ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "NEURON_FRAMEWORK_DEBUG")}
+    try:
+        torch_xla = importlib.import_module("torch_xla")
+    except Exception as exc:
+        facts["torch_xla_error"] = f"{type(exc).__name__}: {exc}"
+        return
+    facts["xla_ir_debug_api"] = hasattr(getattr(torch_xla, "_XLAC", None), "_set_ir_debug")
+
+
 CORE_KEYS = ("nc_count", "neuroncore_count", "neuron_cores", "cores")
 
 
@@ -166,6 +181,7 @@ def main():
     torch = probe_torch(facts)
     if torch is not None:
         probe_neuron(facts, torch)
+        probe_xla(facts)
     sys.stdout.write("\n" + json.dumps(facts) + "\n")
 
 

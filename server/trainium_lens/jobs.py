@@ -82,8 +82,8 @@ def make_job(file: str | os.PathLike, *, functions: list[str] | None = None,
         rel = path.relative_to(root)
     except ValueError:
         raise UsageError(f"{file} is not inside the workspace {root}") from None
-    if backend not in ("auto", "neuron", "cuda", "cpu"):
-        raise UsageError(f"unknown backend {backend!r}: use auto, neuron, cuda or cpu")
+    if backend not in ("auto", "neuron", "cuda", "cpu", "xla"):
+        raise UsageError(f"unknown backend {backend!r}: use auto, neuron, cuda, cpu or xla")
     overrides = {k: int(v) for k, v in (protocol or {}).items() if v is not None}
     for key, value in overrides.items():
         if key not in PROTOCOL_KEYS:

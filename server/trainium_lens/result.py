@@ -29,7 +29,7 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 SCHEMA_VERSION = 1
 
-BACKENDS = ("neuron", "cuda", "cpu")
+BACKENDS = ("neuron", "cuda", "cpu", "xla")
 
 
 class ResultError(ValueError):
@@ -105,6 +105,24 @@ class LineOp:
 
 
 @dataclass
+class HloRef:
+    """An HLO instruction behind a line (backend ``xla``): what the compiler ran.
+
+    A fusion's time is credited to one line (its root instruction's first user
+    frame, see ``harness/xla_attribution.py``); every other line it fused lists
+    it with ``credited`` false and ``line`` naming where its time went."""
+
+    name: str  # the executed (optimized) instruction, e.g. ``add_rsqrt_fusion``
+    module: str = ""  # the HLO module (one per compiled graph)
+    opcode: str = ""  # ``fusion``, ``dot``, ``add`` ...
+    op_type: str = ""  # the ATen op from the metadata, e.g. ``aten__addmm``
+    self_time_us: float = 0.0  # the whole instruction, per step
+    calls: float = 0.0
+    credited: bool = True
+    line: int = 0  # the line credited with its time
+
+
+@dataclass
 class LineStat:
     file: str
     line: int
@@ -121,6 +139,7 @@ class LineStat:
     function: str = ""  # enclosing user function
     ops: list[LineOp] = field(default_factory=list)
     hits: float | None = None  # executions of the line per call (None: not counted)
+    instructions: list[HloRef] = field(default_factory=list)  # backend xla only
 
 
 @dataclass
@@ -221,7 +240,9 @@ class Result:
     run_id: str
     created_at: str  # ISO 8601, UTC
     backend: str
-    clock: str  # equals backend: which clock ``self_time_us`` is
+    # which clock ``self_time_us`` is: the backend's name, or ``xla-cpu`` (host
+    # time per HLO instruction on torch-xla's CPU device, never device time)
+    clock: str
     host: str
     function: FunctionRef
     totals: Totals

@@ -197,6 +197,8 @@ def parse_trace(data: dict) -> Trace:
             lane = lane_ids[key] = len(lanes)
             lanes.append(Lane(kind, "", (pid, tid)))
         args = e.get("args")
+        if line is None and isinstance(args, dict) and "lens_line" in args:
+            line = (str(args.get("lens_file")), int(args["lens_line"]))  # xla: tagged HLO instructions
         append(Event(lane, ts, dur, name, cat, line, 0, args if isinstance(args, dict) else {}))
 
     _attribute_lines(lanes, events)

@@ -170,8 +170,10 @@ def direct_ops(line: LineStat, result: Result) -> list[LineOp]:
 def analyze(result: Result) -> list[Finding]:
     """Every finding for one result, most severe first, then by line."""
     findings: list[Finding] = []
+    from .xla_findings import xla_findings
+
     for check in (_device_time, _cpu_fallback, _compiles, _h2d_copies, _rt_inspect,
-                  _patterns, _dispatches, _overhead):
+                  _patterns, _dispatches, _overhead, xla_findings):
         findings.extend(check(result))
     order = {"error": 0, "warning": 1, "info": 2, "hint": 3}
     findings.sort(key=lambda f: (order.get(f.severity, 9), f.file, f.line, f.kind))
@@ -188,8 +190,8 @@ def _def_line(result: Result) -> tuple[str, int]:
 
 
 def _device_time(result: Result) -> list[Finding]:
-    if result.backend == "cpu" or result.signals.device_time_reported:
-        return []
+    if result.backend in ("cpu", "xla") or result.signals.device_time_reported:
+        return []  # xla: analysis/xla_findings.py says it in its own words
     file, line = _def_line(result)
     why = ("missing torch.neuron.synchronize() in the step, or a torch-neuronx build that "
            "puts no device time into the trace" if result.backend == "neuron"

@@ -40,8 +40,9 @@ def register(subparsers) -> None:
                    help="the marked function to profile (default: all, compared)")
     p.add_argument("--line", type=int, metavar="N",
                    help="profile the marked function containing line N (1-based)")
-    p.add_argument("--backend", choices=("auto", "neuron", "cuda", "cpu"), default="auto",
-                   help="where the function runs (default auto: neuron, else cuda, else cpu)")
+    p.add_argument("--backend", choices=("auto", "neuron", "cuda", "cpu", "xla"), default="auto",
+                   help="where the function runs (default auto: neuron, else torch-neuronx's XLA "
+                        "flavour on Trn1, else cuda, else cpu; xla: any torch-xla install)")
     for key in PROTOCOL_KEYS:
         p.add_argument(f"--{key.replace('_', '-')}", dest=key, type=int, metavar="N",
                        help=PROTOCOL_HELP[key] + " (overrides the marker's option)")

@@ -19,6 +19,7 @@ CLOCK_NAMES = {
     "cpu": "CPU self time",
     "cuda": "CUDA kernel time",
     "neuron": "Neuron device time",
+    "xla-cpu": "XLA host time per HLO instruction (torch-xla CPU device)",
 }
 SOURCE_WIDTH = 40
 TOP_OPS = 3

@@ -63,6 +63,13 @@ def run(events) -> int:
     if spec.backend == "neuron" and importlib.util.find_spec("torch_neuronx") is None:
         raise HarnessError("backend_unavailable", "backend neuron is not available here: "
                            "torch_neuronx is not installed")
+    from . import xla
+
+    if spec.backend == "xla" and xla.unavailable_reason():
+        raise HarnessError("backend_unavailable", f"backend xla is not available here: "
+                           f"{xla.unavailable_reason()}")
+    if spec.backend in ("auto", "xla") and importlib.util.find_spec("torch_xla") is not None:
+        xla.prepare_env(spec.run_dir)  # before torch (which may autoload torch-neuronx) loads
 
     events.stage("import", None, "importing torch")
     try:
@@ -70,7 +77,7 @@ def run(events) -> int:
     except ImportError as exc:
         raise HarnessError("torch_missing", f"torch is not importable by {sys.executable} "
                            f"({exc}); install torch in the interpreter the target uses") from None
-    from .backends import choose
+    from .choose import choose
     from .run import Session, profile_function
 
     backend = choose(torch, spec.backend)
@@ -89,8 +96,9 @@ def run(events) -> int:
         raise user.error_from(exc, "user_code", f"importing {rel}") from None
     session = Session(spec, events, backend, module, user, rel)
     results = []
+    profile = xla.profile_function if backend.name == "xla" else profile_function
     for index, (m, protocol) in enumerate(zip(chosen, protocols)):
-        results.append(profile_function(session, m, index, protocol))
+        results.append(profile(session, m, index, protocol))
     batch = {"schema_version": 1, "batch_id": spec.batch_id, "results": results}
     events.stage("done", None, f"{len(results)} function(s) profiled")
     out = _write_batch(spec.run_dir, batch)

@@ -4,8 +4,11 @@
 | neuron  | CPU + PrivateUse1     | torch.neuron.synchronize  | device (PrivateUse1) |
 | cuda    | CPU + CUDA            | torch.cuda.synchronize    | device (CUDA)        |
 | cpu     | CPU                   | none                      | CPU self time        |
+| xla     | (torch_xla profiler)  | torch_xla.sync + wait     | host thunk time (CPU) or device |
 
-The Neuron specifics live in ``neuron.py`` alone.
+The Neuron specifics live in ``neuron.py``, torch-xla's in ``xla.py``; which
+backend a run gets is decided in ``choose.py`` (it imports them all; this
+module imports none of them, so there is no cycle).
 """
 
 from __future__ import annotations
@@ -13,10 +16,10 @@ from __future__ import annotations
 import platform
 from typing import Any
 
-from .events import HarnessError
-
 
 class Backend:
+    """What every backend shares; ``CpuBackend`` is the plain one."""
+
     name = "cpu"
     device = "cpu"
     device_clock = False  # True: the primary clock is device time (kernels)
@@ -57,6 +60,11 @@ class Backend:
         }
 
 
+class CpuBackend(Backend):
+    name = "cpu"
+    device = "cpu"
+
+
 class CudaBackend(Backend):
     name = "cuda"
     device = "cuda"
@@ -83,31 +91,3 @@ def instance_type() -> str | None:
     except OSError:
         return None
     return name if "." in name else None
-
-
-def choose(torch: Any, requested: str) -> Backend:
-    from . import neuron
-
-    notes = []
-    if requested in ("auto", "neuron"):
-        reason = neuron.unavailable_reason(torch)
-        if reason is None:
-            return neuron.NeuronBackend(torch)
-        if requested == "neuron":
-            raise HarnessError("backend_unavailable", f"backend neuron is not available here: {reason}")
-        if "not installed" not in reason:  # torch-neuronx is here but cannot profile
-            notes.append(f"not profiling on Neuron: {reason}")
-    backend: Backend | None = None
-    if requested in ("auto", "cuda"):
-        if torch.cuda.is_available():
-            backend = CudaBackend(torch)
-        elif requested == "cuda":
-            raise HarnessError("backend_unavailable",
-                               "backend cuda is not available here: torch.cuda.is_available() is "
-                               f"False (torch {torch.__version__})")
-    backend = backend or Backend(torch)
-    backend.notes = notes
-    if notes:
-        backend.neuron_flavour = neuron.flavour(torch)
-    return backend
-

@@ -118,7 +118,7 @@ def unavailable_reason(torch: Any) -> str | None:
     kind = flavour(torch)
     if kind == "xla":
         return ("torch-neuronx here is the XLA flavour (Trn1); per-op device profiling with "
-                "torch.profiler needs TorchNeuron (Trn2/Trn3). Use --backend cpu, or a Trn2 host")
+                "torch.profiler needs TorchNeuron (Trn2/Trn3); here use --backend xla (HLO-level time)")
     if kind != "native":
         return "torch_neuronx imported but registered no 'neuron' device"
     mod = getattr(torch, "neuron", None)

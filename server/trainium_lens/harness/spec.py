@@ -15,7 +15,7 @@ from .markers import KNOWN_OPTIONS, Marked
 
 DEFAULT_PROTOCOL = {"wait": 2, "warmup": 1, "active": 5, "timing_calls": 20}
 MINIMUM = {"wait": 0, "warmup": 0, "active": 1, "timing_calls": 1}
-BACKENDS = ("auto", "neuron", "cuda", "cpu")
+BACKENDS = ("auto", "neuron", "cuda", "cpu", "xla")
 
 
 @dataclass
@@ -61,7 +61,8 @@ def parse_spec(text: str) -> Spec:
         raise HarnessError("spec", "job spec: 'line' must be a 1-based line number or null")
     backend = data.get("backend") or "auto"
     if backend not in BACKENDS:
-        raise HarnessError("spec", f"job spec: unknown backend {backend!r} (auto, neuron, cuda, cpu)")
+        raise HarnessError("spec", f"job spec: unknown backend {backend!r} "
+                           f"(auto, neuron, cuda, cpu, xla)")
     protocol = data.get("protocol") or {}
     if not isinstance(protocol, dict):
         raise HarnessError("spec", "job spec: 'protocol' must be an object")

@@ -14,10 +14,12 @@ from urllib.parse import quote
 from lsprotocol import types
 
 from . import format as fmt
+from .hover_hlo import hlo_section
 from .runs import Annotation, Annotations
 
 CLOCK_WORDS = {"neuron": "Neuron device time", "cuda": "CUDA kernel time",
-               "cpu": "CPU self time (no device)"}
+               "cpu": "CPU self time (no device)",
+               "xla-cpu": "XLA host time per HLO instruction (torch-xla CPU device)"}
 
 
 def command_link(title: str, command: str, args: list) -> str:
@@ -49,6 +51,9 @@ def markdown(uri: str, a: Annotation, annotations: Annotations) -> str:
             rows.append(f"| `{op.name}` | {fmt.count(op.calls)} | "
                         f"{fmt.time_us(op.self_time_us)}{clock} | {fmt.time_us(op.self_cpu_us)} |")
         out.append("\n".join(rows))
+    hlo = hlo_section(s, clock)  # backend xla: the compiled instructions behind the line
+    if hlo:
+        out.append(hlo)
     on_line = [f for f in annotations.findings if f.line == a.line]
     if on_line:
         out.append("\n".join(f"- **{f.finding.severity}** ({f.finding.kind}): {f.finding.message}"

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .server import LensServer
 
 SECTION = "trainiumLens"
-BACKENDS = ("auto", "neuron", "cuda", "cpu")
+BACKENDS = ("auto", "neuron", "cuda", "cpu", "xla")
 PROTOCOL_KEYS = ("wait", "warmup", "active")
 
 

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The harness under torch 2.9 + torch-xla 2.9 (what Trn1 hosts run): its own
+# tests in .venv-xla. The xla backend's end-to-end tests (tests/test_xla_backend.py)
+# run in the main suite, driving .venv-xla/bin/python as the target's Python.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup-xla.sh
+# The venv is shared by every clone on the machine: PYTHONPATH makes sure this
+# checkout's package is the one tested, whichever clone installed it last.
+PYTHONPATH="$PWD/server${PYTHONPATH:+:$PYTHONPATH}" .venv-xla/bin/python -m pytest -q -p no:cacheprovider -W ignore::pytest.PytestConfigWarning \
+  tests/test_harness_attribution.py tests/test_harness_lines.py tests/test_harness_units.py \
+  tests/test_harness_errors.py tests/test_harness.py tests/test_xla_attribution.py "$@"

@@ -1,0 +1,299 @@
+"""Backend ``xla``: torch-xla (Trn1's torch-neuronx, or any torch-xla install).
+
+XLA tensors are lazy: ops are recorded, ``torch_xla.sync()`` cuts a graph, the
+compiler turns it into one executable and the device runs HLO instructions,
+not ATen ops. So this backend has its own protocol (``profile_function``):
+
+1. ``prepare_env`` (before torch_xla loads): ``XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1``
+   so every HLO instruction carries its Python stack, ``PJRT_DEVICE=CPU`` when
+   no device is named and this is not a Neuron host, and a fresh Neuron compile
+   cache (cached executables ignore changed metadata).
+2. Compile: the first calls, each followed by a sync (compiles land here).
+3. ``wait`` + ``warmup`` steps unprofiled, then ``active`` steps inside
+   ``torch_xla.debug.profiler`` ``start_trace``/``stop_trace``, each step's call
+   scoped by ``xp.Trace`` (its marker tells the steps apart), then
+   ``torch_xla.sync()`` and ``wait_device_ops()`` outside the scope.
+4. ``xla_trace`` reads the exported xplane (executed instructions + optimized
+   HLO), ``xla_attribution`` maps them to lines.
+
+The clock is host time per executed instruction: ``xla-cpu`` on torch-xla's CPU
+device (PJRT CPU thunks), never called device time. On a Neuron device the
+per-instruction device time comes from the Neuron profile instead
+(``trainium_lens.neuron_profile`` on the core side).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+from .backends import Backend
+
+DEBUG_ENV = {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1", "NEURON_FRAMEWORK_DEBUG": "1"}
+STEP_MARKER = "trainium-lens step "
+SETUP_HINT = "run scripts/setup-xla.sh and pass --python .venv-xla/bin/python"
+
+
+def unavailable_reason() -> str | None:
+    if importlib.util.find_spec("torch_xla") is None:
+        return f"torch_xla is not installed in {sys.executable}: {SETUP_HINT}"
+    return None
+
+
+def prepare_env(run_dir: str) -> None:
+    """Set before torch_xla (or torch-neuronx, which imports it) loads. Harmless
+    when ``auto`` ends up on another backend (nothing here reads them then)."""
+    os.environ.update(DEBUG_ENV)
+    if "PJRT_DEVICE" not in os.environ and importlib.util.find_spec("torch_neuronx") is None:
+        os.environ["PJRT_DEVICE"] = "CPU"
+    cache = os.path.join(os.path.abspath(run_dir), "xla-compile-cache")
+    os.makedirs(cache, exist_ok=True)
+    os.environ["NEURON_COMPILE_CACHE_URL"] = cache  # torch-neuronx's (XLA flavour) NEFF cache
+
+
+def prepare_neuron_capture(run_dir: str) -> None:
+    """Once the backend is xla, before the first execution starts the Neuron runtime:
+    device capture on Trn1. Not in ``prepare_env``: on a native TorchNeuron host
+    runtime inspect would clash with torch.profiler."""
+    if importlib.util.find_spec("torch_neuronx") is not None:
+        # Trn1 device capture (notes: runtime inspect, session mode): one NTFF per
+        # NEFF execution, beside the NEFFs, for neuron-explorer and
+        # trainium_lens.neuron_profile. No torch.profiler runs in this backend, so
+        # the clash neuron.py warns about does not apply here.
+        os.environ.setdefault("NEURON_RT_INSPECT_ENABLE", "1")
+        os.environ.setdefault("NEURON_RT_INSPECT_DEVICE_PROFILE", "session")
+        os.environ.setdefault("NEURON_RT_INSPECT_OUTPUT_DIR",
+                              os.path.join(os.path.abspath(run_dir), "neuron-inspect"))
+
+
+class XlaBackend(Backend):
+    name = "xla"
+    device = "xla"
+    device_clock = True
+
+    def __init__(self, torch: Any):
+        super().__init__(torch)
+        import torch_xla
+        import torch_xla.core.xla_model as xm
+        import torch_xla.debug.metrics as met
+        import torch_xla.debug.profiler as xp
+
+        torch_xla._XLAC._set_ir_debug(True)  # frames even if the env came too late
+        self.torch_xla, self.xm, self.xp, self.met = torch_xla, xm, xp, met
+        self.device = str(torch_xla.device())
+        try:
+            import torch_xla.runtime as xr
+
+            self.device_type = str(xr.device_type() or "CPU")
+        except Exception:
+            self.device_type = os.environ.get("PJRT_DEVICE", "CPU")
+
+    @property
+    def clock(self) -> str:
+        return f"xla-{self.device_type.lower()}"
+
+    def sync(self) -> None:
+        self.torch_xla.sync()
+        self.xm.wait_device_ops()
+
+    def compiles(self) -> int:
+        data = self.met.metric_data("CompileTime")
+        return int(data[0]) if data else 0
+
+    def artifacts(self, run_dir: str) -> dict:
+        """On Neuron: the NEFFs this run compiled (the fresh cache holds only them;
+        notes: MODULE_*/model.neff) and the NTFFs the runtime captured, for Neuron
+        Explorer and ``neuron-explorer view -n NEFF -s NTFF --output-file DIR``."""
+        files: list[str] = []
+        for key in ("NEURON_COMPILE_CACHE_URL", "NEURON_RT_INSPECT_OUTPUT_DIR"):
+            folder = os.environ.get(key, "")
+            if folder and os.path.isdir(folder):
+                for where, _dirs, names in os.walk(folder):
+                    files.extend(os.path.join(where, n) for n in sorted(names)
+                                 if n.endswith((".neff", ".ntff")))
+        if not files:
+            return {}
+        neffs = [f for f in files if f.endswith(".neff")]
+        ntffs = [f for f in files if f.endswith(".ntff")]
+        # The compile cache names a NEFF model.neff (no hash to pair by): list NEFFs
+        # and NTFFs as found; neuron-explorer is told which pair to view.
+        pairs = [{"neff": n, "ntff": None} for n in neffs] + [{"neff": None, "ntff": t} for t in ntffs]
+        inspect = os.environ.get("NEURON_RT_INSPECT_OUTPUT_DIR")
+        return {"neuron_profile_dir": inspect if ntffs and inspect else
+                os.environ.get("NEURON_COMPILE_CACHE_URL"), "neff_ntff": pairs}
+
+    def environment(self) -> dict:
+        env = super().environment()
+        env["device_name"] = f"torch-xla {getattr(self.torch_xla, '__version__', '')} " \
+                             f"PJRT {self.device_type}"
+        if self.neuron_flavour:
+            try:
+                from importlib import metadata
+
+                env["torch_neuronx"] = metadata.version("torch-neuronx")
+            except Exception:
+                pass
+        return env
+
+
+def _steps(s: Any, fn: Any, args: tuple, kwargs: dict, count: int, name: str,
+           marker: bool, first: int = 0) -> list[float]:
+    from .run import invoke
+
+    backend, times = s.backend, []
+    for i in range(count):
+        s.events.stage("profile", name, f"step {first + i + 1}", step=first + i + 1)
+        t0 = time.perf_counter()
+        try:
+            # The output stays referenced until the sync: a lazy tensor nobody holds
+            # is never computed (the sync would find nothing to run).
+            if marker:
+                with backend.xp.Trace(f"{STEP_MARKER}{i}"):
+                    out = invoke(fn, args, kwargs)
+            else:
+                out = invoke(fn, args, kwargs)
+            backend.sync()  # outside the Trace scope: a sync inside it is not supported
+            del out
+        except Exception as exc:
+            raise s.user.error_from(exc, "user_code", name) from None
+        times.append((time.perf_counter() - t0) * 1e6)
+    return times
+
+
+def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
+    from . import build
+    from .events import HarnessError
+    from .run import _call, _inputs, _output
+    from .xla_attribution import attribute, figures
+    from .xla_trace import find_xplanes, read_xspace
+
+    ev, name, spec, backend = s.events, marked.name, s.spec, s.backend
+    run_id = f"{spec.batch_id}-{index}"
+    fn = getattr(s.module, name, None)
+    if not callable(fn):
+        raise HarnessError("unknown_function", f"{name} is marked but is not a function at "
+                           f"import time", s.rel_file, marked.def_line)
+    prepare_neuron_capture(spec.run_dir)
+    ev.stage("inputs", name, "preparing inputs (on the xla device)")
+    args, kwargs = _inputs(s, marked, fn)
+
+    ev.stage("compile", name, "first calls (the graph compiles here, outside the measured steps)")
+    first = _call(s, fn, args, kwargs, name)
+    backend.sync()
+    output = _output(s, name, first)
+    again = _call(s, fn, args, kwargs, name)
+    backend.sync()
+    del first, again
+    compiles0 = backend.compiles()  # from here on, a compile means the graph changed
+
+    unwatched = protocol["wait"] + protocol["warmup"]
+    _steps(s, fn, args, kwargs, unwatched, name, marker=False)
+    log_dir = os.path.join(spec.run_dir, f"{run_id}.xla-profile")
+    at_active = backend.compiles()
+    backend.xp.start_trace(log_dir)
+    try:
+        step_wall = _steps(s, fn, args, kwargs, protocol["active"], name, marker=True, first=unwatched)
+    finally:
+        backend.xp.stop_trace()
+    compiles_active = backend.compiles() - at_active
+
+    ev.stage("export", name, "joining executed HLO instructions with their source lines")
+    planes = find_xplanes(log_dir)
+    if not planes:
+        raise HarnessError("internal", f"torch_xla's profiler wrote no xplane under {log_dir}")
+    cap = read_xspace(planes[-1], STEP_MARKER)
+    starts = sorted(start for mname, start, _end in cap.markers if mname.startswith(STEP_MARKER))
+    att = attribute(cap, starts, s.user.relpath)
+    fig = figures(att, s.source.line)
+    trace = write_trace(os.path.join(spec.run_dir, f"{run_id}.trace.json"), att, cap)
+
+    ev.stage("timing", name, f"{protocol['timing_calls']} unprofiled calls")
+    plain = _steps(s, fn, args, kwargs, protocol["timing_calls"], name, marker=False)
+    wall = statistics.median(plain)
+    per_step = fig["per_step"]
+    warnings = []
+    if att.unknown:
+        warnings.append(f"{len(att.unknown)} executed instruction(s) matched no compiled module "
+                        f"({', '.join(sorted(att.unknown)[:3])}): their time is not attributed")
+    if not cap.executed:
+        warnings.append(f"the torch_xla profiler recorded no HLO instruction on PJRT "
+                        f"{backend.device_type}: no per-line time on this device")
+    for w in warnings:
+        ev.warning(f"{name}: {w}")
+    timeline = [{"file": f, "line": ln, "windows": build.merge_windows(
+        [[a / 1000.0, b / 1000.0] for a, b in spans], 0.0)}
+        for (f, ln, _fn), spans in sorted(att.windows.items())]
+    return {
+        "schema_version": 1,
+        "run_id": run_id,
+        "batch_id": spec.batch_id,
+        # timezone.utc, not datetime.UTC: the harness runs on Python 3.10 (Trn1 venvs)
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),  # noqa: UP017
+        "backend": "xla",
+        "clock": backend.clock,
+        "host": spec.host,
+        "environment": backend.environment(),
+        "function": {"file": s.rel_file, "name": name, "line": marked.def_line,
+                     "marker_line": marked.marker_line, "protocol": dict(protocol)},
+        "totals": {
+            "self_time_us": fig["self_time_us"], "self_cpu_us": fig["self_time_us"],
+            "wall_us_median": wall, "wall_us_min": min(plain), "wall_us_max": max(plain),
+            "steps": att.steps,
+            "self_time_us_min": min(per_step) if per_step else 0.0,
+            "self_time_us_max": max(per_step) if per_step else 0.0,
+            "dispatches": fig["dispatches"], "per_step_self_time_us": per_step,
+        },
+        "ops": fig["ops"],
+        "lines": fig["lines"],
+        "regions": fig["regions"],
+        "unattributed_us": fig["unattributed_us"],
+        "findings": [],
+        "artifacts": {"location": spec.host, "run_dir": os.path.abspath(spec.run_dir),
+                      "trace": trace, **backend.artifacts(spec.run_dir)},
+        "timeline": timeline,
+        "signals": {
+            "device_time_reported": bool(cap.executed),
+            "compiles_in_active_steps": compiles_active,
+            # graphs compiled after the first calls: the traced graph changed between steps
+            "recompiles": backend.compiles() - compiles0,
+            "warnings": warnings,
+            "instrumentation_overhead": (statistics.median(step_wall) / wall) if wall > 0 else None,
+        },
+        "output": output,
+    }
+
+
+def write_trace(path: str, att: Any, cap: Any) -> str | None:
+    """A Chrome trace: the executed instructions (tagged with their line) and one
+    user-line range per credited execution, both on the profiler clock (µs)."""
+    events: list[dict] = [
+        {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "user lines"}},
+        {"ph": "M", "name": "process_name", "pid": 2, "tid": 0, "args": {"name": "HLO instructions"}},
+    ]
+    threads: dict[str, int] = {}
+    for ex in cap.executed:
+        credit = att.credits.get((ex.hlo_module, ex.hlo_op))
+        args: dict[str, Any] = {"hlo_module": ex.hlo_module, "hlo_op": ex.hlo_op}
+        if credit is not None and credit.stack:
+            file, line, function = credit.stack[0]
+            args.update(lens_file=file, lens_line=line)
+            events.append({"ph": "X", "cat": "user_annotation", "name": f"{file}({line}): {function}",
+                           "pid": 1, "tid": 1, "ts": ex.start_ns / 1000.0,
+                           "dur": (ex.end_ns - ex.start_ns) / 1000.0})
+        tid = threads.setdefault(ex.thread, len(threads) + 1)
+        events.append({"ph": "X", "cat": "device", "name": ex.hlo_op, "pid": 2, "tid": tid,
+                       "ts": ex.start_ns / 1000.0, "dur": (ex.end_ns - ex.start_ns) / 1000.0, "args": args})
+    for thread, tid in threads.items():
+        events.append({"ph": "M", "name": "thread_name", "pid": 2, "tid": tid, "args": {"name": thread}})
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump({"traceEvents": events, "displayTimeUnit": "ns"}, fh)
+    except OSError:
+        return None
+    return path
