@@ -239,11 +239,9 @@ def _compiles(result: Result) -> list[Finding]:
 def _h2d_copies(result: Result) -> list[Finding]:
     signals = result.signals
     by_line: dict[tuple[str, int], tuple[float, float]] = {}
-    for op in signals.h2d_copies:  # name is "file:line"
-        file, _, num = op.name.rpartition(":")
-        if file and num.isdigit():
-            calls, time = by_line.get((file, int(num)), (0.0, 0.0))
-            by_line[(file, int(num))] = (calls + op.calls, time + op.self_time_us)
+    for copy in signals.h2d_copies:
+        calls, time = by_line.get((copy.file, copy.line), (0.0, 0.0))
+        by_line[(copy.file, copy.line)] = (calls + copy.calls, time + copy.self_time_us)
     for src in signals.h2d_copy_lines:
         by_line.setdefault((src.file, src.line), (0.0, 0.0))
     found = []

@@ -69,6 +69,7 @@ def run(events) -> int:
         raise HarnessError("torch_missing", f"torch is not importable by {sys.executable} "
                            f"({exc}); install torch in the interpreter the target uses") from None
     from .backends import choose
+    from . import build
     from .run import Session, profile_function
 
     backend = choose(torch, spec.backend)
@@ -89,7 +90,7 @@ def run(events) -> int:
     results = []
     for index, (m, protocol) in enumerate(zip(chosen, protocols)):
         results.append(profile_function(session, m, index, protocol))
-    batch = {"schema_version": 1, "batch_id": spec.batch_id, "results": results}
+    batch = build.batch_document(spec.batch_id, results)
     events.stage("done", None, f"{len(results)} function(s) profiled")
     out = _write_batch(spec.run_dir, batch)
     events.emit("result", path=os.path.abspath(out))

@@ -23,6 +23,7 @@ from typing import Any, Callable
 import torch
 from torch.overrides import TorchFunctionMode
 
+from .labels import format_label
 from .loader import UserCode
 
 # the cheap C++ range (what FX graphs use); the public one on torch builds without it
@@ -54,7 +55,7 @@ class LineLabeler:
 
     # -- naming -------------------------------------------------------------
     def label(self, file: str, line: int, function: str) -> str:
-        name = f"{file}({line}): {function}"
+        name = format_label(file, line, function)
         self.labels[name] = (file, line, function)
         return name
 
