@@ -163,9 +163,11 @@ def headline(result: Result, style: Style = Style()) -> str:
     parts = [f"{fmt_us(t.self_time_us, style)} {clock} per call"]
     if t.dispatches:
         parts.append(f"{fmt_count(t.dispatches)} dispatch" + ("" if t.dispatches == 1 else "es"))
-    hot = max(result.lines, key=lambda s: s.self_time_us, default=None)
+    hot = max(result.lines, key=lambda s: s.time_us, default=None)
     if hot is not None and t.self_time_us > 0:
-        parts.append(f"hottest line {hot.line} ({fmt_pct(hot.self_time_us / t.self_time_us)})")
+        parts.append(f"hottest line {hot.line} ({fmt_pct(hot.time_us / t.self_time_us)})")
+    if t.has_backward:
+        parts.append(f"backward {fmt_pct(t.backward_time_us / t.self_time_us)}" if t.self_time_us else "")
     elif result.regions:
         parts.append(f"compiled region on line {result.regions[0].line}")
     return ", ".join(parts)
@@ -219,10 +221,14 @@ def _spans(lines: list[int], style: Style) -> str:
 
 
 def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
+    """Per line: forward self (spread, total), then — for a training step — the
+    backward it caused and forward + backward; share and bar of the step."""
+    train = result.totals.has_backward
     total = result.totals.self_time_us
     rows = []
     for s in sorted(result.lines, key=lambda s: (s.file != result.function.file, s.file, s.line)):
-        share = s.self_time_us / total if total > 0 else 0.0
+        cost = s.time_us if train else s.self_time_us
+        share = cost / total if total > 0 else 0.0
         spread = (fmt_range(s.self_time_us_min, s.self_time_us_max, style)
                   if s.self_time_us_max else "")
         direct = direct_ops(s, result)  # what the line itself called, then the rest
@@ -232,31 +238,51 @@ def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
         if len(ops) > TOP_OPS:
             top += f", +{len(ops) - TOP_OPS}"
         where = str(s.line) if s.file == result.function.file else f"{s.file}:{s.line}"
-        rows.append([where, truncate(s.text, SOURCE_WIDTH, style), fmt_us(s.self_time_us, style),
-                     spread, fmt_us(s.total_time_us, style), fmt_pct(share),
-                     bar(share, style), fmt_count(s.calls), top])
+        row = [where, truncate(s.text, SOURCE_WIDTH, style), fmt_us(s.self_time_us, style),
+               spread, fmt_us(s.total_time_us, style)]
+        if train:
+            bwd = fmt_us(s.backward_self_time_us, style) if s.backward_self_time_us else ""
+            if s.recompute_time_us:
+                bwd += f" +{fmt_us(s.recompute_time_us, style)} re"
+            row += [bwd, fmt_us(s.backward_total_time_us, style) if s.backward_total_time_us else "",
+                    fmt_us(cost, style)]
+        rows.append(row + [fmt_pct(share), bar(share, style), fmt_count(s.calls), top])
     if result.unattributed_us:
         share = result.unattributed_us / total if total > 0 else 0.0
-        rows.append(["", "(unattributed)", fmt_us(result.unattributed_us, style), "", "",
-                     fmt_pct(share), bar(share, style), "", ""])
+        rows.append(["", "(unattributed)", fmt_us(result.unattributed_us, style), "", ""]
+                    + (["", "", fmt_us(result.unattributed_us, style)] if train else [])
+                    + [fmt_pct(share), bar(share, style), "", ""])
     if not rows:
         return ["  (no ops were attributed to a line)"]
-    headers = ["line", "source", f"self ({clock})", "min–max" if style.unicode else "min-max",
-               f"total ({clock})", "share", "", "calls", "top ops"]
-    align = "llrrrrlrl"
+    fwd = "fwd " if train else ""
+    headers = ["line", "source", f"{fwd}self ({clock})", "min–max" if style.unicode else "min-max",
+               f"{fwd}total ({clock})"]
+    align = "llrrr"
+    if train:
+        headers += [f"bwd self ({clock})", "bwd total", "fwd+bwd"]
+        align += "rrr"
+    headers += ["share", "", "calls", "top ops"]
+    align += "rlrl"
+    bar_col = len(headers) - 3
     if style.width is not None:
         # A narrow terminal: drop the spread, then the bar, before cutting text.
-        for drop in (3, 5):  # (indices after the first drop)
-            if len(table(headers, rows, align)[0]) <= style.width and all(
-                    len(ln) <= style.width for ln in table(headers, rows, align)):
+        for drop in (3, bar_col - 1):  # (indices after the first drop)
+            if all(len(ln) <= style.width for ln in table(headers, rows, align)):
                 break
             headers = headers[:drop] + headers[drop + 1:]
             rows = [r[:drop] + r[drop + 1:] for r in rows]
             align = align[:drop] + align[drop + 1:]
     # Then the op names give way first, then the source text.
     last, source = len(headers) - 1, 1
-    return table(headers, rows, align, width=style.width, shrink={last: 10, source: 16},
-                 ellipsis=style.ellipsis)
+    out = table(headers, rows, align, width=style.width, shrink={last: 10, source: 16},
+                ellipsis=style.ellipsis)
+    if train:
+        t = result.totals
+        out.append(f"  step: forward {fmt_us(t.forward_time_us, style)} · backward "
+                   f"{fmt_us(t.backward_time_us, style)} · optimizer {fmt_us(t.optimizer_time_us, style)}"
+                   + (f" · recompute {fmt_us(t.recompute_time_us, style)}" if t.recompute_time_us else "")
+                   + f" ({clock})")
+    return out
 
 
 def _ops_table(result: Result, clock: str, style: Style) -> list[str]:
