@@ -220,7 +220,9 @@ async def test_timeline_request_gives_the_lines_events_and_where_they_are_now(ru
         focused = [i for i in range(n) if ev["src"][i] == data["focusSrc"]]
         names = {data["names"][ev["name"][i]] for i in focused}
         assert names == {"examples/rmsnorm.py(22): rms_norm_naive", "aten::mul"}
-        assert len(focused) == 2 * result.totals.steps  # one range + one mul per step
+        # one range + one mul per labelled step, one mul per plain twin step
+        assert len(focused) == 3 * result.totals.steps
+        assert set(ev["phase"]) == {0}  # a forward-only function: no backward events
         f = data["focus"]
         assert min(ev["start"][i] for i in focused) == f["start"] and f["end"] > f["start"]
         assert min(ev["start"]) == 0.0

@@ -290,7 +290,8 @@ class _Walk:
                 opt.calls += 1
                 ctx = _copy(ctx, opt=opt)
             elif kind == OP or kind == REGION:
-                tr = next(twin).time_range if twin is not None else e.time_range
+                te = next(twin) if twin is not None else e  # the plain twin's event: its time
+                tr = te.time_range
                 elapsed = tr.end - tr.start
                 if ctx.bw_depth < 0 or len(chain) > ctx.bw_depth:
                     key = chain[-1] if chain else (self.region_fallback if kind == REGION else None)
@@ -318,7 +319,7 @@ class _Walk:
                     lo = line_ops[lk] = LineOpFigures(len(line_ops))
                 rec = _Rec(name, key, tot, step, owner, kind, phase, tphase, stat, lo, opt)
                 if record:
-                    event_lines[e.id] = (key, phase)
+                    event_lines[e.id] = event_lines[te.id] = (key, phase)
                 stat.calls += 1
                 stat.cpu += elapsed
                 lo.calls += 1

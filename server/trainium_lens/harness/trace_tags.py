@@ -32,16 +32,25 @@ def tag_trace(path: str, att: Any, labels: dict) -> int:
     with open(path, encoding="utf-8") as fh:
         data = json.load(fh)
     refs: dict[Any, str | None] = {}
+    seen: dict[Any, tuple[str, Any]] = {}  # External id -> (name, its tag) of tagged events
     tagged = 0
     for ev in data.get("traceEvents", ()):
         if not isinstance(ev, dict) or ev.get("ph") != "X":
             continue
         args = ev.get("args")
-        if not isinstance(args, dict):
+        if not isinstance(args, dict) or ev.get("cat") not in ("cpu_op", "user_annotation"):
             continue
-        found = event_lines.get(args.get("External id"))
-        if found is None or ev.get("cat") not in ("cpu_op", "user_annotation"):
+        xid = args.get("External id")
+        found = event_lines.get(xid)
+        if found is None and isinstance(xid, int):
+            # torch's events() drops an op nested directly in an op of the same name
+            # (``aten::div_`` in ``aten::div_``): it takes its parent's line
+            parent = seen.get(xid - 1)
+            if parent is not None and parent[0] == ev.get("name"):
+                found = parent[1]
+        if found is None:
             continue
+        seen[xid] = (ev.get("name"), found)
         key, phase = found
         if key not in refs:
             refs[key] = source_ref(*labels[key][:2]) if key in labels else None
