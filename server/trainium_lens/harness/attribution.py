@@ -20,8 +20,10 @@ Definitions (DESIGN.md, "Line attribution"; docs/architecture.md, "Backward"):
   and its chain (total). A node with no forward partner (``AccumulateGrad``,
   hooks) stays on the line that called ``backward()``; ops that user Python
   dispatched inside a backward range (labels opened inside it) are
-  *recompute* (``torch.utils.checkpoint``) when grad mode recorded them, else
-  backward on their own line (a custom ``Function.backward``);
+  *recompute* (``torch.utils.checkpoint``) when grad mode recorded them (a
+  ``sequence_nr``), else backward on their own line (a custom
+  ``Function.backward``); unlabelled ops with a ``sequence_nr`` there are
+  recompute too, on the node's line (where torch gave no hook to label them);
 * ops under ``Optimizer.step#…``/``Optimizer.zero_grad#…`` are forward ops of
   their line, and also counted as optimizer time;
 * events with no line: ``unattributed``. The sums reconcile by construction.
@@ -307,7 +309,9 @@ class _Walk:
                     if phase != BWD and e.sequence_nr >= 0:
                         forward[(e.sequence_nr, e.thread)] = (key, tot)
                 else:
-                    key, tot, phase, node = ctx.bw_key, ctx.bw_labels, BWD, ctx.node
+                    key, tot, node = ctx.bw_key, ctx.bw_labels, ctx.node
+                    # grad mode on inside the engine: forward re-run (checkpointing)
+                    phase = BWD if e.sequence_nr < 0 else RECOMPUTE
                 opt = ctx.opt
                 tphase = OPTIMIZER if opt is not None else phase
                 stat = ops.get(name)
