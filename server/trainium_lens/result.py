@@ -303,7 +303,7 @@ class Result:
         return json.dumps(self.to_dict(), indent=1)
 
     @classmethod
-    def from_dict(cls, data: Any) -> "Result":
+    def from_dict(cls, data: Any) -> Result:
         if not isinstance(data, dict):
             raise ResultError("not a Trainium Lens result: expected a JSON object")
         version = data.get("schema_version")
@@ -331,7 +331,7 @@ class Batch:
     schema_version: int = SCHEMA_VERSION
 
     @classmethod
-    def from_dict(cls, data: Any) -> "Batch":
+    def from_dict(cls, data: Any) -> Batch:
         if not isinstance(data, dict) or not isinstance(data.get("results"), list):
             raise ResultError("not a Trainium Lens batch: expected an object with results[]")
         return cls(
@@ -392,7 +392,7 @@ class _Bad(Exception):
     def __init__(self, message: str, path: str = ""):
         self.message, self.path = message, path
 
-    def under(self, step: str) -> "_Bad":
+    def under(self, step: str) -> _Bad:
         self.path = step + self.path
         return self
 

@@ -31,10 +31,11 @@ from __future__ import annotations
 import gzip
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .errors import LensError
 from .harness.labels import parse_label
@@ -151,7 +152,7 @@ def parse_trace(data: dict) -> Trace:
     classification cached per (category, name, pid) (names repeat: a run has
     a few dozen distinct ops and lines), sorts on plain attributes.
     """
-    names: dict[tuple[str, Any, Any], str] = {}
+    names: dict[tuple[Any, Any, Any], str] = {}
     complete = []
     cpu_pids = set()
     number = (int, float)
@@ -266,7 +267,7 @@ def _contained_lines(lanes: list[Lane], events: list[Event]) -> dict:
     line range open when it began on its thread (no backward, no twin steps)."""
     kind_of = [lane.kind for lane in lanes]
     source_of = [lane.source for lane in lanes]
-    by_thread: dict[tuple, list[tuple[float, int, float, Event]]] = {}
+    by_thread: dict[tuple, list[tuple[float, bool, float, int, Event]]] = {}
     for ev in events:
         kind = kind_of[ev.lane]
         if kind in ("lines", "ops", "runtime"):
@@ -439,5 +440,5 @@ def summarize(trace: Trace) -> Iterable[str]:
     counts = [0] * len(trace.lanes)
     for ev in trace.events:
         counts[ev.lane] += 1
-    for lane, n in zip(trace.lanes, counts):
+    for lane, n in zip(trace.lanes, counts, strict=True):
         yield f"{lane.name}: {n} events"

@@ -136,7 +136,7 @@ def table(headers: list[str], rows: list[list[str]], align: str, indent: str = "
     allowed), in that order, give up characters until the table fits."""
     widths = [len(h) for h in headers]
     for row in rows:
-        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=False)]
     if width is not None and shrink:
         over = len(indent) + sum(widths) + 2 * (len(widths) - 1) - width
         for col, narrowest in shrink.items():
@@ -149,7 +149,7 @@ def table(headers: list[str], rows: list[list[str]], align: str, indent: str = "
                  for i, c in enumerate(row)] for row in rows]
 
     def fmt(cells: list[str]) -> str:
-        out = [c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(cells, widths, align)]
+        out = [c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(cells, widths, align, strict=False)]
         return (indent + "  ".join(out)).rstrip()
 
     return [fmt(headers)] + [fmt(r) for r in rows]
@@ -322,6 +322,7 @@ def render_findings(result: Result, style: Style = Style()) -> list[str]:
 def render_comparison(comparison: Comparison, style: Style = Style()) -> str:
     clock = comparison.clock
     show_cpu = clock != "cpu"
+    train = any(r.backward_us is not None for r in comparison.rows)
     rows = []
     for r in comparison.rows:
         speed = "1.00" + style.times if r.verdict == "reference" else (
@@ -334,16 +335,21 @@ def render_comparison(comparison: Comparison, style: Style = Style()) -> str:
                         "unchecked": f" ({gt} atol {r.tolerance:.2g}, magnitude unknown)",
                         }.get(r.verdict, "")
         row = [r.variant, str(r.line), fmt_us(r.time_us, style), speed]
+        if train:
+            row += [fmt_us(r.forward_us, style), fmt_us(r.backward_us, style),
+                    fmt_us(r.optimizer_us, style)]
         if show_cpu:
             row.append(fmt_us(r.self_cpu_us, style))
         rows.append(row + [fmt_count(r.dispatches), fmt_us(r.wall_us_median, style), diff, verdict])
     headers = ["variant", "line", f"time ({clock})", "speedup"]
+    if train:  # a training step: where the time went
+        headers += ["fwd", "bwd", "optimizer"]
     if show_cpu:  # on the CPU backend the primary clock already is CPU self time
         headers.append("self (cpu)")
     headers += ["dispatches", "wall median", "max |diff|", "output"]
     out = [f"comparison ({CLOCK_NAMES.get(clock, clock)} per call; speedup and output "
            f"against {comparison.reference})"]
-    out += table(headers, rows, "lrrr" + "r" * show_cpu + "rrrl")
+    out += table(headers, rows, "lrrr" + "rrr" * train + "r" * show_cpu + "rrrl")
     return finish("\n".join(out), style)
 
 

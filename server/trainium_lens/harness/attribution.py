@@ -35,9 +35,10 @@ walk up the tree): cost is linear in the number of events.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import zip_longest
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from .steps import Forests, LabelIndex
 

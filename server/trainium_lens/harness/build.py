@@ -12,7 +12,7 @@ import os
 import re
 import statistics
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .attribution import MAX_WINDOWS, MERGE_GAP_US, Attribution
@@ -110,7 +110,7 @@ def result_document(p: Profiled) -> dict:
         "schema_version": SCHEMA_VERSION,
         "run_id": p.run_id,
         "batch_id": p.batch_id,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "backend": p.backend,
         "clock": p.clock,
         "host": p.host,

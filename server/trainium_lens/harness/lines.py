@@ -17,8 +17,9 @@ recompile (and trace the mode). The hook's own code is marked for dynamo to skip
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from types import CodeType, FrameType
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -91,7 +92,7 @@ class LineLabeler:
         return names
 
     # -- switching on and off (around each profiled call only) ---------------
-    def __enter__(self) -> "LineLabeler":
+    def __enter__(self) -> LineLabeler:
         self.mode.__enter__()
         self.hook.start()
         self._recompute = _label_recomputation(self.mode)
@@ -132,7 +133,7 @@ class _LineMode(TorchFunctionMode):
         return result
 
 
-def _label_recomputation(mode: "_LineMode") -> Callable[[], None] | None:
+def _label_recomputation(mode: _LineMode) -> Callable[[], None] | None:
     """Label ``torch.utils.checkpoint``'s recomputation. It runs inside
     ``backward()``, i.e. inside the mode's own handler for that call, where a
     mode is off; the mode is pushed again around the recompute function (user

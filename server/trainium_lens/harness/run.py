@@ -88,7 +88,7 @@ def _output(s: Session, name: str, value: Any) -> dict:
     if tensor is None:
         return {}
     tensor = tensor.detach()
-    out = {"dtype": str(tensor.dtype).replace("torch.", ""), "shape": list(tensor.shape)}
+    out: dict[str, Any] = {"dtype": str(tensor.dtype).replace("torch.", ""), "shape": list(tensor.shape)}
     if tensor.numel() and tensor.dtype != torch.bool:
         out["max_abs"] = float(tensor.abs().max().to("cpu").double().item())
     if s.reference is None:
@@ -103,7 +103,7 @@ def _output(s: Session, name: str, value: Any) -> dict:
     return out
 
 
-def _timed(call: "Call", calls: int, labelled: bool) -> list[float]:
+def _timed(call: Call, calls: int, labelled: bool) -> list[float]:
     times = []
     sync = call.s.backend.sync
     for _ in range(calls):
@@ -259,10 +259,11 @@ def _attribute(call: Call, steps: Steps, marked: Marked) -> tuple[Any, str, bool
 def _export_trace(call: Call, prof: Any, run_id: str, att: Any) -> tuple[str | None, float]:
     """The Chrome trace, every op event tagged with its attributed line (trace_tags)."""
     s = call.s
-    trace: str | None = os.path.join(s.spec.run_dir, f"{run_id}.trace.json")
+    path = os.path.join(s.spec.run_dir, f"{run_id}.trace.json")
+    trace: str | None = path
     try:
-        prof.export_chrome_trace(trace)
-        tag_trace(trace, att, s.labeler.labels)
+        prof.export_chrome_trace(path)
+        tag_trace(path, att, s.labeler.labels)
     except Exception as exc:
         s.events.warning(f"{call.name}: could not write the Chrome trace: {exc}")
         trace = None

@@ -17,7 +17,8 @@ twins are compared forest against forest.
 from __future__ import annotations
 
 import bisect
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 
 class Forests:

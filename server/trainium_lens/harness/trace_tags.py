@@ -32,7 +32,7 @@ def tag_trace(path: str, att: Any, labels: dict) -> int:
     with open(path, encoding="utf-8") as fh:
         data = json.load(fh)
     refs: dict[Any, str | None] = {}
-    seen: dict[Any, tuple[str, Any]] = {}  # External id -> (name, its tag) of tagged events
+    seen: dict[Any, tuple[Any, Any]] = {}  # External id -> (name, its tag) of tagged events
     tagged = 0
     for ev in data.get("traceEvents", ()):
         if not isinstance(ev, dict) or ev.get("ph") != "X":

@@ -74,7 +74,8 @@ def payload(trace: Trace, result: Result, file: str | None, line: int | None,
         cols["dur"].append(round(ev.dur, 3))
         cols["name"].append(names.setdefault(ev.name, len(names)))
         cols["src"].append(-1 if ev.line is None else sources.setdefault(ev.line, len(sources)))
-        cols["phase"].append(PHASE_CODES.get(ev.phase, 0))  # backward ops: src is the forward line
+        # backward ops: src is the forward line that caused them
+        cols["phase"].append(PHASE_CODES.get(ev.phase, 0) if ev.phase else 0)
     focus_src = sources.get((file, line), -1) if file is not None and line is not None else -1
     focus = None
     if focus_src >= 0:
