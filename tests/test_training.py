@@ -236,3 +236,10 @@ def test_threaded_backward_needs_profile_all_threads():
     names = {e.name for e in prof.events()}
     assert not any(n.startswith("autograd::engine::evaluate_function") for n in names)
     assert threading.current_thread() is threading.main_thread()
+
+
+def test_the_harness_writes_the_schema_the_reader_reads():
+    from trainium_lens import result as R
+    from trainium_lens.harness import build
+
+    assert build.SCHEMA_VERSION == R.SCHEMA_VERSION == 2

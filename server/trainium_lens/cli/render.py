@@ -166,8 +166,8 @@ def headline(result: Result, style: Style = Style()) -> str:
     hot = max(result.lines, key=lambda s: s.time_us, default=None)
     if hot is not None and t.self_time_us > 0:
         parts.append(f"hottest line {hot.line} ({fmt_pct(hot.time_us / t.self_time_us)})")
-    if t.has_backward:
-        parts.append(f"backward {fmt_pct(t.backward_time_us / t.self_time_us)}" if t.self_time_us else "")
+    if t.has_backward and t.self_time_us > 0:
+        parts.append(f"backward {fmt_pct(t.backward_time_us / t.self_time_us)}")
     elif result.regions:
         parts.append(f"compiled region on line {result.regions[0].line}")
     return ", ".join(parts)

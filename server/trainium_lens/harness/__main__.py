@@ -68,8 +68,8 @@ def run(events) -> int:
     except ImportError as exc:
         raise HarnessError("torch_missing", f"torch is not importable by {sys.executable} "
                            f"({exc}); install torch in the interpreter the target uses") from None
-    from .backends import choose
     from . import build
+    from .backends import choose
     from .run import Session, profile_function
 
     backend = choose(torch, spec.backend)
