@@ -17,6 +17,7 @@ from trainium_lens.harness.lines import LineLabeler
 from trainium_lens.harness.loader import UserCode, load_module
 from trainium_lens.result import Batch
 
+from .test_cli import cli
 from .test_harness import ROOT, line_of, run_harness
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -222,6 +223,16 @@ def test_a_schema_1_result_still_opens(tmp_path):
         ("examples/rmsnorm.py", 22, 1.0)]
     text = render_result(stored, Style())
     assert "rms_norm_naive" in text and "bwd" not in text
+    # and in the editor: hints read as before (no fwd/bwd split)
+    from trainium_lens.lsp.inlay_hints import label
+    from trainium_lens.lsp.runs import Annotation
+
+    hot = max(stored.lines, key=lambda s: s.self_time_us)
+    hint = label(Annotation(line=hot.line - 1, stat=hot, result=stored, stale=False))
+    assert hint.startswith("⏱ ") and " cpu · " in hint and "fwd" not in hint and "bwd" not in hint
+    shown = cli("show", str(DATA / "schema1_result.json"), "--workspace", str(tmp_path))
+    assert shown.returncode == 0, shown.stderr
+    assert "rms_norm_naive" in shown.stdout and "bwd" not in shown.stdout
     copy = R.save(stored, tmp_path / "again.json")
     assert R.load(copy) == stored
 

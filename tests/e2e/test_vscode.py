@@ -325,8 +325,9 @@ def test_hover_shows_the_line_op_table(session):
 def test_results_panel_lists_ops_by_self_time_and_reveals_lines(session):
     result = the_result(session)
     ops = session["profile"]["panelOps"]
-    assert ops[0] == "aten::mul"
-    assert ops == [o.name for o in sorted(result.ops, key=lambda o: -o.self_time_us)]
+    # (which op is hottest is the machine's business: under load one preempted
+    # step can put a bf16 copy above the muls; the panel must show the result's order)
+    assert len(ops) > 3 and ops == [o.name for o in sorted(result.ops, key=lambda o: -o.self_time_us)]
     lines = [s.line for s in sorted(result.lines, key=lambda s: (-s.self_time_us, s.line))]
     assert session["profile"]["panelLines"] == lines
     assert session["profile"]["panelFindings"] == len(result.findings)
