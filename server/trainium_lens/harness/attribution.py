@@ -34,13 +34,15 @@ walk up the tree): cost is linear in the number of events.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from itertools import zip_longest
 from typing import Any
 
 from .steps import Forests, LabelIndex
+from .tallies import Attribution, LineOpFigures, OpFigures, OptimizerFigures
+
+__all__ = ["Attribution", "LineOpFigures", "OpFigures", "OptimizerFigures", "attribute", "classify",
+           "same_ops"]
 
 OTHER, OP, REGION, STEP, LABEL, BACKWARD, OPTIM = 0, 1, 2, 3, 4, 5, 6
 FWD, BWD, RECOMPUTE, OPTIMIZER = 0, 1, 2, 3  # phases (OPTIMIZER: totals only)
@@ -68,45 +70,6 @@ def classify(name: str, labels: dict) -> int:
     if i > 0 and " " not in name[:i] and name[:i] not in _NOT_OPS:
         return OP
     return OTHER
-
-
-class OpFigures:
-    """One op name's figures over the measured steps (the ``key_averages()`` row)."""
-
-    __slots__ = ("calls", "self_time", "total_time", "cpu", "device")
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.self_time = 0.0  # primary clock
-        self.total_time = 0.0  # primary clock, nested measured events included
-        self.cpu = 0.0  # self CPU time
-        self.device = 0.0  # self device time
-
-
-class LineOpFigures:
-    """One op on one line in one phase (backward: per backward node too)."""
-
-    __slots__ = ("calls", "self_time", "cpu", "direct", "order")
-
-    def __init__(self, order: int) -> None:
-        self.calls = 0
-        self.self_time = 0.0
-        self.cpu = 0.0
-        self.direct = 0  # top-level: dispatched by the line (or node) itself
-        self.order = order  # first-seen order: program order of the line's ops
-
-
-class OptimizerFigures:
-    """One ``Optimizer.step#…`` / ``zero_grad#…`` range name."""
-
-    __slots__ = ("calls", "ops", "fused_ops", "self_time", "key")
-
-    def __init__(self, key: str | None) -> None:
-        self.calls = 0  # ranges (optimizer.step() calls)
-        self.ops = 0  # measured ops dispatched inside
-        self.fused_ops = 0  # of which ``_foreach_*`` / ``_fused_*``
-        self.self_time = 0.0
-        self.key = key  # the line that called it
 
 
 class _Rec:
@@ -144,33 +107,6 @@ class _Ctx:
 
 
 _TOP = _Ctx()
-
-
-@dataclass
-class Attribution:
-    steps: int
-    # (step, label, phase) -> primary / cpu self time, primary total time
-    line_self: dict = field(default_factory=lambda: defaultdict(float))
-    line_cpu: dict = field(default_factory=lambda: defaultdict(float))
-    line_total: dict = field(default_factory=lambda: defaultdict(float))
-    line_calls: dict = field(default_factory=lambda: defaultdict(int))  # forward dispatches
-    # (label, op, phase, backward node) -> LineOpFigures
-    line_ops: dict = field(default_factory=dict)
-    ops: dict = field(default_factory=dict)  # op -> OpFigures
-    phase_time: dict = field(default_factory=lambda: defaultdict(float))  # (step, phase) -> primary
-    optimizers: dict = field(default_factory=dict)  # range name -> OptimizerFigures
-    # (region name, label) -> [calls, primary time (inclusive)]
-    regions: dict = field(default_factory=dict)
-    windows: dict = field(default_factory=dict)  # label -> [[start, end]] (merged, capped)
-    # event id -> (label, phase) for every measured event (twins included): the exporter's lines
-    event_lines: dict = field(default_factory=dict)
-    device_unowned: float = 0.0
-    events: int = 0
-    threads: int = 1  # threads whose events were attributed
-    paired_steps: int = 0  # labelled steps whose CPU times came from a plain step
-    mismatched_steps: int = 0  # labelled steps whose plain partner ran other ops
-    backward_nodes: int = 0  # backward ranges seen
-    unlinked_nodes: int = 0  # of which with no forward partner
 
 
 def _measured(roots: list, kinds: dict, labels: dict) -> Iterator[Any]:
@@ -230,7 +166,7 @@ def attribute(events: Iterable[Any], labels: dict, device_clock: bool,
     out.mismatched_steps = mismatched
     walk = _Walk(out, kinds, labels, device_clock, region_fallback, record_events,
                  forests.main_thread)
-    threads = set()
+    threads: set[Any] = set()
     for step, i in enumerate(indices):
         forest = forests.forest(i)
         threads.update(getattr(e, "thread", None) for e in forest)
