@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import torch  # a test dependency: these tests must run, never skip
-
 from trainium_lens.harness import run
 from trainium_lens.harness.attribution import FWD, attribute
 from trainium_lens.harness.backends import Backend
@@ -178,8 +177,8 @@ class _NoDeviceTimeBackend(Backend):
 
 
 def test_no_device_time_falls_back_visibly_to_the_cpu_clock(tmp_path):
-    from trainium_lens.harness.run import Session, profile_function
     from trainium_lens.harness.markers import find_marked
+    from trainium_lens.harness.run import Session, profile_function
     from trainium_lens.harness.spec import Spec
 
     sent = []

@@ -12,10 +12,9 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-
+from trainium_lens.harness.labels import parse_label
 from trainium_lens.result import load
 from trainium_lens.store import RunStore
-from trainium_lens.harness.labels import parse_label
 from trainium_lens.trace_export import parse_trace, to_chrome_trace
 
 from .conftest import EXAMPLES, ROOT
@@ -96,9 +95,11 @@ def test_export_of_a_real_profile_opens_as_chrome_trace_with_the_line_ranges(run
     # Every profiled line has its ranges, named as Neuron Explorer links them.
     profiled = {(s.file, s.line) for s in result.lines}
     assert profiled and len(profiled) == 4
-    seen = {parse_label(e["name"])[:2] for e in ranges}
+    parsed = [(e, parse_label(e["name"])) for e in ranges]
+    assert all(p is not None for _e, p in parsed)
+    seen = {p[:2] for _e, p in parsed if p}
     assert seen == profiled
-    assert all(e["args"]["source"] == "{}:{}".format(*parse_label(e["name"])[:2]) for e in ranges)
+    assert all(p and e["args"]["source"] == "{}:{}".format(*p[:2]) for e, p in parsed)
     # The result's timeline windows point at those ranges, in the same clock.
     starts = sorted(e["ts"] for e in ranges)
     for lw in result.timeline:

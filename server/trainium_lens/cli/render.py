@@ -49,6 +49,8 @@ class Style:
         return "×" if self.unicode else "x"
 
 
+DEFAULT_STYLE = Style()  # (shared, never mutated)
+
 _ASCII = str.maketrans({"µ": "u", "·": "|", "–": "-", "—": "-", "×": "x", "…": "~",
                         "≤": "<=", "→": "->", "←": "<-", "±": "+-"})
 
@@ -61,7 +63,7 @@ def finish(text: str, style: Style) -> str:
 
 # -- numbers -----------------------------------------------------------------------
 
-def fmt_us(value: float | None, style: Style = Style()) -> str:
+def fmt_us(value: float | None, style: Style = DEFAULT_STYLE) -> str:
     """Human time, ~3 significant digits: ``0.42 µs``, ``12.3 µs``, ``1.23 ms``."""
     if value is None:
         return "-"
@@ -78,7 +80,7 @@ def fmt_us(value: float | None, style: Style = Style()) -> str:
     return f"{v:.2f} {style.mu}"
 
 
-def fmt_range(low: float, high: float, style: Style = Style()) -> str:
+def fmt_range(low: float, high: float, style: Style = DEFAULT_STYLE) -> str:
     """``10.3–13.2 µs`` (one unit when both ends share it)."""
     lo, hi = fmt_us(low, style), fmt_us(high, style)
     lo_num, _, lo_unit = lo.partition(" ")
@@ -88,7 +90,7 @@ def fmt_range(low: float, high: float, style: Style = Style()) -> str:
     return f"{lo}{style.dash}{hi}"
 
 
-def fmt_signed_us(value: float, style: Style = Style()) -> str:
+def fmt_signed_us(value: float, style: Style = DEFAULT_STYLE) -> str:
     sign = "+" if value > 0 else ("-" if value < 0 else "±")
     return sign + fmt_us(abs(value), style)
 
@@ -157,7 +159,7 @@ def table(headers: list[str], rows: list[list[str]], align: str, indent: str = "
 
 # -- one result --------------------------------------------------------------------
 
-def headline(result: Result, style: Style = Style()) -> str:
+def headline(result: Result, style: Style = DEFAULT_STYLE) -> str:
     clock = clock_label(result)
     t = result.totals
     parts = [f"{fmt_us(t.self_time_us, style)} {clock} per call"]
@@ -173,7 +175,7 @@ def headline(result: Result, style: Style = Style()) -> str:
     return ", ".join(parts)
 
 
-def render_result(result: Result, style: Style = Style()) -> str:
+def render_result(result: Result, style: Style = DEFAULT_STYLE) -> str:
     f, t = result.function, result.totals
     clock = clock_label(result)
     p = f.protocol
@@ -303,7 +305,7 @@ def _ops_table(result: Result, clock: str, style: Style) -> list[str]:
     return table(headers, rows, "lrrrr")
 
 
-def render_findings(result: Result, style: Style = Style()) -> list[str]:
+def render_findings(result: Result, style: Style = DEFAULT_STYLE) -> list[str]:
     if not result.findings:
         return ["  no findings"]
     out = ["  findings"]
@@ -319,7 +321,7 @@ def render_findings(result: Result, style: Style = Style()) -> list[str]:
 
 # -- several results -----------------------------------------------------------------
 
-def render_comparison(comparison: Comparison, style: Style = Style()) -> str:
+def render_comparison(comparison: Comparison, style: Style = DEFAULT_STYLE) -> str:
     clock = comparison.clock
     show_cpu = clock != "cpu"
     train = any(r.backward_us is not None for r in comparison.rows)
@@ -353,7 +355,7 @@ def render_comparison(comparison: Comparison, style: Style = Style()) -> str:
     return finish("\n".join(out), style)
 
 
-def render_diff(diff: RunDiff, style: Style = Style()) -> str:
+def render_diff(diff: RunDiff, style: Style = DEFAULT_STYLE) -> str:
     t = diff.totals
     ratio = f", {t.ratio:.2f}{style.times}" if t.ratio else ""
     out = [f"{diff.function}: {diff.before} → {diff.after}"]

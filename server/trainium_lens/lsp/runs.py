@@ -198,7 +198,7 @@ class DocumentRuns:
         else:  # lines moved: those in the edited range may read differently now
             self._dirty.update(range(start[0], start[0] + text.count("\n") + 1))
 
-    def _shift(self, annotations: "Annotations") -> bool:
+    def _shift(self, annotations: Annotations) -> bool:
         """Move the cached annotations to their trackers' new lines; False
         when that is not a plain move (then the cache is rebuilt)."""
         trackers = self.trackers
