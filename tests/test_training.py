@@ -254,3 +254,18 @@ def test_the_harness_writes_the_schema_the_reader_reads():
     from trainium_lens.harness import build
 
     assert build.SCHEMA_VERSION == R.SCHEMA_VERSION == 2
+
+
+def test_hover_lists_backward_ops_apart_from_forward_ops(example):
+    from trainium_lens.lsp.hover import markdown
+    from trainium_lens.lsp.runs import Annotation, Annotations
+
+    r = example["train_step_naive"]
+    s = _line(r, EXAMPLE, "model.qkv(h)", after=r.function.line)
+    a = Annotation(line=s.line - 1, stat=s, result=r, stale=False)
+    text = markdown("file:///w/examples/train_step.py", a, Annotations([a], {a.line: a}, []))
+    forward, _, backward = text.partition("**backward ops")
+    assert "**forward ops**" in forward and "`aten::addmm`" in forward
+    assert "`aten::mm`" in backward and "AddmmBackward0" in backward
+    assert "`aten::mm`" not in forward.split("**forward ops**")[1]
+    assert "backward self **" in text and "fwd + bwd" in text
