@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 import torch  # a test dependency: these tests must run, never skip
-
 from trainium_lens.harness import run
-from trainium_lens.harness.attribution import attribute
+from trainium_lens.harness.attribution import FWD, attribute
 from trainium_lens.harness.backends import Backend
 from trainium_lens.harness.lines import LineLabeler
 from trainium_lens.harness.loader import UserCode, load_module
@@ -64,13 +63,13 @@ def test_cpu_times_come_from_the_plain_twin(helpers):
     per_step = aten_cpu_by_step(events)
     plain = per_step[1] + per_step[3]
     labelled = per_step[0] + per_step[2]
-    ours = sum(v[3] for v in att.ops.values())  # op self CPU, summed over the steps
+    ours = sum(v.cpu for v in att.ops.values())  # op self CPU, summed over the steps
     assert ours == pytest.approx(plain, rel=1e-9)
     assert ours != pytest.approx(labelled, rel=1e-9)
-    lines = sum(v for (s, k), v in att.line_self.items())
+    lines = sum(v for (s, k, p), v in att.line_self.items())
     assert lines == pytest.approx(ours, rel=1e-9)
-    assert None not in {k for (_s, k) in att.line_self}  # every op on a line
-    assert {labeler.labels[k][2] for (_s, k) in att.line_self} == {"scale", "two_calls"}
+    assert None not in {k for (_s, k, _p) in att.line_self}  # every op on a line
+    assert {labeler.labels[k][2] for (_s, k, _p) in att.line_self} == {"scale", "two_calls"}
 
 
 def test_a_twin_that_ran_other_ops_is_not_used(helpers):
@@ -78,14 +77,14 @@ def test_a_twin_that_ran_other_ops_is_not_used(helpers):
     events = profile_steps(labeler, [(module.two_calls, True), (module.loop, False)])
     att = attribute(events, labeler.labels, False, None, CPU, paired=True)
     assert (att.steps, att.paired_steps, att.mismatched_steps) == (1, 0, 1)
-    assert sum(v[3] for v in att.ops.values()) == pytest.approx(aten_cpu_by_step(events)[0])
+    assert sum(v.cpu for v in att.ops.values()) == pytest.approx(aten_cpu_by_step(events)[0])
 
 
 def test_unlabelled_ops_are_unattributed_and_still_reconcile(helpers):
     module, labeler = helpers
     events = profile_steps(labeler, [(module.two_calls, False)])
     att = attribute(events, labeler.labels, False, None, CPU)
-    assert {k for (_s, k) in att.line_self} == {None}
+    assert {k for (_s, k, _p) in att.line_self} == {None}
     assert sum(att.line_self.values()) == pytest.approx(aten_cpu_by_step(events)[0])
 
 
@@ -123,6 +122,7 @@ class _Ev:
         self.kernels = [_Kernel(k) for k in kernels]
         self.cpu_parent = None
         self.device_type = CPU
+        self.id, self.thread, self.sequence_nr, self.fwd_thread = id(self), 1, -1, 0
         for c in self.cpu_children:
             c.cpu_parent = self
 
@@ -154,17 +154,17 @@ def test_device_clock_kernels_go_to_the_nearest_op():
     step = _Ev("ProfilerStep#3", 0, 20, [outer3, outer4, stray])
     att = attribute(_flatten([step]), labels, True, None, CPU)
     assert att.steps == 1
-    assert att.ops["aten::mul"][1] == 15 and att.ops["aten::mul"][4] == 15
-    assert att.ops["aten::mm"][1] == 7
-    assert att.ops["Torch-Compiled Region: 0/0"][1] == 20  # self: own kernels
-    assert att.ops["Torch-Compiled Region: 0/0"][2] == 27  # total: with the nested op
+    assert att.ops["aten::mul"].self_time == 15 and att.ops["aten::mul"].device == 15
+    assert att.ops["aten::mm"].self_time == 7
+    assert att.ops["Torch-Compiled Region: 0/0"].self_time == 20  # self: own kernels
+    assert att.ops["Torch-Compiled Region: 0/0"].total_time == 27  # total: with the nested op
     assert att.regions[("Torch-Compiled Region: 0/0", "m.py(4): f")] == [1, 27]
-    assert att.line_self[(0, "m.py(3): f")] == 15 and att.line_self[(0, "m.py(4): f")] == 27
-    assert att.line_total[(0, "m.py(9): g")] == 42  # both calls, each op once
+    assert att.line_self[(0, "m.py(3): f", FWD)] == 15 and att.line_self[(0, "m.py(4): f", FWD)] == 27
+    assert att.line_total[(0, "m.py(9): g", FWD)] == 42  # both calls, each op once
     assert att.line_calls["m.py(3): f"] == 1 and att.line_calls["m.py(4): f"] == 1
     assert att.device_unowned == 3
     # CPU time is still kept beside the device clock (self CPU: nested ops excluded)
-    assert att.ops["Torch-Compiled Region: 0/0"][3] == 4 and att.ops["aten::mm"][3] == 1
+    assert att.ops["Torch-Compiled Region: 0/0"].cpu == 4 and att.ops["aten::mm"].cpu == 1
 
 
 class _NoDeviceTimeBackend(Backend):

@@ -74,8 +74,8 @@ def test_wrong_type_names_the_field():
 
 
 def test_newer_schema_says_upgrade():
-    with pytest.raises(R.ResultError, match="schema version 2.*upgrade trainium-lens"):
-        R.Result.from_dict(minimal(schema_version=2))
+    with pytest.raises(R.ResultError, match="schema version 3.*upgrade trainium-lens"):
+        R.Result.from_dict(minimal(schema_version=3))
 
 
 def test_not_a_result():

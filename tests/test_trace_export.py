@@ -12,10 +12,10 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-
+from trainium_lens.harness.labels import parse_label
 from trainium_lens.result import load
 from trainium_lens.store import RunStore
-from trainium_lens.trace_export import LINE_RE, parse_trace, to_chrome_trace
+from trainium_lens.trace_export import parse_trace, to_chrome_trace
 
 from .conftest import EXAMPLES, ROOT
 
@@ -95,30 +95,33 @@ def test_export_of_a_real_profile_opens_as_chrome_trace_with_the_line_ranges(run
     # Every profiled line has its ranges, named as Neuron Explorer links them.
     profiled = {(s.file, s.line) for s in result.lines}
     assert profiled and len(profiled) == 4
-    seen = {(m["file"], int(m["line"])) for m in (LINE_RE.match(e["name"]) for e in ranges)}
+    parsed = [(e, parse_label(e["name"])) for e in ranges]
+    assert all(p is not None for _e, p in parsed)
+    seen = {p[:2] for _e, p in parsed if p}
     assert seen == profiled
-    assert all(e["args"]["source"] == "{}:{}".format(*LINE_RE.match(e["name"]).group(
-        "file", "line")) for e in ranges)
+    assert all(p and e["args"]["source"] == "{}:{}".format(*p[:2]) for e, p in parsed)
     # The result's timeline windows point at those ranges, in the same clock.
     starts = sorted(e["ts"] for e in ranges)
     for lw in result.timeline:
         for w in lw.windows:
             assert any(abs(s - w.start_us) < 0.01 for s in starts), (lw.line, w)
-    # ATen ops carry the line that dispatched them: line 22 is `x2 = x * x`.
+    # Every ATen op carries the line it is attributed to, the unlabelled CPU twin
+    # steps (whose times the result reports) included: line 22 is `x2 = x * x`.
     ops = [e for e in events if (e["pid"], e["tid"]) == lanes["ATen ops"]]
+    aten = [e for e in ops if e["name"].startswith("aten::")]
+    assert aten and all("source" in e["args"] for e in aten)
     mul_on_22 = [e for e in ops if e["name"] == "aten::mul"
                  and e["args"].get("source") == "examples/rmsnorm.py:22"]
-    assert len(mul_on_22) == result.totals.steps
-    rsqrt = [e for e in ops if e["name"] == "aten::rsqrt" and "source" in e["args"]]
+    assert len(mul_on_22) == 2 * result.totals.steps  # labelled + plain twin
+    rsqrt = [e for e in ops if e["name"] == "aten::rsqrt"]
     assert {e["args"]["source"] for e in rsqrt} == {"examples/rmsnorm.py:24"}
-    assert len(rsqrt) == result.totals.steps
-    # Each op with a source began inside a range of that line.
+    assert len(rsqrt) == 2 * result.totals.steps
+    # The labelled steps' ops began inside a range of their line; the twins' outside any.
     by_line = defaultdict(list)
     for e in ranges:
         by_line[e["args"]["source"]].append((e["ts"], e["ts"] + e["dur"]))
-    for e in ops:
-        if "source" in e["args"]:
-            assert any(a <= e["ts"] <= b for a, b in by_line[e["args"]["source"]]), e
+    inside = [e for e in aten if any(a <= e["ts"] <= b for a, b in by_line[e["args"]["source"]])]
+    assert len(inside) * 2 == len(aten)
 
 
 def test_export_fetches_a_trace_that_is_still_on_the_ssh_host(run, sshd, ssh_control_dir,
@@ -218,7 +221,9 @@ async def test_timeline_request_gives_the_lines_events_and_where_they_are_now(ru
         focused = [i for i in range(n) if ev["src"][i] == data["focusSrc"]]
         names = {data["names"][ev["name"][i]] for i in focused}
         assert names == {"examples/rmsnorm.py(22): rms_norm_naive", "aten::mul"}
-        assert len(focused) == 2 * result.totals.steps  # one range + one mul per step
+        # one range + one mul per labelled step, one mul per plain twin step
+        assert len(focused) == 3 * result.totals.steps
+        assert set(ev["phase"]) == {0}  # a forward-only function: no backward events
         f = data["focus"]
         assert min(ev["start"][i] for i in focused) == f["start"] and f["end"] > f["start"]
         assert min(ev["start"]) == 0.0

@@ -93,3 +93,23 @@ test("currentLine follows a profiled line the user moved", () => {
 test("escapeHtml covers attributes too", () => {
   assert.equal(escapeHtml(`"'<&>`), "&quot;&#39;&lt;&amp;&gt;");
 });
+
+test("a training step: forward and backward columns, lines by forward + backward", () => {
+  const train: ResultDoc = {
+    ...result,
+    totals: { self_time_us: 2000, steps: 5, forward_time_us: 800, backward_time_us: 1100, optimizer_time_us: 100 },
+    lines: [
+      { file: "examples/t.py", line: 5, self_time_us: 500, text: "h = self.c_fc(x)", backward_self_time_us: 100, backward_ops: [] },
+      { file: "examples/t.py", line: 6, self_time_us: 300, text: "y = attn(h)", backward_self_time_us: 900,
+        backward_ops: [{ name: "aten::mm", calls: 2, self_time_us: 600, node: "AddmmBackward0" }, { name: "aten::mm", calls: 1, self_time_us: 300, node: "MmBackward0" }] },
+    ],
+  };
+  const html = renderBody({ result: train });
+  assert.match(html, /forward <b>800 µs<\/b> · backward <b>1.10 ms<\/b> · optimizer <b>100 µs<\/b>/);
+  const lines = html.slice(html.indexOf('<table id="lines">'));
+  assert.match(lines, /<th>fwd<\/th><th>bwd<\/th><th>backward ops<\/th>/);
+  assert.ok(lines.indexOf("attn(h)") < lines.indexOf("self.c_fc(x)")); // 1.2 ms before 0.6 ms
+  assert.match(lines, /<td class="muted">aten::mm<\/td>/); // named once
+  // a forward-only (or schema-1) result keeps the old columns
+  assert.doesNotMatch(renderBody({ result }), /backward ops/);
+});

@@ -114,3 +114,15 @@ test('ticks step by 1, 2 or 5 and durations read naturally', () => {
   assert.equal(M.formatUs(1500), '1.50 ms');
   assert.equal(M.formatUs(0.25), '250 ns');
 });
+
+test('a backward event names the forward line that caused it', () => {
+  const p = payload([[0, 10, 0], [20, 10, 0]]);
+  (p.events as Record<string, number[]>).phase = [0, 1];
+  const m = M.buildModel(p);
+  const fwd = M.describe(m, 0);
+  const bwd = M.describe(m, 1);
+  assert.equal(fwd.phase, null);
+  assert.deepEqual([bwd.phase, bwd.file, bwd.line], ['backward', 'a.py', 3]);
+  // an older payload (no phase column) reads as forward
+  assert.equal(M.describe(M.buildModel(payload([[0, 10, 0]])), 0).phase, null);
+});

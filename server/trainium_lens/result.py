@@ -27,7 +27,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: backward/recompute per line, totals split, optimizers
 
 BACKENDS = ("neuron", "cuda", "cpu", "xla")
 
@@ -69,7 +69,7 @@ class Environment:
 
 @dataclass
 class Totals:
-    self_time_us: float  # primary clock, all ops, per step
+    self_time_us: float  # primary clock, all ops (forward + backward + optimizer), per step
     self_cpu_us: float
     wall_us_median: float | None  # unprofiled, synchronized, per call
     steps: int  # active steps measured
@@ -79,6 +79,15 @@ class Totals:
     wall_us_max: float | None = None
     dispatches: float = 0.0  # ATen ops dispatched from user code per step
     per_step_self_time_us: list[float] = field(default_factory=list)
+    # schema 2: self_time_us split by what ran (unattributed ops included); they sum to it
+    forward_time_us: float = 0.0  # forward ops outside the optimizer
+    backward_time_us: float = 0.0  # ops under the autograd engine's backward nodes
+    optimizer_time_us: float = 0.0  # ops under Optimizer.step / zero_grad
+    recompute_time_us: float = 0.0  # forward re-run inside the backward (checkpointing)
+
+    @property
+    def has_backward(self) -> bool:
+        return self.backward_time_us > 0 or self.recompute_time_us > 0
 
 
 @dataclass
@@ -123,6 +132,18 @@ class HloRef:
 
 
 @dataclass
+class BackwardOp:
+    """An op the autograd engine ran for a line's forward ops."""
+
+    name: str
+    calls: float
+    self_time_us: float
+    self_cpu_us: float = 0.0
+    direct_calls: float = 0.0
+    node: str = ""  # the backward node that ran it ("AddmmBackward0", "AccumulateGrad")
+
+
+@dataclass
 class LineStat:
     file: str
     line: int
@@ -140,6 +161,24 @@ class LineStat:
     ops: list[LineOp] = field(default_factory=list)
     hits: float | None = None  # executions of the line per call (None: not counted)
     instructions: list[HloRef] = field(default_factory=list)  # backend xla only
+    # schema 2. ``self_time_us``/``total_time_us`` keep meaning *forward*; the backward
+    # the line's forward ops caused (self: its own ops; total: through the user
+    # helpers it called), spread over the measured steps, and the ops that ran it.
+    backward_self_time_us: float = 0.0
+    backward_total_time_us: float = 0.0
+    backward_self_cpu_us: float = 0.0
+    backward_self_time_us_min: float = 0.0
+    backward_self_time_us_max: float = 0.0
+    backward_self_time_us_median: float = 0.0
+    backward_ops: list[BackwardOp] = field(default_factory=list)
+    # forward re-run inside the backward (torch.utils.checkpoint): not forward time again
+    recompute_time_us: float = 0.0
+    recompute_ops: list[LineOp] = field(default_factory=list)
+
+    @property
+    def time_us(self) -> float:
+        """Forward + backward + recompute self time: what the line costs a step."""
+        return self.self_time_us + self.backward_self_time_us + self.recompute_time_us
 
 
 @dataclass
@@ -159,6 +198,29 @@ class Region:
     calls: float
     covered_lines: list[SourceLine] = field(default_factory=list)
     fx_nodes: int = 0  # ops the graph fused into this region
+
+
+@dataclass
+class OptimizerStat:
+    """One optimizer's ``step``/``zero_grad`` (its ``Optimizer.step#…`` range)."""
+
+    name: str  # "Optimizer.step#AdamW.step"
+    file: str  # the line that called it
+    line: int
+    calls: float
+    ops: float  # ATen ops dispatched inside, per step
+    fused_ops: float = 0.0  # of which _foreach_* / _fused_*
+    self_time_us: float = 0.0
+
+
+@dataclass
+class H2DCopy:
+    """A line whose calls copied host→device (a CPU tensor fed into a device op)."""
+
+    file: str
+    line: int
+    calls: float
+    self_time_us: float = 0.0
 
 
 @dataclass
@@ -205,7 +267,7 @@ class Signals:
 
     device_time_reported: bool = True
     cpu_fallback_ops: list[str] = field(default_factory=list)
-    h2d_copies: list[LineOp] = field(default_factory=list)  # op name: "file:line"
+    h2d_copies: list[H2DCopy] = field(default_factory=list)
     h2d_copy_lines: list[SourceLine] = field(default_factory=list)
     compiles_in_active_steps: int = 0
     recompiles: int = 0
@@ -250,6 +312,7 @@ class Result:
     ops: list[OpStat] = field(default_factory=list)
     lines: list[LineStat] = field(default_factory=list)
     regions: list[Region] = field(default_factory=list)
+    optimizers: list[OptimizerStat] = field(default_factory=list)
     unattributed_us: float = 0.0
     findings: list[Finding] = field(default_factory=list)
     artifacts: Artifacts = field(default_factory=Artifacts)
@@ -274,7 +337,7 @@ class Result:
         return json.dumps(self.to_dict(), indent=1)
 
     @classmethod
-    def from_dict(cls, data: Any) -> "Result":
+    def from_dict(cls, data: Any) -> Result:
         if not isinstance(data, dict):
             raise ResultError("not a Trainium Lens result: expected a JSON object")
         version = data.get("schema_version")
@@ -285,6 +348,8 @@ class Result:
                 f"result has schema version {version}; this Trainium Lens reads up to "
                 f"{SCHEMA_VERSION}: upgrade trainium-lens"
             )
+        if version < 2:
+            data = _upgrade_v1(data)
         result = _build(cls, data, "result")
         if result.backend not in BACKENDS:
             raise ResultError(f"result.backend: unknown backend {result.backend!r}")
@@ -300,13 +365,30 @@ class Batch:
     schema_version: int = SCHEMA_VERSION
 
     @classmethod
-    def from_dict(cls, data: Any) -> "Batch":
+    def from_dict(cls, data: Any) -> Batch:
         if not isinstance(data, dict) or not isinstance(data.get("results"), list):
             raise ResultError("not a Trainium Lens batch: expected an object with results[]")
         return cls(
             batch_id=str(data.get("batch_id", "")),
             results=[Result.from_dict(r) for r in data["results"]],
         )
+
+
+def _upgrade_v1(data: dict) -> dict:
+    """Schema 1 → 2: no backward figures (they default to 0; ``schema_version``
+    stays 1 so a reader can tell "not measured" from "none"); ``h2d_copies``
+    named their line ``"file:line"``."""
+    signals = data.get("signals")
+    if isinstance(signals, dict) and isinstance(signals.get("h2d_copies"), list):
+        copies = []
+        for c in signals["h2d_copies"]:
+            if isinstance(c, dict) and "name" in c and "file" not in c:
+                file, _, line = str(c["name"]).rpartition(":")
+                c = {"file": file, "line": int(line) if line.isdigit() else 0,
+                     "calls": c.get("calls", 0.0), "self_time_us": c.get("self_time_us", 0.0)}
+            copies.append(c)
+        data = {**data, "signals": {**signals, "h2d_copies": copies}}
+    return data
 
 
 def load(path: str | Path) -> Result:
@@ -344,7 +426,7 @@ class _Bad(Exception):
     def __init__(self, message: str, path: str = ""):
         self.message, self.path = message, path
 
-    def under(self, step: str) -> "_Bad":
+    def under(self, step: str) -> _Bad:
         self.path = step + self.path
         return self
 

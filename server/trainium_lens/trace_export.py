@@ -17,9 +17,13 @@ Lanes, per source thread or device stream:
 * ``device`` – kernels, copies and other device activity, where present.
 
 Every event gets the user line it belongs to when that can be known: a line
-range is its own line; an op takes the innermost line range that contains it on
-the same thread (torch records no flow between them on CPU); a device event
-takes the line of the op that launched it (``External id``).
+range is its own line (``harness/labels.py`` is the one definition of their
+names); an op carries the line the harness's attribution gave it
+(``harness/trace_tags.py``: ``Source line``, and ``Phase`` for backward and
+recompute ops, whose line is the forward line that caused them — the
+unlabelled CPU twin steps included); a device event takes the line of the op
+that launched it (``External id``). Traces written before the harness tagged
+ops fall back to the innermost line range containing the op on its thread.
 """
 
 from __future__ import annotations
@@ -27,15 +31,16 @@ from __future__ import annotations
 import gzip
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .errors import LensError
+from .harness.labels import parse_label
+from .harness.trace_tags import PHASE_KEY, SOURCE_KEY
 
-# ``examples/rmsnorm.py(15): rms_norm_naive`` – the harness's user-line ranges.
-LINE_RE = re.compile(r"^(?P<file>[^()]+?)\((?P<line>\d+)\): (?P<func>.*)$")
 STEP_RE = re.compile(r"^ProfilerStep#\d+$")
 
 DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation",
@@ -72,6 +77,7 @@ class Event:
     line: tuple[str, int] | None = None  # the user line it belongs to
     depth: int = 0  # nesting level inside its lane
     args: dict = field(default_factory=dict)
+    phase: str | None = None  # "backward" / "recompute" (line: the forward line); None: forward
 
 
 @dataclass
@@ -121,7 +127,7 @@ def load_trace(path: str | Path) -> Trace:
 def _classify(cat: str, name: str, pid: Any, cpu_pids: set) -> str | None:
     if cat in SKIP_CATS:
         return None
-    if cat in ("user_annotation", "cpu_op") and "): " in name and LINE_RE.match(name):
+    if cat in ("user_annotation", "cpu_op") and parse_label(name) is not None:
         # The harness's ranges (``_RecordFunctionFast``) are exported as cpu_op.
         return "lines"
     if cat == "user_annotation":
@@ -146,7 +152,7 @@ def parse_trace(data: dict) -> Trace:
     classification cached per (category, name, pid) (names repeat: a run has
     a few dozen distinct ops and lines), sorts on plain attributes.
     """
-    names: dict[tuple[str, Any, Any], str] = {}
+    names: dict[tuple[Any, Any, Any], str] = {}
     complete = []
     cpu_pids = set()
     number = (int, float)
@@ -185,8 +191,8 @@ def parse_trace(data: dict) -> Trace:
             kind = _classify(cat, name, pid, cpu_pids)
             line = None
             if kind == "lines":
-                m = LINE_RE.match(name)
-                line = (m["file"], int(m["line"]))
+                parsed = parse_label(name)
+                line = (parsed[0], parsed[1]) if parsed else None
             known = kinds[ck] = (kind, line)
         kind, line = known
         if kind is None:
@@ -217,12 +223,53 @@ def parse_trace(data: dict) -> Trace:
     return Trace(lanes, events, t0, t1, meta)
 
 
+def _source(ref: Any, refs: dict) -> tuple[str, int] | None:
+    line = refs.get(ref)
+    if line is None and isinstance(ref, str):
+        file, _, num = ref.rpartition(":")
+        line = refs[ref] = (file, int(num)) if file and num.isdigit() else None
+    return line
+
+
 def _attribute_lines(lanes: list[Lane], events: list[Event]) -> None:
-    """Give ops the innermost user line that contains them on the same thread,
-    and device events the line of the op that launched them."""
+    """Ops take the line the harness tagged them with; device events the line of
+    the op that launched them. (Untagged traces: see ``_contained_lines``.)"""
+    kind_of = [lane.kind for lane in lanes]
+    refs: dict[str, tuple[str, int] | None] = {}
+    launched: dict[Any, tuple[str, int]] = {}
+    tagged = False
+    for ev in events:
+        if kind_of[ev.lane] == "ops" and ev.args:
+            ref = ev.args.get(SOURCE_KEY)
+            if ref is None:
+                continue
+            tagged = True
+            ev.line = _source(ref, refs)
+            phase = ev.args.get(PHASE_KEY)
+            ev.phase = phase if isinstance(phase, str) else None
+            if ev.line is not None:
+                for key in ("External id", "correlation"):
+                    if key in ev.args:
+                        launched.setdefault((key, ev.args[key]), ev.line)
+    if not tagged:
+        launched = _contained_lines(lanes, events)
+    if not launched:
+        return
+    for ev in events:
+        if kind_of[ev.lane] == "device":
+            for key in ("External id", "correlation"):
+                found = launched.get((key, ev.args.get(key)))
+                if found is not None:
+                    ev.line = found
+                    break
+
+
+def _contained_lines(lanes: list[Lane], events: list[Event]) -> dict:
+    """Traces written before the harness tagged its ops: an op takes the innermost
+    line range open when it began on its thread (no backward, no twin steps)."""
     kind_of = [lane.kind for lane in lanes]
     source_of = [lane.source for lane in lanes]
-    by_thread: dict[tuple, list[tuple[float, int, float, Event]]] = {}
+    by_thread: dict[tuple, list[tuple[float, bool, float, int, Event]]] = {}
     for ev in events:
         kind = kind_of[ev.lane]
         if kind in ("lines", "ops", "runtime"):
@@ -249,15 +296,7 @@ def _attribute_lines(lanes: list[Lane], events: list[Event]) -> None:
                 for key in ("External id", "correlation"):
                     if key in ev.args:
                         launched.setdefault((key, ev.args[key]), ev.line)
-    if not launched:
-        return
-    for ev in events:
-        if kind_of[ev.lane] == "device":
-            for key in ("External id", "correlation"):
-                found = launched.get((key, ev.args.get(key)))
-                if found is not None:
-                    ev.line = found
-                    break
+    return launched
 
 
 def _name_lanes(lanes: list[Lane], names: dict) -> list[int]:
@@ -324,6 +363,8 @@ def to_chrome_trace(trace: Trace, title: str = "Trainium Lens run",
         args = {k: v for k, v in ev.args.items() if _plain(v)}
         if ev.line is not None:
             args["source"] = f"{ev.line[0]}:{ev.line[1]}"
+        if ev.phase is not None:
+            args["phase"] = ev.phase
         out.append({"ph": "X", "name": ev.name, "cat": ev.cat or trace.lanes[ev.lane].kind,
                     "ts": round(ev.start, 3), "dur": round(ev.dur, 3),
                     "pid": pid, "tid": tid, "args": args})
@@ -401,5 +442,5 @@ def summarize(trace: Trace) -> Iterable[str]:
     counts = [0] * len(trace.lanes)
     for ev in trace.events:
         counts[ev.lane] += 1
-    for lane, n in zip(trace.lanes, counts):
+    for lane, n in zip(trace.lanes, counts, strict=True):
         yield f"{lane.name}: {n} events"

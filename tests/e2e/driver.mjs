@@ -46,6 +46,7 @@ try {
   if (cfg.phases.includes("errors")) await errorPhase();
   if (cfg.phases.includes("host")) await hostPhase();
   if (cfg.phases.includes("profile")) await profilePhase();
+  if (cfg.phases.includes("train")) await trainPhase();
 } catch (e) {
   out.failure = String(e?.stack ?? e);
   await page.screenshot({ path: join(cfg.shots, "failure.png") }).catch(() => {});
@@ -173,8 +174,8 @@ async function hostPhase() {
 // -- profile from the context menu ----------------------------------------------
 
 /** Editor line numbers (1-based) by the `top` of their row, to place other elements. */
-async function lineTops() {
-  return page.$$eval(`${editorSel} .margin-view-overlays > div`, (rows) =>
+async function lineTops(sel = editorSel) {
+  return page.$$eval(`${sel} .margin-view-overlays > div`, (rows) =>
     Object.fromEntries(
       rows
         .map((r) => [parseFloat(r.style.top), Number(r.querySelector(".line-numbers")?.textContent)])
@@ -183,9 +184,9 @@ async function lineTops() {
   );
 }
 
-async function hintsByLine() {
-  const tops = await lineTops();
-  const rows = await page.$$eval(`${editorSel} .view-lines .view-line`, (lines) =>
+async function hintsByLine(sel = editorSel) {
+  const tops = await lineTops(sel);
+  const rows = await page.$$eval(`${sel} .view-lines .view-line`, (lines) =>
     lines.map((l) => {
       // An inlay hint is injected text: a span of its own after the code's tokens.
       const hint = [...l.querySelectorAll("span[class*='dyn-rule']")].map((s) => s.textContent).find((t) => t.includes("⏱"));
@@ -333,4 +334,39 @@ async function profilePhase() {
 
   // Everything VS Code told the user since the errors phase was cleared.
   out.profile.notifications = await notificationTexts();
+}
+
+// -- a training step: hints carry forward and backward --------------------------
+
+async function trainPhase() {
+  const sel = `.monaco-editor[data-uri$="/${cfg.trainFile}"]`;
+  await page.keyboard.press("Escape");
+  await page.locator(".explorer-folders-view .monaco-list-row", { hasText: cfg.trainFile.split("/").pop() }).click();
+  await page.waitForSelector(`${sel} .view-line`, { timeout: 30_000 });
+  log(`opened ${cfg.trainFile}`);
+  // bring the marked function into view (Go to Line centres it)
+  await page.locator(`${sel} .view-line`).first().click();
+  await page.keyboard.press("Control+G");
+  await page.keyboard.type(String(cfg.trainLine));
+  await page.keyboard.press("Enter");
+  await page.waitForTimeout(500);
+  const def = page.locator(`${sel} .view-line`, { hasText: cfg.trainDefText });
+  await def.click({ button: "right" });
+  const item = page.locator(".context-view .action-label", { hasText: "Profile on Trainium" });
+  await item.waitFor({ state: "visible" });
+  await item.click();
+  for (let i = 0; i < 3; i++) {
+    await page.waitForTimeout(1000);
+    if (!(await item.isVisible().catch(() => false))) break;
+    await item.click().catch(() => {});
+  }
+  await page.waitForFunction(
+    (s) => [...document.querySelectorAll(`${s} .view-lines span[class*='dyn-rule']`)].some((x) => x.textContent.includes("bwd")),
+    sel,
+    { timeout: 180_000, polling: 100 },
+  );
+  await page.waitForTimeout(500);
+  out.train = { hints: await hintsByLine(sel) };
+  await page.screenshot({ path: join(cfg.shots, "train-step-hints.png") });
+  log("training-step hints read");
 }

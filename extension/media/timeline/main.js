@@ -16,7 +16,7 @@
   function showTip(d, e) {
     if (!d || !e) { tip.hidden = true; return; }
     tip.textContent = d.name + '\n' + M.formatUs(d.dur) + ' at ' + M.formatUs(d.start) +
-      (d.file ? '\n' + d.file + ':' + d.line : '') + '\n' + d.lane;
+      (d.file ? '\n' + (d.phase ? d.phase + ' of ' : '') + d.file + ':' + d.line : '') + '\n' + d.lane;
     tip.hidden = false;
     const x = Math.min(e.clientX + 12, window.innerWidth - tip.offsetWidth - 4);
     const y = Math.min(e.clientY + 14, window.innerHeight - tip.offsetHeight - 4);

@@ -244,6 +244,8 @@
       lane: model.lanes[ev.lane[i]].name,
       start: ev.start[i], dur: ev.dur[i], src: src,
       file: source ? source[0] : null, line: source ? source[1] : null,
+      // 1: backward, 2: recompute; the line is then the forward line that caused it
+      phase: ev.phase ? (ev.phase[i] === 1 ? 'backward' : ev.phase[i] === 2 ? 'recompute' : null) : null,
     };
   }
 

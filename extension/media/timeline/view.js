@@ -39,7 +39,13 @@
     };
     const nameColor = new Map();
 
+    const phaseColor = [null, ['hsl(275,45%,45%)', 'hsla(275,30%,45%,0.45)'],
+      ['hsl(35,70%,45%)', 'hsla(35,45%,45%,0.45)']];
+
     function colorOf(i) {
+      const phase = state.model.data.events.phase;
+      const p = phase ? phase[i] : 0;
+      if (p) return state.model.focusSrc >= 0 ? phaseColor[p][1] : phaseColor[p][0]; // backward: own colour
       const nameIdx = state.model.data.events.name[i];
       let c = nameColor.get(nameIdx);
       if (!c) {

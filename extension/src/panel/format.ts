@@ -20,6 +20,11 @@ export interface LineRow {
   self_time_us_max?: number;
   text?: string;
   ops?: { name: string; calls: number; self_time_us: number }[];
+  // schema 2 (training steps): the backward this line's forward caused
+  backward_self_time_us?: number;
+  backward_total_time_us?: number;
+  recompute_time_us?: number;
+  backward_ops?: { name: string; calls: number; self_time_us: number; node?: string }[];
 }
 
 export interface FindingRow {
@@ -38,7 +43,10 @@ export interface ResultDoc {
   clock: string;
   host: string;
   function: { file: string; name: string; line: number };
-  totals: { self_time_us: number; wall_us_median?: number | null; steps?: number; dispatches?: number };
+  totals: {
+    self_time_us: number; wall_us_median?: number | null; steps?: number; dispatches?: number;
+    forward_time_us?: number; backward_time_us?: number; optimizer_time_us?: number; recompute_time_us?: number;
+  };
   ops?: OpRow[];
   lines?: LineRow[];
   findings?: FindingRow[];
@@ -109,8 +117,18 @@ export function sortedOps(result: ResultDoc): OpRow[] {
   return [...(result.ops ?? [])].sort((a, b) => b.self_time_us - a.self_time_us || a.name.localeCompare(b.name));
 }
 
+/** Forward + backward + recompute self time: what a line costs a step. */
+export function lineTime(l: LineRow): number {
+  return l.self_time_us + (l.backward_self_time_us ?? 0) + (l.recompute_time_us ?? 0);
+}
+
+/** Did the run measure a backward (a training step)? Schema-1 results: no. */
+export function hasBackward(result: ResultDoc): boolean {
+  return (result.totals.backward_time_us ?? 0) > 0 || (result.totals.recompute_time_us ?? 0) > 0;
+}
+
 export function sortedLines(result: ResultDoc): LineRow[] {
-  return [...(result.lines ?? [])].sort((a, b) => b.self_time_us - a.self_time_us || a.line - b.line);
+  return [...(result.lines ?? [])].sort((a, b) => lineTime(b) - lineTime(a) || a.line - b.line);
 }
 
 const SEVERITY_ORDER: Record<string, number> = { error: 0, warning: 1, info: 2, hint: 3 };

@@ -9,6 +9,8 @@ import {
   formatShare,
   formatUs,
   genericTable,
+  hasBackward,
+  lineTime,
   sortedFindings,
   sortedLines,
   sortedOps,
@@ -81,19 +83,39 @@ export function renderBody(data: RunData): string {
     parts.push(`<h2>Findings</h2>` + table("findings", ["", "line", "finding"], rows));
   }
 
+  const train = hasBackward(r);
+  if (train) {
+    const t = r.totals;
+    parts.push(
+      `<p>forward <b>${escapeHtml(formatUs(t.forward_time_us))}</b> · backward <b>${escapeHtml(formatUs(t.backward_time_us))}</b>` +
+        ` · optimizer <b>${escapeHtml(formatUs(t.optimizer_time_us))}</b>` +
+        (t.recompute_time_us ? ` · recompute ${escapeHtml(formatUs(t.recompute_time_us))}` : "") + `</p>`,
+    );
+  }
   const lines = sortedLines(r);
   const lineRows = lines.map(
     (l) =>
       `<tr ${revealAttrs(l.file, l.line)}><td class="num">${l.line}</td>` +
-      `<td class="num">${escapeHtml(formatUs(l.self_time_us))}</td><td class="num">${escapeHtml(formatShare(l.self_time_us, total))}</td>` +
+      `<td class="num">${escapeHtml(formatUs(l.self_time_us))}</td>` +
+      (train
+        ? `<td class="num">${escapeHtml(l.backward_self_time_us ? formatUs(l.backward_self_time_us) : "–")}</td>` +
+          `<td class="muted">${escapeHtml(Array.from(new Set((l.backward_ops ?? []).map((o) => o.name))).join(", "))}</td>`
+        : "") +
+      `<td class="num">${escapeHtml(formatShare(lineTime(l), total))}</td>` +
       `<td class="num">${escapeHtml(formatCalls(l.calls))}</td>` +
       `<td class="num">${escapeHtml(l.self_time_us_min !== undefined && l.self_time_us_max !== undefined ? `${formatUs(l.self_time_us_min)} – ${formatUs(l.self_time_us_max)}` : "–")}</td>` +
       `<td><code>${escapeHtml((l.text ?? "").trim())}</code></td>` +
       `<td class="muted">${escapeHtml((l.ops ?? []).map((o) => o.name).join(", "))}</td></tr>`,
   );
   parts.push(
-    `<h2>Lines <span class="muted">by self time</span></h2>` +
-      table("lines", ["line", "self", "share", "ops/call", "spread", "source", "ops"], lineRows),
+    `<h2>Lines <span class="muted">by self time${train ? " (forward + backward)" : ""}</span></h2>` +
+      table(
+        "lines",
+        train
+          ? ["line", "fwd", "bwd", "backward ops", "share", "ops/call", "spread", "source", "ops"]
+          : ["line", "self", "share", "ops/call", "spread", "source", "ops"],
+        lineRows,
+      ),
   );
   if (r.unattributed_us) parts.push(`<p class="muted">Unattributed: ${escapeHtml(formatUs(r.unattributed_us))}</p>`);
 

@@ -58,6 +58,10 @@ class VariantRow:
     verdict: str
     speedup: float | None  # reference time / this time (primary clock)
     wall_speedup: float | None
+    # training steps (schema 2): time_us split; None where the run measured no backward
+    forward_us: float | None = None
+    backward_us: float | None = None
+    optimizer_us: float | None = None
 
 
 @dataclass
@@ -86,6 +90,14 @@ def _verdict(result: Result, reference: Result) -> tuple[str, float | None]:
     return ("ok" if out.max_abs_diff <= bound else "differs"), bound
 
 
+def _split(r: Result) -> dict:
+    t = r.totals
+    if not t.has_backward:
+        return {}
+    return {"forward_us": t.forward_time_us + t.recompute_time_us, "backward_us": t.backward_time_us,
+            "optimizer_us": t.optimizer_time_us}
+
+
 def compare_variants(results: list[Result]) -> Comparison:
     """One row per result; the first is the reference for speed and output."""
     if not results:
@@ -110,6 +122,7 @@ def compare_variants(results: list[Result]) -> Comparison:
             max_abs_diff=None if i == 0 else r.output.max_abs_diff,
             tolerance=bound, verdict=verdict, speedup=speedup,
             wall_speedup=(ref_wall / wall) if wall and ref_wall else None,
+            **_split(r),
         ))
     fastest = min(rows, key=lambda row: row.time_us).variant if len(clocks) == 1 else None
     return Comparison(clock=clocks.pop() if len(clocks) == 1 else "mixed",

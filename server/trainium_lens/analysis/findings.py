@@ -42,6 +42,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..result import Finding, LineOp, LineStat, Result
+from .optimizer_findings import with_optimizer_findings
 
 DISPATCH_MIN = 2
 DISPATCH_SHARE = 0.05
@@ -175,6 +176,7 @@ def analyze(result: Result) -> list[Finding]:
     for check in (_device_time, _cpu_fallback, _compiles, _h2d_copies, _rt_inspect,
                   _patterns, _dispatches, _overhead, xla_findings):
         findings.extend(check(result))
+    findings = with_optimizer_findings(result, findings)
     order = {"error": 0, "warning": 1, "info": 2, "hint": 3}
     findings.sort(key=lambda f: (order.get(f.severity, 9), f.file, f.line, f.kind))
     return findings
@@ -256,11 +258,9 @@ def _compiles(result: Result) -> list[Finding]:
 def _h2d_copies(result: Result) -> list[Finding]:
     signals = result.signals
     by_line: dict[tuple[str, int], tuple[float, float]] = {}
-    for op in signals.h2d_copies:  # name is "file:line"
-        file, _, num = op.name.rpartition(":")
-        if file and num.isdigit():
-            calls, time = by_line.get((file, int(num)), (0.0, 0.0))
-            by_line[(file, int(num))] = (calls + op.calls, time + op.self_time_us)
+    for copy in signals.h2d_copies:
+        calls, time = by_line.get((copy.file, copy.line), (0.0, 0.0))
+        by_line[(copy.file, copy.line)] = (calls + copy.calls, time + copy.self_time_us)
     for src in signals.h2d_copy_lines:
         by_line.setdefault((src.file, src.line), (0.0, 0.0))
     found = []

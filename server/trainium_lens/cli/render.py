@@ -50,6 +50,8 @@ class Style:
         return "×" if self.unicode else "x"
 
 
+DEFAULT_STYLE = Style()  # (shared, never mutated)
+
 _ASCII = str.maketrans({"µ": "u", "·": "|", "–": "-", "—": "-", "×": "x", "…": "~",
                         "≤": "<=", "→": "->", "←": "<-", "±": "+-"})
 
@@ -62,7 +64,7 @@ def finish(text: str, style: Style) -> str:
 
 # -- numbers -----------------------------------------------------------------------
 
-def fmt_us(value: float | None, style: Style = Style()) -> str:
+def fmt_us(value: float | None, style: Style = DEFAULT_STYLE) -> str:
     """Human time, ~3 significant digits: ``0.42 µs``, ``12.3 µs``, ``1.23 ms``."""
     if value is None:
         return "-"
@@ -79,7 +81,7 @@ def fmt_us(value: float | None, style: Style = Style()) -> str:
     return f"{v:.2f} {style.mu}"
 
 
-def fmt_range(low: float, high: float, style: Style = Style()) -> str:
+def fmt_range(low: float, high: float, style: Style = DEFAULT_STYLE) -> str:
     """``10.3–13.2 µs`` (one unit when both ends share it)."""
     lo, hi = fmt_us(low, style), fmt_us(high, style)
     lo_num, _, lo_unit = lo.partition(" ")
@@ -89,7 +91,7 @@ def fmt_range(low: float, high: float, style: Style = Style()) -> str:
     return f"{lo}{style.dash}{hi}"
 
 
-def fmt_signed_us(value: float, style: Style = Style()) -> str:
+def fmt_signed_us(value: float, style: Style = DEFAULT_STYLE) -> str:
     sign = "+" if value > 0 else ("-" if value < 0 else "±")
     return sign + fmt_us(abs(value), style)
 
@@ -137,7 +139,7 @@ def table(headers: list[str], rows: list[list[str]], align: str, indent: str = "
     allowed), in that order, give up characters until the table fits."""
     widths = [len(h) for h in headers]
     for row in rows:
-        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=False)]
     if width is not None and shrink:
         over = len(indent) + sum(widths) + 2 * (len(widths) - 1) - width
         for col, narrowest in shrink.items():
@@ -150,7 +152,7 @@ def table(headers: list[str], rows: list[list[str]], align: str, indent: str = "
                  for i, c in enumerate(row)] for row in rows]
 
     def fmt(cells: list[str]) -> str:
-        out = [c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(cells, widths, align)]
+        out = [c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(cells, widths, align, strict=False)]
         return (indent + "  ".join(out)).rstrip()
 
     return [fmt(headers)] + [fmt(r) for r in rows]
@@ -158,21 +160,23 @@ def table(headers: list[str], rows: list[list[str]], align: str, indent: str = "
 
 # -- one result --------------------------------------------------------------------
 
-def headline(result: Result, style: Style = Style()) -> str:
+def headline(result: Result, style: Style = DEFAULT_STYLE) -> str:
     clock = clock_label(result)
     t = result.totals
     parts = [f"{fmt_us(t.self_time_us, style)} {clock} per call"]
     if t.dispatches:
         parts.append(f"{fmt_count(t.dispatches)} dispatch" + ("" if t.dispatches == 1 else "es"))
-    hot = max(result.lines, key=lambda s: s.self_time_us, default=None)
+    hot = max(result.lines, key=lambda s: s.time_us, default=None)
     if hot is not None and t.self_time_us > 0:
-        parts.append(f"hottest line {hot.line} ({fmt_pct(hot.self_time_us / t.self_time_us)})")
+        parts.append(f"hottest line {hot.line} ({fmt_pct(hot.time_us / t.self_time_us)})")
+    if t.has_backward and t.self_time_us > 0:
+        parts.append(f"backward {fmt_pct(t.backward_time_us / t.self_time_us)}")
     elif result.regions:
         parts.append(f"compiled region on line {result.regions[0].line}")
     return ", ".join(parts)
 
 
-def render_result(result: Result, style: Style = Style()) -> str:
+def render_result(result: Result, style: Style = DEFAULT_STYLE) -> str:
     f, t = result.function, result.totals
     clock = clock_label(result)
     p = f.protocol
@@ -220,10 +224,14 @@ def _spans(lines: list[int], style: Style) -> str:
 
 
 def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
+    """Per line: forward self (spread, total), then — for a training step — the
+    backward it caused and forward + backward; share and bar of the step."""
+    train = result.totals.has_backward
     total = result.totals.self_time_us
     rows = []
     for s in sorted(result.lines, key=lambda s: (s.file != result.function.file, s.file, s.line)):
-        share = s.self_time_us / total if total > 0 else 0.0
+        cost = s.time_us if train else s.self_time_us
+        share = cost / total if total > 0 else 0.0
         spread = (fmt_range(s.self_time_us_min, s.self_time_us_max, style)
                   if s.self_time_us_max else "")
         direct = direct_ops(s, result)  # what the line itself called, then the rest
@@ -233,31 +241,51 @@ def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
         if len(ops) > TOP_OPS:
             top += f", +{len(ops) - TOP_OPS}"
         where = str(s.line) if s.file == result.function.file else f"{s.file}:{s.line}"
-        rows.append([where, truncate(s.text, SOURCE_WIDTH, style), fmt_us(s.self_time_us, style),
-                     spread, fmt_us(s.total_time_us, style), fmt_pct(share),
-                     bar(share, style), fmt_count(s.calls), top])
+        row = [where, truncate(s.text, SOURCE_WIDTH, style), fmt_us(s.self_time_us, style),
+               spread, fmt_us(s.total_time_us, style)]
+        if train:
+            bwd = fmt_us(s.backward_self_time_us, style) if s.backward_self_time_us else ""
+            if s.recompute_time_us:
+                bwd += f" +{fmt_us(s.recompute_time_us, style)} re"
+            row += [bwd, fmt_us(s.backward_total_time_us, style) if s.backward_total_time_us else "",
+                    fmt_us(cost, style)]
+        rows.append(row + [fmt_pct(share), bar(share, style), fmt_count(s.calls), top])
     if result.unattributed_us:
         share = result.unattributed_us / total if total > 0 else 0.0
-        rows.append(["", "(unattributed)", fmt_us(result.unattributed_us, style), "", "",
-                     fmt_pct(share), bar(share, style), "", ""])
+        rows.append(["", "(unattributed)", fmt_us(result.unattributed_us, style), "", ""]
+                    + (["", "", fmt_us(result.unattributed_us, style)] if train else [])
+                    + [fmt_pct(share), bar(share, style), "", ""])
     if not rows:
         return ["  (no ops were attributed to a line)"]
-    headers = ["line", "source", f"self ({clock})", "min–max" if style.unicode else "min-max",
-               f"total ({clock})", "share", "", "calls", "top ops"]
-    align = "llrrrrlrl"
+    fwd = "fwd " if train else ""
+    headers = ["line", "source", f"{fwd}self ({clock})", "min–max" if style.unicode else "min-max",
+               f"{fwd}total ({clock})"]
+    align = "llrrr"
+    if train:
+        headers += [f"bwd self ({clock})", "bwd total", "fwd+bwd"]
+        align += "rrr"
+    headers += ["share", "", "calls", "top ops"]
+    align += "rlrl"
+    bar_col = len(headers) - 3
     if style.width is not None:
         # A narrow terminal: drop the spread, then the bar, before cutting text.
-        for drop in (3, 5):  # (indices after the first drop)
-            if len(table(headers, rows, align)[0]) <= style.width and all(
-                    len(ln) <= style.width for ln in table(headers, rows, align)):
+        for drop in (3, bar_col - 1):  # (indices after the first drop)
+            if all(len(ln) <= style.width for ln in table(headers, rows, align)):
                 break
             headers = headers[:drop] + headers[drop + 1:]
             rows = [r[:drop] + r[drop + 1:] for r in rows]
             align = align[:drop] + align[drop + 1:]
     # Then the op names give way first, then the source text.
     last, source = len(headers) - 1, 1
-    return table(headers, rows, align, width=style.width, shrink={last: 10, source: 16},
-                 ellipsis=style.ellipsis)
+    out = table(headers, rows, align, width=style.width, shrink={last: 10, source: 16},
+                ellipsis=style.ellipsis)
+    if train:
+        t = result.totals
+        out.append(f"  step: forward {fmt_us(t.forward_time_us, style)} · backward "
+                   f"{fmt_us(t.backward_time_us, style)} · optimizer {fmt_us(t.optimizer_time_us, style)}"
+                   + (f" · recompute {fmt_us(t.recompute_time_us, style)}" if t.recompute_time_us else "")
+                   + f" ({clock})")
+    return out
 
 
 def _ops_table(result: Result, clock: str, style: Style) -> list[str]:
@@ -278,7 +306,7 @@ def _ops_table(result: Result, clock: str, style: Style) -> list[str]:
     return table(headers, rows, "lrrrr")
 
 
-def render_findings(result: Result, style: Style = Style()) -> list[str]:
+def render_findings(result: Result, style: Style = DEFAULT_STYLE) -> list[str]:
     if not result.findings:
         return ["  no findings"]
     out = ["  findings"]
@@ -294,9 +322,10 @@ def render_findings(result: Result, style: Style = Style()) -> list[str]:
 
 # -- several results -----------------------------------------------------------------
 
-def render_comparison(comparison: Comparison, style: Style = Style()) -> str:
+def render_comparison(comparison: Comparison, style: Style = DEFAULT_STYLE) -> str:
     clock = comparison.clock
     show_cpu = clock != "cpu"
+    train = any(r.backward_us is not None for r in comparison.rows)
     rows = []
     for r in comparison.rows:
         speed = "1.00" + style.times if r.verdict == "reference" else (
@@ -309,20 +338,25 @@ def render_comparison(comparison: Comparison, style: Style = Style()) -> str:
                         "unchecked": f" ({gt} atol {r.tolerance:.2g}, magnitude unknown)",
                         }.get(r.verdict, "")
         row = [r.variant, str(r.line), fmt_us(r.time_us, style), speed]
+        if train:
+            row += [fmt_us(r.forward_us, style), fmt_us(r.backward_us, style),
+                    fmt_us(r.optimizer_us, style)]
         if show_cpu:
             row.append(fmt_us(r.self_cpu_us, style))
         rows.append(row + [fmt_count(r.dispatches), fmt_us(r.wall_us_median, style), diff, verdict])
     headers = ["variant", "line", f"time ({clock})", "speedup"]
+    if train:  # a training step: where the time went
+        headers += ["fwd", "bwd", "optimizer"]
     if show_cpu:  # on the CPU backend the primary clock already is CPU self time
         headers.append("self (cpu)")
     headers += ["dispatches", "wall median", "max |diff|", "output"]
     out = [f"comparison ({CLOCK_NAMES.get(clock, clock)} per call; speedup and output "
            f"against {comparison.reference})"]
-    out += table(headers, rows, "lrrr" + "r" * show_cpu + "rrrl")
+    out += table(headers, rows, "lrrr" + "rrr" * train + "r" * show_cpu + "rrrl")
     return finish("\n".join(out), style)
 
 
-def render_diff(diff: RunDiff, style: Style = Style()) -> str:
+def render_diff(diff: RunDiff, style: Style = DEFAULT_STYLE) -> str:
     t = diff.totals
     ratio = f", {t.ratio:.2f}{style.times}" if t.ratio else ""
     out = [f"{diff.function}: {diff.before} → {diff.after}"]

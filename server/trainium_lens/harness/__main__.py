@@ -77,6 +77,7 @@ def run(events) -> int:
     except ImportError as exc:
         raise HarnessError("torch_missing", f"torch is not importable by {sys.executable} "
                            f"({exc}); install torch in the interpreter the target uses") from None
+    from . import build
     from .choose import choose
     from .run import Session, profile_function
 
@@ -99,7 +100,7 @@ def run(events) -> int:
     profile = xla.profile_function if backend.name == "xla" else profile_function
     for index, (m, protocol) in enumerate(zip(chosen, protocols)):
         results.append(profile(session, m, index, protocol))
-    batch = {"schema_version": 1, "batch_id": spec.batch_id, "results": results}
+    batch = build.batch_document(spec.batch_id, results)
     events.stage("done", None, f"{len(results)} function(s) profiled")
     out = _write_batch(spec.run_dir, batch)
     events.emit("result", path=os.path.abspath(out))

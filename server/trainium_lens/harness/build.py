@@ -1,5 +1,6 @@
-"""Turn one profile's attribution into the result document (a plain dict that
-``trainium_lens.result.Result.from_dict`` accepts; the harness cannot import it).
+"""The one builder of the result document (a plain dict that
+``trainium_lens.result.Result.from_dict`` accepts; the harness cannot import it,
+so this module is the only place that writes its shape and ``schema_version``).
 
 Every figure is per step (per call of the function): the sum over the active
 steps divided by their number; spreads are over the active steps.
@@ -10,28 +11,17 @@ from __future__ import annotations
 import os
 import re
 import statistics
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
-from .attribution import Attribution
+from .attribution import MAX_WINDOWS, MERGE_GAP_US, Attribution
+from .figures import lines_and_ops, optimizers
 
-from .attribution import MAX_WINDOWS, MERGE_GAP_US
+SCHEMA_VERSION = 2  # result.SCHEMA_VERSION (a test keeps the two equal)
 
-
-def _per_step(values: dict, key: Any, steps: int) -> list[float]:
-    return [values.get((s, key), 0.0) for s in range(steps)]
-
-
-def _spread(values: list[float]) -> tuple[float, float, float]:
-    if not values:
-        return 0.0, 0.0, 0.0
-    return min(values), max(values), statistics.median(values)
-
-
-def _by_key(values: dict) -> dict:
-    out: dict = {}
-    for (_step, key), value in values.items():
-        out[key] = out.get(key, 0.0) + value
-    return out
+__all__ = ["SCHEMA_VERSION", "Profiled", "SourceText", "batch_document", "lines_and_ops",
+           "merge_windows", "result_document", "trace_offset_us"]
 
 
 def merge_windows(windows: list[list[float]], offset: float) -> list[dict]:
@@ -85,57 +75,117 @@ def trace_offset_us(trace_path: str | None, trace_start_ns: int | None) -> float
     return (trace_start_ns - base) / 1000.0
 
 
-def lines_and_ops(att: Attribution, labels: dict, source: SourceText) -> dict:
-    n = max(att.steps, 1)
-    keys = {k for (_s, k) in att.line_self} | {k for (_s, k) in att.line_total} | set(att.line_calls)
-    keys.discard(None)
-    per_line_ops: dict[str, list[dict]] = {}
-    order: dict[tuple, int] = {}
-    for (key, op), (calls, self_t, cpu, direct, seen) in att.line_ops.items():
-        if key is None:
-            continue
-        order[(key, op)] = seen
-        per_line_ops.setdefault(key, []).append(
-            {"name": op, "calls": calls / n, "self_time_us": self_t / n, "self_cpu_us": cpu / n,
-             "direct_calls": direct / n})
-    self_sum = _by_key(att.line_self)
-    total_sum = _by_key(att.line_total)
-    cpu_sum = _by_key(att.line_cpu)
-    lines = []
-    for key in keys:
-        file, line, function = labels[key]
-        steps = _per_step(att.line_self, key, att.steps)
-        lo, hi, med = _spread(steps)
-        # What the line itself dispatched, in program order (stable however noisy
-        # the clock), then what ran inside those ops, biggest first.
-        ops = sorted(per_line_ops.get(key, []), key=lambda o: (
-            (0, order[(key, o["name"])]) if o["direct_calls"] else (1, -o["self_time_us"])))
-        lines.append({
-            "file": file, "line": line,
-            "self_time_us": self_sum.get(key, 0.0) / n,
-            "total_time_us": total_sum.get(key, 0.0) / n,
-            "self_cpu_us": cpu_sum.get(key, 0.0) / n,
-            "calls": att.line_calls.get(key, 0) / n,
-            "self_time_us_min": lo, "self_time_us_max": hi, "self_time_us_median": med,
-            "text": source.line(file, line), "function": function, "ops": ops,
-        })
-    # one entry per source line: the same line can carry two labels only if two
-    # functions share it (lambdas); keep them apart but sorted together
-    lines.sort(key=lambda s: (-s["self_time_us"], -s["total_time_us"], s["file"], s["line"]))
-    ops = [{"name": name, "calls": c / n, "self_time_us": s / n, "total_time_us": t / n,
-            "self_cpu_us": cpu / n, "device_time_us": dev / n}
-           for name, (c, s, t, cpu, dev) in att.ops.items()]
-    ops.sort(key=lambda o: (-o["self_time_us"], o["name"]))
-    per_step_total = [0.0] * att.steps
-    for (step, _key), value in att.line_self.items():
-        if 0 <= step < att.steps:
-            per_step_total[step] += value
+@dataclass
+class Profiled:
+    """Everything one profiled function contributes to its result document."""
+
+    run_id: str
+    batch_id: str
+    host: str
+    backend: str
+    clock: str
+    environment: dict
+    function: dict  # file, name, line, marker_line, protocol
+    att: Attribution
+    labels: dict  # label name -> (file, line, function)
+    source: SourceText
+    wall_us: list[float]  # unprofiled calls
+    signals: dict
+    artifacts: dict
+    output: dict
+    offset_us: float = 0.0  # profiler clock -> trace clock
+    covered: Any = None  # region name -> {"lines": [(file, line)], "nodes": n} (or None)
+    h2d_calls: dict = field(default_factory=dict)  # label -> calls (all labelled calls)
+    labelled_calls: int = 1
+
+
+def result_document(p: Profiled) -> dict:
+    att, labels = p.att, p.labels
+    figures = lines_and_ops(att, labels, p.source)
+    per_step = figures["per_step"]
+    wall = sorted(p.wall_us)
+    fallback = (p.function["file"], p.function["line"])
+    signals = dict(p.signals)
+    signals["h2d_copies"] = _h2d(att, labels, p.h2d_calls, p.labelled_calls)
+    signals["h2d_copy_lines"] = [{"file": h["file"], "line": h["line"]} for h in signals["h2d_copies"]]
     return {
-        "lines": lines,
-        "ops": ops,
-        "unattributed_us": self_sum.get(None, 0.0) / n,
-        "self_time_us": sum(o["self_time_us"] for o in ops),
-        "self_cpu_us": sum(o["self_cpu_us"] for o in ops),
-        "dispatches": sum(c for k, c in att.line_calls.items() if k is not None) / n,
-        "per_step": per_step_total,
+        "schema_version": SCHEMA_VERSION,
+        "run_id": p.run_id,
+        "batch_id": p.batch_id,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "backend": p.backend,
+        "clock": p.clock,
+        "host": p.host,
+        "environment": p.environment,
+        "function": p.function,
+        "totals": {
+            "self_time_us": figures["self_time_us"], "self_cpu_us": figures["self_cpu_us"],
+            "wall_us_median": statistics.median(wall) if wall else None,
+            "wall_us_min": wall[0] if wall else None, "wall_us_max": wall[-1] if wall else None,
+            "steps": att.steps,
+            "self_time_us_min": min(per_step) if per_step else 0.0,
+            "self_time_us_max": max(per_step) if per_step else 0.0,
+            "dispatches": figures["dispatches"], "per_step_self_time_us": per_step,
+            "forward_time_us": figures["forward_time_us"],
+            "backward_time_us": figures["backward_time_us"],
+            "optimizer_time_us": figures["optimizer_time_us"],
+            "recompute_time_us": figures["recompute_time_us"],
+        },
+        "ops": figures["ops"],
+        "lines": figures["lines"],
+        "regions": _regions(att, labels, fallback, p.covered),
+        "optimizers": optimizers(att, labels, fallback),
+        "unattributed_us": figures["unattributed_us"],
+        "findings": [],
+        "artifacts": p.artifacts,
+        "timeline": _timeline(att, labels, p.offset_us),
+        "signals": signals,
+        "output": p.output,
     }
+
+
+def batch_document(batch_id: str, results: list[dict]) -> dict:
+    return {"schema_version": SCHEMA_VERSION, "batch_id": batch_id, "results": results}
+
+
+def _regions(att: Attribution, labels: dict, fallback: tuple[str, int], covered: Any) -> list[dict]:
+    n = max(att.steps, 1)
+    out = []
+    for (region, key), (calls, t) in sorted(att.regions.items(), key=lambda kv: -kv[1][1]):
+        file, line = labels[key][:2] if key in labels else fallback
+        graph = (covered(region) if covered else None) or {}
+        out.append({
+            "name": region, "file": file, "line": line,
+            "self_time_us": t / n, "calls": calls / n,
+            "covered_lines": [{"file": f, "line": ln} for f, ln in graph.get("lines", [])],
+            "fx_nodes": graph.get("nodes", 0),
+        })
+    return out
+
+
+def _timeline(att: Attribution, labels: dict, offset: float) -> list[dict]:
+    out = []
+    for key, windows in att.windows.items():
+        file, line, _fn = labels[key]
+        out.append({"file": file, "line": line, "windows": merge_windows(windows, offset)})
+    out.sort(key=lambda t: (t["file"], t["line"]))
+    return out
+
+
+_COPY_OPS = ("aten::copy_", "aten::_to_copy")
+
+
+def _h2d(att: Attribution, labels: dict, calls: dict, labelled_calls: int) -> list[dict]:
+    """Lines whose calls copied host→device: {file, line, calls, self_time_us} per step."""
+    if not calls:
+        return []
+    copy_time: dict[str, float] = {}
+    for (key, op, _phase, _node), lo in att.line_ops.items():
+        if key in calls and op in _COPY_OPS:
+            copy_time[key] = copy_time.get(key, 0.0) + lo.self_time
+    out = []
+    for key, n in sorted(calls.items()):
+        file, line, _fn = labels[key]
+        out.append({"file": file, "line": line, "calls": n / max(labelled_calls, 1),
+                    "self_time_us": copy_time.get(key, 0.0) / max(att.steps, 1)})
+    return out

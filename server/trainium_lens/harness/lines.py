@@ -17,13 +17,15 @@ recompile (and trace the mode). The hook's own code is marked for dynamo to skip
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from types import CodeType, FrameType
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
 from .hits import HitCounter
+from .labels import format_label
 from .loader import UserCode
 
 # the cheap C++ range (what FX graphs use); the public one on torch builds without it
@@ -52,11 +54,12 @@ class LineLabeler:
         self.h2d: dict[str, int] = {}  # innermost label name -> calls that copied host→device
         self.hits = HitCounter()  # label name -> executions of the line (hits.py)
         self.mode = _LineMode(self)
+        self._recompute: Callable[[], None] | None = None
         self.hook = _CompiledCallHook(self)
 
     # -- naming -------------------------------------------------------------
     def label(self, file: str, line: int, function: str) -> str:
-        name = f"{file}({line}): {function}"
+        name = format_label(file, line, function)
         self.labels[name] = (file, line, function)
         return name
 
@@ -95,12 +98,15 @@ class LineLabeler:
         return names
 
     # -- switching on and off (around each profiled call only) ---------------
-    def __enter__(self) -> "LineLabeler":
+    def __enter__(self) -> LineLabeler:
         self.mode.__enter__()
         self.hook.start()
+        self._recompute = _label_recomputation(self.mode)
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        if self._recompute is not None:
+            self._recompute()
         self.hook.stop()
         self.mode.__exit__(*exc)
         self.hits.end_call()
@@ -132,6 +138,31 @@ class _LineMode(TorchFunctionMode):
         if self.labeler.device_backend:
             _note_h2d(self.labeler, names[-1], args, kwargs, result)
         return result
+
+
+def _label_recomputation(mode: _LineMode) -> Callable[[], None] | None:
+    """Label ``torch.utils.checkpoint``'s recomputation. It runs inside
+    ``backward()``, i.e. inside the mode's own handler for that call, where a
+    mode is off; the mode is pushed again around the recompute function (user
+    code the engine calls back). Returns the undo, or None where this torch
+    has no such hook point (recompute ops then still count as recompute, on the
+    line of the backward node that needed them)."""
+    cp = sys.modules.get("torch.utils.checkpoint")
+    run = getattr(cp, "_run_fn_with_dynamo_disabled", None) if cp is not None else None
+    if run is None or getattr(run, "_trainium_lens", False):
+        return None
+
+    def labelled(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        with mode:
+            return run(fn, *args, **kwargs)
+
+    labelled._trainium_lens = True  # type: ignore[attr-defined]
+    cp._run_fn_with_dynamo_disabled = labelled  # type: ignore[union-attr]
+
+    def undo() -> None:
+        cp._run_fn_with_dynamo_disabled = run  # type: ignore[union-attr]
+
+    return undo
 
 
 def _note_h2d(labeler: LineLabeler, name: str, args: tuple, kwargs: dict, result: Any) -> None:

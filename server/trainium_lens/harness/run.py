@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from datetime import datetime, timezone
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -22,6 +22,7 @@ from .loader import UserCode, call_inputs, required_params, resolve
 from .markers import Marked
 from .placement import to_device
 from .spec import Spec
+from .trace_tags import tag_trace
 
 
 def invoke(fn: Any, args: tuple, kwargs: dict) -> Any:
@@ -77,13 +78,6 @@ def _inputs(s: Session, marked: Marked, fn: Any) -> tuple[tuple, dict]:
     return s.inputs[name]
 
 
-def _call(s: Session, fn: Any, args: tuple, kwargs: dict, what: str) -> Any:
-    try:
-        return invoke(fn, args, kwargs)
-    except Exception as exc:
-        raise s.user.error_from(exc, "user_code", what) from None
-
-
 def _first_tensor(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value
@@ -102,7 +96,7 @@ def _output(s: Session, name: str, value: Any, group: str = "") -> dict:
     if tensor is None:
         return {}
     tensor = tensor.detach()
-    out = {"dtype": str(tensor.dtype).replace("torch.", ""), "shape": list(tensor.shape)}
+    out: dict[str, Any] = {"dtype": str(tensor.dtype).replace("torch.", ""), "shape": list(tensor.shape)}
     if tensor.numel() and tensor.dtype != torch.bool:
         out["max_abs"] = float(tensor.abs().max().to("cpu").double().item())
     if group not in s.references:
@@ -117,47 +111,117 @@ def _output(s: Session, name: str, value: Any, group: str = "") -> dict:
     return out
 
 
-def _timed(s: Session, fn: Any, args: tuple, kwargs: dict, calls: int, labelled: bool) -> list[float]:
+def _timed(call: Call, calls: int, labelled: bool) -> list[float]:
     times = []
-    sync = s.backend.sync
+    sync = call.s.backend.sync
     for _ in range(calls):
         t0 = time.perf_counter()
-        if labelled:
-            with s.labeler:
-                invoke(fn, args, kwargs)
-        else:
-            invoke(fn, args, kwargs)
+        call(labelled)
         sync()
         times.append((time.perf_counter() - t0) * 1e6)
     return times
 
 
 def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> dict:
-    ev, name, spec = s.events, marked.name, s.spec
-    run_id = f"{spec.batch_id}-{index}"
-    fn = resolve(s.module, name)
+    """inputs → first calls → profiled steps → attribution → trace → timing → result."""
+    run_id = f"{s.spec.batch_id}-{index}"
+    fn = resolve(s.module, marked.name)
     if not callable(fn):
-        raise HarnessError("unknown_function", f"{name} is marked but is not a function at "
+        raise HarnessError("unknown_function", f"{marked.name} is marked but is not a function at "
                            f"import time", s.rel_file, marked.def_line)
-    ev.stage("inputs", name, "preparing inputs")
+    s.events.stage("inputs", marked.name, "preparing inputs")
     args, kwargs = _inputs(s, marked, fn)
+    call = Call(s, fn, args, kwargs, marked.name)
+    first, compiles_from = _first_calls(call)
+    steps = _profile_steps(call, protocol, run_id)
+    att, clock, device_reported = _attribute(call, steps, marked)
+    trace, offset = _export_trace(call, steps.prof, run_id, att)
+    wall, overhead = _time_unprofiled(call, protocol)
+    signals = _signals(call, steps, compiles_from, device_reported, overhead)
+    artifacts = {"location": s.spec.host, "run_dir": os.path.abspath(s.spec.run_dir), "trace": trace}
+    artifacts.update(s.backend.artifacts(s.spec.run_dir))
+    doc = build.result_document(build.Profiled(
+        run_id=run_id, batch_id=s.spec.batch_id, host=s.spec.host, backend=s.backend.name,
+        clock=clock, environment=s.backend.environment(),
+        function={"file": s.rel_file, "name": marked.name, "line": marked.def_line,
+                  "marker_line": marked.marker_line, "protocol": dict(protocol),
+                  "inputs": marked.options.get("inputs") or None,
+                  "compare": marked.options.get("compare") or None},
+        att=att, labels=s.labeler.labels, source=s.source, wall_us=wall, signals=signals,
+        artifacts=artifacts, output=_output(s, marked.name, first, variant_key(marked)),
+        offset_us=offset, covered=s.watch.covered, h2d_calls=steps.h2d_calls,
+        labelled_calls=steps.labelled_calls))
+    add_hits(doc["lines"], s.labeler.labels, steps.hits, steps.labelled_calls)  # hits.py
+    doc["library_files"] = [{"file": f, "path": p} for f, p in sorted(s.user.library_files.items())
+                            if any(line["file"] == f for line in doc["lines"])]
+    return doc
 
-    ev.stage("compile", name, "first calls (compiles land here, outside the measured steps)")
+
+class Call:
+    """The profiled function with its inputs, called the one way the harness calls it."""
+
+    def __init__(self, s: Session, fn: Any, args: tuple, kwargs: dict, name: str):
+        self.s, self.fn, self.args, self.kwargs, self.name = s, fn, args, kwargs, name
+
+    def __call__(self, labelled: bool = False) -> Any:
+        try:
+            if labelled:
+                with self.s.labeler:
+                    return invoke(self.fn, self.args, self.kwargs)
+            return invoke(self.fn, self.args, self.kwargs)
+        except Exception as exc:
+            raise self.s.user.error_from(exc, "user_code", self.name) from None
+
+
+@dataclass
+class Steps:
+    """What the profiled steps left behind."""
+
+    prof: Any
+    paired: bool
+    labelled_calls: int
+    h2d_calls: dict
+    backend_signals: dict
+    at_active: dict  # compile counters when the active steps began
+    after: dict  # and when they ended
+    hits: dict  # label -> executions of the line in the labelled calls (hits.py)
+
+
+def _first_calls(call: Call) -> tuple[Any, dict]:
+    """Two unprofiled calls: compiles land here; the second arms the compiled-call hook."""
+    s = call.s
+    s.events.stage("compile", call.name, "first calls (compiles land here, outside the measured steps)")
     s.watch.install()
     start = s.watch.counters()
-    first = _call(s, fn, args, kwargs, name)
+    first = call()
     s.backend.sync()
     s.watch.install()
     s.labeler.hook.refresh()
     s.include_hooks.refresh()
-    s.labeler.hook.arm_if_called(lambda: _call(s, fn, args, kwargs, name))
+    s.labeler.hook.arm_if_called(call)
     s.backend.sync()
-    output = _output(s, name, first, variant_key(marked))
-    def_label = s.labeler.label(s.rel_file, marked.def_line, name)
+    return first, start
 
+
+def _profiler_kwargs(s: Session, run_dir: str, run_id: str) -> dict:
+    """The backend's profiler arguments, recording every thread where torch can: the
+    autograd engine runs a device tensor's backward on its own thread (torch < 2.8:
+    no such option; the engine's threads are still recorded for device tensors)."""
+    kwargs = dict(s.backend.profiler_kwargs(run_dir, run_id))
+    if "experimental_config" not in kwargs:
+        try:
+            kwargs["experimental_config"] = torch._C._profiler._ExperimentalConfig(
+                profile_all_threads=True)
+        except (TypeError, AttributeError):
+            pass
+    return kwargs
+
+
+def _profile_steps(call: Call, protocol: dict, run_id: str) -> Steps:
     # CPU clock: every measured step is followed by the same call unlabelled; CPU
     # times come from those (labels perturb the ops' own CPU time, see
     # attribution.attribute). Device clocks are not perturbed by host labels.
+    s, name = call.s, call.name
     paired = not s.backend.device_clock
     unwatched = protocol["wait"] + protocol["warmup"]
     active = protocol["active"] * (2 if paired else 1)
@@ -171,144 +235,88 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
     s.backend.start_capture()
     try:
         with torch.profiler.profile(activities=s.backend.activities(), schedule=schedule,
-                                    **s.backend.profiler_kwargs(spec.run_dir, run_id)) as prof:
+                                    **_profiler_kwargs(s, s.spec.run_dir, run_id)) as prof:
             for step in range(total):
-                ev.stage("profile", name, f"step {step + 1} of {total}", step=step + 1, of=total)
+                s.events.stage("profile", name, f"step {step + 1} of {total}", step=step + 1, of=total)
                 if step == unwatched:
                     at_active = s.watch.counters()
-                try:
-                    if paired and (step - unwatched) % 2:
-                        invoke(fn, args, kwargs)
-                    else:
-                        labelled_calls += 1
-                        with s.labeler:
-                            invoke(fn, args, kwargs)
-                    s.backend.sync()
-                except Exception as exc:
-                    raise s.user.error_from(exc, "user_code", name) from None
+                plain = paired and (step - unwatched) % 2
+                labelled_calls += 0 if plain else 1
+                call(labelled=not plain)
+                s.backend.sync()
                 prof.step()
     finally:
         backend_signals = s.backend.stop_capture()
-    after = s.watch.counters()
-    h2d_calls = dict(s.labeler.h2d)
-    hits = dict(s.labeler.hits.hits)
+    return Steps(prof, paired, labelled_calls, dict(s.labeler.h2d), backend_signals, at_active,
+                 s.watch.counters(), dict(s.labeler.hits.hits))
 
-    ev.stage("export", name, "attributing op time to lines")
-    events = prof.events()
+
+def _attribute(call: Call, steps: Steps, marked: Marked) -> tuple[Any, str, bool]:
+    s, name = call.s, call.name
+    s.events.stage("export", name, "attributing op time to lines")
+    events = steps.prof.events()
     cpu_type = torch.autograd.DeviceType.CPU
     labels = s.labeler.labels
+    def_label = s.labeler.label(s.rel_file, marked.def_line, name)
     device_clock = s.backend.device_clock
-    att = attribute(events, labels, device_clock, def_label, cpu_type, paired=paired)
-    clock = s.backend.name
-    device_reported = True
-    if device_clock and not any(v[4] > 0 for v in att.ops.values()):
+    att = attribute(events, labels, device_clock, def_label, cpu_type, paired=steps.paired,
+                    record_events=True)
+    clock, device_reported = s.backend.name, True
+    if device_clock and not any(f.device > 0 for f in att.ops.values()):
         # no device time at all: say so and show CPU time under its own name
-        device_reported = False
-        clock = "cpu"
-        att = attribute(events, labels, False, def_label, cpu_type)
-        ev.warning(f"{name}: the {s.backend.name} profiler reported no device time; "
-                   f"figures for this run are CPU time (clock: cpu)")
+        device_reported, clock = False, "cpu"
+        att = attribute(events, labels, False, def_label, cpu_type, record_events=True)
+        s.events.warning(f"{name}: the {s.backend.name} profiler reported no device time; "
+                         f"figures for this run are CPU time (clock: cpu)")
     if att.mismatched_steps:
-        ev.warning(f"{name}: {att.mismatched_steps} of {att.steps} steps ran different ops "
-                   f"with and without line labels; their CPU times include the labels' overhead")
-    trace = os.path.join(spec.run_dir, f"{run_id}.trace.json")
+        s.events.warning(f"{name}: {att.mismatched_steps} of {att.steps} steps ran different ops "
+                         f"with and without line labels; their CPU times include the labels' overhead")
+    return att, clock, device_reported
+
+
+def _export_trace(call: Call, prof: Any, run_id: str, att: Any) -> tuple[str | None, float]:
+    """The Chrome trace, every op event tagged with its attributed line (trace_tags)."""
+    s = call.s
+    path = os.path.join(s.spec.run_dir, f"{run_id}.trace.json")
+    trace: str | None = path
     try:
-        prof.export_chrome_trace(trace)
+        prof.export_chrome_trace(path)
+        tag_trace(path, att, s.labeler.labels)
     except Exception as exc:
-        ev.warning(f"{name}: could not write the Chrome trace: {exc}")
+        s.events.warning(f"{call.name}: could not write the Chrome trace: {exc}")
         trace = None
     start_ns = None
     try:
         start_ns = int(prof.profiler.kineto_results.trace_start_ns())
     except Exception:
         pass
-    offset = build.trace_offset_us(trace, start_ns)
-    figures = build.lines_and_ops(att, labels, s.source)
-    add_hits(figures["lines"], labels, hits, labelled_calls)
+    return trace, build.trace_offset_us(trace, start_ns)
 
-    ev.stage("timing", name, f"{protocol['timing_calls']} unprofiled calls")
-    try:
-        plain = _timed(s, fn, args, kwargs, protocol["timing_calls"], labelled=False)
-        labelled = _timed(s, fn, args, kwargs, max(3, min(10, protocol["timing_calls"])), True)
-    except Exception as exc:
-        raise s.user.error_from(exc, "user_code", name) from None
+
+def _time_unprofiled(call: Call, protocol: dict) -> tuple[list[float], float | None]:
+    call.s.events.stage("timing", call.name, f"{protocol['timing_calls']} unprofiled calls")
+    plain = _timed(call, protocol["timing_calls"], labelled=False)
+    labelled = _timed(call, max(3, min(10, protocol["timing_calls"])), True)
     wall = statistics.median(plain)
-    overhead = statistics.median(labelled) / wall if wall > 0 else None
+    return plain, (statistics.median(labelled) / wall if wall > 0 else None)
 
-    regions = []
-    for (region, key), (calls, t) in sorted(att.regions.items(), key=lambda kv: -kv[1][1]):
-        file, line, _fn = labels.get(key, (s.rel_file, marked.def_line, name))
-        graph = s.watch.covered(region) or {}
-        regions.append({
-            "name": region, "file": file, "line": line,
-            "self_time_us": t / max(att.steps, 1), "calls": calls / max(att.steps, 1),
-            "covered_lines": [{"file": f, "line": ln} for f, ln in graph.get("lines", [])],
-            "fx_nodes": graph.get("nodes", 0),
-        })
-    timeline = []
-    for key, windows in att.windows.items():
-        file, line, _fn = labels[key]
-        timeline.append({"file": file, "line": line, "windows": build.merge_windows(windows, offset)})
-    timeline.sort(key=lambda t: (t["file"], t["line"]))
 
-    h2d = []
-    for key, calls in sorted(h2d_calls.items()):
-        file, line, _fn = labels[key]
-        copy_time = sum(v[1] for (k, op), v in att.line_ops.items()
-                        if k == key and op in ("aten::copy_", "aten::_to_copy"))
-        h2d.append({"name": f"{file}:{line}", "calls": calls / max(labelled_calls, 1),
-                    "self_time_us": copy_time / max(att.steps, 1)})
-    warnings = list(backend_signals.get("warnings", []))
+def _signals(call: Call, steps: Steps, start: dict, device_reported: bool,
+             overhead: float | None) -> dict:
+    """Raw observations for the analysis (h2d copies are added by the builder)."""
+    s = call.s
+    warnings = list(steps.backend_signals.get("warnings", []))
     if s.watch.problem:
         warnings.append(s.watch.problem)
     for w in warnings:
-        ev.warning(f"{name}: {w}")
-    signals = {
+        s.events.warning(f"{call.name}: {w}")
+    return {
         "device_time_reported": device_reported,
-        "cpu_fallback_ops": backend_signals.get("cpu_fallback_ops", []),
-        "h2d_copies": h2d,
-        "h2d_copy_lines": [{"file": h["name"].rsplit(":", 1)[0], "line": int(h["name"].rsplit(":", 1)[1])}
-                           for h in h2d],
-        "compiles_in_active_steps": after["compiles"] - at_active["compiles"],
+        "cpu_fallback_ops": steps.backend_signals.get("cpu_fallback_ops", []),
+        "compiles_in_active_steps": steps.after["compiles"] - steps.at_active["compiles"],
         "recompiles": s.watch.recompiles(since=start["compiles"]),
-        "graph_breaks": after["graph_breaks"] - start["graph_breaks"],
-        "neuron_rt_inspect_clash": bool(backend_signals.get("neuron_rt_inspect_clash", False)),
+        "graph_breaks": steps.after["graph_breaks"] - start["graph_breaks"],
+        "neuron_rt_inspect_clash": bool(steps.backend_signals.get("neuron_rt_inspect_clash", False)),
         "warnings": warnings,
         "instrumentation_overhead": overhead,
-    }
-    per_step = figures["per_step"]
-    artifacts = {"location": spec.host, "run_dir": os.path.abspath(spec.run_dir), "trace": trace}
-    artifacts.update(s.backend.artifacts(spec.run_dir))
-    return {
-        "schema_version": 1,
-        "run_id": run_id,
-        "batch_id": spec.batch_id,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "backend": s.backend.name,
-        "clock": clock,
-        "host": spec.host,
-        "environment": s.backend.environment(),
-        "function": {"file": s.rel_file, "name": name, "line": marked.def_line,
-                     "marker_line": marked.marker_line, "protocol": dict(protocol),
-                     "inputs": marked.options.get("inputs") or None,
-                     "compare": marked.options.get("compare") or None},
-        "totals": {
-            "self_time_us": figures["self_time_us"], "self_cpu_us": figures["self_cpu_us"],
-            "wall_us_median": wall, "wall_us_min": min(plain), "wall_us_max": max(plain),
-            "steps": att.steps,
-            "self_time_us_min": min(per_step) if per_step else 0.0,
-            "self_time_us_max": max(per_step) if per_step else 0.0,
-            "dispatches": figures["dispatches"], "per_step_self_time_us": per_step,
-        },
-        "ops": figures["ops"],
-        "lines": figures["lines"],
-        "regions": regions,
-        "unattributed_us": figures["unattributed_us"],
-        "findings": [],
-        "artifacts": artifacts,
-        "timeline": timeline,
-        "signals": signals,
-        "output": output,
-        "library_files": [{"file": f, "path": p} for f, p in sorted(s.user.library_files.items())
-                          if any(line["file"] == f for line in figures["lines"])],
     }

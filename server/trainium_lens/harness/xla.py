@@ -169,13 +169,14 @@ def _steps(s: Any, fn: Any, args: tuple, kwargs: dict, count: int, name: str,
 def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     from . import build
     from .events import HarnessError
-    from .run import _call, _inputs, _output
+    from .loader import resolve
+    from .run import Call, _inputs, _output, variant_key
     from .xla_attribution import attribute, figures
     from .xla_trace import find_xplanes, read_xspace
 
     ev, name, spec, backend = s.events, marked.name, s.spec, s.backend
     run_id = f"{spec.batch_id}-{index}"
-    fn = getattr(s.module, name, None)
+    fn = resolve(s.module, name)
     if not callable(fn):
         raise HarnessError("unknown_function", f"{name} is marked but is not a function at "
                            f"import time", s.rel_file, marked.def_line)
@@ -184,10 +185,11 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     args, kwargs = _inputs(s, marked, fn)
 
     ev.stage("compile", name, "first calls (the graph compiles here, outside the measured steps)")
-    first = _call(s, fn, args, kwargs, name)
+    call = Call(s, fn, args, kwargs, name)
+    first = call()
     backend.sync()
-    output = _output(s, name, first)
-    again = _call(s, fn, args, kwargs, name)
+    output = _output(s, name, first, variant_key(marked))
+    again = call()
     backend.sync()
     del first, again
     compiles0 = backend.compiles()  # from here on, a compile means the graph changed
@@ -230,7 +232,7 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
         [[a / 1000.0, b / 1000.0] for a, b in spans], 0.0)}
         for (f, ln, _fn), spans in sorted(att.windows.items())]
     return {
-        "schema_version": 1,
+        "schema_version": build.SCHEMA_VERSION,
         "run_id": run_id,
         "batch_id": spec.batch_id,
         # timezone.utc, not datetime.UTC: the harness runs on Python 3.10 (Trn1 venvs)
@@ -240,7 +242,9 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
         "host": spec.host,
         "environment": backend.environment(),
         "function": {"file": s.rel_file, "name": name, "line": marked.def_line,
-                     "marker_line": marked.marker_line, "protocol": dict(protocol)},
+                     "marker_line": marked.marker_line, "protocol": dict(protocol),
+                     "inputs": marked.options.get("inputs") or None,
+                     "compare": marked.options.get("compare") or None},
         "totals": {
             "self_time_us": fig["self_time_us"], "self_cpu_us": fig["self_time_us"],
             "wall_us_median": wall, "wall_us_min": min(plain), "wall_us_max": max(plain),

@@ -45,12 +45,18 @@ def markdown(uri: str, a: Annotation, annotations: Annotations) -> str:
         change = fmt.delta(a.previous_us, s.self_time_us) or "n/a"
         out.append(f"previous run: {fmt.time_us(a.previous_us)} → {fmt.time_us(s.self_time_us)} "
                    f"({change})")
+    if s.backward_self_time_us or s.backward_total_time_us or s.recompute_time_us:
+        out.append(f"backward self **{fmt.time_us(s.backward_self_time_us)}{clock}** · total "
+                   f"{fmt.time_us(s.backward_total_time_us)}{clock}"
+                   + (f" · recompute {fmt.time_us(s.recompute_time_us)}{clock} (checkpointing: "
+                      f"forward re-run in the backward)" if s.recompute_time_us else "")
+                   + f" · fwd + bwd {fmt.time_us(s.time_us)}{clock}")
     if s.ops:
-        rows = ["| op | calls | self | CPU |", "| --- | ---: | ---: | ---: |"]
-        for op in sorted(s.ops, key=lambda o: -o.self_time_us):
-            rows.append(f"| `{op.name}` | {fmt.count(op.calls)} | "
-                        f"{fmt.time_us(op.self_time_us)}{clock} | {fmt.time_us(op.self_cpu_us)} |")
-        out.append("\n".join(rows))
+        out.append(_op_table("forward ops" if s.backward_ops else None, s.ops, clock))
+    if s.backward_ops:
+        out.append(_op_table("backward ops (the autograd node that ran them)", s.backward_ops, clock))
+    if s.recompute_ops:
+        out.append(_op_table("recompute ops", s.recompute_ops, clock))
     hlo = hlo_section(s, clock)  # backend xla: the compiled instructions behind the line
     if hlo:
         out.append(hlo)
@@ -70,6 +76,19 @@ def markdown(uri: str, a: Annotation, annotations: Annotations) -> str:
                                   [{"uri": uri, "line": a.line}]))
     out.append(" · ".join(links) + f" · run `{r.run_id}` on {r.host}")
     return "\n\n".join(out)
+
+
+def _op_table(title: str | None, ops: list, clock: str) -> str:
+    backward = any(getattr(op, "node", "") for op in ops)
+    rows = [f"**{title}**"] if title else []
+    rows += ["| op | calls | self | CPU |" + (" node |" if backward else ""),
+             "| --- | ---: | ---: | ---: |" + (" --- |" if backward else "")]
+    for op in sorted(ops, key=lambda o: -o.self_time_us):
+        node = getattr(op, "node", "")
+        rows.append(f"| `{op.name}` | {fmt.count(op.calls)} | "
+                    f"{fmt.time_us(op.self_time_us)}{clock} | {fmt.time_us(op.self_cpu_us)} |"
+                    + (f" {node.split('::')[-1]} |" if backward else ""))
+    return "\n".join(rows)
 
 
 def hover(ls, params: types.HoverParams) -> types.Hover | None:

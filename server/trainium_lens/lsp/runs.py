@@ -109,12 +109,14 @@ class Annotation:
 
     @property
     def time_us(self) -> float:
-        """Self time, or total time for a line whose cost is all in callees."""
-        return self.stat.self_time_us or self.stat.total_time_us
+        """Self time (forward + backward), or total time for a line whose cost is all in callees."""
+        s = self.stat
+        return s.time_us or (s.total_time_us + s.backward_total_time_us)
 
     @property
     def inclusive(self) -> bool:
-        return not self.stat.self_time_us and self.stat.total_time_us > 0
+        s = self.stat
+        return not s.time_us and (s.total_time_us + s.backward_total_time_us) > 0
 
 
 @dataclass

@@ -6,7 +6,7 @@ run), read through ``trace_export.parse_trace``:
 
 ``{title, file, line, run_id, backend, t0, lanes: [{name, kind, rows}],
 names: [str], sources: [[file, line]], targets: [{uri, line}],
-events: {lane, depth, start, dur, name, src}, focus: {start, end} | null,
+events: {lane, depth, start, dur, name, src, phase}, focus: {start, end} | null,
 focusSrc}``
 
 Events are column arrays (one list per field) with times in µs relative to
@@ -35,6 +35,7 @@ from .server import LensServer
 log = logging.getLogger(__name__)
 
 REQUEST = "trainiumLens/timeline"
+PHASE_CODES = {"backward": 1, "recompute": 2}  # events.phase; 0: forward
 CACHE_SIZE = 3  # parsed traces kept (a big one is tens of MB in memory)
 
 
@@ -65,7 +66,7 @@ def payload(trace: Trace, result: Result, file: str | None, line: int | None,
     """The panel's data for ``trace``, focused on ``file:line`` (run numbering)."""
     names: dict[str, int] = {}
     sources: dict[tuple[str, int], int] = {}
-    cols: dict[str, list] = {k: [] for k in ("lane", "depth", "start", "dur", "name", "src")}
+    cols: dict[str, list] = {k: [] for k in ("lane", "depth", "start", "dur", "name", "src", "phase")}
     t0 = trace.t0
     for ev in trace.events:
         cols["lane"].append(ev.lane)
@@ -74,6 +75,8 @@ def payload(trace: Trace, result: Result, file: str | None, line: int | None,
         cols["dur"].append(round(ev.dur, 3))
         cols["name"].append(names.setdefault(ev.name, len(names)))
         cols["src"].append(-1 if ev.line is None else sources.setdefault(ev.line, len(sources)))
+        # backward ops: src is the forward line that caused them
+        cols["phase"].append(PHASE_CODES.get(ev.phase, 0) if ev.phase else 0)
     focus_src = sources.get((file, line), -1) if file is not None and line is not None else -1
     focus = None
     if focus_src >= 0:

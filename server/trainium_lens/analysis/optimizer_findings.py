@@ -1,0 +1,41 @@
+"""Optimizer findings: an optimizer step that dispatches per-parameter loops.
+
+``torch.optim`` optimizers have three implementations of ``step``: a Python loop
+over the parameters (``foreach=False``, the default for CPU tensors), one
+``_foreach_*`` op per update term over all parameters (``foreach=True``), and
+one fused kernel (``fused=True``). The result records each optimizer range
+(``Optimizer.step#AdamW.step``) with the ops dispatched inside it; a step that
+dispatched many ops and not one ``_foreach_``/``_fused_`` op ran the loop.
+"""
+
+from __future__ import annotations
+
+from ..result import Finding, Result
+
+LOOP_MIN_OPS = 24  # fewer ops per step: too few parameters for the loop to matter
+KIND = "optimizer_loop"
+
+
+def optimizer_findings(result: Result) -> list[Finding]:
+    found = []
+    for opt in result.optimizers:
+        if not opt.name.startswith("Optimizer.step#") or opt.fused_ops or opt.ops < LOOP_MIN_OPS:
+            continue
+        cls = opt.name.split("#", 1)[1].rsplit(".", 1)[0]
+        time = f", {opt.self_time_us / 1000:.3g} ms" if opt.self_time_us >= 1000 else (
+            f", {opt.self_time_us:.3g} µs" if opt.self_time_us else "")
+        found.append(Finding(
+            kind=KIND, severity="warning", file=opt.file, line=opt.line,
+            message=f"{cls}.step dispatched {opt.ops:g} ops per step{time} in per-parameter "
+                    f"loops (no _foreach_/_fused_ op): foreach=True runs each update term as "
+                    f"one _foreach_ op over all parameters, fused=True as one kernel.",
+            fix=f"{cls}(..., foreach=True) or fused=True"))
+    return found
+
+
+def with_optimizer_findings(result: Result, findings: list[Finding]) -> list[Finding]:
+    """``findings`` plus the optimizer's; a line with an optimizer finding drops its
+    generic dispatch-count finding (the optimizer one names the fix)."""
+    extra = optimizer_findings(result)
+    lines = {(f.file, f.line) for f in extra}
+    return [f for f in findings if not (f.kind == "dispatches" and (f.file, f.line) in lines)] + extra
