@@ -235,3 +235,42 @@ async def test_warm_runs_on_an_ssh_host(sshd, ssh_control_dir, ws, tmp_path):
     finally:
         client.lens_stopped = True
         await client.stop()
+
+
+def job_children(worker: int) -> list[int]:
+    return [int(p.name) for p in Path("/proc").glob("[0-9]*")
+            if _parent(p) == worker]
+
+
+def _parent(proc: Path) -> int | None:
+    try:
+        return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError):
+        return None
+
+
+async def test_cancel_stops_the_job_and_keeps_the_worker(ws, tmp_path):
+    (ws / "slow.py").write_text("import time\n\nimport torch\n\n\ndef make_inputs():\n"
+                                "    return (torch.ones(4),)\n\n\n"
+                                "# trainium: profile inputs=make_inputs\ndef slow(x):\n"
+                                "    time.sleep(60)\n    return x\n")
+    client, marker = await started(ws, tmp_path)
+    try:
+        reply, _ = await profile(client, open_doc(client, ws / "rmsnorm.py"))
+        assert reply.get("run_ids")
+        (pid,) = workers(marker)
+        uri = open_doc(client, ws / "slow.py")
+        task = asyncio.ensure_future(profile(client, uri, "slow"))
+        deadline = time.monotonic() + 60
+        while not job_children(pid):
+            assert time.monotonic() < deadline and not task.done()
+            await asyncio.sleep(0.05)
+        token = next(t for t, vs in client.progress_reports.items() if vs[-1].kind != "end")
+        client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+        reply, _ = await asyncio.wait_for(task, 30)
+        assert reply["kind"] == "cancelled"
+        assert not job_children(pid) and workers(marker) == [pid]
+        reply, _ = await profile(client, open_doc(client, ws / "rmsnorm.py"))
+        assert reply.get("run_ids") and workers(marker) == [pid]
+    finally:
+        await stop(client)

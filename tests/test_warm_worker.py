@@ -282,3 +282,19 @@ def test_zero_idle_seconds_means_cold_runs(tmp_path, ws, monkeypatch):
     target.warm = WarmSlot("local", 0)
     (result,) = run(target, ws, "rmsnorm.py", "rms_norm_naive")
     assert result.lines and target.warm.held() is None and target.warm.worker is None
+
+
+def test_doctor_reports_a_held_worker_until_it_is_released(warm, ws):
+    from trainium_lens.doctor import Report, _warm_worker_check
+
+    run(warm, ws, "rmsnorm.py", "rms_norm_naive")
+    pid = worker_pid(warm)
+    report = Report(host="local")
+    _warm_worker_check(report, "local")
+    check = report.get("warm_worker")
+    assert check is not None and check.status == "warn" and f"pid {pid} " in check.detail
+    assert "Release Warm Worker" in (check.fix or "")
+    assert warm.warm.close() is True and not alive(pid)
+    report = Report(host="local")
+    _warm_worker_check(report, "local")
+    assert report.get("warm_worker").status == "pass"

@@ -16,6 +16,7 @@ export interface ServerSettings {
   historySize: number;
   timeoutSeconds: number;
   python: string; // the interpreter actually used (resolved), for local profiling
+  warmWorker: { idleSeconds: number }; // 0: no warm worker (every run cold)
   // trainiumLens.explorer.* (ports, URL template, path): validated by the server (explorer.py)
   explorer?: Record<string, unknown>;
 }
@@ -75,6 +76,7 @@ export function serverSettings(
     historySize: Math.round(num(get("historySize"), 20, 1, 10_000)),
     timeoutSeconds: Math.round(num(get("timeoutSeconds"), 3600, 1, 86_400)),
     python,
+    warmWorker: { idleSeconds: num(get("warmWorker.idleSeconds"), 300, 0, 86_400) },
     ...explorerSettings(get("explorer")),
   };
 }

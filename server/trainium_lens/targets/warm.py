@@ -23,6 +23,7 @@ error as a cold run; the worker, which never runs user code, stays warm.
 from __future__ import annotations
 
 import json
+import os
 import queue
 import subprocess
 import threading
@@ -349,3 +350,40 @@ class WarmSlot:
 
 class _Replaced(Exception):
     """The worker was gone before it took the job."""
+
+
+def held_workers(host: str = "local") -> list[dict]:
+    """Warm workers for ``host`` that processes on this machine hold (a /proc scan,
+    Linux; for ``doctor``): a local worker, or the ssh client of a remote one.
+    Their forked jobs are not counted. ``[{"pid", "age_s"}]``."""
+    procs: dict[int, tuple[list[str], int, float]] = {}
+    try:
+        entries = os.listdir("/proc")
+        ticks = os.sysconf("SC_CLK_TCK")
+        with open("/proc/uptime") as handle:
+            uptime = float(handle.read().split()[0])
+    except (OSError, ValueError):
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                argv = handle.read().decode("utf-8", "replace").split("\0")
+            if not any("trainium_lens.harness.worker" in a for a in argv):
+                continue
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] == "Z":
+            continue
+        procs[int(entry)] = (argv, int(fields[1]), uptime - int(fields[19]) / ticks)
+    held = []
+    for pid, (argv, parent, age) in sorted(procs.items()):
+        if parent in procs:
+            continue  # a job forked by a worker
+        is_ssh = os.path.basename(argv[0]) == "ssh"
+        if (host in ("", "local") and not is_ssh) or (is_ssh and host in argv):
+            held.append({"pid": pid, "age_s": round(age, 1)})
+    return held
