@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 from lsprotocol import types
+from trainium_lens.store import RunStore
 
 from tests.conftest import EXAMPLES
 from tests.lsp_client import open_doc, start, stop
-from trainium_lens.store import RunStore
 
 NAIVE = "rms_norm_naive"
 FAST = {"wait": 0, "warmup": 1, "active": 2}
@@ -73,13 +73,13 @@ async def started(ws: Path, tmp: Path, options: dict | None = None, env: dict | 
     cache = str(tmp / "cache")
     client = await start(ws, options={"trainiumLens": {"protocol": FAST, **(options or {})}},
                          env={"TRAINIUM_LENS_CACHE": cache, "OMP_NUM_THREADS": "1", **(env or {})})
-    client.worker = []
+    client.worker = []  # type: ignore[attr-defined]
 
     @client.feature("trainiumLens/worker")
     def on_worker(params):
         from tests.lsp_client import _plain
 
-        client.worker.append(_plain(params))
+        client.worker.append(_plain(params))  # type: ignore[attr-defined]
 
     return client, f"TRAINIUM_LENS_CACHE={cache}"
 

@@ -14,13 +14,13 @@ import time
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import EXAMPLES, PYTHON
 from trainium_lens.errors import Cancelled, HarnessError, TargetError, TimedOut
 from trainium_lens.jobs import make_job
 from trainium_lens.runner import profile
 from trainium_lens.targets.local import LocalTarget
 from trainium_lens.targets.warm import WarmSlot
+
+from tests.conftest import EXAMPLES, PYTHON
 
 STATE = '''
 import torch
@@ -102,7 +102,7 @@ def warm(tmp_path_factory):
     os.environ["TRAINIUM_LENS_CACHE"] = str(cache)
     changes: list[dict] = []
     target = LocalTarget(python=PYTHON)
-    target.warm = WarmSlot("local", 300, changes.append)
+    target.warm = slot = WarmSlot("local", 300, changes.append)
     target.changes = changes  # type: ignore[attr-defined]
     yield target
     target.close()
@@ -259,7 +259,7 @@ def test_the_idle_timeout_ends_the_worker(tmp_path, ws, monkeypatch):
     monkeypatch.setenv("TRAINIUM_LENS_CACHE", str(tmp_path))
     changes: list[dict] = []
     target = LocalTarget(python=PYTHON)
-    target.warm = WarmSlot("local", 1.5, changes.append)
+    target.warm = slot = WarmSlot("local", 1.5, changes.append)
     try:
         run(target, ws, "rmsnorm.py", "rms_norm_naive")
         pid = worker_pid(target)
@@ -271,7 +271,7 @@ def test_the_idle_timeout_ends_the_worker(tmp_path, ws, monkeypatch):
         while changes[-1]["state"] != "none" and time.monotonic() < deadline:
             time.sleep(0.05)
         assert [c["state"] for c in changes] == ["warm", "none"]
-        assert target.warm.held() is None
+        assert slot.held() is None
     finally:
         target.close()
 
@@ -279,9 +279,9 @@ def test_the_idle_timeout_ends_the_worker(tmp_path, ws, monkeypatch):
 def test_zero_idle_seconds_means_cold_runs(tmp_path, ws, monkeypatch):
     monkeypatch.setenv("TRAINIUM_LENS_CACHE", str(tmp_path))
     target = LocalTarget(python=PYTHON)
-    target.warm = WarmSlot("local", 0)
+    target.warm = slot = WarmSlot("local", 0)
     (result,) = run(target, ws, "rmsnorm.py", "rms_norm_naive")
-    assert result.lines and target.warm.held() is None and target.warm.worker is None
+    assert result.lines and slot.held() is None and slot.worker is None
 
 
 def test_doctor_reports_a_held_worker_until_it_is_released(warm, ws):
@@ -297,4 +297,5 @@ def test_doctor_reports_a_held_worker_until_it_is_released(warm, ws):
     assert warm.warm.close() is True and not alive(pid)
     report = Report(host="local")
     _warm_worker_check(report, "local")
-    assert report.get("warm_worker").status == "pass"
+    check = report.get("warm_worker")
+    assert check is not None and check.status == "pass"

@@ -99,8 +99,9 @@ def _warm_worker_check(report: Report, host: str) -> None:
 
     report.checks = [c for c in report.checks if c.name != "warm_worker"]
     held = held_workers(host)
-    if not held:
-        _add(report, "warm_worker", "pass", "none held from this machine")
+    if not held:  # after a failed step the rest is "skip", as everywhere in the report
+        _add(report, "warm_worker", "skip" if not report.ok else "pass",
+             "none held from this machine")
         return
     pids = ", ".join(f"pid {w['pid']} (up {w['age_s']:.0f} s)" for w in held)
     _add(report, "warm_worker", "warn", f"held by a language server: {pids}",

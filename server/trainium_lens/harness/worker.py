@@ -288,7 +288,7 @@ def warm_imports() -> dict:
     """What every job would import first: torch and the harness's own modules.
     Nothing here may start a thread pool or a device (fork after either is unsafe)."""
     started = time.monotonic()
-    info = {"torch": None}
+    info: dict[str, object] = {"torch": None}
     try:
         import torch
 

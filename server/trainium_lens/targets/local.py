@@ -15,11 +15,15 @@ import shutil
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import TargetError
 from ..jobs import Job
 from .base import EventSink, Target, workspace_id
 from .stream import run_harness_process
+
+if TYPE_CHECKING:
+    from .warm import WarmSlot
 
 #: The folder holding the ``trainium_lens`` package (``server/`` in a checkout).
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]
@@ -53,7 +57,7 @@ class LocalTarget(Target):
         self.python = python or sys.executable
         #: A ``warm.WarmSlot`` when runs should use a warm worker (the language
         #: server sets one; the CLI stays cold).
-        self.warm = None
+        self.warm: WarmSlot | None = None
 
     def _python_path(self) -> str:
         """The interpreter to run, resolved; a clear error when there is none."""

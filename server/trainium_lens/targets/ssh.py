@@ -29,6 +29,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from ..errors import Cancelled, HarnessError, TargetError, TimedOut
 from ..jobs import Job
@@ -36,6 +37,9 @@ from . import sync
 from .base import EventSink, Target, workspace_id
 from .ssh_conn import SshConnection, SshFailure
 from .stream import run_harness_process
+
+if TYPE_CHECKING:
+    from .warm import WarmSlot
 
 #: The DLAMI's PyTorch venvs (``/opt/aws_neuronx_venv_pytorch_2_9``, ...), newest
 #: first, then whatever ``python3`` the login PATH has.
@@ -116,7 +120,7 @@ class SshTarget(Target):
         self.last_harness_s: float | None = None
         #: A ``warm.WarmSlot`` when runs should use a warm worker on the host (the
         #: language server sets one; the CLI stays cold).
-        self.warm = None
+        self.warm: WarmSlot | None = None
 
     # -- steps ------------------------------------------------------------------
     def prepare_args(self, ws_id: str, mode: str) -> list[str]:

@@ -41,7 +41,7 @@ import signal
 import subprocess
 import threading
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from ..errors import Cancelled, HarnessError, TargetError, TimedOut
 

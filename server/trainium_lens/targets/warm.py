@@ -28,12 +28,20 @@ import queue
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from ..errors import HarnessError, TargetError
-from .stream import (_EOF, StderrTail, Watch, describe_exit, kill_group, parse_line,
-                     start_process, start_readers)
+from .stream import (
+    _EOF,
+    StderrTail,
+    Watch,
+    describe_exit,
+    kill_group,
+    parse_line,
+    start_process,
+    start_readers,
+)
 
 #: Seconds the worker may take to confirm a cancel (its grace is 2 s).
 CANCEL_CONFIRM_S = 5.0
