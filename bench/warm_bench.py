@@ -58,8 +58,11 @@ async def session(tmp: Path, name: str, options: dict, env: dict, rounds: int) -
         ws.mkdir()
         for file, source, _ in CASES:
             shutil.copy(source, ws / file)
+        own = dict(options)
+        if "workDir" in own:  # one per server: a shared one would share the host's lock
+            own["workDir"] = f"{own['workDir']}-{mode}"
         clients[mode] = (await start(ws, options={"trainiumLens": {
-            **options, "warmWorker": {"idleSeconds": idle}}}, env={
+            **own, "warmWorker": {"idleSeconds": idle}}}, env={
             **env, "TRAINIUM_LENS_CACHE": str(tmp / f"cache-{name}-{mode}")}), ws)
     rows = []
     try:
@@ -92,7 +95,8 @@ async def main_async(args) -> None:
         print("| target | function | cold s (min–max) | warm first s | warm s (min–max) "
               "| warm/cold (pairs) | warm / first cold |")
         print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
-        await session(tmp, "local", {}, env, args.rounds)
+        if not args.only_ssh:
+            await session(tmp, "local", {}, env, args.rounds)
         if args.no_ssh:
             return
         control = Path("/tmp") / f"tl-wbench-{os.getpid()}"
@@ -105,6 +109,12 @@ async def main_async(args) -> None:
 
                 server = start_loopback_sshd(tmp / "sshd")
                 host, config = "lens-test", str(server.config)
+                # The remote sessions get the local runs' OMP_NUM_THREADS (an
+                # oversubscribed 2-core machine makes a GPT forward 20x slower).
+                keys = tmp / "sshd" / "authorized_keys"
+                keys.write_text(keys.read_text().replace(
+                    'environment="HOME=', f'environment="OMP_NUM_THREADS={env["OMP_NUM_THREADS"]}",'
+                                         f'environment="HOME=', 1))
             options = {"host": host, "sshConfig": config, "remotePython": args.remote_python,
                        "workDir": str(tmp / "remote-work") if server else None}
             await session(tmp, "ssh", {k: v for k, v in options.items() if v}, {
@@ -119,6 +129,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-ssh", action="store_true")
+    parser.add_argument("--only-ssh", action="store_true")
     parser.add_argument("--host")
     parser.add_argument("--ssh-config")
     parser.add_argument("--remote-python", default=sys.executable)

@@ -43,6 +43,7 @@ async def start(workspace: Path, options: dict | None = None, env: dict | None =
                                       server_env=server_env).start()
     client.heat = []  # trainiumLens/heat payloads, oldest first
     client.run_states = []
+    client.worker = []  # trainiumLens/worker payloads (the warm worker), oldest first
     client.refreshes = 0
 
     @client.feature("trainiumLens/heat")
@@ -52,6 +53,10 @@ async def start(workspace: Path, options: dict | None = None, env: dict | None =
     @client.feature("trainiumLens/runState")
     def on_state(params):
         client.run_states.append(_plain(params))
+
+    @client.feature("trainiumLens/worker")
+    def on_worker(params):
+        client.worker.append(_plain(params))
 
     @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
     def on_hint_refresh(params):

@@ -73,14 +73,6 @@ async def started(ws: Path, tmp: Path, options: dict | None = None, env: dict | 
     cache = str(tmp / "cache")
     client = await start(ws, options={"trainiumLens": {"protocol": FAST, **(options or {})}},
                          env={"TRAINIUM_LENS_CACHE": cache, "OMP_NUM_THREADS": "1", **(env or {})})
-    client.worker = []  # type: ignore[attr-defined]
-
-    @client.feature("trainiumLens/worker")
-    def on_worker(params):
-        from tests.lsp_client import _plain
-
-        client.worker.append(_plain(params))  # type: ignore[attr-defined]
-
     return client, f"TRAINIUM_LENS_CACHE={cache}"
 
 

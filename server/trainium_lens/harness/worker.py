@@ -234,6 +234,7 @@ def _child(worker: Worker, command: dict, go_read: int, lock_fd) -> None:
     code = 70
     try:
         os.setsid()  # its own group: cancel stops it with everything it starts
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # as a cold harness: TERM ends it
         _set_pdeathsig()
         if os.getppid() != worker.pid:  # the worker died before PDEATHSIG was set
             os._exit(70)
