@@ -102,7 +102,7 @@ def warm(tmp_path_factory):
     os.environ["TRAINIUM_LENS_CACHE"] = str(cache)
     changes: list[dict] = []
     target = LocalTarget(python=PYTHON)
-    target.warm = slot = WarmSlot("local", 300, changes.append)
+    target.warm = WarmSlot("local", 300, changes.append)
     target.changes = changes  # type: ignore[attr-defined]
     yield target
     target.close()
@@ -299,3 +299,40 @@ def test_doctor_reports_a_held_worker_until_it_is_released(warm, ws):
     _warm_worker_check(report, "local")
     check = report.get("warm_worker")
     assert check is not None and check.status == "pass"
+
+
+def test_a_job_waits_for_the_hosts_lock_and_can_be_cancelled_while_waiting(warm, ws, tmp_path):
+    """The SSH target passes the work dir's lock (held by the worker per job, as the
+    cold wrapper holds it per run); here the local worker takes it the same way."""
+    import fcntl
+
+    from trainium_lens.targets.local import read_json_file
+    from trainium_lens.targets.warm import Launch
+
+    run(warm, ws, "rmsnorm.py", "rms_norm_naive")
+    worker = warm.warm.worker
+    assert worker is not None
+    launch = worker.launch  # the same worker
+    lock = tmp_path / "lock"
+    holder = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    job = make_job(ws / "rmsnorm.py", functions=["rms_norm_naive"], workspace=ws)
+    spec = job.to_spec(str(ws), str(tmp_path / "run"), "local")
+    cancel = threading.Event()
+    events: list[dict] = []
+
+    def on_event(event):
+        events.append(event)
+        if event.get("stage") == "queue":
+            cancel.set()
+
+    with pytest.raises(Cancelled):
+        warm.warm.run(Launch(launch.argv, launch.key, launch.env), spec, on_event, cancel, 60,
+                      read_result=read_json_file, lock=str(lock))
+    assert [e["stage"] for e in events if e.get("event") == "stage"] == ["queue"]
+    assert warm.warm.worker is worker and worker.alive()
+    fcntl.flock(holder, fcntl.LOCK_UN)
+    os.close(holder)
+    document = warm.warm.run(Launch(launch.argv, launch.key, launch.env), spec, None, None, 60,
+                             read_result=read_json_file, lock=str(lock))
+    assert document["results"] and warm.warm.worker is worker

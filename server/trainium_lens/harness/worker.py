@@ -58,6 +58,7 @@ class Worker:
         self.events_fd = os.dup(1)
         os.dup2(2, 1)
         self.buf = b""
+        self.eof = False  # stdin closed: the client is gone
 
     # -- output -------------------------------------------------------------------
     def emit(self, event: str, **fields) -> None:
@@ -80,6 +81,7 @@ class Worker:
             if ready:
                 chunk = os.read(0, 65536)
                 if not chunk:
+                    self.eof = True
                     return None
                 self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
@@ -103,7 +105,11 @@ class Worker:
     def run_job(self, command: dict) -> bool:
         """Fork a child for one job, watch it, report its exit. False: stop serving
         (stdin closed, ``quit``, or the worker was orphaned while the job ran)."""
-        lock_fd = _take_lock(command.get("lock"), self)
+        try:
+            lock_fd = _take_lock(command.get("lock"), self)
+        except _Stop as stop:  # cancelled (or the client went) while waiting for the lock
+            self.emit("job_exit", pid=None, status=-signal.SIGTERM)
+            return stop.keep_serving
         go_read, go_write = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child never returns
@@ -197,9 +203,16 @@ def _kill_group(pid: int, grace: float) -> int:
     return -signal.SIGKILL if status is None else status
 
 
+class _Stop(Exception):
+    def __init__(self, keep_serving: bool):
+        super().__init__()
+        self.keep_serving = keep_serving
+
+
 def _take_lock(path, worker: Worker):
     """The host's work-dir lock (as ssh_wrapper.py takes it for a cold run), held
-    while the job runs; another run holding it makes this one wait (``queue``)."""
+    while the job runs; another run holding it makes this one wait (``queue``),
+    still obeying ``cancel`` and a closed stdin (``_Stop``)."""
     if not isinstance(path, str) or not path:
         return None
     import fcntl
@@ -215,7 +228,12 @@ def _take_lock(path, worker: Worker):
                 worker.emit("stage", stage="queue", function=None,
                             message="another run is using this host's work dir: waiting")
                 announced = True
-            time.sleep(0.1)
+        command = worker.read_command(0.1) if not worker.orphaned() else None
+        if command is not None and command.get("op") not in ("cancel", "quit"):
+            continue
+        if command is not None or worker.orphaned() or worker.eof:
+            os.close(fd)
+            raise _Stop(command is not None and command.get("op") == "cancel")
 
 
 def _set_pdeathsig() -> None:
