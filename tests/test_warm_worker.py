@@ -80,6 +80,14 @@ def segfaults(x):
 
 
 # trainium: profile inputs=make_inputs wait=0 warmup=0 active=1
+def oom_killed(x):
+    """A stand-in for the kernel's OOM killer (what it does: SIGKILL the process);
+    a real out-of-memory kill cannot be provoked safely on a shared machine."""
+    import signal
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+# trainium: profile inputs=make_inputs wait=0 warmup=0 active=1
 def sleeps(x):
     time.sleep(60)
     return x
@@ -182,7 +190,8 @@ def cold_error(ws: Path, function: str) -> str:
 
 
 @pytest.mark.parametrize("function, words", [("exits", "exit status 3"),
-                                              ("segfaults", "killed by SIGSEGV")])
+                                              ("segfaults", "killed by SIGSEGV"),
+                                              ("oom_killed", "killed by SIGKILL (out of memory?)")])
 def test_a_crashing_job_gives_the_cold_error_and_the_next_job_runs(warm, ws, function, words):
     run(warm, ws, "rmsnorm.py", "rms_norm_naive")
     pid = worker_pid(warm)
