@@ -43,6 +43,7 @@ class LensClient(LanguageClient):
         super().__init__(*args, **kwargs)
         self.heat: list[Any] = []  # trainiumLens/heat payloads, oldest first
         self.run_states: list[Any] = []  # trainiumLens/runState payloads
+        self.worker: list[Any] = []  # trainiumLens/worker payloads (the warm worker), oldest first
         self.refreshes = 0  # workspace/inlayHint/refresh requests
         self.lens_stopped = False
 
@@ -75,6 +76,10 @@ async def start(workspace: Path, options: dict | None = None, env: dict | None =
     @client.feature("trainiumLens/runState")
     def on_state(params):
         client.run_states.append(_plain(params))
+
+    @client.feature("trainiumLens/worker")
+    def on_worker(params):
+        client.worker.append(_plain(params))
 
     @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
     def on_hint_refresh(params):

@@ -245,7 +245,9 @@ async def test_cancel_ends_progress_keeps_earlier_hints_and_stores_nothing(profi
     ws = tmp_path / "ws"
     shutil.copytree(profiled.workspace, ws)
     runs_before = sorted(p.name for p in (ws / ".trainium-lens" / "runs").iterdir())
-    client = await start(ws, env=_env(tmp_path))
+    # The cold path's cancel (the warm worker's: tests/test_lsp_warm.py).
+    client = await start(ws, env=_env(tmp_path),
+                         options={"trainiumLens": {"warmWorker": {"idleSeconds": 0}}})
     try:
         uri = open_doc(client, ws / "rmsnorm.py")
         earlier = await hints(client, uri)

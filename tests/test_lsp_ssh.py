@@ -47,7 +47,9 @@ async def test_profile_and_cancel_on_an_ssh_host(sshd, ssh_control_dir, tmp_path
     shutil.copy(EXAMPLES / "rmsnorm.py", ws / "rmsnorm.py")
     options = {"trainiumLens": {
         "host": "lens-test", "sshConfig": str(sshd.config), "remotePython": sys.executable,
-        "workDir": str(tmp_path / "remote work"), "protocol": {"wait": 0, "warmup": 1, "active": 2}}}
+        "workDir": str(tmp_path / "remote work"), "protocol": {"wait": 0, "warmup": 1, "active": 2},
+        # The cold path's cancel (the warm worker's: tests/test_lsp_warm.py).
+        "warmWorker": {"idleSeconds": 0}}}
     client = await start(ws, options=options, env={
         "TRAINIUM_LENS_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1",
         "TRAINIUM_LENS_SSH_CONTROL_DIR": str(ssh_control_dir)})

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from tests.conftest import ROOT
-from trainium_lens.lsp import codelens, compare, explorer, heat, panel, profile, timeline
+from trainium_lens.lsp import codelens, compare, explorer, heat, panel, profile, timeline, warm
 from trainium_lens.lsp import server as lsp_server
 
 
@@ -22,9 +22,11 @@ def test_client_and_server_name_the_same_methods():
     names = client_names()
     assert names["ServerCommand"] == {"profile": profile.COMMAND,
                                       "compareWithPrevious": compare.COMMAND,
-                                      "openExplorer": explorer.COMMAND}
+                                      "openExplorer": explorer.COMMAND,
+                                      "releaseWorker": warm.RELEASE}
     assert names["Request"] == {"runData": panel.REQUEST, "timeline": timeline.REQUEST}
-    assert names["Notification"] == {"heat": heat.NOTIFICATION, "runState": profile.RUN_STATE}
+    assert names["Notification"] == {"heat": heat.NOTIFICATION, "runState": profile.RUN_STATE,
+                                     "worker": warm.NOTIFICATION}
     assert names["ClientCommand"]["showResults"] == codelens.SHOW
     server = lsp_server.create_server()
     assert set(names["ServerCommand"].values()) <= set(server.protocol.fm.commands)

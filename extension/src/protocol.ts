@@ -7,6 +7,7 @@ export const ServerCommand = {
   profile: "trainiumLens.profile",
   compareWithPrevious: "trainiumLens.compareWithPrevious",
   openExplorer: "trainiumLens.openExplorer",
+  releaseWorker: "trainiumLens.releaseWorker",
 } as const;
 
 /** Requests, client → server. */
@@ -19,6 +20,7 @@ export const Request = {
 export const Notification = {
   heat: "trainiumLens/heat",
   runState: "trainiumLens/runState",
+  worker: "trainiumLens/worker",
 } as const;
 
 /** Commands the client implements that the server's hovers and code lenses name. */

@@ -50,3 +50,15 @@ export function parseRunState(params: unknown, fallbackHost: string): RunState {
     message: typeof p.message === "string" ? p.message : undefined,
   };
 }
+
+/** `trainiumLens/worker` → a suffix for the status item ("warm" and where) and a tooltip line. */
+export function workerNote(params: unknown): { text: string; tooltip: string } {
+  const p = (params ?? {}) as Record<string, unknown>;
+  if (p.state !== "warm") return { text: "", tooltip: "" };
+  const where = typeof p.host === "string" && p.host ? p.host : "local";
+  const idle = typeof p.idle_s === "number" ? ` (ends after ${p.idle_s} s idle)` : "";
+  return {
+    text: " $(flame)",
+    tooltip: `\nA warm worker is held on ${where}${idle}: run "Trainium Lens: Release Warm Worker" to end it now.`,
+  };
+}

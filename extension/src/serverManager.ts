@@ -38,6 +38,9 @@ export class ServerManager implements vscode.Disposable {
   // `trainiumLens/runState`, shared: a JSON-RPC connection keeps one handler per method.
   private readonly runStateEmitter = new vscode.EventEmitter<unknown>();
   readonly onRunState = this.runStateEmitter.event;
+  // `trainiumLens/worker`: whether a warm worker is held, and where.
+  private readonly workerEmitter = new vscode.EventEmitter<unknown>();
+  readonly onWorker = this.workerEmitter.event;
   state: ServerState = "stopped";
 
   constructor(
@@ -47,6 +50,7 @@ export class ServerManager implements vscode.Disposable {
     this.disposables.push(
       this.stateEmitter,
       this.runStateEmitter,
+      this.workerEmitter,
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (!e.affectsConfiguration("trainiumLens")) return;
         const needsRestart = this.state !== "running" || RESTART_KEYS.some((k) => e.affectsConfiguration(k));
@@ -171,6 +175,7 @@ export class ServerManager implements vscode.Disposable {
     const client = new LanguageClient("trainiumLens", "Trainium Lens", serverOptions, clientOptions);
     this.client = client;
     this.clientDisposables.push(client.onNotification(Notification.runState, (p: unknown) => this.runStateEmitter.fire(p)));
+    this.clientDisposables.push(client.onNotification(Notification.worker, (p: unknown) => this.workerEmitter.fire(p)));
     for (const hook of this.hooks) this.clientDisposables.push(...hook(client));
     try {
       await client.start();

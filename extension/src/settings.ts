@@ -17,6 +17,7 @@ export interface ServerSettings {
   timeoutSeconds: number;
   python: string; // the interpreter actually used (resolved), for local profiling
   include?: string[]; // trainiumLens.include: installed packages whose lines get figures (the server checks the names)
+  warmWorker: { idleSeconds: number }; // 0: no warm worker (every run cold)
   // trainiumLens.explorer.* (ports, URL template, path): validated by the server (explorer.py)
   explorer?: Record<string, unknown>;
   // Workspace Trust (trust.ts): false in Restricted Mode, where the server runs nothing.
@@ -85,6 +86,7 @@ export function serverSettings(
     timeoutSeconds: Math.round(num(get("timeoutSeconds"), 3600, 1, 86_400)),
     python,
     ...includeSetting(get("include")),
+    warmWorker: { idleSeconds: num(get("warmWorker.idleSeconds"), 300, 0, 86_400) },
     ...explorerSettings(get("explorer")),
   };
 }

@@ -18,7 +18,14 @@ test("defaults when nothing is set", () => {
     historySize: 20,
     timeoutSeconds: 3600,
     python: "/usr/bin/python3",
+    warmWorker: { idleSeconds: 300 },
   });
+});
+
+test("the warm worker's idle seconds: 0 turns it off, junk falls back", () => {
+  assert.deepEqual(serverSettings(from({ "warmWorker.idleSeconds": 0 }), "py").warmWorker, { idleSeconds: 0 });
+  assert.deepEqual(serverSettings(from({ "warmWorker.idleSeconds": -5 }), "py").warmWorker, { idleSeconds: 0 });
+  assert.deepEqual(serverSettings(from({ "warmWorker.idleSeconds": "x" }), "py").warmWorker, { idleSeconds: 300 });
 });
 
 test("values are trimmed, clamped, and junk falls back", () => {

@@ -37,6 +37,7 @@ CHECKS = [
     ("neuron_explorer", "neuron-explorer"),
     ("disk", "free disk in work dir"),
     ("instance_type", "instance type"),
+    ("warm_worker", "warm worker"),
 ]
 TITLES = dict(CHECKS)
 
@@ -85,8 +86,28 @@ def run_doctor(host: str | None = None, *, ssh_config: str | None = None,
                python: str | None = None) -> Report:
     """Check ``host`` (None/"local": this machine, with ``python``)."""
     if not host or host == "local":
-        return _local(python or sys.executable, work_dir)
-    return _remote(host, ssh_config, remote_python, work_dir)
+        report = _local(python or sys.executable, work_dir)
+    else:
+        report = _remote(host, ssh_config, remote_python, work_dir)
+    _warm_worker_check(report, host or "local")
+    return report
+
+
+def _warm_worker_check(report: Report, host: str) -> None:
+    """Whether a language server on this machine holds a warm worker for the host
+    (targets/warm.py): it ends after its idle time or on the release command."""
+    from .targets.warm import held_workers
+
+    report.checks = [c for c in report.checks if c.name != "warm_worker"]
+    held = held_workers(host)
+    if not held:  # after a failed step the rest is "skip", as everywhere in the report
+        _add(report, "warm_worker", "skip" if not report.ok else "pass",
+             "none held from this machine")
+        return
+    pids = ", ".join(f"pid {w['pid']} (up {w['age_s']:.0f} s)" for w in held)
+    _add(report, "warm_worker", "warn", f"held by a language server: {pids}",
+         "it ends by itself after trainiumLens.warmWorker.idleSeconds; run "
+         "'Trainium Lens: Release Warm Worker' to end it now")
 
 
 def _local(python: str, work_dir: str | None) -> Report:

@@ -47,6 +47,7 @@ FEATURES: tuple[str, ...] = (
     "panel",
     "timeline",
     "explorer",
+    "warm",
 )
 
 ViewListener = Callable[["LensServer", str], None]
@@ -63,6 +64,10 @@ class LensServer(LanguageServer):
         self.running: dict[str, Running] = {}  # file path -> the profile in flight
         # Called on ``shutdown`` (stop runs, close connections and tunnels).
         self.on_shutdown: list[Callable[[LensServer], None]] = []
+        # Called with each target the server makes (e.g. to give it a warm worker).
+        self.on_new_target: list[Callable[[LensServer, object], None]] = []
+        # Called after new settings were applied.
+        self.on_settings_change: list[Callable[[LensServer], None]] = []
         self._lines: dict[str, tuple[int | None, list[str]]] = {}
         self._pending: dict[str, asyncio.TimerHandle] = {}  # uri -> scheduled views_changed
         self._target: Target | None = None  # kept between runs: an SSH target keeps its connection
@@ -80,6 +85,11 @@ class LensServer(LanguageServer):
             runs.invalidate()
         if self.documents:
             self.views_changed(refresh=True)
+        for callback in self.on_settings_change:
+            try:
+                callback(self)
+            except Exception:
+                log.exception("settings callback failed")
 
     def target(self) -> Target:
         """The target the settings name, reused while they stay the same."""
@@ -92,6 +102,11 @@ class LensServer(LanguageServer):
             self._target = make_target(s.host, python=s.python, ssh_config=s.ssh_config,
                                        remote_python=s.remote_python, work_dir=s.work_dir)
             self._target_key = key
+            for hook in self.on_new_target:
+                try:
+                    hook(self, self._target)
+                except Exception:  # the target works without what a hook adds
+                    log.exception("new-target hook failed")
         return self._target
 
     def close_target(self) -> None:

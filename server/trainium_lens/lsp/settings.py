@@ -53,6 +53,9 @@ class Settings:
     timeout_seconds: float = 3600.0  # a first Neuron compile can take many minutes
     python: str | None = None  # interpreter for local runs (needs torch)
     include: tuple[str, ...] = ()  # packages whose lines get figures too (--include)
+    # trainiumLens.warmWorker.idleSeconds: a warm worker per target ends after
+    # this long without a job; 0: no warm worker (every run starts cold).
+    warm_idle_seconds: float = 300.0
     # Settings other features read unvalidated here (e.g. ``explorer``); not
     # part of equality, so they never restart a target.
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -165,6 +168,20 @@ def _seconds(value: Any) -> float:
     return float(value)
 
 
+def _warm_worker(value: Any) -> float:
+    """``{"idleSeconds": N}`` as VS Code nests ``warmWorker.idleSeconds`` (a bare
+    number is accepted too)."""
+    if isinstance(value, dict):
+        if "idleSeconds" not in value:
+            return 300.0
+        value = value["idleSeconds"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("idleSeconds must be a number of seconds (0: no warm worker)")
+    if value < 0:
+        raise ValueError("idleSeconds must not be negative (0: no warm worker)")
+    return float(value)
+
+
 _PARSERS = {
     "host": ("host", _host),
     "sshConfig": ("ssh_config", _str_or_none),
@@ -176,6 +193,7 @@ _PARSERS = {
     "historySize": ("history_size", _int_range(1, 10_000)),
     "timeoutSeconds": ("timeout_seconds", _seconds),
     "python": ("python", _str_or_none),
+    "warmWorker": ("warm_idle_seconds", _warm_worker),
     "explorer": ("explorer", explorer_settings_from),
     "trusted": ("trusted", _bool),
     "include": ("include", lambda value: _include(value)),

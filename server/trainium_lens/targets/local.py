@@ -15,11 +15,15 @@ import shutil
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import TargetError
 from ..jobs import Job
 from .base import EventSink, Target, workspace_id
 from .stream import run_harness_process
+
+if TYPE_CHECKING:
+    from .warm import WarmSlot
 
 #: The folder holding the ``trainium_lens`` package (``server/`` in a checkout).
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]
@@ -51,6 +55,9 @@ class LocalTarget(Target):
 
     def __init__(self, python: str | None = None) -> None:
         self.python = python or sys.executable
+        #: A ``warm.WarmSlot`` when runs should use a warm worker (the language
+        #: server sets one; the CLI stays cold).
+        self.warm: WarmSlot | None = None
 
     def _python_path(self) -> str:
         """The interpreter to run, resolved; a clear error when there is none."""
@@ -80,10 +87,22 @@ class LocalTarget(Target):
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(PACKAGE_PARENT), env.get("PYTHONPATH", "")) if p)
         env.setdefault("PYTHONUNBUFFERED", "1")
+        if self.warm is not None and self.warm.enabled:
+            from .warm import Launch
+
+            launch = Launch([python, "-m", "trainium_lens.harness.worker",
+                             "--idle", f"{self.warm.idle_s:g}"],
+                            key=(python, str(PACKAGE_PARENT), self.warm.idle_s), env=env)
+            return self.warm.run(launch, spec, on_event, cancel, timeout,
+                                 read_result=read_json_file)
         return run_harness_process(
             [python, "-m", "trainium_lens.harness"], spec, on_event, cancel, timeout,
             read_result=read_json_file, env=env, cwd=job.workspace,
         )
+
+    def close(self) -> None:
+        if self.warm is not None:
+            self.warm.close()
 
     def fetch(self, remote_path: str, dest: Path) -> Path:
         """Artifacts are already here: copy them to ``dest`` (a file or folder)."""

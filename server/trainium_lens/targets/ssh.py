@@ -29,6 +29,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from ..errors import Cancelled, HarnessError, TargetError, TimedOut
 from ..jobs import Job
@@ -36,6 +37,9 @@ from . import sync
 from .base import EventSink, Target, workspace_id
 from .ssh_conn import SshConnection, SshFailure
 from .stream import run_harness_process
+
+if TYPE_CHECKING:
+    from .warm import WarmSlot
 
 #: The DLAMI's PyTorch venvs (``/opt/aws_neuronx_venv_pytorch_2_9``, ...), newest
 #: first, then whatever ``python3`` the login PATH has.
@@ -84,6 +88,11 @@ exit 0
 # -S: the wrapper needs no site-packages (a faster start on every run)
 _RUN = 'exec "$1" -S "$2/lens/ssh_wrapper.py" "$2" "$3"'
 
+# The warm worker (harness/worker.py): $1 python, $2 work dir, $3 idle seconds. It
+# ends when this channel closes (its stdin), so it never outlives the client.
+_WARM = ('cd "$2" && PYTHONPATH="$2/lens${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 '
+         'exec "$1" -m trainium_lens.harness.worker --idle "$3"')
+
 # $1 pgid, $2 wrapper pid: TERM both, wait for the group, then KILL what is left.
 _KILL = r"""
 kill -TERM -- "-$1" "$2" 2>/dev/null
@@ -109,6 +118,9 @@ class SshTarget(Target):
         self.lock_wait_s = lock_wait_s
         self.use_rsync = use_rsync and sync.local_rsync_ok()
         self.last_harness_s: float | None = None
+        #: A ``warm.WarmSlot`` when runs should use a warm worker on the host (the
+        #: language server sets one; the CLI stays cold).
+        self.warm: WarmSlot | None = None
 
     # -- steps ------------------------------------------------------------------
     def prepare_args(self, ws_id: str, mode: str) -> list[str]:
@@ -208,6 +220,8 @@ class SshTarget(Target):
         argv = self.conn.argv(_RUN, [info["python"], wd, str(int(self.lock_wait_s))])
         try:
             left = None if timeout is None else max(timeout - (time.monotonic() - started), 0.1)
+            if self.warm is not None and self.warm.enabled:
+                return self._run_warm(info, spec, on_event, cancel, left)
             return run_harness_process(argv, spec, forward, cancel, left,
                                        read_result=read_result,
                                        kill=lambda: self._kill(remote))
@@ -219,6 +233,22 @@ class SshTarget(Target):
             if err.kind == "torch_missing":  # say which host, and the option that fixes it
                 raise HarnessError(err.kind, f"{self.host}: {err} (or pass --remote-python PATH)") from None
             raise
+
+    def _run_warm(self, info: dict, spec: dict, on_event: EventSink,
+                  cancel: threading.Event | None, timeout: float | None) -> dict:
+        """The job on the host's warm worker (started there on first use, over the
+        master; a new harness version or Python starts a new one)."""
+        from .warm import Launch
+
+        assert self.warm is not None
+        wd, idle = info["wd"], self.warm.idle_s
+        launch = Launch(self.conn.argv(_WARM, [info["python"], wd, f"{idle:g}"]),
+                        key=(info["python"], wd, sync.harness_bundle()[0], idle))
+        return self.warm.run(
+            launch, spec, on_event, cancel, timeout,
+            read_result=lambda path: _mark_remote(self._read_json(path), self.host),
+            read_batch=lambda _path, document: _mark_remote(document, self.host),
+            lock=f"{wd}/lock", inline_batch=True)
 
     # -- failure handling ---------------------------------------------------------------
     def _kill(self, remote: dict) -> None:
@@ -298,6 +328,8 @@ class SshTarget(Target):
         return dest
 
     def close(self) -> None:
+        if self.warm is not None:
+            self.warm.close()
         self.conn.close()
 
 

@@ -41,7 +41,7 @@ import signal
 import subprocess
 import threading
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from ..errors import Cancelled, HarnessError, TargetError, TimedOut
 
@@ -138,6 +138,138 @@ def kill_group(proc: subprocess.Popen, grace: float = KILL_GRACE_S) -> None:
         pass
 
 
+class Watch:
+    """The two reasons to stop a job early, checked in one place: the user's
+    cancel and the deadline. ``check()`` raises ``Cancelled``/``TimedOut``."""
+
+    def __init__(self, cancel: threading.Event | None, timeout: float | None) -> None:
+        self.cancel, self.timeout = cancel, timeout
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+
+    def reason(self) -> Exception | None:
+        if self.cancel is not None and self.cancel.is_set():
+            return Cancelled("cancelled")
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            return TimedOut(f"timed out after {self.timeout:g} s")
+        return None
+
+    def check(self) -> None:
+        reason = self.reason()
+        if reason is not None:
+            raise reason
+
+
+def start_process(argv: Sequence[str], env: dict[str, str] | None,
+                  cwd: str | os.PathLike | None) -> subprocess.Popen:
+    """``argv`` in a session (process group) of its own, all three streams piped."""
+    try:
+        return subprocess.Popen(
+            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True, env=env,
+            cwd=None if cwd is None else str(cwd),
+        )
+    except OSError as exc:
+        raise TargetError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+
+
+def start_readers(proc: subprocess.Popen, tail: StderrTail,
+                  on_stderr: Callable[[str], None] | None = None,
+                  ) -> tuple[queue.Queue, threading.Thread]:
+    """Daemon threads pumping stdout lines into the returned queue (``_EOF`` last)
+    and stderr lines into ``tail`` (or ``on_stderr``); returns the queue and the
+    stderr thread (join it for a dead process's last words)."""
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=_pump, args=(proc.stdout, lines.put, lambda: lines.put(_EOF)),
+                     daemon=True).start()
+    errors = threading.Thread(target=_pump, args=(proc.stderr, on_stderr or tail.add),
+                              daemon=True)
+    errors.start()
+    return lines, errors
+
+
+def _send_spec(proc: subprocess.Popen, spec: dict) -> None:
+    """The spec is small (well under a pipe buffer); a process that died at
+    start-up shows up later as "ended without a result"."""
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(spec).encode("utf-8") + b"\n")
+        proc.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass
+
+
+class _Outcome:
+    """What the event stream said: the result path and/or the error event."""
+
+    def __init__(self) -> None:
+        self.result_path: str | None = None
+        self.error_event: dict | None = None
+        self.handed_off = False  # the final event is in: the reaper thread owns the process
+
+    def note(self, event: dict) -> bool:
+        """Record ``event``; True when it is the final one."""
+        kind = event.get("event")
+        if kind == "error" and self.error_event is None:
+            self.error_event = event
+        elif kind == "result" and isinstance(event.get("path"), str):
+            self.result_path = event["path"]
+        return kind in ("error", "result")
+
+
+def _read_events(proc: subprocess.Popen, lines: queue.Queue, emit: Callable[[dict], None],
+                 watch: Watch, stop: Callable[[Exception], Exception]) -> _Outcome:
+    """Forward events until the final one (then hand the process to a reaper) or
+    until stdout closes."""
+    outcome = _Outcome()
+    while True:
+        reason = watch.reason()
+        if reason is not None:
+            raise stop(reason)
+        try:
+            item = lines.get(timeout=POLL_S)
+        except queue.Empty:
+            continue
+        if item is _EOF:
+            return outcome
+        event = parse_line(item)
+        final = outcome.note(event)
+        emit(event)
+        if final:
+            # All said; the interpreter may take seconds to tear torch down.
+            threading.Thread(target=_reap, args=(proc,), name="harness-reaper",
+                             daemon=False).start()
+            outcome.handed_off = True
+            return outcome
+
+
+def _await_exit(proc: subprocess.Popen, watch: Watch,
+                stop: Callable[[Exception], Exception]) -> None:
+    """stdout closed without a final event: the process is exiting (or closed
+    stdout and lingers)."""
+    exit_deadline = time.monotonic() + EXIT_GRACE_S
+    while proc.poll() is None:
+        reason = watch.reason()
+        if reason is not None:
+            raise stop(reason)
+        if time.monotonic() > exit_deadline:
+            stop(TargetError("the harness did not exit"))
+            return
+        time.sleep(POLL_S)
+
+
+def _sweep(proc: subprocess.Popen, stop: Callable[[Exception], Exception]) -> None:
+    """Leave nothing behind: stop a process still running (an exception on our
+    side, e.g. KeyboardInterrupt), or kill what a finished one left in its group
+    (e.g. a stuck compile worker)."""
+    if proc.poll() is None:
+        stop(Cancelled("cancelled"))
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def run_harness_process(
     argv: Sequence[str],
     spec: dict,
@@ -162,33 +294,11 @@ def run_harness_process(
     result or error event).
     """
     emit = on_event or (lambda _event: None)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    try:
-        proc = subprocess.Popen(
-            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True, env=env,
-            cwd=None if cwd is None else str(cwd),
-        )
-    except OSError as exc:
-        raise TargetError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
-
-    lines: queue.Queue = queue.Queue()
+    watch = Watch(cancel, timeout)
+    proc = start_process(argv, env, cwd)
     tail = StderrTail()
-    readers = [
-        threading.Thread(target=_pump, args=(proc.stdout, lines.put, lambda: lines.put(_EOF)),
-                         daemon=True),
-        threading.Thread(target=_pump, args=(proc.stderr, tail.add), daemon=True),
-    ]
-    for reader in readers:
-        reader.start()
-    # The spec is small (well under a pipe buffer); a process that died at
-    # start-up shows up below as "ended without a result".
-    try:
-        assert proc.stdin is not None
-        proc.stdin.write(json.dumps(spec).encode("utf-8") + b"\n")
-        proc.stdin.close()
-    except (BrokenPipeError, OSError):
-        pass
+    lines, errors = start_readers(proc, tail)
+    _send_spec(proc, spec)
 
     def stop(error: Exception) -> Exception:
         if kill is not None:
@@ -199,66 +309,20 @@ def run_harness_process(
         kill_group(proc)
         return error
 
-    result_path: str | None = None
-    error_event: dict | None = None
-    handed_off = False  # the final event is in: the reaper thread owns the process
+    outcome = _Outcome()
     try:
-        while True:
-            if cancel is not None and cancel.is_set():
-                raise stop(Cancelled("cancelled"))
-            if deadline is not None and time.monotonic() > deadline:
-                raise stop(TimedOut(f"timed out after {timeout:g} s"))
-            try:
-                item = lines.get(timeout=POLL_S)
-            except queue.Empty:
-                continue
-            if item is _EOF:
-                break
-            event = parse_line(item)
-            kind = event.get("event")
-            if kind == "error" and error_event is None:
-                error_event = event
-            elif kind == "result" and isinstance(event.get("path"), str):
-                result_path = event["path"]
-            emit(event)
-            if kind in ("error", "result"):
-                # All said; the interpreter may take seconds to tear torch down.
-                threading.Thread(target=_reap, args=(proc,), name="harness-reaper",
-                                 daemon=False).start()
-                handed_off = True
-                break
-        # stdout closed without a final event: the process is exiting (or
-        # closed stdout and lingers).
-        exit_deadline = time.monotonic() + EXIT_GRACE_S
-        while not handed_off and proc.poll() is None:
-            if cancel is not None and cancel.is_set():
-                raise stop(Cancelled("cancelled"))
-            if deadline is not None and time.monotonic() > deadline:
-                raise stop(TimedOut(f"timed out after {timeout:g} s"))
-            if time.monotonic() > exit_deadline:
-                stop(TargetError("the harness did not exit"))
-                break
-            time.sleep(POLL_S)
-        if not handed_off:
-            readers[1].join(timeout=1.0)
+        outcome = _read_events(proc, lines, emit, watch, stop)
+        if not outcome.handed_off:
+            _await_exit(proc, watch, stop)
+            errors.join(timeout=1.0)  # the dead process's last words
     finally:
-        if handed_off:
-            pass
-        elif proc.poll() is None:  # an exception on our side (e.g. KeyboardInterrupt)
-            stop(Cancelled("cancelled"))
-        else:
-            # The leader is gone; sweep up anything it left in its group
-            # (e.g. a stuck compile worker) so a run leaves nothing behind.
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-
-    if error_event is not None:
-        raise HarnessError.from_event(error_event)
-    if result_path is None:
+        if not outcome.handed_off:
+            _sweep(proc, stop)
+    if outcome.error_event is not None:
+        raise HarnessError.from_event(outcome.error_event)
+    if outcome.result_path is None:
         raise TargetError(f"the harness ended without a result: {_why(proc, tail)}")
-    return read_result(result_path)
+    return read_result(outcome.result_path)
 
 
 def _reap(proc: subprocess.Popen) -> None:
@@ -274,10 +338,8 @@ def _reap(proc: subprocess.Popen) -> None:
         pass
 
 
-def _why(proc: subprocess.Popen, tail: StderrTail) -> str:
+def describe_exit(code: int | None, last: str | None) -> str:
     """One line on why a process ended early: its signal, its last words."""
-    last = tail.last_line()
-    code = proc.returncode
     if code is not None and code < 0:
         try:
             name = signal.Signals(-code).name
@@ -286,3 +348,7 @@ def _why(proc: subprocess.Popen, tail: StderrTail) -> str:
         hint = " (out of memory?)" if -code == signal.SIGKILL else ""
         return f"killed by {name}{hint}" + (f"; last output: {last}" if last else "")
     return last or f"exit status {code}"
+
+
+def _why(proc: subprocess.Popen, tail: StderrTail) -> str:
+    return describe_exit(proc.returncode, tail.last_line())
