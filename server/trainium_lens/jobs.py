@@ -34,10 +34,11 @@ class Job:
     backend: str = "auto"
     protocol: dict[str, int] = field(default_factory=dict)  # explicit overrides only
     batch_id: str = field(default_factory=new_batch_id)
+    nproc: int | None = None  # ranks under torchrun; None: the marker's nproc=, else 1
 
     def to_spec(self, workspace_root: str, run_dir: str, host: str) -> dict:
         """The harness's input, with paths as they are on the target."""
-        return {
+        spec = {
             "spec_version": SPEC_VERSION,
             "batch_id": self.batch_id,
             "workspace_root": workspace_root,
@@ -49,6 +50,9 @@ class Job:
             "run_dir": run_dir,
             "host": host,
         }
+        if self.nproc is not None:
+            spec["nproc"] = self.nproc
+        return spec
 
 
 def workspace_root_for(path: Path) -> Path:
@@ -69,7 +73,7 @@ def workspace_root_for(path: Path) -> Path:
 def make_job(file: str | os.PathLike, *, functions: list[str] | None = None,
              line: int | None = None, backend: str = "auto",
              protocol: dict[str, int] | None = None,
-             workspace: str | os.PathLike | None = None) -> Job:
+             workspace: str | os.PathLike | None = None, nproc: int | None = None) -> Job:
     """Validate a request against the local file system and build a ``Job``."""
     path = Path(file).expanduser().resolve()
     if not path.is_file():
@@ -88,6 +92,8 @@ def make_job(file: str | os.PathLike, *, functions: list[str] | None = None,
         if value < (1 if key in ("active", "timing_calls") else 0):
             raise UsageError(f"--{key.replace('_', '-')} must be at least "
                              f"{1 if key in ('active', 'timing_calls') else 0}")
+    if nproc is not None and (isinstance(nproc, bool) or int(nproc) < 1):
+        raise UsageError(f"--nproc must be at least 1, got {nproc}")
     return Job(workspace=root, file=str(PurePosixPath(*rel.parts)),
                functions=list(functions or []), line=line, backend=backend,
-               protocol=overrides)
+               protocol=overrides, nproc=None if nproc is None else int(nproc))

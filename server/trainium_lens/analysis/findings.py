@@ -39,6 +39,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..result import Finding, LineOp, LineStat, Result
+from .rank_findings import rank_findings
 
 DISPATCH_MIN = 2
 DISPATCH_SHARE = 0.05
@@ -158,6 +159,7 @@ def analyze(result: Result) -> list[Finding]:
     for check in (_device_time, _cpu_fallback, _compiles, _h2d_copies, _rt_inspect,
                   _patterns, _dispatches, _overhead):
         findings.extend(check(result))
+    findings.extend(rank_findings(result))  # torchrun jobs: the straggler
     order = {"error": 0, "warning": 1, "info": 2, "hint": 3}
     findings.sort(key=lambda f: (order.get(f.severity, 9), f.file, f.line, f.kind))
     return findings

@@ -46,6 +46,9 @@ def register(subparsers) -> None:
     for key in PROTOCOL_KEYS:
         p.add_argument(f"--{key.replace('_', '-')}", dest=key, type=int, metavar="N",
                        help=PROTOCOL_HELP[key] + " (overrides the marker's option)")
+    p.add_argument("--nproc", type=int, metavar="N",
+                   help="run on N ranks under torchrun (one result: per-line median across ranks, "
+                        "the spread and the slowest rank; overrides the marker's nproc=)")
     p.add_argument("--json", metavar="PATH",
                    help="also write the result (several functions: a JSON list) to PATH")
     p.add_argument("--workspace", metavar="DIR",
@@ -189,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     protocol = {k: getattr(args, k) for k in PROTOCOL_KEYS if getattr(args, k) is not None}
     job = make_job(args.file, functions=[args.function] if args.function else [],
                    line=args.line, backend=args.backend, protocol=protocol,
-                   workspace=args.workspace)
+                   workspace=args.workspace, nproc=args.nproc)
     target = make_target(args.host, python=args.python, ssh_config=args.ssh_config,
                          remote_python=args.remote_python, work_dir=args.work_dir)
     store = None if args.no_store else RunStore(job.workspace)

@@ -10,6 +10,7 @@ import traceback as tb_module
 from types import CodeType, ModuleType, TracebackType
 from typing import Any, Callable
 
+from .dist import inputs_kwargs
 from .events import HarnessError
 
 _HARNESS_DIR = os.path.dirname(os.path.realpath(__file__))
@@ -88,7 +89,7 @@ def call_inputs(module: ModuleType, name: str, rel_file: str, for_fn: str,
         raise HarnessError("inputs", f"inputs={name} (for {for_fn}) names no function in {rel_file}",
                            rel_file, None)
     try:
-        value = make()
+        value = make(**inputs_kwargs(make))  # rank/world_size when it declares them
     except Exception as exc:  # the user's code: report where it failed
         raise user.error_from(exc, "inputs", f"inputs function {name}()") from None
     if isinstance(value, tuple):

@@ -29,6 +29,7 @@ class Spec:
     backend: str = "auto"
     protocol: dict[str, int] = field(default_factory=dict)
     host: str = "local"
+    nproc: int | None = None  # ranks under torchrun (None: the markers' nproc=, else 1)
 
     @property
     def path(self) -> str:
@@ -69,6 +70,9 @@ def parse_spec(text: str) -> Spec:
         if key not in DEFAULT_PROTOCOL:
             raise HarnessError("spec", f"job spec: unknown protocol option {key!r}")
         checked[key] = _check_int(key, value, "job spec")
+    nproc = data.get("nproc")
+    if nproc is not None and (not isinstance(nproc, int) or isinstance(nproc, bool) or nproc < 1):
+        raise HarnessError("spec", "job spec: 'nproc' must be a positive integer or null")
     root = _require(data, "workspace_root", str)
     if not os.path.isabs(root):
         raise HarnessError("spec", "job spec: 'workspace_root' must be an absolute path")
@@ -83,6 +87,7 @@ def parse_spec(text: str) -> Spec:
         backend=backend,
         protocol=checked,
         host=str(data.get("host") or "local"),
+        nproc=nproc,
     )
 
 
@@ -109,6 +114,8 @@ def protocol_for(marked: Marked, spec: Spec, rel_file: str) -> dict[str, int]:
                 f"unknown marker option {key!r} on {marked.name} "
                 f"(known: {', '.join(KNOWN_OPTIONS)})",
                 rel_file, marked.marker_line)
+        if key == "nproc":  # read by the launcher (launch.nproc_for)
+            continue
         if key == "inputs":
             if not value.isidentifier():
                 raise HarnessError("parse", f"marker option inputs= needs a function name, "

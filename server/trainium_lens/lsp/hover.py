@@ -14,6 +14,7 @@ from urllib.parse import quote
 from lsprotocol import types
 
 from . import format as fmt
+from . import rank_format
 from .runs import Annotation, Annotations
 
 CLOCK_WORDS = {"neuron": "Neuron device time", "cuda": "CUDA kernel time",
@@ -39,6 +40,7 @@ def markdown(uri: str, a: Annotation, annotations: Annotations) -> str:
         out.append(f"spread over {r.totals.steps} steps: {fmt.time_us(s.self_time_us_min)}"
                    f"–{fmt.time_us(s.self_time_us_max)} (median "
                    f"{fmt.time_us(s.self_time_us_median or s.self_time_us)})")
+    out += [t] if (t := rank_format.hover_table(s, clock)) else []  # torchrun: per rank
     if a.previous_us is not None:
         change = fmt.delta(a.previous_us, s.self_time_us) or "n/a"
         out.append(f"previous run: {fmt.time_us(a.previous_us)} → {fmt.time_us(s.self_time_us)} "

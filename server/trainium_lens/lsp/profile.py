@@ -199,7 +199,8 @@ async def _run(ls, req: Request, runs, running: Running) -> dict:
             ls.show(f"Trainium Lens: {req.path.name} has unsaved changes; profiling the "
                     f"saved file", types.MessageType.Warning)
         job = make_job(req.path, functions=running.functions, backend=settings.backend,
-                       protocol=settings.protocol, workspace=runs.index.workspace)
+                       protocol=settings.protocol, workspace=runs.index.workspace,
+                       nproc=settings.nproc)
         target = ls.target()
     except Exception as err:  # noqa: BLE001 - every failure becomes a message
         if not isinstance(err, (LensError, OSError)):

@@ -49,6 +49,7 @@ class Settings:
     history_size: int = 20
     timeout_seconds: float = 3600.0  # a first Neuron compile can take many minutes
     python: str | None = None  # interpreter for local runs (needs torch)
+    nproc: int | None = None  # ranks under torchrun; None (setting 0): the marker's nproc=, else 1
     # Settings other features read unvalidated here (e.g. ``explorer``); not
     # part of equality, so they never restart a target.
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -144,6 +145,11 @@ def _int_range(low: int, high: int):
     return parse
 
 
+def _nproc(value: Any) -> int | None:
+    """``trainiumLens.nproc``: 0 leaves it to the marker's ``nproc=`` (else 1 rank)."""
+    return _int_range(0, 4096)(value) or None
+
+
 def _seconds(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError("expected a number of seconds")
@@ -163,6 +169,7 @@ _PARSERS = {
     "historySize": ("history_size", _int_range(1, 10_000)),
     "timeoutSeconds": ("timeout_seconds", _seconds),
     "python": ("python", _str_or_none),
+    "nproc": ("nproc", _nproc),
     "explorer": ("explorer", explorer_settings_from),
 }
 
