@@ -17,7 +17,7 @@ from trainium_lens.result import Result, load
 from trainium_lens.store import RunStore
 from trainium_lens.targets.local import LocalTarget
 
-from .ranks_cases import HANGS, RAISES, UNEVEN, line_of, wait_for_files, wait_gone
+from .ranks_cases import HANGS, RAISES, UNEVEN, job_processes, line_of, wait_for_files, wait_gone
 
 QUICK = '''import torch
 
@@ -129,10 +129,19 @@ def test_cancel_stops_every_rank(tmp_path, cache):
     job = make_job(ws / "hangs.py", workspace=ws)
     cancel = threading.Event()
     pids = [ws / f"hangs.py.rank{k}" for k in range(2)]
-    threading.Thread(target=lambda: (wait_for_files(pids), cancel.set()), daemon=True).start()
+    marker = f"{job.batch_id}/spec.json"
+    seen: list[int] = []
+
+    def cancel_when_running() -> None:
+        wait_for_files(pids)
+        seen.extend(job_processes(marker))
+        cancel.set()
+
+    threading.Thread(target=cancel_when_running, daemon=True).start()
     with pytest.raises(Cancelled):
         runner.profile(job, LocalTarget(), cancel=cancel, timeout=180)
-    assert not wait_gone(f"{job.batch_id}/spec.json", 10), "a rank outlived the cancel"
+    assert len(seen) >= 3, "the torchrun agent and both ranks were running"
+    assert not wait_gone(marker, 10), "a rank outlived the cancel"
 
 
 def test_timeout_names_the_rank_waiting_in_a_collective(tmp_path, cache, monkeypatch):

@@ -27,7 +27,8 @@ is one pass over each rank's lines (bench/ranks_bench.py).
 from __future__ import annotations
 
 import statistics
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 #: Op name prefixes of collectives (eager c10d, functional collectives).
 COLLECTIVE_PREFIXES = ("c10d::", "_c10d_functional::", "c10d_functional::")
@@ -166,10 +167,10 @@ def _merge_totals(all_totals: list[dict]) -> dict:
     totals = dict(all_totals[0])
     for field in ("self_time_us", "self_cpu_us", "dispatches"):
         totals[field] = _median([float(t.get(field) or 0.0) for t in all_totals])
-    walls = [t.get("wall_us_median") for t in all_totals if t.get("wall_us_median") is not None]
+    walls = [float(t["wall_us_median"]) for t in all_totals if t.get("wall_us_median") is not None]
     totals["wall_us_median"] = _median(walls) if walls else None
-    mins = [t.get("wall_us_min") for t in all_totals if t.get("wall_us_min") is not None]
-    maxs = [t.get("wall_us_max") for t in all_totals if t.get("wall_us_max") is not None]
+    mins = [float(t["wall_us_min"]) for t in all_totals if t.get("wall_us_min") is not None]
+    maxs = [float(t["wall_us_max"]) for t in all_totals if t.get("wall_us_max") is not None]
     totals["wall_us_min"] = min(mins) if mins else None
     totals["wall_us_max"] = max(maxs) if maxs else None
     steps = [t.get("per_step_self_time_us") or [] for t in all_totals]

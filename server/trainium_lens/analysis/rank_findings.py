@@ -14,7 +14,7 @@ STRAGGLER_MIN_US = 20.0
 
 
 def _ms(us: float) -> str:
-    return f"{us / 1000:.2f} ms" if us >= 100 else f"{us:.0f} µs"
+    return f"{us / 1000:.2f} ms" if us >= 1000 else f"{us:.0f} µs"
 
 
 def rank_findings(result: Result) -> list[Finding]:

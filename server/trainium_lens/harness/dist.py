@@ -32,7 +32,8 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 SPEC_FILE_ENV = "TRAINIUM_LENS_SPEC_FILE"
 #: An event line at most this many bytes: below Linux's PIPE_BUF (4096), so one
