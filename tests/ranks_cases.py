@@ -18,11 +18,11 @@ UNEVEN = textwrap.dedent('''
     def make(rank, world_size):
         with open(__file__ + f".rank{rank}", "w") as f:
             f.write(str(os.getpid()))
-        n = 384
+        n = 512
         return torch.randn(n * (3 if rank == 1 else 1), n), torch.randn(n, n)
 
 
-    # trainium: profile inputs=make nproc=2 wait=0 warmup=1 active=3 timing_calls=3
+    # trainium: profile inputs=make nproc=2 wait=0 warmup=1 active=5 timing_calls=3
     def step(a, w):
         y = a @ w
         s = y.sum(0)

@@ -89,16 +89,18 @@ def merge_results(entries: list[tuple[int, dict]]) -> dict:
         "self_time_us": float((res.get("totals") or {}).get("self_time_us") or 0.0),
         "self_cpu_us": float((res.get("totals") or {}).get("self_cpu_us") or 0.0),
         "wall_us_median": (res.get("totals") or {}).get("wall_us_median"),
-        "wait_us": waits.get(rank, 0.0),
+        "wait_us": waits[rank][0],
+        "collective_us": waits[rank][1],
         "artifacts": res.get("artifacts") or {},
         "timeline": res.get("timeline") or [],
     } for rank, res in entries]
     return base
 
 
-def _merge_lines(entries: list[tuple[int, dict]]) -> tuple[list[dict], dict[int, float]]:
+def _merge_lines(entries: list[tuple[int, dict]]) -> tuple[list[dict], dict[int, tuple[float, float]]]:
     """Lines of every rank by (file, line); figures are medians over the ranks (a
-    rank that never ran a line counts 0 there). Also each rank's total wait."""
+    rank that never ran a line counts 0 there). Also each rank's total wait and
+    collective time."""
     by_key: dict[tuple, list[tuple[int, dict]]] = {}
     for rank, res in entries:
         for line in res.get("lines") or []:
@@ -109,6 +111,7 @@ def _merge_lines(entries: list[tuple[int, dict]]) -> tuple[list[dict], dict[int,
             slot.append((rank, line))
     ranks = [r for r, _ in entries]
     waits = dict.fromkeys(ranks, 0.0)
+    colls = dict.fromkeys(ranks, 0.0)
     out = []
     for present in by_key.values():
         have = dict(present)
@@ -125,10 +128,11 @@ def _merge_lines(entries: list[tuple[int, dict]]) -> tuple[list[dict], dict[int,
             line = have.get(r)
             wait = coll[r] - fastest if fastest or coll[r] else 0.0
             waits[r] += wait
+            colls[r] += coll[r]
             per_rank.append({"rank": r,
                              "self_time_us": float(line.get("self_time_us") or 0.0) if line else 0.0,
                              "total_time_us": float(line.get("total_time_us") or 0.0) if line else 0.0,
-                             "wait_us": wait})
+                             "wait_us": wait, "collective_us": coll[r]})
         selfs = [p["self_time_us"] for p in per_rank]
         merged["per_rank"] = per_rank
         merged["rank_min_us"] = min(selfs)
@@ -141,7 +145,7 @@ def _merge_lines(entries: list[tuple[int, dict]]) -> tuple[list[dict], dict[int,
                                      len(ranks))
         out.append(merged)
     out.sort(key=lambda ln: -ln["self_time_us"])
-    return out, waits
+    return out, {r: (waits[r], colls[r]) for r in ranks}
 
 
 def _merge_named(groups: Any, n_ranks: int) -> list[dict]:

@@ -112,6 +112,7 @@ class RankLine:
     # collective lines: this rank's collective time minus the fastest rank's,
     # i.e. the time it waited for the others
     wait_us: float = 0.0
+    collective_us: float = 0.0  # this rank's time in the line's collective ops
 
 
 @dataclass
@@ -204,6 +205,7 @@ class RankRun:
     self_cpu_us: float = 0.0
     wall_us_median: float | None = None
     wait_us: float = 0.0  # time waiting for other ranks in collectives, per step
+    collective_us: float = 0.0  # time in collective ops (waiting included), per step
     artifacts: Artifacts = field(default_factory=Artifacts)
     timeline: list[LineWindows] = field(default_factory=list)  # this rank's trace clock
 

@@ -19,11 +19,11 @@ def _ms(us: float) -> str:
 
 def rank_findings(result: Result) -> list[Finding]:
     """The straggler: the rank with the most busy time per step (its self time
-    minus its collective waiting), named on the line where it loses the most
-    against the median rank."""
+    outside collectives: what it computes while others may wait), named on the
+    line where it loses the most against the median rank."""
     if len(result.ranks) < 2:
         return []
-    busy = {r.rank: r.self_time_us - r.wait_us for r in result.ranks}
+    busy = {r.rank: r.self_time_us - r.collective_us for r in result.ranks}
     median = statistics.median(busy.values())
     slow = max(busy, key=lambda k: busy[k])
     excess = busy[slow] - median
@@ -34,8 +34,8 @@ def rank_findings(result: Result) -> list[Finding]:
         mine = next((p for p in line.per_rank if p.rank == slow), None)
         if mine is None:
             continue
-        others = [p.self_time_us - p.wait_us for p in line.per_rank]
-        loss = (mine.self_time_us - mine.wait_us) - statistics.median(others)
+        others = [p.self_time_us - p.collective_us for p in line.per_rank]
+        loss = (mine.self_time_us - mine.collective_us) - statistics.median(others)
         if loss > worst_loss:
             worst, worst_loss = line, loss
     if worst is None:

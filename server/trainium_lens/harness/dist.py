@@ -250,6 +250,29 @@ def _short(where: str) -> str:
     return f"{path}:{line}"
 
 
+_STEPS = [0]
+
+
+def align_step() -> None:
+    """Start each profiled step on every rank at once, so that a collective's
+    wait measures the imbalance inside the function, not how far apart the
+    ranks' profiler bookkeeping left them. Through torchrun's TCP store, not a
+    collective: no op lands in the profile outside the user's lines."""
+    if not rank_mode() or world_size() < 2:
+        return
+    from torch.distributed import distributed_c10d as c10d
+
+    get_store = getattr(c10d, "_get_default_store", None)
+    if get_store is None:
+        return
+    store = get_store()
+    _STEPS[0] += 1
+    key = f"trainium_lens/step/{_STEPS[0]}"
+    if store.add(key, 1) >= world_size():
+        store.set(key + "/go", "1")
+    store.wait([key + "/go"])  # the last to arrive too: every rank pays the same round trip
+
+
 def inputs_kwargs(make: Callable[..., Any]) -> dict[str, int]:
     """``rank``/``world_size`` for an ``inputs=`` function that declares them
     (rank 0 of 1 in a single-process run)."""

@@ -14,6 +14,7 @@ import torch
 from . import build
 from .attribution import attribute
 from .compiled import CompileWatch
+from .dist import align_step
 from .events import EventStream, HarnessError
 from .lines import LineLabeler
 from .loader import UserCode, call_inputs, required_params
@@ -166,6 +167,7 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
                 ev.stage("profile", name, f"step {step + 1} of {total}", step=step + 1, of=total)
                 if step == unwatched:
                     at_active = s.watch.counters()
+                align_step()  # torchrun jobs: every rank starts the step together
                 try:
                     if paired and (step - unwatched) % 2:
                         invoke(fn, args, kwargs)

@@ -1,0 +1,46 @@
+"""The built-in timeline of a torchrun job (``--nproc N``): one lane group per
+rank, each rank's trace shifted so that its first profiled step starts at the
+same instant (ranks are separate processes: their trace clocks do not agree,
+and the steps are what the ranks have in common)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from ..result import Result
+from ..trace_export import STEP_RE, Event, Lane, Trace
+
+
+def step_start(trace: Trace) -> float:
+    """Where the rank's first ``ProfilerStep#N`` begins (else its first event)."""
+    starts = [ev.start for ev in trace.events if STEP_RE.match(ev.name)]
+    return min(starts) if starts else trace.t0
+
+
+def rank_result(result: Result, rank: int) -> Result:
+    """``result`` as seen from one rank: its artifacts, a run id of its own (the
+    ranks' traces share a file name; fetched copies must not)."""
+    run = next(r for r in result.ranks if r.rank == rank)
+    return dataclasses.replace(result, artifacts=run.artifacts,
+                               run_id=f"{result.run_id}.rank{rank}")
+
+
+def merged_trace(result: Result, load: Callable[[Result], Trace]) -> Trace:
+    """Every rank's trace (``load(rank_result)``) as lane groups ``rank k · ...``,
+    aligned on the step start; the merged clock starts at 0 = that start."""
+    lanes: list[Lane] = []
+    events: list[Event] = []
+    for run in sorted(result.ranks, key=lambda r: r.rank):
+        trace = load(rank_result(result, run.rank))
+        origin = step_start(trace)
+        base = len(lanes)
+        for lane in trace.lanes:
+            lanes.append(Lane(lane.kind, f"rank {run.rank} · {lane.name}",
+                              (f"rank{run.rank}:{lane.source[0]}", lane.source[1]), lane.rows))
+        for ev in trace.events:
+            events.append(Event(ev.lane + base, ev.start - origin, ev.dur, ev.name, ev.cat,
+                                ev.line, ev.depth, ev.args))
+    t0 = min((ev.start for ev in events), default=0.0)
+    t1 = max((ev.start + ev.dur for ev in events), default=0.0)
+    return Trace(lanes, events, t0, t1, {"ranks": len(result.ranks)})
