@@ -42,7 +42,13 @@ def is_collective(op_name: str) -> bool:
 
 
 def _median(values: list[float]) -> float:
-    return float(statistics.median(values)) if values else 0.0
+    """``statistics.median``, without its overhead (called per line and op)."""
+    n = len(values)
+    if n == 0:
+        return 0.0
+    ordered = sorted(values)
+    mid = n // 2
+    return float(ordered[mid]) if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
 
 
 def merge_document(document: dict) -> dict:
@@ -69,8 +75,7 @@ def merge_results(entries: list[tuple[int, dict]]) -> dict:
     base = dict(entries[0][1])
     lines, waits = _merge_lines(entries)
     base["lines"] = lines
-    base["ops"] = _merge_named(([(op, None) for op in res.get("ops") or []] for _r, res in entries),
-                               len(entries))
+    base["ops"] = _merge_named([res.get("ops") or [] for _r, res in entries], len(entries))
     base["ops"].sort(key=lambda op: -op["self_time_us"])
     base["totals"] = _merge_totals([res.get("totals") or {} for _r, res in entries])
     base["unattributed_us"] = _median([float(res.get("unattributed_us") or 0.0)
@@ -141,29 +146,31 @@ def _merge_lines(entries: list[tuple[int, dict]]) -> tuple[list[dict], dict[int,
         merged["self_time_us_min"] = min(float(ln.get("self_time_us_min") or 0.0) for _r, ln in present)
         merged["self_time_us_max"] = max(float(ln.get("self_time_us_max") or 0.0) for _r, ln in present)
         merged["self_time_us_median"] = merged["self_time_us"]
-        merged["ops"] = _merge_named([[(op, None) for op in ln.get("ops") or []] for _r, ln in present],
-                                     len(ranks))
+        merged["ops"] = _merge_named([ln.get("ops") or [] for _r, ln in present], len(ranks))
         out.append(merged)
     out.sort(key=lambda ln: -ln["self_time_us"])
     return out, {r: (waits[r], colls[r]) for r in ranks}
 
 
-def _merge_named(groups: Any, n_ranks: int) -> list[dict]:
+def _merge_named(groups: list[list[dict]], n_ranks: int) -> list[dict]:
     """Entries named ``name`` across ranks: numeric fields as medians (missing: 0),
     in the first rank's order (a line's ops keep program order)."""
     merged: dict[str, dict] = {}
-    values: dict[str, dict[str, list[float]]] = {}
+    seen: dict[str, list[dict]] = {}
     for group in groups:
-        for op, _unused in group:
-            name = str(op.get("name", ""))
-            if name not in merged:
+        for op in group:
+            name = op.get("name", "")
+            same = seen.get(name)
+            if same is None:
                 merged[name] = dict(op)
-                values[name] = {f: [] for f in _OP_NUMBERS if f in op}
-            for f, vals in values[name].items():
-                vals.append(float(op.get(f) or 0.0))
-    for name, fields in values.items():
-        for f, vals in fields.items():
-            merged[name][f] = _median(vals + [0.0] * (n_ranks - len(vals)))
+                same = seen[name] = []
+            same.append(op)
+    for name, same in seen.items():
+        out = merged[name]
+        pad = [0.0] * (n_ranks - len(same))
+        for f in _OP_NUMBERS:
+            if f in out:
+                out[f] = _median([float(o.get(f) or 0.0) for o in same] + pad)
     return list(merged.values())
 
 
