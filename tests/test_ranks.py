@@ -153,3 +153,18 @@ def test_nproc_setting(value, expected):
 
     settings, problems = parse({"trainiumLens": {"nproc": value}})
     assert not problems and settings.nproc == expected
+
+
+def test_cli_rank_section():
+    from trainium_lens.cli.render_ranks import render_ranks
+
+    doc = _document([_result(0, 100.0, 200.0), _result(1, 300.0, 0.0), _result(2, 110.0, 190.0)])
+    res = Batch.from_dict(merge_document(doc)).results[0]
+    text = render_ranks(res)
+    assert "3 ranks (line figures above: the median rank)" in text
+    assert "/runs/b/rank2" in text
+    mm_row = next(ln for ln in text.splitlines() if ln.strip().startswith("10 "))
+    assert "rank 1 +173%" in mm_row
+    collective_row = next(ln for ln in text.splitlines() if ln.strip().startswith("12 "))
+    assert "rank 0 200 µs" in collective_row and "rank 2 190 µs" in collective_row
+    assert render_ranks(Result.from_dict(_result(0, 1.0, 1.0))) == ""

@@ -20,6 +20,7 @@ from ..jobs import PROTOCOL_KEYS, make_job
 from ..store import RunStore
 from ..targets import make_target
 from .common import add_target_arguments
+from .render_ranks import render_ranks
 from .render import Style, render_comparison, render_result
 
 
@@ -209,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
         target.close()
     style = style_for(sys.stdout)
-    sections = [render_result(r, style) for r in results]
+    sections = [render_result(r, style) + render_ranks(r, style) for r in results]
     if len(results) > 1:
         sections.append(render_comparison(compare_variants(results), style))
     print("\n\n".join(sections))

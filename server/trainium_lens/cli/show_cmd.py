@@ -19,6 +19,7 @@ from ..result import Result, ResultError, load
 from ..store import RunStore
 from .common import add_workspace_argument, workspace_path
 from .profile_cmd import style_for
+from .render_ranks import render_ranks
 from .render import render_comparison, render_result
 
 
@@ -84,7 +85,7 @@ def resolve(ref: str, workspace: str | None) -> Result:
 def run(args: argparse.Namespace) -> int:
     results = resolve_many(args.run, args.workspace)
     style = style_for(sys.stdout)
-    sections = [render_result(r, style) for r in results]
+    sections = [render_result(r, style) + render_ranks(r, style) for r in results]
     if len(results) > 1:
         sections.append(render_comparison(compare_variants(results), style))
     print("\n\n".join(sections))
