@@ -48,6 +48,26 @@ RAISES = textwrap.dedent('''
         return x
 ''')
 
+# Rank 1 dies without a word (as the OOM killer would leave it); rank 0's
+# all_reduce then fails on the dropped connection.
+DIES = textwrap.dedent('''
+    import os
+    import torch
+    import torch.distributed as dist
+
+
+    def make(rank):
+        return (torch.ones(4) * rank,)
+
+
+    # trainium: profile inputs=make nproc=2 wait=0 warmup=0 active=1 timing_calls=1
+    def step(x):
+        if x[0].item() == 1:
+            os._exit(7)
+        dist.all_reduce(x)
+        return x
+''')
+
 # Rank 1 sleeps (a rank that never reaches the collective); rank 0 waits in it.
 HANGS = textwrap.dedent('''
     import os

@@ -20,7 +20,7 @@ from trainium_lens.lsp.timeline import payload
 from trainium_lens.targets.local import LocalTarget
 from trainium_lens.trace_export import STEP_RE, load_trace, local_trace_path
 
-from .ranks_cases import HANGS, RAISES, UNEVEN, job_processes, line_of, wait_for_files, wait_gone
+from .ranks_cases import DIES, HANGS, RAISES, UNEVEN, job_processes, line_of, wait_for_files, wait_gone
 
 QUICK = '''import torch
 
@@ -137,6 +137,18 @@ def test_a_raising_rank_names_itself_and_its_line(tmp_path, cache):
     assert f"raises.py:{line_of(RAISES, 'raise ValueError')}" in message
     assert "ValueError: rank one fails" in message
     assert not wait_gone(f"{job.batch_id}/spec.json"), "rank 0 was left waiting"
+
+
+def test_a_rank_that_dies_silently_is_named_first(tmp_path, cache):
+    ws = _workspace(tmp_path, "dies.py", DIES)
+    job = make_job(ws / "dies.py", workspace=ws)
+    with pytest.raises(HarnessError) as info:
+        runner.profile(job, LocalTarget(), timeout=120)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("rank 1 exited during the run without an error"), message
+    assert "; then rank 0: " in message
+    assert not wait_gone(f"{job.batch_id}/spec.json"), "a rank outlived the run"
 
 
 def test_cancel_stops_every_rank(tmp_path, cache):

@@ -114,9 +114,13 @@ def adapt_events(events: Any) -> None:
         return
     me = rank()
     emit = events.emit
+    first = [True]
 
     def rank_emit(event: str, **fields: Any) -> None:
         fields["rank"] = me
+        if first[0]:  # the launcher watches the ranks' pids (a rank that dies silently)
+            first[0] = False
+            fields["pid"] = os.getpid()
         if event == "error" and isinstance(fields.get("message"), str):
             fields["message"] = f"rank {me}: {fields['message']}"
         emit(event, **_clip(event, fields))

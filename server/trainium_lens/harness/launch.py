@@ -103,6 +103,7 @@ def run(spec: Any, events: Any, spec_text: str, nproc: int) -> int:
     relay = threading.Thread(target=_relay_stderr, args=(proc, tail), daemon=True)
     relay.start()
     results: dict[int, str] = {}
+    pids: dict[int, int] = {}
     assert proc.stdout is not None
     try:
         for raw in iter(proc.stdout.readline, b""):
@@ -113,6 +114,8 @@ def run(spec: Any, events: Any, spec_text: str, nproc: int) -> int:
                     events.emit("output", text=text)
                 continue
             kind = event.pop("event")
+            if isinstance(event.get("rank"), int) and isinstance(event.get("pid"), int):
+                pids[event["rank"]] = event.pop("pid")
             if kind == "result" and isinstance(event.get("rank"), int):
                 results[event["rank"]] = str(event.get("path"))
                 if len(results) == nproc:
@@ -121,6 +124,8 @@ def run(spec: Any, events: Any, spec_text: str, nproc: int) -> int:
                     events.emit("result", path=path)
                     return 0
                 continue
+            if kind == "error":
+                event = _blame_the_dead(event, pids)
             events.emit(kind, **event)
             if kind == "error":
                 return 1
@@ -133,6 +138,34 @@ def run(spec: Any, events: Any, spec_text: str, nproc: int) -> int:
             f"reported a result" + (f": {last.strip()[:300]}" if last else ""))
     finally:
         _stop(proc)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return not sys.platform.startswith("linux")  # /proc unreadable on Linux: gone
+
+
+def _blame_the_dead(event: dict, pids: dict[int, int]) -> dict:
+    """A rank's error right after another rank died without a word (a crash, the
+    OOM killer, ``os._exit``) is the peer's connection dropping: name the dead
+    rank first, so the one line says where to look."""
+    me = event.get("rank")
+    dead = sorted(r for r, pid in pids.items() if r != me and not _alive(pid))
+    if not dead:
+        return event
+    which = ", ".join(str(r) for r in dead)
+    return {**event, "message": f"rank {which} exited during the run without an error "
+                                f"(killed, out of memory, or a crash); then {event.get('message')}"}
 
 
 def _relay_stderr(proc: subprocess.Popen, tail: collections.deque) -> None:
