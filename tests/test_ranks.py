@@ -168,3 +168,16 @@ def test_cli_rank_section():
     collective_row = next(ln for ln in text.splitlines() if ln.strip().startswith("12 "))
     assert "rank 0 200 µs" in collective_row and "rank 2 190 µs" in collective_row
     assert render_ranks(Result.from_dict(_result(0, 1.0, 1.0))) == ""
+
+
+def test_rank_result_is_one_ranks_view():
+    from trainium_lens.errors import UsageError
+    from trainium_lens.ranks import rank_result
+
+    doc = _document([_result(0, 100.0, 200.0), _result(1, 300.0, 0.0)])
+    res = Batch.from_dict(merge_document(doc)).results[0]
+    one = rank_result(res, 1)
+    assert one.artifacts.run_dir == "/runs/b/rank1" and one.run_id == f"{res.run_id}.rank1"
+    assert one.timeline[0].windows[0].start_us == 100.0
+    with pytest.raises(UsageError, match="has no rank 5"):
+        rank_result(res, 5)

@@ -13,10 +13,10 @@ import pytest
 from trainium_lens import runner
 from trainium_lens.errors import Cancelled, HarnessError, TimedOut
 from trainium_lens.jobs import make_job
-from trainium_lens.result import Result, load
-from trainium_lens.store import RunStore
 from trainium_lens.lsp.rank_timeline import merged_trace
 from trainium_lens.lsp.timeline import payload
+from trainium_lens.result import Result, load
+from trainium_lens.store import RunStore
 from trainium_lens.targets.local import LocalTarget
 from trainium_lens.trace_export import STEP_RE, load_trace, local_trace_path
 

@@ -26,9 +26,11 @@ is one pass over each rank's lines (bench/ranks_bench.py).
 
 from __future__ import annotations
 
-import statistics
+import dataclasses
 from collections.abc import Callable
-from typing import Any
+
+from .errors import UsageError
+from .result import Result
 
 #: Op name prefixes of collectives (eager c10d, functional collectives).
 COLLECTIVE_PREFIXES = ("c10d::", "_c10d_functional::", "c10d_functional::")
@@ -191,6 +193,18 @@ def _merge_totals(all_totals: list[dict]) -> dict:
     totals["self_time_us_min"] = min(per_step) if per_step else 0.0
     totals["self_time_us_max"] = max(per_step) if per_step else 0.0
     return totals
+
+
+def rank_result(result: Result, rank: int) -> Result:
+    """``result`` as seen from one rank: its artifacts (trace, Neuron profile) and
+    timeline, and a run id of its own (the ranks' traces share a file name;
+    fetched copies must not)."""
+    run = next((r for r in result.ranks if r.rank == rank), None)
+    if run is None:
+        have = ", ".join(str(r.rank) for r in result.ranks) or "none: a one-process run"
+        raise UsageError(f"run {result.run_id} has no rank {rank} (ranks: {have})")
+    return dataclasses.replace(result, artifacts=run.artifacts, timeline=run.timeline,
+                               run_id=f"{result.run_id}.rank{rank}")
 
 
 class RankEvents:

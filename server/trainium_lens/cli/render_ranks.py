@@ -9,11 +9,12 @@ from .render import Style, fmt_us, table
 SPREAD_LINES = 5  # the lines with the widest spread across ranks
 
 
-def render_ranks(result: Result, style: Style = Style()) -> str:
+def render_ranks(result: Result, style: Style | None = None) -> str:
     """``"\\n\\n" + section`` for a multi-rank result, else ``""`` (appended to
     ``render_result``'s text)."""
     if len(result.ranks) < 2:
         return ""
+    style = style or Style()
     rows = [[str(r.rank), fmt_us(r.self_time_us, style),
              fmt_us(r.self_time_us - r.collective_us, style), fmt_us(r.wait_us, style),
              fmt_us(r.wall_us_median, style), r.artifacts.run_dir]

@@ -5,9 +5,9 @@ and the steps are what the ranks have in common)."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 
+from ..ranks import rank_result
 from ..result import Result
 from ..trace_export import STEP_RE, Event, Lane, Trace
 
@@ -16,14 +16,6 @@ def step_start(trace: Trace) -> float:
     """Where the rank's first ``ProfilerStep#N`` begins (else its first event)."""
     starts = [ev.start for ev in trace.events if STEP_RE.match(ev.name)]
     return min(starts) if starts else trace.t0
-
-
-def rank_result(result: Result, rank: int) -> Result:
-    """``result`` as seen from one rank: its artifacts, a run id of its own (the
-    ranks' traces share a file name; fetched copies must not)."""
-    run = next(r for r in result.ranks if r.rank == rank)
-    return dataclasses.replace(result, artifacts=run.artifacts,
-                               run_id=f"{result.run_id}.rank{rank}")
 
 
 def merged_trace(result: Result, load: Callable[[Result], Trace]) -> Trace:
