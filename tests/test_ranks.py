@@ -181,3 +181,18 @@ def test_rank_result_is_one_ranks_view():
     assert one.timeline[0].windows[0].start_us == 100.0
     with pytest.raises(UsageError, match="has no rank 5"):
         rank_result(res, 5)
+
+
+def test_inlay_hint_and_hover_of_a_ranked_line():
+    from trainium_lens.lsp.hover import markdown
+    from trainium_lens.lsp.inlay_hints import label
+    from trainium_lens.lsp.runs import Annotation, Annotations
+
+    doc = _document([_result(0, 100.0, 200.0), _result(1, 138.0, 0.0), _result(2, 90.0, 240.0)])
+    res = Batch.from_dict(merge_document(doc)).results[0]
+    mm = res.line("t.py", 10)
+    assert mm is not None
+    a = Annotation(9, mm, res, stale=False)
+    assert label(a) == "⏱ 100 µs cpu · 32% · 1 op · rank 1 +38%"
+    text = markdown("file:///t.py", a, Annotations([a], {9: a}, []))
+    assert "3 ranks: median **100 µs cpu**" in text and "| 2 | 90 µs cpu | 90 µs cpu | -10% |" in text
