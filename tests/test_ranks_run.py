@@ -182,3 +182,17 @@ def test_timeout_names_the_rank_waiting_in_a_collective(tmp_path, cache, monkeyp
     assert "rank 0 has waited" in message and f"all_reduce at hangs.py:{line}" in message
     assert "never joined it: rank 1" in message
     assert not wait_gone(f"{job.batch_id}/spec.json", 10), "a rank outlived the timeout"
+
+
+def test_a_real_ddp_training_step(cache):
+    """examples/ddp_step.py: DDP's own gradient all-reduce, in backward."""
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    source = (examples / "ddp_step.py").read_text()
+    job = make_job(examples / "ddp_step.py", workspace=examples)
+    (res,) = runner.profile(job, LocalTarget(), timeout=300)
+    assert res.world_size == 2
+    backward = res.line("ddp_step.py", line_of(source, "loss.backward()"))
+    assert backward is not None and "c10d::allreduce_" in {op.name for op in backward.ops}
+    (straggler,) = [f for f in res.findings if f.kind == "straggler"]
+    assert straggler.message.startswith("Rank 1 is the straggler")
+    assert not wait_gone(f"{job.batch_id}/spec.json"), "a rank outlived the run"
