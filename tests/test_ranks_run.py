@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from trainium_lens import runner
+from trainium_lens.cli import main
 from trainium_lens.errors import Cancelled, HarnessError, TimedOut
 from trainium_lens.jobs import make_job
-from trainium_lens.lsp.rank_timeline import merged_trace
 from trainium_lens.lsp.timeline import payload
+from trainium_lens.rank_trace import merged_trace
 from trainium_lens.result import Result, load
 from trainium_lens.store import RunStore
 from trainium_lens.targets.local import LocalTarget
@@ -110,6 +111,13 @@ def test_uneven_ranks_merge_into_one_result(tmp_path, cache):
     mm_line = line_of(UNEVEN, "y = a @ w")
     panel = payload(trace, res, "uneven.py", mm_line)
     assert panel["focus"] is not None and len(panel["lanes"]) == len(trace.lanes)
+    # The Perfetto export holds every rank's lanes too.
+    out = tmp_path / "export.json"
+    assert main(["export", res.run_id, "--workspace", str(ws), "-o", str(out)]) == 0
+    threads = {e["args"]["name"] for e in json.loads(out.read_text())["traceEvents"]
+               if e.get("name") == "thread_name"}
+    assert any(t.startswith("rank 0 · ") for t in threads)
+    assert any(t.startswith("rank 1 · ") for t in threads)
     assert not wait_gone(f"{job.batch_id}/spec.json"), "a rank outlived the run"
 
 

@@ -28,9 +28,9 @@ from typing import Any
 from pygls.uris import to_fs_path
 
 from ..errors import LensError
+from ..rank_trace import merged_trace
 from ..result import Result
 from ..trace_export import Trace, load_trace, local_trace_path
-from .rank_timeline import merged_trace
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
-"""The built-in timeline of a torchrun job (``--nproc N``): one lane group per
-rank, each rank's trace shifted so that its first profiled step starts at the
+"""The trace of a torchrun job (``--nproc N``), for the built-in timeline and the
+Perfetto export: one lane group per rank, each rank's trace shifted so that its first profiled step starts at the
 same instant (ranks are separate processes: their trace clocks do not agree,
 and the steps are what the ranks have in common)."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..ranks import rank_result
-from ..result import Result
-from ..trace_export import STEP_RE, Event, Lane, Trace
+from .ranks import rank_result
+from .result import Result
+from .trace_export import STEP_RE, Event, Lane, Trace
 
 
 def step_start(trace: Trace) -> float:
