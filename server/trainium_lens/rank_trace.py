@@ -2,7 +2,7 @@
 Perfetto export: one lane group per rank, each rank's trace shifted so that its
 first profiled step starts at the same instant (ranks are separate processes,
 on a host or several: their traces' clocks need not agree, and the steps are
-what the ranks have in common)"""
+what the ranks have in common)."""
 
 from __future__ import annotations
 

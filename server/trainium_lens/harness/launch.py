@@ -31,9 +31,11 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
+import time
 from typing import Any
 
 from .dist import SPEC_FILE_ENV
@@ -41,6 +43,9 @@ from .events import HarnessError
 
 #: Seconds torchrun gets to stop its workers after SIGTERM before SIGKILL.
 STOP_GRACE_S = 5.0
+#: Seconds to look for a dead peer behind a rank's connection error.
+PEER_GRACE_S = 2.0
+_PEER_ERROR = re.compile(r"connection|peer|gloo|nccl|socket|timed out|broken pipe", re.IGNORECASE)
 
 
 def nproc_for(spec: Any, chosen: list) -> int:
@@ -160,7 +165,15 @@ def _blame_the_dead(event: dict, pids: dict[int, int]) -> dict:
     OOM killer, ``os._exit``) is the peer's connection dropping: name the dead
     rank first, so the one line says where to look."""
     me = event.get("rank")
-    dead = sorted(r for r, pid in pids.items() if r != me and not _alive(pid))
+    # A peer's socket closes as it exits, a moment before it is gone from the
+    # process table: for an error that reads like a dropped peer, look a while.
+    peerish = _PEER_ERROR.search(str(event.get("message", ""))) is not None
+    deadline = time.monotonic() + (PEER_GRACE_S if peerish else 0.0)
+    while True:
+        dead = sorted(r for r, pid in pids.items() if r != me and not _alive(pid))
+        if dead or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
     if not dead:
         return event
     which = ", ".join(str(r) for r in dead)
