@@ -35,10 +35,11 @@ class Job:
     protocol: dict[str, int] = field(default_factory=dict)  # explicit overrides only
     batch_id: str = field(default_factory=new_batch_id)
     include: list[str] = field(default_factory=list)  # packages whose files count as user code
+    nproc: int | None = None  # ranks under torchrun; None: the marker's nproc=, else 1
 
     def to_spec(self, workspace_root: str, run_dir: str, host: str) -> dict:
         """The harness's input, with paths as they are on the target."""
-        return {
+        spec = {
             "spec_version": SPEC_VERSION,
             "batch_id": self.batch_id,
             "workspace_root": workspace_root,
@@ -51,6 +52,9 @@ class Job:
             "host": host,
             "include": list(self.include),
         }
+        if self.nproc is not None:
+            spec["nproc"] = self.nproc
+        return spec
 
 
 def workspace_root_for(path: Path) -> Path:
@@ -72,7 +76,7 @@ def make_job(file: str | os.PathLike, *, functions: list[str] | None = None,
              line: int | None = None, backend: str = "auto",
              protocol: dict[str, int] | None = None,
              workspace: str | os.PathLike | None = None,
-             include: list[str] | None = None) -> Job:
+             include: list[str] | None = None, nproc: int | None = None) -> Job:
     """Validate a request against the local file system and build a ``Job``."""
     path = Path(file).expanduser().resolve()
     if not path.is_file():
@@ -95,6 +99,27 @@ def make_job(file: str | os.PathLike, *, functions: list[str] | None = None,
         if not name or not all(part.isidentifier() for part in name.split(".")):
             raise UsageError(f"--include {name!r}: expected a dotted package name "
                              f"(e.g. transformers.models.llama)")
+    if nproc is not None and (isinstance(nproc, bool) or int(nproc) < 1):
+        raise UsageError(f"--nproc must be at least 1, got {nproc}")
     return Job(workspace=root, file=str(PurePosixPath(*rel.parts)),
                functions=list(functions or []), line=line, backend=backend,
-               protocol=overrides, include=list(dict.fromkeys(include or [])))
+               protocol=overrides, include=list(dict.fromkeys(include or [])),
+               nproc=None if nproc is None else int(nproc))
+
+
+def wants_ranks(job: Job) -> bool:
+    """Will this job run under torchrun (``--nproc``/setting, or a marker's
+    ``nproc=`` above 1)? Such jobs start cold: the warm worker forks one harness
+    per job, and torchrun's agent and ranks live in process groups of their own."""
+    if job.nproc is not None:
+        return job.nproc > 1
+    from .harness.markers import find_marked
+
+    try:
+        source = (job.workspace / job.file).read_text(encoding="utf-8")
+        marked = find_marked(source)
+    except (OSError, UnicodeDecodeError, SyntaxError):
+        return False
+    chosen = [m for m in marked if not job.functions or m.name in job.functions]
+    return any((m.options.get("nproc") or "1").isdigit() and int(m.options["nproc"]) > 1
+               for m in chosen if "nproc" in m.options)

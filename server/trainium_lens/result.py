@@ -144,6 +144,19 @@ class BackwardOp:
 
 
 @dataclass
+class RankLine:
+    """One rank's figures for a line of a torchrun job (``--nproc N``)."""
+
+    rank: int
+    self_time_us: float
+    total_time_us: float
+    # collective lines: this rank's collective time minus the fastest rank's,
+    # i.e. the time it waited for the others
+    wait_us: float = 0.0
+    collective_us: float = 0.0  # this rank's time in the line's collective ops
+
+
+@dataclass
 class LineStat:
     file: str
     line: int
@@ -179,6 +192,12 @@ class LineStat:
     def time_us(self) -> float:
         """Forward + backward + recompute self time: what the line costs a step."""
         return self.self_time_us + self.backward_self_time_us + self.recompute_time_us
+    # torchrun jobs only (empty/None for one process): the figures above are the
+    # median across ranks; each rank's, the spread and the slowest rank here
+    per_rank: list[RankLine] = field(default_factory=list)
+    rank_min_us: float | None = None
+    rank_max_us: float | None = None
+    slowest_rank: int | None = None
 
 
 @dataclass
@@ -262,6 +281,20 @@ class LineWindows:
 
 
 @dataclass
+class RankRun:
+    """One rank of a torchrun job: its totals and where its artifacts are."""
+
+    rank: int
+    self_time_us: float
+    self_cpu_us: float = 0.0
+    wall_us_median: float | None = None
+    wait_us: float = 0.0  # time waiting for other ranks in collectives, per step
+    collective_us: float = 0.0  # time in collective ops (waiting included), per step
+    artifacts: Artifacts = field(default_factory=Artifacts)
+    timeline: list[LineWindows] = field(default_factory=list)  # this rank's trace clock
+
+
+@dataclass
 class Signals:
     """Raw observations from the harness; analysis turns them into findings."""
 
@@ -322,6 +355,9 @@ class Result:
     batch_id: str | None = None
     schema_version: int = SCHEMA_VERSION
     library_files: list[LibraryFile] = field(default_factory=list)  # included packages' files
+    # torchrun jobs only (``--nproc N``, see ranks.py); absent from a one-process result
+    ranks: list[RankRun] = field(default_factory=list)
+    world_size: int = 1
 
     # -- conveniences used by every consumer --------------------------------
     def line(self, file: str, line: int) -> LineStat | None:
@@ -331,7 +367,10 @@ class Result:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if not self.ranks:  # a one-process run keeps the shape it always had
+            _drop_rank_fields(data)
+        return data
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1)
@@ -389,6 +428,17 @@ def _upgrade_v1(data: dict) -> dict:
             copies.append(c)
         data = {**data, "signals": {**signals, "h2d_copies": copies}}
     return data
+
+
+_RANK_LINE_FIELDS = ("per_rank", "rank_min_us", "rank_max_us", "slowest_rank")
+
+
+def _drop_rank_fields(data: dict[str, Any]) -> None:
+    data.pop("ranks", None)
+    data.pop("world_size", None)
+    for line in data.get("lines") or []:
+        for key in _RANK_LINE_FIELDS:
+            line.pop(key, None)
 
 
 def load(path: str | Path) -> Result:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import threading
 
 from .analysis.findings import analyze
-from .errors import LensError, TargetError
+from .errors import LensError, TargetError, TimedOut
 from .jobs import Job
+from .ranks import RankEvents, merge_document
 from .result import Batch, Result, ResultError
 from .store import RunStore
 from .targets.base import EventSink, Target
@@ -24,7 +25,12 @@ def profile(job: Job, target: Target, on_event: EventSink | None = None,
     Results are stored only once the whole batch has arrived and validated, so
     a failed, cancelled or timed-out run leaves the store exactly as it was.
     """
-    document = target.run(job, on_event or (lambda _event: None), cancel, timeout)
+    events = RankEvents(on_event or (lambda _event: None))  # torchrun jobs: one rank's progress
+    try:
+        document = target.run(job, events, cancel, timeout)
+    except TimedOut as exc:  # a hung rank: say which, and where it waited
+        raise TimedOut(events.explain(str(exc))) from None
+    document = merge_document(document)  # a torchrun job's ranks → one result per function
     try:
         batch = Batch.from_dict(document)
     except ResultError as exc:

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 from ..result import Finding, LineOp, LineStat, Result
 from .optimizer_findings import with_optimizer_findings
+from .rank_findings import rank_findings
 
 DISPATCH_MIN = 2
 DISPATCH_SHARE = 0.05
@@ -177,6 +178,7 @@ def analyze(result: Result) -> list[Finding]:
                   _patterns, _dispatches, _overhead, xla_findings):
         findings.extend(check(result))
     findings = with_optimizer_findings(result, findings)
+    findings.extend(rank_findings(result))  # torchrun jobs: the straggler
     order = {"error": 0, "warning": 1, "info": 2, "hint": 3}
     findings.sort(key=lambda f: (order.get(f.severity, 9), f.file, f.line, f.kind))
     return findings

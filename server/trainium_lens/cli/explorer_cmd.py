@@ -9,6 +9,7 @@ import threading
 import webbrowser
 
 from ..explorer import DEFAULT_URL_TEMPLATE, ExplorerService, ExplorerSettings, describe
+from ..ranks import rank_result
 from .common import add_run_arguments
 from .show_cmd import resolve
 
@@ -23,6 +24,8 @@ def register(subparsers) -> None:
     add_run_arguments(p)
     p.add_argument("--line", type=int, metavar="N",
                    help="the source line (1-based) whose time window fills the URL template")
+    p.add_argument("--rank", type=int, metavar="K",
+                   help="a torchrun run (--nproc): open rank K's profile (default: rank 0)")
     p.add_argument("--explorer-path", metavar="PATH", default="",
                    help="neuron-explorer on the host (default: PATH, then /opt/aws/neuron/bin)")
     d = ExplorerSettings()
@@ -44,6 +47,8 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     result = resolve(args.run, args.workspace)
+    if args.rank is not None:
+        result = rank_result(result, args.rank)
     settings = ExplorerSettings(ui_port=args.ui_port, api_port=args.api_port,
                                 local_ui_port=args.local_ui_port,
                                 local_api_port=args.local_api_port,

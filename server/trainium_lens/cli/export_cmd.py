@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..rank_trace import merged_trace
+from ..result import Result
 from ..targets import make_target
-from ..trace_export import load_trace, local_trace_path, summarize, write_export
+from ..trace_export import Trace, load_trace, local_trace_path, summarize, write_export
 from .common import add_run_arguments, workspace_path
 from .show_cmd import resolve
 
@@ -27,9 +29,10 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     result = resolve(args.run, args.workspace)
     workspace = workspace_path(args.workspace)
-    path = local_trace_path(result, workspace,
-                            lambda host: make_target(host, ssh_config=args.ssh_config))
-    trace = load_trace(path)
+    def one(res: Result) -> Trace:
+        return load_trace(local_trace_path(res, workspace,
+                                           lambda host: make_target(host, ssh_config=args.ssh_config)))
+    trace = merged_trace(result, one) if result.ranks else one(result)  # torchrun: every rank
     dest = Path(args.output or f"{result.run_id}.perfetto.json")
     title = f"{result.function.file}::{result.function.name} · run {result.run_id} ({result.backend})"
     write_export(trace, dest, title, {"run_id": result.run_id, "backend": result.backend,

@@ -21,6 +21,7 @@ from ..targets import make_target
 from .batch_render import render_batch
 from .common import add_target_arguments
 from .render import Style, render_result
+from .render_ranks import render_ranks
 
 PROTOCOL_HELP = {
     "wait": "steps run before the profiler records (default 2)",
@@ -49,6 +50,9 @@ def register(subparsers) -> None:
     p.add_argument("--include", action="append", metavar="PACKAGE", default=[],
                    help="also attribute time to the lines of this installed package or module "
                         "(e.g. transformers.models.llama); repeatable")
+    p.add_argument("--nproc", type=int, metavar="N",
+                   help="run on N ranks under torchrun (one result: per-line median across ranks, "
+                        "the spread and the slowest rank; overrides the marker's nproc=)")
     p.add_argument("--json", metavar="PATH",
                    help="also write the result (several functions: a JSON list) to PATH")
     p.add_argument("--workspace", metavar="DIR",
@@ -192,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
     protocol = {k: getattr(args, k) for k in PROTOCOL_KEYS if getattr(args, k) is not None}
     job = make_job(args.file, functions=[args.function] if args.function else [],
                    line=args.line, backend=args.backend, protocol=protocol,
-                   workspace=args.workspace, include=args.include)
+                   workspace=args.workspace, include=args.include, nproc=args.nproc)
     target = make_target(args.host, python=args.python, ssh_config=args.ssh_config,
                          remote_python=args.remote_python, work_dir=args.work_dir)
     store = None if args.no_store else RunStore(job.workspace)
@@ -209,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
         target.close()
     style = style_for(sys.stdout)
-    sections = [render_result(r, style) for r in results]
+    sections = [render_result(r, style) + render_ranks(r, style) for r in results]
     sections += render_batch(results, style)  # variants compared, the rest summarized
     print("\n\n".join(sections))
     if args.json:

@@ -34,14 +34,15 @@ def _write_batch(run_dir: str, batch: dict) -> str:
 def run(events) -> int:
     import importlib.util
 
-    from . import precheck
+    from . import dist, launch, precheck
     from .events import HarnessError
     from .loader import UserCode, load_module
     from .markers import find_marked
     from .packages import check_misplaced, resolve_includes
     from .spec import parse_spec, protocol_for, select
 
-    spec = parse_spec(sys.stdin.read())
+    spec_text = dist.read_spec_text()
+    spec = parse_spec(spec_text)
     rel = spec.file
     path = spec.path
     if not os.path.isfile(path):
@@ -60,6 +61,10 @@ def run(events) -> int:
     chosen = select(marked, spec, rel)
     protocols = [protocol_for(m, spec, rel) for m in chosen]  # bad options fail before any work
     precheck.check(source, chosen, rel)
+    nproc = launch.nproc_for(spec, chosen)
+    if nproc > 1 and not dist.rank_mode():  # this process launches the ranks
+        return launch.run(spec, events, spec_text, nproc)
+    dist.early_setup()
     if spec.backend == "neuron" and importlib.util.find_spec("torch_neuronx") is None:
         raise HarnessError("backend_unavailable", "backend neuron is not available here: "
                            "torch_neuronx is not installed")
@@ -82,6 +87,9 @@ def run(events) -> int:
     from .run import Session, profile_function
 
     backend = choose(torch, spec.backend)
+    spec.run_dir = dist.run_dir_for(spec.run_dir)
+    holder: list = []  # the session, once made: the collectives label its lines
+    dist.init(torch, backend.name, lambda: holder[0].labeler if holder else None, events)
     user = UserCode(spec.workspace_root, resolve_includes(spec, chosen, rel))
     for note in backend.notes:
         events.warning(note)
@@ -96,6 +104,7 @@ def run(events) -> int:
             raise
         raise user.error_from(exc, "user_code", f"importing {rel}") from None
     session = Session(spec, events, backend, module, user, rel)
+    holder.append(session)
     results = []
     profile = xla.profile_function if backend.name == "xla" else profile_function
     for index, (m, protocol) in enumerate(zip(chosen, protocols)):
@@ -111,6 +120,9 @@ def main() -> int:
     from .events import HarnessError, open_event_stream
 
     events = open_event_stream()
+    from .dist import adapt_events
+
+    adapt_events(events)
     try:
         return run(events)
     except HarnessError as exc:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from types import CodeType, ModuleType, TracebackType
 from typing import Any
 
+from .dist import inputs_kwargs
 from .events import HarnessError
 
 _HARNESS_DIR = os.path.dirname(os.path.realpath(__file__))
@@ -223,17 +224,19 @@ def call_inputs(module: ModuleType, name: str, rel_file: str, for_fn: str,
         raise HarnessError("inputs", f"inputs={name} (for {for_fn}) names no function in {rel_file}",
                            rel_file, None)
     takes_device = _takes_device(make)
-    other = [p for p in required_params(make) if p != "device"]
+    other = [p for p in required_params(make) if p not in ("device", "rank", "world_size")]
     if other:
         code = getattr(make, "__code__", None)
         file = user.code_rel(code) if code is not None else None
         line = code.co_firstlineno if code is not None else None
         where = f"{file}:{line}: " if file else ""
         raise HarnessError("inputs", f"{where}inputs function {name}() needs "
-                           f"{', '.join(other)}: it may take only `device` (the backend's device)",
+                           f"{', '.join(other)}: it may take only `device` (the backend's device), "
+                           f"`rank` and `world_size`",
                            file or rel_file, line)
     try:
-        value = make(device=device) if takes_device else make()
+        extra = inputs_kwargs(make)  # rank/world_size when it declares them (torchrun jobs)
+        value = make(device=device, **extra) if takes_device else make(**extra)
     except Exception as exc:  # the user's code: report where it failed
         raise user.error_from(exc, "inputs", f"inputs function {name}()") from None
     if isinstance(value, tuple):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 MARKER_RE = re.compile(r"^\s*#\s*trainium:\s*profile\b(?P<rest>.*)$")
 
 #: Option keys the harness understands (everything else is reported at run time).
-KNOWN_OPTIONS = ("inputs", "wait", "warmup", "active", "timing_calls", "include", "compare")
+KNOWN_OPTIONS = ("inputs", "wait", "warmup", "active", "timing_calls", "include", "compare", "nproc")
 
 
 @dataclass

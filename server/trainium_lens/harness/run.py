@@ -14,6 +14,7 @@ import torch
 from . import build
 from .attribution import attribute
 from .compiled import CompileWatch
+from .dist import align_step
 from .events import EventStream, HarnessError
 from .hits import add_hits
 from .include_hooks import IncludeHooks
@@ -240,6 +241,7 @@ def _profile_steps(call: Call, protocol: dict, run_id: str) -> Steps:
                 s.events.stage("profile", name, f"step {step + 1} of {total}", step=step + 1, of=total)
                 if step == unwatched:
                     at_active = s.watch.counters()
+                align_step()  # torchrun jobs: every rank starts the step together
                 plain = paired and (step - unwatched) % 2
                 labelled_calls += 0 if plain else 1
                 call(labelled=not plain)

@@ -30,6 +30,7 @@ class Spec:
     protocol: dict[str, int] = field(default_factory=dict)
     host: str = "local"
     include: list[str] = field(default_factory=list)  # packages whose files are user code
+    nproc: int | None = None  # ranks under torchrun (None: the markers' nproc=, else 1)
 
     @property
     def path(self) -> str:
@@ -74,6 +75,9 @@ def parse_spec(text: str) -> Spec:
     include = data.get("include") or []
     if not isinstance(include, list) or not all(isinstance(i, str) and _dotted(i) for i in include):
         raise HarnessError("spec", "job spec: 'include' must be a list of dotted package names")
+    nproc = data.get("nproc")
+    if nproc is not None and (not isinstance(nproc, int) or isinstance(nproc, bool) or nproc < 1):
+        raise HarnessError("spec", "job spec: 'nproc' must be a positive integer or null")
     root = _require(data, "workspace_root", str)
     if not os.path.isabs(root):
         raise HarnessError("spec", "job spec: 'workspace_root' must be an absolute path")
@@ -89,6 +93,7 @@ def parse_spec(text: str) -> Spec:
         protocol=checked,
         host=str(data.get("host") or "local"),
         include=list(include),
+        nproc=nproc,
     )
 
 
@@ -133,6 +138,8 @@ def protocol_for(marked: Marked, spec: Spec, rel_file: str) -> dict[str, int]:
                 f"unknown marker option {key!r} on {marked.name} "
                 f"(known: {', '.join(KNOWN_OPTIONS)})",
                 rel_file, marked.marker_line)
+        if key == "nproc":  # read by the launcher (launch.nproc_for)
+            continue
         if key in ("inputs", "compare"):
             if not value.isidentifier():
                 what = "a function name" if key == "inputs" else "a group name"

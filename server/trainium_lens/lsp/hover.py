@@ -15,6 +15,7 @@ from lsprotocol import types
 
 from . import format as fmt
 from .hover_hlo import hlo_section
+from . import rank_format
 from .runs import Annotation, Annotations
 
 CLOCK_WORDS = {"neuron": "Neuron device time", "cuda": "CUDA kernel time",
@@ -41,6 +42,7 @@ def markdown(uri: str, a: Annotation, annotations: Annotations) -> str:
         out.append(f"spread over {r.totals.steps} steps: {fmt.time_us(s.self_time_us_min)}"
                    f"–{fmt.time_us(s.self_time_us_max)} (median "
                    f"{fmt.time_us(s.self_time_us_median or s.self_time_us)})")
+    out += [t] if (t := rank_format.hover_table(s, clock)) else []  # torchrun: per rank
     if a.previous_us is not None:
         change = fmt.delta(a.previous_us, s.self_time_us) or "n/a"
         out.append(f"previous run: {fmt.time_us(a.previous_us)} → {fmt.time_us(s.self_time_us)} "

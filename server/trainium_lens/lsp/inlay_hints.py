@@ -14,6 +14,7 @@ import bisect
 from lsprotocol import types
 
 from . import format as fmt
+from . import rank_format
 from .runs import Annotation, Annotations
 
 
@@ -37,6 +38,7 @@ def label(a: Annotation) -> str:
     parts.append(fmt.share(a.time_us, result.totals.self_time_us))
     if a.stat.calls:
         parts.append(fmt.plural(a.stat.calls, "op"))
+    parts += [spread] if (spread := rank_format.hint_spread(a.stat)) and not a.inclusive else []
     if a.previous_us is not None and not a.inclusive:
         change = fmt.delta(a.previous_us, a.stat.self_time_us)
         if change:

@@ -211,7 +211,7 @@ async def _run(ls: LensServer, req: Request, runs, running: Running) -> dict:
                     f"saved file", types.MessageType.Warning)
         job = make_job(req.path, functions=running.functions, backend=settings.backend,
                        protocol=settings.protocol, workspace=runs.index.workspace,
-                       include=list(settings.include))
+                       include=list(settings.include), nproc=settings.nproc)
         target = ls.target()
     except Exception as err:  # noqa: BLE001 - every failure becomes a message
         if not isinstance(err, (LensError, OSError)):

@@ -56,6 +56,7 @@ class Settings:
     # trainiumLens.warmWorker.idleSeconds: a warm worker per target ends after
     # this long without a job; 0: no warm worker (every run starts cold).
     warm_idle_seconds: float = 300.0
+    nproc: int | None = None  # ranks under torchrun; None (setting 0): the marker's nproc=, else 1
     # Settings other features read unvalidated here (e.g. ``explorer``); not
     # part of equality, so they never restart a target.
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -160,6 +161,11 @@ def _bool(value: Any) -> bool:
     return value
 
 
+def _nproc(value: Any) -> int | None:
+    """``trainiumLens.nproc``: 0 leaves it to the marker's ``nproc=`` (else 1 rank)."""
+    return _int_range(0, 4096)(value) or None
+
+
 def _seconds(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError("expected a number of seconds")
@@ -194,6 +200,7 @@ _PARSERS = {
     "timeoutSeconds": ("timeout_seconds", _seconds),
     "python": ("python", _str_or_none),
     "warmWorker": ("warm_idle_seconds", _warm_worker),
+    "nproc": ("nproc", _nproc),
     "explorer": ("explorer", explorer_settings_from),
     "trusted": ("trusted", _bool),
     "include": ("include", lambda value: _include(value)),

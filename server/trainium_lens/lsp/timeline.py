@@ -28,6 +28,7 @@ from typing import Any
 from pygls.uris import to_fs_path
 
 from ..errors import LensError
+from ..rank_trace import merged_trace
 from ..result import Result
 from ..trace_export import Trace, load_trace, local_trace_path
 from .server import LensServer
@@ -150,9 +151,11 @@ async def timeline(ls: LensServer, params: Any, cache: TraceCache) -> dict:
 
     def load() -> Trace:  # off the event loop: a fetch over SSH, a big JSON parse
         from ..targets import make_target
-        path = local_trace_path(result, runs.index.workspace,
-                                lambda host: make_target(host, ssh_config=ssh_config))
-        return cache.get(result.run_id, path)
+        def one(res: Result) -> Trace:
+            path = local_trace_path(res, runs.index.workspace,
+                                    lambda host: make_target(host, ssh_config=ssh_config))
+            return cache.get(res.run_id, path)
+        return merged_trace(result, one) if result.ranks else one(result)  # torchrun: per rank
 
     trace = await asyncio.get_running_loop().run_in_executor(None, load)
     return payload(trace, result, file, run_line, targets_for(ls, uri, result, trace))
