@@ -9,6 +9,7 @@ import os
 import sys
 
 import pytest
+
 from trainium_lens.cli import main
 from trainium_lens.doctor import CHECKS, NOT_TRAINIUM, run_doctor
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch  # a test dependency: these tests must run, never skip
+
 from trainium_lens.harness import run
 from trainium_lens.harness.attribution import FWD, attribute
 from trainium_lens.harness.backends import Backend

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 from lsprotocol import types
-from trainium_lens.store import RunStore
 
 from tests.conftest import EXAMPLES
 from tests.lsp_client import open_doc, start, stop
+from trainium_lens.store import RunStore
 
 NAIVE = "rms_norm_naive"
 FAST = {"wait": 0, "warmup": 1, "active": 2}

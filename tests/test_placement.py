@@ -4,11 +4,13 @@ the real CUDA run is in test_projects.py and runs on a host with a GPU."""
 
 from __future__ import annotations
 
+import types
 from collections import namedtuple
 from dataclasses import dataclass, field
 
 import pytest
 import torch
+
 from trainium_lens.harness.events import HarnessError
 from trainium_lens.harness.loader import UserCode, call_inputs
 from trainium_lens.harness.placement import to_device
@@ -99,8 +101,11 @@ def test_already_there_is_untouched():
     assert to_device(value, "cpu") is value
 
 
-class _Module:
+class _Module(types.ModuleType):
     """A module object holding inputs functions, as ``load_module`` returns."""
+
+    def __init__(self) -> None:
+        super().__init__("inputs_module")
 
 
 def test_inputs_function_receives_the_device(tmp_path):

@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.test_harness import ROOT, SERVER, line_of
 from trainium_lens.analysis.findings import SEVERITY, analyze, dispatches_per_execution
 from trainium_lens.cli.batch_render import render_batch
 from trainium_lens.cli.render import Style
 from trainium_lens.result import Batch, Result
-
-from tests.test_harness import ROOT, SERVER, line_of
 
 DATA = ROOT / "tests" / "data"
 PROJECT = DATA / "project"

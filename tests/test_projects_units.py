@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
+
+from tests.lsp_client import make_result
 from trainium_lens.analysis.compare import variant_groups
 from trainium_lens.harness.loader import package_name, resolve_include
 from trainium_lens.harness.markers import find_marked, misplaced_markers
 from trainium_lens.result import LibraryFile, Output
-
-from tests.lsp_client import make_result
 
 SOURCE = '''import torch
 
@@ -141,6 +141,7 @@ def test_an_included_file_opened_in_the_editor_gets_its_runs(tmp_path):
     path the result uses, and that module path maps back to the file's URI."""
     import torch.nn.functional as F
     from pygls.uris import from_fs_path
+
     from trainium_lens.lsp.server import LensServer
     from trainium_lens.store import RunStore
 

@@ -12,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+
 from trainium_lens.harness.labels import parse_label
 from trainium_lens.result import load
 from trainium_lens.store import RunStore

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from trainium_lens.analysis.findings import analyze
 from trainium_lens.harness import run
 from trainium_lens.harness.attribution import OP, attribute, classify

@@ -14,13 +14,13 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import EXAMPLES, PYTHON
 from trainium_lens.errors import Cancelled, HarnessError, TargetError, TimedOut
 from trainium_lens.jobs import make_job
 from trainium_lens.runner import profile
 from trainium_lens.targets.local import LocalTarget
 from trainium_lens.targets.warm import WarmSlot
-
-from tests.conftest import EXAMPLES, PYTHON
 
 STATE = '''
 import torch

@@ -93,14 +93,18 @@ def test_library_frames_are_walked_past_and_callers_get_total():
 
 def test_fusion_rule_majority_of_fused_lines_when_the_root_has_no_metadata():
     module = xt.parse_hlo_proto(module_bytes())
-    c = xa.credit(module, module.instruction("fusion"), relpath)
+    fusion = module.instruction("fusion")
+    assert fusion is not None
+    c = xa.credit(module, fusion, relpath)
     assert c.stack[0] == ("model.py", 20, "step")  # 2 fused instructions on line 20, 1 on 30
     assert [p[1] for p in c.covered] == [20, 30] and c.fused == 4
 
 
 def test_an_instruction_without_metadata_takes_the_line_that_reads_it():
     module = xt.parse_hlo_proto(module_bytes())
-    c = xa.credit(module, module.instruction("reduce-window"), relpath)
+    window = module.instruction("reduce-window")
+    assert window is not None
+    c = xa.credit(module, window, relpath)
     assert c.stack == [("model.py", 30, "step")]  # fusion.2's reduce reads it via parameter 0
 
 

@@ -36,7 +36,7 @@ def probe_torch(facts):
     try:
         import torch
     except Exception as exc:  # ImportError, or a broken install raising anything
-        facts["torch_error"] = "%s: %s" % (type(exc).__name__, exc)
+        facts["torch_error"] = f"{type(exc).__name__}: {exc}"
         return None
     facts["torch"] = torch.__version__
     return torch
@@ -49,7 +49,7 @@ def probe_neuron(facts, torch):
     try:
         importlib.import_module("torch_neuronx")
     except Exception as exc:
-        facts["torch_neuronx_error"] = "%s: %s" % (type(exc).__name__, exc)
+        facts["torch_neuronx_error"] = f"{type(exc).__name__}: {exc}"
         return
     try:
         native = torch._C._get_privateuse1_backend_name() == "neuron"
@@ -62,7 +62,7 @@ def probe_neuron(facts, torch):
     try:
         profiling = importlib.import_module("torch_neuronx.profiling")
     except Exception as exc:
-        facts["profiling_error"] = "%s: %s" % (type(exc).__name__, exc)
+        facts["profiling_error"] = f"{type(exc).__name__}: {exc}"
         return
     names = {}
     for name in ("NeuronConfig", "ProfileMode", "NeuronProfiler"):
@@ -80,7 +80,7 @@ def probe_neuron(facts, torch):
     try:
         facts["neuron_available"] = bool(torch.neuron.is_available())
     except Exception as exc:
-        facts["neuron_available_error"] = "%s: %s" % (type(exc).__name__, exc)
+        facts["neuron_available_error"] = f"{type(exc).__name__}: {exc}"
 
 
 def probe_xla(facts):
@@ -140,11 +140,11 @@ def probe_devices(facts):
             out = subprocess.run([tool] + flags, capture_output=True, text=True, timeout=30,
                                  stdin=subprocess.DEVNULL)
             if out.returncode != 0:
-                error = (out.stderr.strip().splitlines() or ["exit %d" % out.returncode])[-1]
+                error = (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1]
                 continue
             doc = json.loads(out.stdout)
         except Exception as exc:
-            error = "%s: %s" % (type(exc).__name__, exc)
+            error = f"{type(exc).__name__}: {exc}"
             continue
         devices = _devices(doc)
         facts["neuron_devices"] = len(devices)

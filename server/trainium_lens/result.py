@@ -503,7 +503,7 @@ def _got(value: Any) -> str:
 
 
 def _make_converter(tp: Any) -> Any:
-    if is_dataclass(tp):
+    if isinstance(tp, type) and is_dataclass(tp):
         hints = get_type_hints(tp)
         items = [(f.name, _converter(hints[f.name])) for f in fields(tp)]
         required = [f.name for f in fields(tp)

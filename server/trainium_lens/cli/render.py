@@ -211,11 +211,13 @@ def render_result(result: Result, style: Style = DEFAULT_STYLE) -> str:
 
 
 def _spans(lines: list[int], style: Style) -> str:
-    spans, start, prev = [], None, None
-    for n in lines + [None]:
+    spans: list[str] = []
+    start: int | None = None
+    prev: int | None = None
+    for n in [*lines, None]:
         if start is None:
             start = prev = n
-        elif n is not None and n == prev + 1:
+        elif n is not None and prev is not None and n == prev + 1:
             prev = n
         else:
             spans.append(str(start) if start == prev else f"{start}{style.dash}{prev}")

@@ -107,7 +107,7 @@ def run(events) -> int:
     holder.append(session)
     results = []
     profile = xla.profile_function if backend.name == "xla" else profile_function
-    for index, (m, protocol) in enumerate(zip(chosen, protocols)):
+    for index, (m, protocol) in enumerate(zip(chosen, protocols, strict=True)):
         results.append(profile(session, m, index, protocol))
     batch = build.batch_document(spec.batch_id, results)
     events.stage("done", None, f"{len(results)} function(s) profiled")

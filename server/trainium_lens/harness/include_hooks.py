@@ -50,16 +50,19 @@ class _Checks:
         original = self.originals[name]
         only_ours = self.only_ours
 
+        check: Callable
         if name == "has_torch_function":
-            def check(relevant):
+            def check_iterable(relevant):
                 if only_ours() and all(_plain(v) for v in relevant):
                     return False
                 return original(relevant)
+            check = check_iterable
         else:
-            def check(*relevant):
+            def check_args(*relevant):
                 if only_ours() and all(_plain(v) for v in relevant):
                     return False
                 return original(*relevant)
+            check = check_args
         check.__name__ = name
         check._trainium_lens = True  # type: ignore[attr-defined]
         return check

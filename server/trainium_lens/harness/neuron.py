@@ -18,7 +18,8 @@ import os
 import re
 import sys
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .backends import Backend
 
@@ -41,6 +42,7 @@ def accepted_kwargs(fn: Callable[..., Any], wanted: dict, optional: tuple[str, .
     A ``**kwargs`` catch-all does not count as accepting: the C++ side may still
     reject an unknown key. Returns (kwargs to pass, dropped keys).
     """
+    params: Mapping[str, Any]
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -58,7 +60,7 @@ def pair_neff_ntff(paths: list[str]) -> list[dict]:
     """Pair NEFFs and NTFFs by their numeric hash (notes: 1:1 is not guaranteed,
     so an unmatched file is listed with ``None`` on the other side)."""
     neffs: dict[str, str] = {}
-    ntffs: dict[str, list[str]] = {}
+    ntffs: dict[str, list[str | None]] = {}
     for path in sorted(paths):
         base = os.path.basename(path)
         m = NEFF_RE.match(base)
@@ -68,7 +70,7 @@ def pair_neff_ntff(paths: list[str]) -> list[dict]:
         m = NTFF_RE.match(base)
         if m:
             ntffs.setdefault(m.group(1), []).append(path)
-    pairs = []
+    pairs: list[dict[str, Any]] = []
     for key in sorted(set(neffs) | set(ntffs)):
         for ntff in ntffs.get(key) or [None]:
             pairs.append({"neff": neffs.get(key), "ntff": ntff})
@@ -155,7 +157,7 @@ class NeuronBackend(Backend):
         self.messages: list[str] = []
         self.dropped: list[str] = []
         self._handler: _Capture | None = None
-        self._showwarning = None
+        self._showwarning: Any = None
 
     def activities(self) -> list:
         # notes: "both activities are required for op ↔ device correlation"
@@ -220,7 +222,7 @@ class NeuronBackend(Backend):
     def artifacts(self, run_dir: str) -> dict:
         # notes: "`profile_output_dir/<instance-id>_pid_<pid>/[<timestamp>/]` per process:
         # ..., `neff_<hash>[_vnc_0].neff`, `*.ntff`"
-        files = []
+        files: list[str] = []
         if self.profile_dir and os.path.isdir(self.profile_dir):
             for folder, _dirs, names in os.walk(self.profile_dir):
                 files.extend(os.path.join(folder, n) for n in names

@@ -32,7 +32,7 @@ def _required(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     args = fn.args
     positional = args.posonlyargs + args.args
     required = [a.arg for a in positional[:len(positional) - len(args.defaults)]]
-    required += [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None]
+    required += [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is None]
     return required
 
 

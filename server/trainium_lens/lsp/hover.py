@@ -14,8 +14,8 @@ from urllib.parse import quote
 from lsprotocol import types
 
 from . import format as fmt
-from .hover_hlo import hlo_section
 from . import rank_format
+from .hover_hlo import hlo_section
 from .runs import Annotation, Annotations
 
 CLOCK_WORDS = {"neuron": "Neuron device time", "cuda": "CUDA kernel time",

@@ -63,15 +63,20 @@ py=
 if [ -n "$req" ]; then
   case $req in "~/"*) req="$HOME/${req#"~/"}";; esac
   found=$(command -v -- "$req" 2>/dev/null) || found=
-  if [ -z "$found" ]; then echo "trainium-lens-remote: the remote Python $req does not exist on the host" >&2; exit 71; fi
-  ok "$found" || { echo "trainium-lens-remote: the remote Python $req is not an executable file" >&2; exit 71; }
+  if [ -z "$found" ]; then
+    echo "trainium-lens-remote: the remote Python $req does not exist on the host" >&2; exit 71
+  fi
+  ok "$found" || {
+    echo "trainium-lens-remote: the remote Python $req is not an executable file" >&2; exit 71; }
   py=$found
 else
   for c in $(ls -d $5 2>/dev/null </dev/null | sort -r -V 2>/dev/null) python3; do
     found=$(command -v -- "$c" 2>/dev/null) || continue
     if ok "$found"; then py=$found; break; fi
   done
-  [ -n "$py" ] || { echo "trainium-lens-remote: no Python 3 found on the host (none of the Neuron DLAMI venvs, no python3 on PATH): pass --remote-python PATH" >&2; exit 71; }
+  [ -n "$py" ] || {
+    echo "trainium-lens-remote: no Python 3 found on the host (none of the Neuron DLAMI venvs," \
+      "no python3 on PATH): pass --remote-python PATH" >&2; exit 71; }
 fi
 [ "$6" = probe ] && exec "$py" - "$wd"
 mkdir -p "$wd/src" "$wd/runs" || exit 70
@@ -101,6 +106,10 @@ while kill -0 -- "-$1" 2>/dev/null && [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); d
 kill -KILL -- "-$1" 2>/dev/null
 exit 0
 """
+
+
+def _no_events(_event: dict) -> None:
+    pass
 
 
 class SshTarget(Target):
@@ -168,7 +177,8 @@ class SshTarget(Target):
 
     def run(self, job: Job, on_event: EventSink, cancel: threading.Event | None = None,
             timeout: float | None = None) -> dict:
-        on_event = on_event or (lambda _e: None)
+        if on_event is None:  # tolerated: some callers want no events
+            on_event = _no_events
         started = time.monotonic()
 
         def check() -> None:  # between the steps before the harness starts
@@ -306,10 +316,13 @@ class SshTarget(Target):
                                   stderr=subprocess.PIPE) as proc:
                 try:
                     with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
-                        kwargs = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
-                        tar.extractall(staging, **kwargs)
+                        if hasattr(tarfile, "data_filter"):  # refuse links/paths out of staging
+                            tar.extractall(staging, filter="data")
+                        else:
+                            tar.extractall(staging)
                 except tarfile.TarError:
                     pass  # an empty stream: the reason is on stderr
+                assert proc.stderr is not None
                 err = proc.stderr.read().decode("utf-8", "replace")
                 code = proc.wait()
             if code == 255:
