@@ -39,6 +39,7 @@ RESULT_KEYS = {"run_id", "created_at", "backend", "clock", "host", "function", "
 LINE_KEYS = {"file", "line", "self_time_us", "total_time_us", "self_cpu_us", "calls",
              "self_time_us_min", "self_time_us_max", "self_time_us_median", "text", "function",
              "ops"}
+RANK_LINE_KEYS = {"per_rank", "rank_min_us", "rank_max_us", "slowest_rank"}
 
 
 @pytest.fixture
@@ -127,8 +128,10 @@ def test_nproc_option_overrides_the_marker_and_one_rank_keeps_the_shape(tmp_path
     assert job.to_spec("/w", "/r", "local")["nproc"] == 1
     (res,) = runner.profile(job, LocalTarget(), store=RunStore(ws))
     stored = json.loads((ws / ".trainium-lens" / "runs" / f"{res.run_id}.json").read_text())
-    assert set(stored) == RESULT_KEYS
-    assert stored["lines"] and all(set(line) == LINE_KEYS for line in stored["lines"])
+    # today's shape: the one-process fields, no rank fields anywhere
+    assert RESULT_KEYS <= set(stored) and not {"ranks", "world_size"} & set(stored)
+    assert stored["lines"] and all(LINE_KEYS <= set(line) and not RANK_LINE_KEYS & set(line)
+                                   for line in stored["lines"])
     assert not res.ranks and all(not line.per_rank for line in res.lines)
     assert not (Path(res.artifacts.run_dir) / "rank0").exists()
     assert "nproc" not in make_job(ws / "quick.py", workspace=ws).to_spec("/w", "/r", "local")
@@ -200,7 +203,10 @@ def test_a_real_ddp_training_step(cache):
     (res,) = runner.profile(job, LocalTarget(), timeout=300)
     assert res.world_size == 2
     backward = res.line("ddp_step.py", line_of(source, "loss.backward()"))
-    assert backward is not None and "c10d::allreduce_" in {op.name for op in backward.ops}
+    # DDP's all-reduce runs from a hook inside the backward: an op of the line that
+    # called backward() (no forward op caused it), forward or backward side
+    assert backward is not None
+    assert "c10d::allreduce_" in {op.name for op in backward.ops + backward.backward_ops}
     (straggler,) = [f for f in res.findings if f.kind == "straggler"]
     assert straggler.message.startswith("Rank 1 is the straggler")
     assert not wait_gone(f"{job.batch_id}/spec.json"), "a rank outlived the run"

@@ -307,7 +307,8 @@ def test_doctor_reports_a_held_worker_until_it_is_released(warm, ws):
     report = Report(host="local")
     _warm_worker_check(report, "local")
     check = report.get("warm_worker")
-    assert check is not None and check.status == "pass"
+    # another session's worker on this machine may still be listed; ours is gone
+    assert check is not None and (check.status == "pass" or f"pid {pid} " not in check.detail)
 
 
 def test_a_job_waits_for_the_hosts_lock_and_can_be_cancelled_while_waiting(warm, ws, tmp_path):
