@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -136,3 +137,18 @@ def wait_for_files(paths: list[Path], seconds: float = 90.0) -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"never appeared: {[str(p) for p in paths if not p.exists()]}")
+
+
+def cancel_when_running(pid_files: list[Path], marker: str) -> tuple[threading.Event, list[int]]:
+    """A cancel event that a thread sets once every rank has written its pid file
+    (HANGS does), and the processes of the run (``marker``) it saw just before."""
+    cancel = threading.Event()
+    seen: list[int] = []
+
+    def watch() -> None:
+        wait_for_files(pid_files)
+        seen.extend(job_processes(marker))
+        cancel.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    return cancel, seen

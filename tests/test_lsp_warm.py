@@ -65,6 +65,18 @@ async def profile(client, uri: str, function: str = NAIVE) -> tuple[dict, float]
     return reply, time.monotonic() - started
 
 
+async def cold_then_warm(client, ws: Path) -> tuple[str, dict]:
+    """Profile rmsnorm.py twice: both run, and the second (warm) takes at most RATIO
+    of the first (cold); (the document's uri, the second reply)."""
+    uri = open_doc(client, ws / "rmsnorm.py")
+    first, cold = await profile(client, uri)
+    assert first.get("run_ids"), first
+    second, warm = await profile(client, uri)
+    assert second.get("run_ids"), second
+    assert warm <= RATIO * cold, (warm, cold)
+    return uri, second
+
+
 def worker_states(client) -> list[dict]:
     return [p for p in client.worker if isinstance(p, dict)]
 
@@ -118,12 +130,7 @@ def ops(ws: Path, reply: dict) -> set[str]:
 async def test_warm_runs_locally(ws, tmp_path):
     client, marker = await started(ws, tmp_path)
     try:
-        uri = open_doc(client, ws / "rmsnorm.py")
-        first, cold = await profile(client, uri)
-        assert first.get("run_ids"), first
-        second, warm = await profile(client, uri)
-        assert second.get("run_ids"), second
-        assert warm <= RATIO * cold, (warm, cold)
+        uri, _ = await cold_then_warm(client, ws)
         (pid,) = workers(marker)
         assert worker_states(client)[-1] == {"state": "warm", "host": "local", "pid": pid,
                                              "idle_s": 300.0}
@@ -204,12 +211,7 @@ async def test_warm_runs_on_an_ssh_host(sshd, ssh_control_dir, ws, tmp_path):
                               {"TRAINIUM_LENS_SSH_CONTROL_DIR": str(ssh_control_dir)})
     remote = f"HOME={sshd.home}"
     try:
-        uri = open_doc(client, ws / "rmsnorm.py")
-        first, cold = await profile(client, uri)
-        assert first.get("run_ids"), first
-        second, warm = await profile(client, uri)
-        assert second.get("run_ids"), second
-        assert warm <= RATIO * cold, (warm, cold)
+        _, second = await cold_then_warm(client, ws)
         assert RunStore(ws).get(second["run_ids"][0]).host == "lens-test"
         (pid,) = workers(remote)
         assert worker_states(client)[-1]["host"] == "lens-test"

@@ -5,7 +5,6 @@ straggler named, every rank stopped on cancel, timeout and a rank's error."""
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from trainium_lens.store import RunStore
 from trainium_lens.targets.local import LocalTarget
 from trainium_lens.trace_export import STEP_RE, load_trace, local_trace_path
 
-from .ranks_cases import DIES, HANGS, RAISES, UNEVEN, job_processes, line_of, wait_for_files, wait_gone
+from .ranks_cases import DIES, HANGS, RAISES, UNEVEN, cancel_when_running, line_of, wait_gone
 
 QUICK = '''import torch
 
@@ -165,17 +164,8 @@ def test_a_rank_that_dies_silently_is_named_first(tmp_path, cache):
 def test_cancel_stops_every_rank(tmp_path, cache):
     ws = _workspace(tmp_path, "hangs.py", HANGS)
     job = make_job(ws / "hangs.py", workspace=ws)
-    cancel = threading.Event()
-    pids = [ws / f"hangs.py.rank{k}" for k in range(2)]
     marker = f"{job.batch_id}/spec.json"
-    seen: list[int] = []
-
-    def cancel_when_running() -> None:
-        wait_for_files(pids)
-        seen.extend(job_processes(marker))
-        cancel.set()
-
-    threading.Thread(target=cancel_when_running, daemon=True).start()
+    cancel, seen = cancel_when_running([ws / f"hangs.py.rank{k}" for k in range(2)], marker)
     with pytest.raises(Cancelled):
         runner.profile(job, LocalTarget(), cancel=cancel, timeout=180)
     assert len(seen) >= 3, "the torchrun agent and both ranks were running"

@@ -5,7 +5,6 @@ a local run, and a cancel stops every rank on the host."""
 from __future__ import annotations
 
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from trainium_lens.jobs import make_job
 from trainium_lens.store import RunStore
 from trainium_lens.targets.ssh import SshTarget
 
-from .ranks_cases import HANGS, UNEVEN, job_processes, wait_for_files, wait_gone
+from .ranks_cases import HANGS, UNEVEN, cancel_when_running, wait_gone
 from .test_ranks_run import check_uneven
 
 pytestmark = pytest.mark.ssh
@@ -49,17 +48,8 @@ def test_cancel_over_ssh_leaves_no_rank_on_the_host(sshd, ssh_control_dir, tmp_p
     (ws / "hangs.py").write_text(HANGS)
     work = tmp_path / "work"
     job = make_job(ws / "hangs.py", workspace=ws)
-    cancel = threading.Event()
-    pids = [work / "src" / f"hangs.py.rank{k}" for k in range(2)]
     marker = f"{job.batch_id}/spec.json"
-    seen: list[int] = []
-
-    def cancel_when_running() -> None:
-        wait_for_files(pids)
-        seen.extend(job_processes(marker))
-        cancel.set()
-
-    threading.Thread(target=cancel_when_running, daemon=True).start()
+    cancel, seen = cancel_when_running([work / "src" / f"hangs.py.rank{k}" for k in range(2)], marker)
     with pytest.raises(Cancelled):
         runner.profile(job, _target(sshd, work), cancel=cancel, timeout=180)
     assert len(seen) >= 3, "the torchrun agent and both ranks were running on the host"

@@ -6,87 +6,31 @@
 //
 // CONFIG: {url, file, defText, lineTexts, settingsPath, settings, barePython,
 //          goodPython, libsDir, pickHost, shots, phases: ["errors", "host", "profile"]}
-import { chromium } from "playwright-core";
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import {
+  chooseFromContextMenu, clearNotifications, editorOf, notificationTexts, openFromExplorer, openWorkbench,
+  runCommand, startDriver, waitForHint, waitForNotification,
+} from "./workbench.mjs";
 
-const [configPath, outPath] = process.argv.slice(2);
-const cfg = JSON.parse(readFileSync(configPath, "utf8"));
-const out = { errors: {}, profile: {}, timings: {}, log: [] };
-const log = (msg) => {
-  out.log.push(`${new Date().toISOString().slice(11, 23)} ${msg}`);
-  process.stderr.write(`driver: ${msg}\n`);
-};
-const save = () => writeFileSync(outPath, JSON.stringify(out, null, 1));
+const { cfg, out, log, page, run } = await startDriver("driver", { errors: {}, profile: {}, timings: {} });
 
 const STATUS = '[id="trainium-lens.trainium-lens.trainiumLens.status"]';
-const fileName = cfg.file.split("/").pop();
-const editorSel = `.monaco-editor[data-uri$="/${cfg.file}"]`;
+const editorSel = editorOf(cfg.file);
 
 function writeSettings(extra) {
   writeFileSync(cfg.settingsPath, JSON.stringify({ ...cfg.settings, ...extra }, null, 1));
 }
 
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  headless: true,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-});
-const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
-
-try {
-  await page.goto(cfg.url);
-  await page.waitForSelector(".explorer-folders-view .monaco-list-row", { timeout: 90_000 });
-  log("workbench up");
-  await page.locator(".explorer-folders-view .monaco-list-row", { hasText: /^examples$/ }).click();
-  await page.locator(".explorer-folders-view .monaco-list-row", { hasText: fileName }).click();
-  await page.waitForSelector(`${editorSel} .view-line`, { timeout: 30_000 });
-  log(`opened ${cfg.file}`);
-
+await run(async () => {
+  await openWorkbench(page, cfg.url, cfg.file, log);
   if (cfg.phases.includes("errors")) await errorPhase();
   if (cfg.phases.includes("host")) await hostPhase();
   if (cfg.phases.includes("profile")) await profilePhase();
   if (cfg.phases.includes("train")) await trainPhase();
-} catch (e) {
-  out.failure = String(e?.stack ?? e);
-  await page.screenshot({ path: join(cfg.shots, "failure.png") }).catch(() => {});
-  log(`FAILED: ${e}`);
-} finally {
-  save();
-  await browser.close();
-}
-process.exit(out.failure ? 1 : 0);
+}, "failure.png");
 
 // -- the server cannot start: a clear message, then recovery ------------------
-
-async function notificationTexts() {
-  // With the smoke-test driver on, toasts go straight to the Notification Center.
-  const center = page.locator(".notifications-center");
-  if (!(await center.isVisible())) await page.locator("#status\\.notifications").click();
-  await center.waitFor({ state: "visible" });
-  return page.locator(".notifications-center .notification-list-item-message").allTextContents();
-}
-
-async function clearNotifications() {
-  const center = page.locator(".notifications-center");
-  if (!(await center.isVisible())) await page.locator("#status\\.notifications").click();
-  await center.waitFor({ state: "visible" });
-  // disabled (nothing to clear) is fine too
-  await page.locator(".notifications-center-header .codicon-notifications-clear-all").click({ timeout: 2000 }).catch(() => {});
-  await page.keyboard.press("Escape");
-}
-
-async function waitForNotification(pattern, timeout = 30_000) {
-  const until = Date.now() + timeout;
-  let texts = [];
-  while (Date.now() < until) {
-    texts = await notificationTexts();
-    const hit = texts.find((t) => pattern.test(t));
-    if (hit) return hit;
-    await page.waitForTimeout(500);
-  }
-  throw new Error(`no notification matching ${pattern}; saw ${JSON.stringify(texts)}`);
-}
 
 async function statusIcon() {
   return page.locator(`${STATUS} .codicon`).first().getAttribute("class");
@@ -105,18 +49,18 @@ async function waitForServerUp(timeout = 40_000) {
 
 async function errorPhase() {
   // 1. settings name an interpreter that does not exist (the initial settings)
-  out.errors.badPath = await waitForNotification(/cannot start: the Python interpreter/);
+  out.errors.badPath = await waitForNotification(page, /cannot start: the Python interpreter/);
   out.errors.badPathStatus = await statusIcon();
   await page.screenshot({ path: join(cfg.shots, "error-bad-interpreter.png") });
-  await clearNotifications();
+  await clearNotifications(page);
   log("bad interpreter path reported");
 
   // 2. a bare interpreter (a fresh venv: stdlib only) and the bundled libraries gone
   renameSync(cfg.libsDir, `${cfg.libsDir}.off`);
   try {
     writeSettings({ "trainiumLens.python": cfg.barePython });
-    out.errors.missingDeps = await waitForNotification(/cannot import its dependencies/);
-    await clearNotifications();
+    out.errors.missingDeps = await waitForNotification(page, /cannot import its dependencies/);
+    await clearNotifications(page);
     log("missing dependencies reported");
   } finally {
     renameSync(`${cfg.libsDir}.off`, cfg.libsDir);
@@ -124,7 +68,7 @@ async function errorPhase() {
 
   // 3. the same bare interpreter with the bundled libraries back: the server runs
   //    without anything installed in it (what the .vsix promises)
-  await runCommand("Trainium Lens: Restart Language Server");
+  await runCommand(page, "Trainium Lens: Restart Language Server");
   await waitForServerUp();
   out.errors.bareStarts = true;
   log("server runs on a bare interpreter with the bundled libraries");
@@ -138,14 +82,8 @@ async function errorPhase() {
 
 // -- Select Trainium Host: the SSH config's hosts, saved as a setting ------------
 
-async function runCommand(title) {
-  await page.keyboard.press("F1");
-  await page.locator(".quick-input-widget input").fill(`>${title}`);
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: title.split(": ").pop() }).first().click();
-}
-
 async function pickHostList() {
-  await runCommand("Trainium Lens: Select Trainium Host");
+  await runCommand(page, "Trainium Lens: Select Trainium Host");
   // Wait for our quick pick to replace the command palette's list.
   await page.locator(".quick-input-title", { hasText: "where to profile" }).waitFor({ state: "visible" });
   const rows = page.locator(".quick-input-list .monaco-list-row");
@@ -256,33 +194,17 @@ async function hoverText(row) {
 
 async function profilePhase() {
   await waitForServerUp();
-  await clearNotifications(); // from here on, any notification is news
+  await clearNotifications(page); // from here on, any notification is news
 
   const def = page.locator(`${editorSel} .view-line`, { hasText: cfg.defText });
-  await def.click({ button: "right" });
-  const item = page.locator(".context-view .action-label", { hasText: "Profile on Trainium" });
-  await item.waitFor({ state: "visible" });
-  out.profile.menuItems = await page.locator(".context-view .action-label").allTextContents();
-  const t0 = Date.now();
-  await item.click();
-  log("clicked Profile on Trainium");
-  // A click that lands while the menu is still settling can be lost, and the
-  // menu then stays open (it closes as soon as its command runs): click again.
-  for (let i = 0; i < 3; i++) {
-    await page.waitForTimeout(1000);
-    if (!(await item.isVisible().catch(() => false))) break;
-    log("the menu is still open: clicking the item again");
-    await item.click().catch(() => {});
-  }
+  const menu = await chooseFromContextMenu(page, def, "Profile on Trainium", log);
+  out.profile.menuItems = menu.items;
+  const t0 = menu.clickedAt;
   await page.waitForSelector(`${STATUS} .codicon-sync`, { timeout: 10_000 }).then(
     () => (out.profile.sawRunning = true),
     () => log("running state not seen"),
   );
-  await page.waitForFunction(
-    (sel) => [...document.querySelectorAll(`${sel} .view-lines span[class*='dyn-rule']`)].some((s) => s.textContent.includes("⏱")),
-    editorSel,
-    { timeout: 120_000, polling: 50 },
-  );
+  await waitForHint(page, editorSel, { timeout: 120_000, polling: 50 });
   out.timings.commandToHintsMs = Date.now() - t0;
   log(`hints after ${out.timings.commandToHintsMs} ms`);
   await page.waitForTimeout(500); // let every visible line's hint render
@@ -333,16 +255,15 @@ async function profilePhase() {
   await page.screenshot({ path: join(cfg.shots, "stale.png") });
 
   // Everything VS Code told the user since the errors phase was cleared.
-  out.profile.notifications = await notificationTexts();
+  out.profile.notifications = await notificationTexts(page);
 }
 
 // -- a training step: hints carry forward and backward --------------------------
 
 async function trainPhase() {
-  const sel = `.monaco-editor[data-uri$="/${cfg.trainFile}"]`;
+  const sel = editorOf(cfg.trainFile);
   await page.keyboard.press("Escape");
-  await page.locator(".explorer-folders-view .monaco-list-row", { hasText: cfg.trainFile.split("/").pop() }).click();
-  await page.waitForSelector(`${sel} .view-line`, { timeout: 30_000 });
+  await openFromExplorer(page, cfg.trainFile);
   log(`opened ${cfg.trainFile}`);
   // bring the marked function into view (Go to Line centres it)
   await page.locator(`${sel} .view-line`).first().click();
@@ -351,20 +272,8 @@ async function trainPhase() {
   await page.keyboard.press("Enter");
   await page.waitForTimeout(500);
   const def = page.locator(`${sel} .view-line`, { hasText: cfg.trainDefText });
-  await def.click({ button: "right" });
-  const item = page.locator(".context-view .action-label", { hasText: "Profile on Trainium" });
-  await item.waitFor({ state: "visible" });
-  await item.click();
-  for (let i = 0; i < 3; i++) {
-    await page.waitForTimeout(1000);
-    if (!(await item.isVisible().catch(() => false))) break;
-    await item.click().catch(() => {});
-  }
-  await page.waitForFunction(
-    (s) => [...document.querySelectorAll(`${s} .view-lines span[class*='dyn-rule']`)].some((x) => x.textContent.includes("bwd")),
-    sel,
-    { timeout: 180_000, polling: 100 },
-  );
+  await chooseFromContextMenu(page, def, "Profile on Trainium", log);
+  await waitForHint(page, sel, { text: "bwd", timeout: 180_000, polling: 100 });
   await page.waitForTimeout(500);
   out.train = { hints: await hintsByLine(sel) };
   await page.screenshot({ path: join(cfg.shots, "train-step-hints.png") });

@@ -12,26 +12,12 @@ server starts with the user's interpreter and the hints still come.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 
 import pytest
 
-from trainium_lens.result import load
-
 from . import test_vscode
-from .test_vscode import (
-    EXAMPLE,
-    FUNCTION,
-    RESULTS,
-    ROOT,
-    CodeServer,
-    build_vsix,
-    failure_report,
-    prepare,
-    run_driver,
-)
+from .test_vscode import EXAMPLE, FUNCTION, drive, hottest_line, installed_server, stored_run
 
 pytestmark = test_vscode.pytestmark  # the e2e marker; skipped without code-server
 
@@ -39,49 +25,24 @@ pytestmark = test_vscode.pytestmark  # the e2e marker; skipped without code-serv
 @pytest.fixture(scope="module")
 def restricted_session(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("vscode-trust")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    workspace, _settings = prepare(tmp)  # its .vscode/settings.json names a missing interpreter
+    # Its .vscode/settings.json names a missing interpreter.
+    workspace, result = stored_run(tmp)
+    runs = workspace / ".trainium-lens" / "runs"
+    stored = sorted(p.name for p in runs.iterdir())
     # The user's own settings (trusted): their interpreter, and no trust prompt,
     # so the folder simply opens in Restricted Mode.
-    user_settings = tmp / "user-data" / "User" / "settings.json"
-    user = json.loads(user_settings.read_text())
+    user = json.loads((tmp / "user-data" / "User" / "settings.json").read_text())
     user.update({"trainiumLens.python": sys.executable,
                  "security.workspace.trust.enabled": True,
                  "security.workspace.trust.startupPrompt": "never"})
-    # The stored run: the real profiler, through the CLI.
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "server"), "OMP_NUM_THREADS": "1",
-           "TRAINIUM_LENS_CACHE": str(tmp / "cache")}
-    out = tmp / "run.json"
-    subprocess.run([sys.executable, "-m", "trainium_lens", "profile", str(workspace / EXAMPLE),
-                    FUNCTION, "--workspace", str(workspace), "--active", "3", "--json", str(out)],
-                   env=env, check=True, capture_output=True, timeout=240)
-    result = load(out)
-    runs = workspace / ".trainium-lens" / "runs"
-    stored = sorted(p.name for p in runs.iterdir())
-    vsix = build_vsix()
-    source = (workspace / EXAMPLE).read_text().splitlines()
-    hot = max((s for s in result.lines if s.file == EXAMPLE), key=lambda s: s.self_time_us)
-    failures = []
-    for attempt in range(1, test_vscode.ATTEMPTS + 1):  # see test_vscode.ATTEMPTS
-        home = tmp_path_factory.mktemp("vscode-trust-server")
+
+    def start(home):
         (home / "user-data" / "User").mkdir(parents=True)
         (home / "user-data" / "User" / "settings.json").write_text(json.dumps(user))
-        server = CodeServer(home, workspace, workspace_trust=True)
-        server.install(vsix)
-        config = {
-            "url": server.start(),
-            "file": EXAMPLE,
-            "defText": f"def {FUNCTION}(",
-            "hotLine": hot.line,
-            "lineTexts": {str(i + 1): text.strip() for i, text in enumerate(source) if text.strip()},
-            "shots": str(RESULTS),
-        }
-        done, obs = run_driver("trust_driver.mjs", home, config, RESULTS / "trust-observed.json", server)
-        if done.returncode == 0:
-            break
-        failures.append(failure_report(attempt, home, done, obs))
-    else:
-        pytest.fail("\n\n".join(failures))
+        server, _ = installed_server(home, workspace, workspace_trust=True)
+        return server, {"defText": f"def {FUNCTION}(", "hotLine": hottest_line(result)}
+
+    obs, _ = drive(tmp_path_factory, "vscode-trust-server", "trust_driver.mjs", "trust-observed.json", start)
     return obs, result, stored, sorted(p.name for p in runs.iterdir())
 
 

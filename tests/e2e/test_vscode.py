@@ -13,6 +13,7 @@ driver's observations go to ``test-results/e2e/``.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -24,12 +25,13 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from trainium_lens.lsp.format import time_us
-from trainium_lens.result import load
+from trainium_lens.result import Result, load
 
 ROOT = Path(__file__).resolve().parents[2]
 E2E = ROOT / ".e2e"
@@ -65,7 +67,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@functools.cache
 def build_vsix() -> Path:
+    """The .vsix, built once per test session."""
     done = subprocess.run(["bash", "scripts/package-vsix.sh"], cwd=ROOT, check=True,
                           capture_output=True, text=True, env={**os.environ, "PYTHON": sys.executable})
     return ROOT / done.stdout.strip().splitlines()[-1]
@@ -163,6 +167,30 @@ def prepare(tmp: Path) -> tuple[Path, dict]:
     return workspace, settings
 
 
+def stored_run(tmp: Path) -> tuple[Path, Result]:
+    """prepare()'s workspace in TMP, holding a real CPU run of FUNCTION in EXAMPLE
+    made and stored by the CLI (what the editor shows without running anything)."""
+    workspace, _settings = prepare(tmp)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "server"), "OMP_NUM_THREADS": "1",
+           "TRAINIUM_LENS_CACHE": str(tmp / "cache")}
+    out = tmp / "run.json"
+    subprocess.run([sys.executable, "-m", "trainium_lens", "profile", str(workspace / EXAMPLE),
+                    FUNCTION, "--workspace", str(workspace), "--active", "3", "--json", str(out)],
+                   env=env, check=True, capture_output=True, timeout=240)
+    return workspace, load(out)
+
+
+def hottest_line(result: Result) -> int:
+    """The line of EXAMPLE with the most self time."""
+    return max((s for s in result.lines if s.file == EXAMPLE), key=lambda s: s.self_time_us).line
+
+
+def installed_server(home: Path, workspace: Path, workspace_trust: bool = False) -> tuple[CodeServer, Path]:
+    """A code-server in HOME on WORKSPACE with the .vsix installed; (it, the extension's folder)."""
+    server = CodeServer(home, workspace, workspace_trust=workspace_trust)
+    return server, server.install(build_vsix())
+
+
 #: A whole UI session is tried again once: a click that code-server drops on this
 #: 2-core machine (a menu still settling) fails a session without saying anything
 #: about the product. The first attempt's failure is printed, never hidden.
@@ -172,49 +200,59 @@ ATTEMPTS = 2
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
     """One VS Code session through every step; the driver's observations."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    vsix = build_vsix()
-    failures = []
-    for attempt in range(1, ATTEMPTS + 1):
-        tmp = tmp_path_factory.mktemp("vscode")
-        done, obs, workspace = _one_session(tmp, vsix)
-        if done.returncode == 0:
-            break
-        failures.append(failure_report(attempt, tmp, done, obs))
-    else:
-        pytest.fail("\n\n".join(failures))
+    obs, workspace = drive(tmp_path_factory, "vscode", "driver.mjs", "observed.json", _start_session)
     runs = sorted((workspace / ".trainium-lens" / "runs").glob("*.json"))
     obs["results"] = [load(p) for p in runs]
     return obs
 
 
-def _one_session(tmp: Path, vsix: Path):
+def _start_session(tmp: Path) -> tuple[CodeServer, dict]:
     workspace, settings = prepare(tmp)
     # A bare interpreter: a fresh venv has the standard library and nothing else.
     bare = tmp / "bare-venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
-    server = CodeServer(tmp, workspace)
-    installed = server.install(vsix)
-    source = (workspace / EXAMPLE).read_text().splitlines()
-    config = {
-        "url": server.start(),
-        "file": EXAMPLE,
+    server, installed = installed_server(tmp, workspace)
+    return server, {
         "defText": f"def {FUNCTION}(",
-        "lineTexts": {str(i + 1): text.strip() for i, text in enumerate(source) if text.strip()},
         "settingsPath": str(workspace / ".vscode" / "settings.json"),
         "settings": settings,
         "barePython": str(bare / "bin" / "python"),
         "goodPython": sys.executable,
         "libsDir": str(installed / "extension" / "dist" / "libs"),
         "pickHost": "trn-e2e",
-        "shots": str(RESULTS),
         "phases": ["errors", "host", "profile", "train"],
         "trainFile": TRAIN_EXAMPLE,
         "trainDefText": f"def {TRAIN_FUNCTION}(",
         "trainLine": line_number(ROOT / TRAIN_EXAMPLE, "model.qkv(h)", f"def {TRAIN_FUNCTION}("),
     }
-    done, obs = run_driver("driver.mjs", tmp, config, RESULTS / "observed.json", server)
-    return done, obs, workspace
+
+
+def drive(tmp_path_factory, name: str, script: str, observed: str,
+          start: Callable[[Path], tuple[CodeServer, dict]]) -> tuple[dict, Path]:
+    """A code-server session driven by tests/e2e/SCRIPT, tried up to ATTEMPTS times,
+    each in a fresh folder (NAME, numbered): ``start(folder)`` gives the installed
+    server (not started) and the driver's config beyond what every driver gets (the
+    url, EXAMPLE and its lines, where the screenshots go). The observations go to
+    RESULTS/OBSERVED. Returns the passing attempt's observations and workspace;
+    fails with every attempt's report."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    failures = []
+    for attempt in range(1, ATTEMPTS + 1):
+        home = tmp_path_factory.mktemp(name)
+        server, extra = start(home)
+        source = (server.workspace / EXAMPLE).read_text().splitlines()
+        config = {
+            "url": server.start(),
+            "file": EXAMPLE,
+            "lineTexts": {str(i + 1): text.strip() for i, text in enumerate(source) if text.strip()},
+            "shots": str(RESULTS),
+            **extra,
+        }
+        done, obs = run_driver(script, home, config, RESULTS / observed, server)
+        if done.returncode == 0:
+            return obs, server.workspace
+        failures.append(failure_report(attempt, home, done, obs))
+    pytest.fail("\n\n".join(failures))
 
 
 def run_driver(script: str, home: Path, config: dict, observed: Path, server: CodeServer):

@@ -6,41 +6,19 @@
 //   node tests/e2e/timeline_driver.mjs CONFIG.json OUT.json
 //
 // CONFIG: {url, file, hotLine, lineTexts, shots}
-import { chromium } from "playwright-core";
-import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { editorOf, openWorkbench, startDriver, waitForHint } from "./workbench.mjs";
 
-const [configPath, outPath] = process.argv.slice(2);
-const cfg = JSON.parse(readFileSync(configPath, "utf8"));
-const out = { log: [] };
-const log = (msg) => {
-  out.log.push(`${new Date().toISOString().slice(11, 23)} ${msg}`);
-  process.stderr.write(`timeline driver: ${msg}\n`);
-};
-const editorSel = `.monaco-editor[data-uri$="/${cfg.file}"]`;
-
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  headless: true,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-});
-const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+const { cfg, out, log, page, run } = await startDriver("timeline driver");
+const editorSel = editorOf(cfg.file);
 // The webview's own errors (CSP refusals, script errors) land in the log.
 page.on("console", (m) => { if (m.type() === "error" && /timeline|Content Security|Refused/i.test(m.text())) log(`console: ${m.text().slice(0, 300)}`); });
 page.on("pageerror", (e) => log(`page error: ${String(e).slice(0, 300)}`));
 
-try {
-  await page.goto(cfg.url);
-  await page.waitForSelector(".explorer-folders-view .monaco-list-row", { timeout: 90_000 });
-  await page.locator(".explorer-folders-view .monaco-list-row", { hasText: /^examples$/ }).click();
-  await page.locator(".explorer-folders-view .monaco-list-row", { hasText: cfg.file.split("/").pop() }).click();
-  await page.waitForSelector(`${editorSel} .view-line`, { timeout: 30_000 });
+await run(async () => {
+  await openWorkbench(page, cfg.url, cfg.file, log);
   // The stored run's hints show once the server is up and has read the store.
-  await page.waitForFunction(
-    (sel) => [...document.querySelectorAll(`${sel} .view-lines span[class*='dyn-rule']`)].some((s) => s.textContent.includes("⏱")),
-    editorSel,
-    { timeout: 90_000 },
-  );
+  await waitForHint(page, editorSel);
   log("hints from the stored run are shown");
 
   const hotRow = page.locator(`${editorSel} .view-line`).filter({ hasText: cfg.lineTexts[String(cfg.hotLine)] });
@@ -97,15 +75,7 @@ try {
   out.activeEditor = await page.locator(".tab.active .label-name").first().textContent().catch(() => null);
   await page.screenshot({ path: join(cfg.shots, "timeline-after-click.png") });
   log(`clicked ${pick.name} of line ${pick.source[1]}; cursor on line ${out.cursorLine}`);
-} catch (e) {
-  out.failure = String(e?.stack ?? e);
-  await page.screenshot({ path: join(cfg.shots, "timeline-failure.png") }).catch(() => {});
-  log(`FAILED: ${e}`);
-} finally {
-  writeFileSync(outPath, JSON.stringify(out, null, 1));
-  await browser.close();
-}
-process.exit(out.failure ? 1 : 0);
+}, "timeline-failure.png");
 
 /** Rest the mouse on a line until the editor's hover shows the timeline link. */
 async function hoverWithLink(row) {
