@@ -211,3 +211,35 @@ def test_torchrun_jobs_bypass_the_warm_worker(tmp_path):
     assert not wants_ranks(make_job(src, functions=["b"], workspace=tmp_path))
     assert not wants_ranks(make_job(src, functions=["a"], workspace=tmp_path, nproc=1))
     assert wants_ranks(make_job(src, functions=["b"], workspace=tmp_path, nproc=4))
+
+
+# torchrun 2.13's own report when rank 1 called os._exit(7) and the agent stopped
+# rank 0 (captured from a real run)
+TORCHRUN_FAILURE = """\
+die.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-11-30_04:07:05
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 12091)  (SIGTERM)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 12091
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-30_04:07:05
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : 7 (pid: 12092)
+  error_file: <N/A>
+============================================================
+"""
+
+
+def test_the_root_cause_of_torchruns_report_names_the_rank_that_died():
+    from trainium_lens.harness.launch import _root_cause
+
+    assert _root_cause(TORCHRUN_FAILURE.splitlines(keepends=True)) == (1, 7)
+    assert _root_cause(["Traceback (most recent call last):\n", "ValueError: x\n"]) is None

@@ -157,7 +157,9 @@ def test_a_rank_that_dies_silently_is_named_first(tmp_path, cache):
     message = str(info.value)
     assert "\n" not in message
     assert message.startswith("rank 1 exited during the run without an error"), message
-    assert "; then rank 0: " in message
+    # rank 0's dropped-connection error follows, unless torchrun's agent saw the
+    # death first and stopped rank 0 before it could say anything
+    assert "; then rank 0: " in message or "torchrun stopped rank(s) 0" in message
     assert not wait_gone(f"{job.batch_id}/spec.json"), "a rank outlived the run"
 
 

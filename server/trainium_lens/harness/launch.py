@@ -137,6 +137,13 @@ def run(spec: Any, events: Any, spec_text: str, nproc: int) -> int:
         code = proc.wait()
         relay.join(timeout=2)
         missing = [str(k) for k in range(nproc) if k not in results]
+        root = _root_cause(list(tail))
+        if root is not None:  # a rank died without a word and the agent stopped the rest
+            rank, status = root
+            raise HarnessError(
+                "user_code", f"rank {rank} exited during the run without an error (exit status "
+                f"{status}: killed, out of memory, or a crash); torchrun stopped rank(s) "
+                f"{', '.join(k for k in missing if k != str(rank)) or '-'}")
         last = next((ln for ln in reversed(tail) if ln.strip()), "")
         raise HarnessError(
             "internal", f"torchrun ended (exit status {code}) before rank(s) {', '.join(missing)} "
@@ -179,6 +186,29 @@ def _blame_the_dead(event: dict, pids: dict[int, int]) -> dict:
     which = ", ".join(str(r) for r in dead)
     return {**event, "message": f"rank {which} exited during the run without an error "
                                 f"(killed, out of memory, or a crash); then {event.get('message')}"}
+
+
+_ROOT_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)")
+_ROOT_EXIT = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)")
+
+
+def _root_cause(lines: list[str]) -> tuple[int, int] | None:
+    """The rank and exit status of torchrun's "Root Cause (first observed failure)"
+    report, when a rank died before any rank said why (the agent, not a peer's
+    error, noticed it first)."""
+    try:
+        start = next(i for i, ln in enumerate(lines) if "Root Cause" in ln)
+    except StopIteration:
+        return None
+    rank = status = None
+    for ln in lines[start:]:
+        m = _ROOT_RANK.match(ln)
+        if m and rank is None:
+            rank = int(m.group(1))
+        m = _ROOT_EXIT.match(ln)
+        if m and status is None:
+            status = int(m.group(1))
+    return (rank, status) if rank is not None and status is not None else None
 
 
 def _relay_stderr(proc: subprocess.Popen, tail: collections.deque) -> None:
