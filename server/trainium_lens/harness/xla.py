@@ -34,6 +34,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .backends import Backend
+from .xla_device import DeviceCapture, capture_env
 
 DEBUG_ENV = {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1", "NEURON_FRAMEWORK_DEBUG": "1"}
 STEP_MARKER = "trainium-lens step "
@@ -57,19 +58,18 @@ def prepare_env(run_dir: str) -> None:
     os.environ["NEURON_COMPILE_CACHE_URL"] = cache  # torch-neuronx's (XLA flavour) NEFF cache
 
 
-def prepare_neuron_capture(run_dir: str) -> None:
+def prepare_neuron_capture(run_dir: str, protocol: dict) -> DeviceCapture | None:
     """Once the backend is xla, before the first execution starts the Neuron runtime:
-    device capture on Trn1. Not in ``prepare_env``: on a native TorchNeuron host
-    runtime inspect would clash with torch.profiler."""
-    if importlib.util.find_spec("torch_neuronx") is not None:
-        # Trn1 device capture (notes: runtime inspect, session mode): one NTFF per
-        # NEFF execution, beside the NEFFs, for neuron-explorer and
-        # trainium_lens.neuron_profile. No torch.profiler runs in this backend, so
-        # the clash neuron.py warns about does not apply here.
-        os.environ.setdefault("NEURON_RT_INSPECT_ENABLE", "1")
-        os.environ.setdefault("NEURON_RT_INSPECT_DEVICE_PROFILE", "session")
-        os.environ.setdefault("NEURON_RT_INSPECT_OUTPUT_DIR",
-                              os.path.join(os.path.abspath(run_dir), "neuron-inspect"))
+    device capture on Trn1 (``xla_device``: model mode, the first measured step of
+    each NEFF). Not in ``prepare_env``: on a native TorchNeuron host runtime
+    inspect would clash with torch.profiler. No torch.profiler runs in this
+    backend, so that clash does not apply here. None: not a Neuron host."""
+    if importlib.util.find_spec("torch_neuronx") is None:
+        return None
+    for key, value in capture_env(run_dir, protocol).items():
+        os.environ.setdefault(key, value)
+    return DeviceCapture(os.environ["NEURON_RT_INSPECT_OUTPUT_DIR"],
+                         os.environ.get("NEURON_COMPILE_CACHE_URL"))
 
 
 class XlaBackend(Backend):
@@ -179,7 +179,11 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     if not callable(fn):
         raise HarnessError("unknown_function", f"{name} is marked but is not a function at "
                            f"import time", s.rel_file, marked.def_line)
-    prepare_neuron_capture(spec.run_dir)
+    if not hasattr(backend, "device_capture"):  # once per process: the runtime reads it once
+        backend.device_capture = prepare_neuron_capture(spec.run_dir, protocol)
+    device = backend.device_capture
+    if device is not None:
+        device.mark()
     ev.stage("inputs", name, "preparing inputs (on the xla device)")
     args, kwargs = _inputs(s, marked, fn)
 
@@ -218,6 +222,14 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     wall = statistics.median(plain)
     per_step = fig["per_step"]
     warnings = []
+    views = [] if device is None else device.process(os.path.join(spec.run_dir, f"{run_id}.neuron-view"))
+    if device is not None and not views:
+        warnings.append(f"the Neuron runtime wrote no device trace (NTFF) under {device.inspect_dir}: "
+                        f"no per-line device time, the figures are {backend.clock} host time")
+    elif any(v["error"] for v in views):
+        failed = next(v for v in views if v["error"])
+        warnings.append(f"{sum(1 for v in views if v['error'])} of {len(views)} device trace(s) not "
+                        f"processed: {failed['error']}")
     if att.unknown:
         warnings.append(f"{len(att.unknown)} executed instruction(s) matched no compiled module "
                         f"({', '.join(sorted(att.unknown)[:3])}): their time is not attributed")
@@ -255,7 +267,8 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
         "unattributed_us": fig["unattributed_us"],
         "findings": [],
         "artifacts": {"location": spec.host, "run_dir": os.path.abspath(spec.run_dir),
-                      "trace": trace, **backend.artifacts(spec.run_dir)},
+                      "trace": trace, **backend.artifacts(spec.run_dir),
+                      "source_root": spec.workspace_root, "neuron_views": views},
         "timeline": timeline,
         "signals": {
             "device_time_reported": bool(cap.executed),
