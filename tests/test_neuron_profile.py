@@ -12,6 +12,7 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from trainium_lens import neuron_profile as npf
 
 USER = "/home/me/proj/model.py"

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from trainium_lens.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]

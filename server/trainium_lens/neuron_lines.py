@@ -132,9 +132,9 @@ def _apply(result: Result, reports: list[npf.LineReport], root: str) -> None:
                              sorted(covered + [SourceLine(*credited_at[name])], key=lambda s: s.line))
                       for name, covered in sorted(covers.items()) if name in credited_at]
     busy = sum(r.busy_ns for r in reports) / 1000.0
-    t = result.totals
-    t.self_time_us = t.self_time_us_min = t.self_time_us_max = busy
-    t.per_step_self_time_us = [busy]
+    totals = result.totals
+    totals.self_time_us = totals.self_time_us_min = totals.self_time_us_max = busy
+    totals.per_step_self_time_us = [busy]
     result.unattributed_us = sum(r.unattributed_ns for r in reports) / 1000.0
     result.clock = "neuron"
     result.signals.device_time_reported = True

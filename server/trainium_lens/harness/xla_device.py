@@ -9,8 +9,8 @@ not run on Trainium hardware.
    step's graph come before it: the two compiling calls, then the unwatched
    steps). One NTFF per NEFF is then one step's device time, whatever else ran.
 2. ``pair``: NTFFs to the NEFFs they executed. The runtime names them
-   ``neff_<hash>[...].neff`` and ``<hash>_instid_<i>_vnc_<core>.ntff``; a folder
-   holding one NEFF pairs it with its NTFFs.
+   ``neff_<hash>[...].neff`` and ``<hash>_instid_<i>_vnc_<core>.ntff``; an NTFF
+   named otherwise pairs with the NEFF when that is alone in its folder.
 3. ``view``: ``neuron-explorer view -n X.neff -s Y.ntff --output-file DIR`` per
    pair (DIR gets the Parquet tables); a missing binary or a failed view is one
    line in that pair's ``error``, never an exception: the run keeps its host
@@ -56,19 +56,18 @@ def files(folder: str | None, suffix: str) -> list[str]:
 def pair(neffs: list[str], ntffs: list[str]) -> list[dict[str, Any]]:
     """One entry per NTFF: ``{"neff", "ntff", "error"}``. With one NTFF per core of
     the same NEFF, only the lowest core's is kept (one execution = one step)."""
-    by_hash = {}
-    for neff in neffs:
-        m = _NEFF_HASH.search(os.path.basename(neff))
-        if m:
-            by_hash.setdefault(m.group(1), neff)
+    by_hash: dict[str, str] = {}
     by_folder: dict[str, list[str]] = {}
-    for neff in neffs:
-        by_folder.setdefault(os.path.dirname(neff), []).append(neff)
+    for path in neffs:
+        found = _NEFF_HASH.search(os.path.basename(path))
+        if found:
+            by_hash.setdefault(found.group(1), path)
+        by_folder.setdefault(os.path.dirname(path), []).append(path)
     out, seen = [], set()
     for ntff in sorted(ntffs, key=lambda p: (os.path.dirname(p), _core(p), p)):
         m = _NTFF_HASH.match(os.path.basename(ntff))
-        neff = by_hash.get(m.group(1)) if m else None
-        if neff is None and len(by_folder.get(os.path.dirname(ntff), [])) == 1:
+        neff: str | None = by_hash.get(m.group(1)) if m else None
+        if m is None and len(by_folder.get(os.path.dirname(ntff), [])) == 1:
             neff = by_folder[os.path.dirname(ntff)][0]
         if neff is None:
             out.append({"neff": None, "ntff": ntff, "error": "no NEFF pairs with this NTFF "
