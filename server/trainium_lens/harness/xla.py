@@ -17,9 +17,11 @@ not ATen ops. So this backend has its own protocol (``profile_function``):
    HLO), ``xla_attribution`` maps them to lines.
 
 The clock is host time per executed instruction: ``xla-cpu`` on torch-xla's CPU
-device (PJRT CPU thunks), never called device time. On a Neuron device the
-per-instruction device time comes from the Neuron profile instead
-(``trainium_lens.neuron_profile`` on the core side).
+device (PJRT CPU thunks), never called device time. On a Neuron device (Trn1)
+the runtime also captures the first measured step of each NEFF and
+``xla_device`` runs ``neuron-explorer view`` on it; the core side
+(``trainium_lens.neuron_lines``) turns that into per-line device time (clock
+``neuron``), or keeps these host figures and says why.
 """
 
 from __future__ import annotations
@@ -47,9 +49,20 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def prepare_env(run_dir: str) -> None:
+# (run dir, protocol) for the Trn1 device capture, kept by ``prepare_env`` until the
+# backend is known to be xla (``XlaBackend`` sets the capture up before the PJRT
+# client, and with it the Neuron runtime, starts)
+_PENDING_CAPTURE: tuple[str, dict] | None = None
+
+
+def prepare_env(run_dir: str, protocols: list[dict] | None = None) -> None:
     """Set before torch_xla (or torch-neuronx, which imports it) loads. Harmless
-    when ``auto`` ends up on another backend (nothing here reads them then)."""
+    when ``auto`` ends up on another backend (nothing here reads them then).
+    ``protocols``: the batch's, for the device capture's warm-up count (the
+    smallest: the profiled execution then always comes after the compiling calls)."""
+    global _PENDING_CAPTURE
+    first = min(protocols or [{}], key=lambda p: int(p.get("wait", 0)) + int(p.get("warmup", 0)))
+    _PENDING_CAPTURE = (run_dir, first)
     os.environ.update(DEBUG_ENV)
     if "PJRT_DEVICE" not in os.environ and importlib.util.find_spec("torch_neuronx") is None:
         os.environ["PJRT_DEVICE"] = "CPU"
@@ -86,6 +99,9 @@ class XlaBackend(Backend):
 
         torch_xla._XLAC._set_ir_debug(True)  # frames even if the env came too late
         self.torch_xla, self.xm, self.xp, self.met = torch_xla, xm, xp, met
+        # before torch_xla.device(): creating the PJRT client starts the Neuron runtime,
+        # which reads its NEURON_RT_INSPECT_* settings then
+        self.device_capture = prepare_neuron_capture(*_PENDING_CAPTURE) if _PENDING_CAPTURE else None
         self.device = str(torch_xla.device())
         try:
             import torch_xla.runtime as xr
@@ -179,8 +195,6 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     if not callable(fn):
         raise HarnessError("unknown_function", f"{name} is marked but is not a function at "
                            f"import time", s.rel_file, marked.def_line)
-    if not hasattr(backend, "device_capture"):  # once per process: the runtime reads it once
-        backend.device_capture = prepare_neuron_capture(spec.run_dir, protocol)
     device = backend.device_capture
     if device is not None:
         device.mark()
