@@ -148,6 +148,7 @@ def test_prepare_env_on_a_stand_in_trn1(tmp_path, monkeypatch):
                 "NEURON_COMPILE_CACHE_URL", "XLA_IR_DEBUG",
                 "XLA_HLO_DEBUG", "NEURON_FRAMEWORK_DEBUG"):
         monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(xla, "_PENDING_CAPTURE", None)  # restored after the test
     xla.prepare_env(str(tmp_path), [{"wait": 3, "warmup": 1}, {"wait": 0, "warmup": 1}])
     # kept for XlaBackend (set up before its PJRT client starts the runtime); the smallest
     # warm-up, so every function's profiled execution comes after its compiling calls
