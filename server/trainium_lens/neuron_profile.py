@@ -269,11 +269,19 @@ def line_times(profile: Profile, hlo_lines: dict[str, tuple[str, int]] | None = 
 
     user = is_user or default_user
     credited: dict[tuple[str, int], list[Instruction]] = {}
-    totals: dict[tuple[str, int], list[Instruction]] = {}
+    totals: dict[tuple[str, int], list[tuple[int, int]]] = {}  # intervals through each line
     covered: dict[tuple[str, int], set[str]] = {}
     lost: list[Instruction] = []
+    walked: dict[int, list[tuple[str, int]]] = {}  # per frame id: many instructions share a stack
+
+    def stack_of(frame_id: int) -> list[tuple[str, int]]:
+        found = walked.get(frame_id)
+        if found is None:
+            found = walked[frame_id] = user_frames(profile.frames, frame_id, user)
+        return found
+
     for ins in profile.instructions:
-        stacks = [s for s in (user_frames(profile.frames, f, user) for f in ins.frame_ids) if s]
+        stacks = [s for s in map(stack_of, ins.frame_ids) if s]
         if not stacks and hlo_lines and ins.hlo_name in hlo_lines:
             stacks = [[hlo_lines[ins.hlo_name]]]
         if not stacks:
@@ -284,14 +292,15 @@ def line_times(profile: Profile, hlo_lines: dict[str, tuple[str, int]] | None = 
         credited.setdefault(place, []).append(ins)
         for other in set(firsts) - {place}:
             covered.setdefault(other, set()).add(ins.hlo_name)
+        span = (ins.start_ns, ins.end_ns)
         for where in {p for s in stacks for p in s}:
-            totals.setdefault(where, []).append(ins)
+            totals.setdefault(where, []).append(span)
     out = []
     for place in set(credited) | set(covered) | set(totals):
         items = credited.get(place, [])
         out.append(LineTime(place[0], place[1], union_ns((i.start_ns, i.end_ns) for i in items),
                             _per_engine(items), len(items), sorted({i.hlo_name for i in items}),
-                            union_ns((i.start_ns, i.end_ns) for i in totals.get(place, [])),
+                            union_ns(totals.get(place, [])),
                             sorted(covered.get(place, set())), _per_name(items)))
     out.sort(key=lambda t: (-t.time_ns, t.file, t.line))
     everything = profile.instructions
