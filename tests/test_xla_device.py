@@ -249,3 +249,100 @@ def test_a_remote_runs_parquet_folder_is_fetched_over_ssh(sshd, ssh_control_dir,
         target.close()
     assert "cannot fetch" in (gone.signals.neuron_profile_error or "")
     assert gone.line("model.py", 10).self_time_us == 7.0
+
+
+# STAND-IN for the Trn1 side of the harness process: an empty ``torch_neuronx`` (so
+# the harness turns device capture on) and a sitecustomize that plays the Neuron
+# runtime, dropping one step's NEFF/NTFF into the capture folder the harness set up
+# just before the harness looks for them (SCENARIO: "trace" or "none").
+SITECUSTOMIZE = '''\
+import json, os
+SCENARIO, FILE, LIB, L = {scenario!r}, {file!r}, {lib!r}, {lines!r}
+from trainium_lens.harness import xla_device
+_process = xla_device.DeviceCapture.process
+def process(self, out_root):
+    if SCENARIO == "trace":
+        os.makedirs(self.inspect_dir, exist_ok=True)
+        with open(os.path.join(self.inspect_dir, "neff_99001.neff"), "wb") as fh:
+            fh.write(b"stand-in NEFF")
+        frames = [[1, 125, 2], [2, L["helper"], 3], [2, L["call1"], 0], [2, L["helper"], 5],
+                  [2, L["call2"], 0], [2, L["add"], 0], [2, L["call2"], 0]]
+        with open(os.path.join(self.inspect_dir, "99001_instid_0_vnc_0.ntff"), "w") as fh:
+            json.dump({{"files": [LIB, FILE], "frames": frames,
+                       "instructions": [[0, 400, "pe", "dot.1", [1]], [300, 500, "pe", "dot.2", [4]],
+                                        [500, 540, "act", "maximum.3", [7]],
+                                        [540, 600, "dve", "add.4", [6]]]}}, fh)
+    return _process(self, out_root)
+xla_device.DeviceCapture.process = process
+'''
+DATA_FILE = Path(__file__).resolve().parent / "data" / "xla_lines.py"
+
+
+def data_lines() -> dict[str, int]:
+    text = DATA_FILE.read_text().splitlines()
+    at = {tag: next(i for i, s in enumerate(text, 1) if f"# {tag}" in s)
+          for tag in ("HELPER-DOT", "CALL-1", "CALL-2", "ADD")}
+    return {"helper": at["HELPER-DOT"], "call1": at["CALL-1"], "call2": at["CALL-2"], "add": at["ADD"]}
+
+
+def trn1_standin(tmp_path: Path, monkeypatch, scenario: str) -> None:
+    site = tmp_path / "trn1-site"
+    (site / "torch_neuronx").mkdir(parents=True)
+    (site / "torch_neuronx" / "__init__.py").write_text('"""STAND-IN: only found, never used."""\n')
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE.format(
+        scenario=scenario, file=str(DATA_FILE), lib=LIB, lines=data_lines()))
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    monkeypatch.setenv("PJRT_DEVICE", "CPU")  # a Neuron host would pick its own device
+    monkeypatch.setenv("TRAINIUM_LENS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(DATA_FILE.parents[2])
+
+
+XLA_PY = Path(os.environ.get("TRAINIUM_LENS_XLA_PYTHON",
+                             Path(__file__).resolve().parents[1] / ".venv-xla" / "bin" / "python"))
+needs_xla = pytest.mark.skipif(not XLA_PY.exists(), reason="no torch-xla venv: run scripts/setup-xla.sh")
+
+
+def run_cli(tmp_path: Path, capsys) -> tuple[dict, str]:
+    from trainium_lens.cli import main
+
+    out = tmp_path / "r.json"
+    code = main(["profile", "tests/data/xla_lines.py", "two_calls", "--backend", "xla",
+                 "--python", str(XLA_PY), "--json", str(out), "--timing-calls", "2"])
+    assert code == 0
+    data = json.loads(out.read_text())
+    return (data[0] if isinstance(data, list) else data), capsys.readouterr().out
+
+
+@needs_xla
+def test_a_trn1_run_end_to_end_gets_device_time_per_line(tmp_path, monkeypatch, capsys):
+    """The real harness (torch-xla on CPU) with the capture turned on as on Trn1: its
+    NTFF goes through the stand-in neuron-explorer, the runner fills the lines."""
+    install_standin(tmp_path, monkeypatch)
+    trn1_standin(tmp_path, monkeypatch, "trace")
+    r, out = run_cli(tmp_path, capsys)
+    assert r["clock"] == "neuron" and r["signals"]["neuron_profile_error"] is None
+    [view] = r["artifacts"]["neuron_views"]
+    assert view["ntff"].endswith("neuron-inspect/99001_instid_0_vnc_0.ntff") and view["parquet"]
+    assert r["artifacts"]["source_root"] == str(Path.cwd().resolve())
+    at = data_lines()
+    got = {s["line"]: s for s in r["lines"] if s["file"] == "tests/data/xla_lines.py"}
+    # the helper's two matmuls overlap 100 ns on pe: its self is their union, 500 ns
+    assert got[at["helper"]]["self_time_us"] == pytest.approx(0.5)
+    assert (got[at["call2"]]["self_time_us"], got[at["call2"]]["total_time_us"]) == pytest.approx((0.04, 0.24))
+    assert got[at["call1"]]["total_time_us"] == pytest.approx(0.4)
+    assert got[at["add"]]["self_time_us"] == pytest.approx(0.06)
+    assert got[at["add"]]["self_cpu_us"] > 0  # the host (xla-cpu) figure kept beside it
+    assert r["totals"]["self_time_us"] == pytest.approx(0.6)
+    assert "clock: Neuron device time" in out
+
+
+@needs_xla
+def test_a_trn1_run_without_a_device_trace_keeps_the_host_figures(tmp_path, monkeypatch, capsys):
+    install_standin(tmp_path, monkeypatch)
+    trn1_standin(tmp_path, monkeypatch, "none")
+    r, out = run_cli(tmp_path, capsys)
+    assert r["clock"] == "xla-cpu"
+    assert "wrote no device trace (NTFF)" in r["signals"]["neuron_profile_error"]
+    assert sum(s["self_time_us"] for s in r["lines"]) > 0  # host figures, not lost
+    assert "xla_no_device_profile" in {f["kind"] for f in r["findings"]}
+    assert "No per-line Neuron device time" in out

@@ -135,6 +135,7 @@ def _apply(result: Result, reports: list[npf.LineReport], root: str) -> None:
     totals = result.totals
     totals.self_time_us = totals.self_time_us_min = totals.self_time_us_max = busy
     totals.per_step_self_time_us = [busy]
+    totals.steps = totals.steps or 1  # the device profile is of one step
     result.unattributed_us = sum(r.unattributed_ns for r in reports) / 1000.0
     result.clock = "neuron"
     result.signals.device_time_reported = True
