@@ -328,7 +328,8 @@ def test_a_trn1_run_end_to_end_gets_device_time_per_line(tmp_path, monkeypatch, 
     got = {s["line"]: s for s in r["lines"] if s["file"] == "tests/data/xla_lines.py"}
     # the helper's two matmuls overlap 100 ns on pe: its self is their union, 500 ns
     assert got[at["helper"]]["self_time_us"] == pytest.approx(0.5)
-    assert (got[at["call2"]]["self_time_us"], got[at["call2"]]["total_time_us"]) == pytest.approx((0.04, 0.24))
+    call2 = got[at["call2"]]
+    assert (call2["self_time_us"], call2["total_time_us"]) == pytest.approx((0.04, 0.24))
     assert got[at["call1"]]["total_time_us"] == pytest.approx(0.4)
     assert got[at["add"]]["self_time_us"] == pytest.approx(0.06)
     assert got[at["add"]]["self_cpu_us"] > 0  # the host (xla-cpu) figure kept beside it
