@@ -25,6 +25,7 @@ import pytest
 
 from trainium_lens.harness import xla_device
 from trainium_lens.jobs import Job
+from trainium_lens.lsp.hover_hlo import hlo_section
 from trainium_lens.runner import profile
 from trainium_lens.store import RunStore
 from trainium_lens.targets.base import EventSink, Target
@@ -184,6 +185,10 @@ def test_device_time_per_line_reaches_the_result_and_the_cli(tmp_path, monkeypat
     assert [(i.name, i.credited, i.line) for i in got[10].instructions] == [
         ("dot.1", True, 10), ("fusion.2", False, 30)]
     assert got[12].self_time_us == 0.0  # on the host figures, no device instruction
+    hover = hlo_section(got[10], " neuron") or ""
+    assert "| `dot.1` | OP | 1 | 0.15 µs neuron |" in hover
+    assert "covers this line; 0.02 µs on line 30" in hover
+    assert "Per engine (union of this line's instructions on each): act 0.1 µs · pe 0.1 µs" in hover
     # copy.3 has no frames (and no HLO line): unattributed; per engine the sums reconcile
     assert result.unattributed_us == pytest.approx(0.030)
     assert result.totals.self_time_us == pytest.approx(0.200)  # union of all: [0,170] + [200,230]

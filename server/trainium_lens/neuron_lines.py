@@ -101,6 +101,7 @@ def _apply(result: Result, reports: list[npf.LineReport], root: str) -> None:
                 acc.per_hlo[name] = acc.per_hlo.get(name, 0) + ns
             acc.covered.update(t.covered)
     credited_at = {name: key for key, acc in per_line.items() for name in acc.per_hlo}
+    opcodes = {name: op for report in reports for name, op in report.opcodes.items()}
     host = {(s.file, s.line): s for s in result.lines}
     lines = []
     for key in sorted(set(per_line) | set(host)):
@@ -113,9 +114,9 @@ def _apply(result: Result, reports: list[npf.LineReport], root: str) -> None:
         stat.ops = [LineOp(name, 1.0, ns / 1000.0, 0.0, 1.0)
                     for name, ns in sorted(acc.per_hlo.items(), key=lambda kv: -kv[1])]
         stat.instructions = (
-            [HloRef(name, opcode="", self_time_us=ns / 1000.0, calls=1.0, line=key[1])
+            [HloRef(name, opcode=opcodes.get(name, ""), self_time_us=ns / 1000.0, calls=1.0, line=key[1])
              for name, ns in sorted(acc.per_hlo.items(), key=lambda kv: -kv[1])]
-            + [HloRef(name, credited=False, line=credited_at[name][1],
+            + [HloRef(name, opcode=opcodes.get(name, ""), credited=False, line=credited_at[name][1],
                       self_time_us=per_line[credited_at[name]].per_hlo[name] / 1000.0)
                for name in sorted(acc.covered) if name in credited_at])
         lines.append(stat)

@@ -253,6 +253,7 @@ class LineReport:
     busy_engines: dict[str, int]
     unattributed_ns: int  # union of the instructions no user line reaches
     unattributed_engines: dict[str, int]
+    opcodes: dict[str, str] = field(default_factory=dict)  # instruction name → its opcode
 
 
 def line_times(profile: Profile, hlo_lines: dict[str, tuple[str, int]] | None = None,
@@ -305,4 +306,5 @@ def line_times(profile: Profile, hlo_lines: dict[str, tuple[str, int]] | None = 
     out.sort(key=lambda t: (-t.time_ns, t.file, t.line))
     everything = profile.instructions
     return LineReport(out, union_ns((i.start_ns, i.end_ns) for i in everything), _per_engine(everything),
-                      union_ns((i.start_ns, i.end_ns) for i in lost), _per_engine(lost))
+                      union_ns((i.start_ns, i.end_ns) for i in lost), _per_engine(lost),
+                      {i.hlo_name: i.opcode for i in everything})
