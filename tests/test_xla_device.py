@@ -220,6 +220,13 @@ def test_an_unknown_schema_keeps_the_host_figures_and_says_why(tmp_path, monkeyp
     assert "not device time" in finding.message
     text = show(store.runs / f"{result.run_id}.json")
     assert "schema 9.1" in text and "xla-neuron" in text
+    # a damaged table: the same, with pyarrow's reason
+    capture(run_dir / "neuron-inspect", src)
+    [view] = [v for v in views if v["parquet"]]
+    Path(view["parquet"], "Instruction.parquet").write_bytes(b"not parquet")
+    [damaged] = profile(Job(tmp_path, "model.py"), HarnessStandIn([host_result(src, run_dir, views)]))
+    assert damaged.clock == "xla-neuron" and damaged.line("model.py", 10).self_time_us == 7.0
+    assert "cannot read the device profile: ArrowInvalid" in (damaged.signals.neuron_profile_error or "")
 
 
 @pytest.mark.ssh

@@ -58,12 +58,15 @@ def fill(result: Result, fetch: Fetch | None = None) -> bool:
     try:
         with tempfile.TemporaryDirectory(prefix="trainium-lens-neuron-") as tmp:
             reports = []
-            for k, view in enumerate(ready):
-                assert view.parquet is not None
-                folder = Path(view.parquet) if local else fetch(view.parquet, Path(tmp) / str(k))  # type: ignore[misc]
+            for k, remote in enumerate(v.parquet for v in ready if v.parquet):
+                folder = Path(remote) if fetch is None or local else fetch(remote, Path(tmp) / str(k))
                 reports.append(npf.line_times(npf.read(folder), hlo_lines, _user(root)))
-    except (npf.NeuronProfileError, LensError, OSError) as exc:
-        return _keep_host(result, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    except (LensError, OSError, ValueError, TypeError, KeyError) as exc:
+        # NeuronProfileError (a schema we do not know) is a ValueError, as are pyarrow's
+        # ArrowInvalid (a damaged file); bad values inside the tables raise the others
+        text = str(exc).splitlines()[0] if str(exc) else ""
+        return _keep_host(result, text if isinstance(exc, (npf.NeuronProfileError, LensError))
+                          else f"cannot read the device profile: {type(exc).__name__}: {text}")
     _apply(result, reports, root)
     return True
 
