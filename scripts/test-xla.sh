@@ -9,4 +9,6 @@ bash scripts/setup-xla.sh
 # checkout's package is the one tested, whichever clone installed it last.
 PYTHONPATH="$PWD/server${PYTHONPATH:+:$PYTHONPATH}" .venv-xla/bin/python -m pytest -q -p no:cacheprovider -W ignore::pytest.PytestConfigWarning \
   tests/test_harness_attribution.py tests/test_harness_lines.py tests/test_harness_units.py \
-  tests/test_harness_errors.py tests/test_harness.py tests/test_xla_attribution.py "$@"
+  tests/test_harness_errors.py tests/test_harness.py tests/test_xla_attribution.py \
+  tests/test_xla_device.py::test_harness_pairs_by_the_runtime_hash_and_runs_the_view_per_pair \
+  tests/test_xla_device.py::test_harness_view_failures_are_one_line_each "$@"

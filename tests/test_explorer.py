@@ -39,6 +39,8 @@ STANDIN = '''\
 
 view                                         serve the UI (port {ui}) and API (port {api})
 view -d DIR --ingest-only --display-name N   record an ingest of DIR as N
+view -n NEFF -s NTFF --ingest-only ...       record an ingest of a device profile
+     [--framework-source-root ROOT]          (recorded too)
 """
 import http.server, json, os, sys, threading
 STATE = {state!r}
@@ -46,11 +48,16 @@ args = sys.argv[1:]
 if args[:1] != ["view"]:
     sys.exit("stand-in: only `view` is implemented")
 if "--ingest-only" in args:
-    folder, name = args[args.index("-d") + 1], args[args.index("--display-name") + 1]
-    if not os.path.isfile(os.path.join(folder, "trace_info.pb")):
+    opt = lambda flag: args[args.index(flag) + 1] if flag in args else None
+    folder, name = opt("-d"), opt("--display-name")
+    if folder is not None and not os.path.isfile(os.path.join(folder, "trace_info.pb")):
         sys.exit(f"stand-in: {{folder}} has no trace_info.pb")
+    for f in (opt("-n"), opt("-s")):
+        if folder is None and not (f and os.path.isfile(f)):
+            sys.exit(f"stand-in: -n NEFF -s NTFF (files) or -d DIR, got {{args}}")
     with open(os.path.join(STATE, "ingests.jsonl"), "a") as fh:
-        fh.write(json.dumps({{"name": name, "dir": folder}}) + "\\n")
+        fh.write(json.dumps({{"name": name, "dir": folder, "neff": opt("-n"), "ntff": opt("-s"),
+                             "source_root": opt("--framework-source-root")}}) + "\\n")
     sys.exit(0)
 
 def ingested():
@@ -387,3 +394,37 @@ async def test_language_server_opens_the_line_in_explorer_and_closes_the_tunnel_
     finally:
         await stop(client)
     assert wait_closed(lui) and wait_closed(lapi)
+
+
+def test_a_trn1_xla_run_opens_its_neff_and_ntff_with_the_source_root(sshd, ssh_control_dir, standin,
+                                                                      tmp_path):
+    """An xla run from Trn1 (stand-in capture files on the 'host'): Explorer ingests its
+    NEFF/NTFF as a device profile, with --framework-source-root the synced workspace."""
+    from trainium_lens.result import NeuronView
+
+    store = RunStore(tmp_path / "ws")
+    run = make_run(store, "lens-test", sshd.home, "20261129-100000-ffff-0", "rms_norm_naive",
+                   profile=False)
+    inspect = Path(run.artifacts.run_dir) / "neuron-inspect"
+    inspect.mkdir(parents=True)
+    neff, ntff = inspect / "neff_1234567.neff", inspect / "1234567_instid_0_vnc_0.ntff"
+    neff.write_bytes(b"stand-in NEFF")
+    ntff.write_bytes(b"stand-in NTFF")
+    run.backend = "xla"
+    run.artifacts.neuron_profile_dir = str(inspect)
+    run.artifacts.source_root = str(sshd.home / "work" / "src")
+    run.artifacts.neuron_views = [NeuronView(str(neff), str(ntff), str(inspect / "view"))]
+    service = ExplorerService(settings_for(standin, sshd))
+    try:
+        opened = service.open(run)
+        assert (opened.ingested, opened.tunnel) == (True, "opened")
+        assert get(opened.url)[0] == 200  # through the tunnel
+        [ingest] = standin.ingests()
+        assert ingest == {"name": display_name(run), "dir": None, "neff": str(neff),
+                          "ntff": str(ntff), "source_root": str(sshd.home / "work" / "src")}
+        ntff.unlink()  # a later, not yet ingested run whose trace is gone: one clear line
+        run.run_id = "20261129-100000-ffff-1"
+        with pytest.raises(ExplorerError, match="device profile file is gone: .*ntff"):
+            service.open(run)
+    finally:
+        service.close()

@@ -56,28 +56,37 @@ def test_overlapping_engines_give_the_union_not_the_sum(tmp_path):
     ])
     profile = npf.read(folder)
     assert profile.schema == "7.4" and len(profile.instructions) == 3
-    lines, busy = npf.line_times(profile)
-    by_line = {(t.file, t.line): t for t in lines}
+    report = npf.line_times(profile)
+    by_line = {(t.file, t.line): t for t in report.lines}
     ten = by_line[(USER, 10)]
     assert ten.time_ns == 150  # union of [0,100] and [50,150]; the durations sum to 200
     assert ten.engines == {"act": 100, "pe": 100} and ten.instructions == 2
     assert by_line[(USER, 11)].time_ns == 60
-    assert busy == 210
+    assert report.busy_ns == 210 and report.unattributed_ns == 0
     assert (LIB, 125) not in by_line  # library frames are walked past, never credited
+    # per engine, the lines' times add up to the engine's busy time
+    for engine, busy in report.busy_engines.items():
+        assert sum(t.engines.get(engine, 0) for t in report.lines) == busy
 
 
-def test_a_fused_instruction_with_several_frames_counts_on_each_line(tmp_path):
-    folder = write_tables(tmp_path / "p", [ins(0, 40, "act", "fusion.3", [3, 4], "ACT")])
-    lines, busy = npf.line_times(npf.read(folder))
-    assert sorted((t.line, t.time_ns, t.hlo_names[0]) for t in lines) == [
-        (11, 40, "fusion.3"), (12, 40, "fusion.3")]
-    assert busy == 40
+def test_a_fused_instruction_is_credited_to_one_line_and_covers_the_others(tmp_path):
+    folder = write_tables(tmp_path / "p", [
+        ins(0, 40, "act", "fusion.3", [3, 4], "ACT"),      # tie: the frame listed first (line 11)
+        ins(40, 70, "act", "fusion.4", [4, 1, 2], "ACT"),  # lines 12, 10, 10: most frames → 10
+    ])
+    report = npf.line_times(npf.read(folder))
+    got = {t.line: (t.time_ns, t.hlo_names, t.covered) for t in report.lines}
+    assert got == {11: (40, ["fusion.3"], []), 12: (0, [], ["fusion.3", "fusion.4"]),
+                   10: (30, ["fusion.4"], [])}
+    assert report.busy_ns == 70 == sum(t.time_ns for t in report.lines)
 
 
 def test_instructions_without_frames_reach_lines_through_the_hlo_metadata(tmp_path):
     folder = write_tables(tmp_path / "p", [ins(0, 30, "pe", "dot.7", [])])
-    lines, _ = npf.line_times(npf.read(folder), hlo_lines={"dot.7": ("model.py", 22)})
-    assert [(t.file, t.line, t.time_ns) for t in lines] == [("model.py", 22, 30)]
+    report = npf.line_times(npf.read(folder), hlo_lines={"dot.7": ("model.py", 22)})
+    assert [(t.file, t.line, t.time_ns) for t in report.lines] == [("model.py", 22, 30)]
+    report = npf.line_times(npf.read(folder))  # no way to a line: unattributed, not lost
+    assert report.lines == [] and report.unattributed_ns == 30 == report.busy_ns
 
 
 def test_legacy_json_hlo_text_names_and_union(tmp_path):
@@ -90,9 +99,9 @@ def test_legacy_json_hlo_text_names_and_union(tmp_path):
     ]}))
     profile = npf.read(path)
     assert [i.hlo_name for i in profile.instructions] == ["dot.1", "add.2"]
-    lines, busy = npf.line_times(profile, hlo_lines={"dot.1": ("m.py", 3), "add.2": ("m.py", 3)})
-    assert [(t.line, t.time_ns, t.engines) for t in lines] == [(3, 150, {"act": 100, "pe": 100})]
-    assert busy == 150
+    report = npf.line_times(profile, hlo_lines={"dot.1": ("m.py", 3), "add.2": ("m.py", 3)})
+    assert [(t.line, t.time_ns, t.engines) for t in report.lines] == [(3, 150, {"act": 100, "pe": 100})]
+    assert report.busy_ns == 150
 
 
 def test_unknown_schema_version_fails_visibly(tmp_path):
@@ -126,3 +135,14 @@ def test_frame_walk_is_one_based_and_stops_at_zero():
     assert npf.user_frame(frames, 1, lambda f: not npf.is_library(f)) == (USER, 7)
     assert npf.user_frame(frames, 0, lambda f: True) is None
 
+
+
+def test_outer_user_frames_get_total_time(tmp_path):
+    """frame 1 (library) → 2 (model.py:10): a helper line called from line 10 gets self,
+    line 10 gets total, through the stack."""
+    folder = write_tables(tmp_path / "p", [ins(0, 10, "pe", "dot.1", [1])])
+    profile = npf.read(folder)
+    profile.frames[5] = npf.Frame(USER, "helper", 30, 2)  # helper line 30, called from line 10
+    profile.instructions.append(npf.Instruction(20, 25, "pe", "ADD", "add.9", [5]))
+    got = {t.line: (t.time_ns, t.total_ns) for t in npf.line_times(profile).lines}
+    assert got == {10: (10, 15), 30: (5, 5)}

@@ -144,17 +144,25 @@ def test_prepare_env_on_a_stand_in_trn1(tmp_path, monkeypatch):
     monkeypatch.setattr(xla.importlib.util, "find_spec", lambda name, *a: (
         importlib.machinery.ModuleSpec(name, None) if name == "torch_neuronx" else real(name, *a)))
     for key in ("PJRT_DEVICE", "NEURON_RT_INSPECT_ENABLE", "NEURON_RT_INSPECT_DEVICE_PROFILE",
-                "NEURON_RT_INSPECT_OUTPUT_DIR", "NEURON_COMPILE_CACHE_URL", "XLA_IR_DEBUG",
+                "NEURON_RT_INSPECT_OUTPUT_DIR", "NEURON_RT_INSPECT_DEVICE_PROFILE_NUM_WARMUP",
+                "NEURON_COMPILE_CACHE_URL", "XLA_IR_DEBUG",
                 "XLA_HLO_DEBUG", "NEURON_FRAMEWORK_DEBUG"):
         monkeypatch.delenv(key, raising=False)
-    xla.prepare_env(str(tmp_path))
+    monkeypatch.setattr(xla, "_PENDING_CAPTURE", None)  # restored after the test
+    xla.prepare_env(str(tmp_path), [{"wait": 3, "warmup": 1}, {"wait": 0, "warmup": 1}])
+    # kept for XlaBackend (set up before its PJRT client starts the runtime); the smallest
+    # warm-up, so every function's profiled execution comes after its compiling calls
+    assert xla._PENDING_CAPTURE == (str(tmp_path), {"wait": 0, "warmup": 1})
     assert os.environ["XLA_IR_DEBUG"] == os.environ["XLA_HLO_DEBUG"] == "1"
     assert "PJRT_DEVICE" not in os.environ  # torch-neuronx picks its own device
     assert os.environ["NEURON_COMPILE_CACHE_URL"] == str(tmp_path / "xla-compile-cache")
     assert "NEURON_RT_INSPECT_ENABLE" not in os.environ  # not before the backend is xla
-    xla.prepare_neuron_capture(str(tmp_path))
-    assert os.environ["NEURON_RT_INSPECT_DEVICE_PROFILE"] == "session"
+    capture = xla.prepare_neuron_capture(str(tmp_path), {"wait": 2, "warmup": 1, "active": 5})
+    # model mode: each NEFF's first measured step (2 compiling calls + wait + warmup before it)
+    assert os.environ["NEURON_RT_INSPECT_DEVICE_PROFILE"] == "model"
+    assert os.environ["NEURON_RT_INSPECT_DEVICE_PROFILE_NUM_WARMUP"] == "5"
     assert os.environ["NEURON_RT_INSPECT_OUTPUT_DIR"] == str(tmp_path / "neuron-inspect")
+    assert capture is not None and capture.inspect_dir == str(tmp_path / "neuron-inspect")
 
 
 @needs_xla

@@ -61,9 +61,12 @@ class ExplorerError(LensError):
 
 
 # $1 state dir, $2 API port, $3 binary ("" = default), $4 profile dir, $5 display
-# name, $6 seconds to wait for the server. Prints key=value lines.
+# name, $6 seconds to wait for the server, $7 the source root on the host ("" =
+# none: --framework-source-root), $8 $9 a NEFF and its NTFF (xla on Trn1: a
+# device profile ingested with -n/-s; "" = the profile dir with -d). Prints
+# key=value lines.
 _HOST_SCRIPT = r"""
-state=$1; api=$2; exe=$3; dir=$4; name=$5; wait_s=$6
+state=$1; api=$2; exe=$3; dir=$4; name=$5; wait_s=$6; src=$7; neff=$8; ntff=$9
 [ -n "$state" ] || state=$HOME/.cache/trainium-lens/explorer
 say() { echo "trainium-lens-explorer: $*" >&2; }
 if [ -z "$exe" ]; then
@@ -112,19 +115,29 @@ if [ -n "$dir" ]; then
   if grep -Fxq -- "$name" "$state/ingested" 2>/dev/null; then
     echo "ingest=done-before"
   else
-    [ -d "$dir" ] || { say "the run's Neuron profile directory is gone: $dir"; exit 74; }
-    # NeuronProfiler writes <dir>/<instance-id>_pid_<pid>/[<timestamp>/]; a system
-    # profile is the folder holding trace_info.pb (notes/neuron.md).
-    if [ ! -f "$dir/trace_info.pb" ]; then
-      found=$(find "$dir" -name trace_info.pb -print 2>/dev/null | head -n 1)
-      [ -n "$found" ] && dir=$(dirname "$found")
+    if [ -n "$neff" ] && [ -n "$ntff" ]; then
+      for f in "$neff" "$ntff"; do
+        [ -f "$f" ] || { say "the run's device profile file is gone: $f"; exit 74; }
+      done
+      set -- -n "$neff" -s "$ntff"
+    else
+      [ -d "$dir" ] || { say "the run's Neuron profile directory is gone: $dir"; exit 74; }
+      # NeuronProfiler writes <dir>/<instance-id>_pid_<pid>/[<timestamp>/]; a system
+      # profile is the folder holding trace_info.pb (notes/neuron.md).
+      if [ ! -f "$dir/trace_info.pb" ]; then
+        found=$(find "$dir" -name trace_info.pb -print 2>/dev/null | head -n 1)
+        [ -n "$found" ] && dir=$(dirname "$found")
+      fi
+      set -- -d "$dir"
     fi
-    echo "--- $(date -u +%FT%TZ) ingesting $dir as $name" >>"$log"
-    if "$exe" view -d "$dir" --ingest-only --display-name "$name" >>"$log" 2>&1; then
+    # Explorer's source view reads the profiled code where it ran (the synced workspace)
+    [ -n "$src" ] && set -- "$@" --framework-source-root "$src"
+    echo "--- $(date -u +%FT%TZ) ingesting $* as $name" >>"$log"
+    if "$exe" view "$@" --ingest-only --display-name "$name" >>"$log" 2>&1; then
       echo "$name" >>"$state/ingested"
       echo "ingest=now"
     else
-      say "neuron-explorer could not ingest $dir; its log $log ends with: $(tail -n 3 "$log" | tr '\n' ' ')"
+      say "neuron-explorer could not ingest $*; its log $log ends with: $(tail -n 3 "$log" | tr '\n' ' ')"
       exit 75
     fi
   fi
@@ -233,8 +246,12 @@ class ExplorerService:
     def _on_host(self, conn, result: Result, name: str) -> dict:
         s = self.settings
         state = state_dir(result)
-        args = [state, str(s.api_port), s.binary, result.artifacts.neuron_profile_dir or "",
-                name, str(int(s.start_timeout_s))]
+        art = result.artifacts
+        # xla on Trn1: the first captured NEFF/NTFF pair, as a device profile
+        pair = next((v for v in art.neuron_views if v.neff and v.ntff), None)
+        args = [state, str(s.api_port), s.binary, art.neuron_profile_dir or "",
+                name, str(int(s.start_timeout_s)), art.source_root or "",
+                (pair.neff or "") if pair else "", (pair.ntff or "") if pair else ""]
         script = _HOST_SCRIPT
         timeout = s.start_timeout_s + s.ingest_timeout_s + 30
         try:

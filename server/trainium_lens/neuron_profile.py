@@ -20,9 +20,9 @@ optimized HLO), as do Parquet instructions whose ``stack_frame_ids`` are empty.
 
 Engines run in parallel, so a line's time is the **union** of its instructions'
 intervals (per engine and overall), never the sum of durations. A fused
-instruction whose frames reach several lines counts toward each of them: line
-times may overlap one another, and the profile's overall busy time is the union
-of every instruction.
+instruction whose frames reach several lines is credited to one of them (the
+rule is in ``line_times``) and listed as covering the others, so per engine the
+lines' times and the unattributed time add up to the engine's busy time.
 
 Assumptions a real profile may break are checked, and a mismatch fails with a
 one-line ``NeuronProfileError``: the schema version (when the file states one),
@@ -75,8 +75,11 @@ class LineTime:
     line: int
     time_ns: int = 0  # union of its instructions' intervals, all engines
     engines: dict[str, int] = field(default_factory=dict)  # union per engine
-    instructions: int = 0
-    hlo_names: list[str] = field(default_factory=list)
+    instructions: int = 0  # credited to this line
+    hlo_names: list[str] = field(default_factory=list)  # credited to this line
+    total_ns: int = 0  # union of every instruction whose user stack passes this line
+    covered: list[str] = field(default_factory=list)  # fused here, credited to another line
+    per_hlo: dict[str, int] = field(default_factory=dict)  # credited instructions: union per name
 
 
 @dataclass
@@ -190,19 +193,27 @@ def is_library(file: str) -> bool:
     return any(part in file.replace("\\", "/") for part in LIBRARY_PARTS)
 
 
-def user_frame(frames: dict[int, Frame], frame_id: int,
-               is_user: Callable[[str], bool]) -> tuple[str, int] | None:
-    """Walk from the innermost frame outwards to the first frame in user code."""
+def user_frames(frames: dict[int, Frame], frame_id: int,
+                is_user: Callable[[str], bool]) -> list[tuple[str, int]]:
+    """The user frames of a stack, innermost first (walking parent ids outwards)."""
+    out: list[tuple[str, int]] = []
     seen = set()
     while frame_id and frame_id not in seen:
         seen.add(frame_id)
         frame = frames.get(frame_id)
         if frame is None:
-            return None
-        if is_user(frame.file):
-            return frame.file, frame.line
+            break
+        if is_user(frame.file) and (frame.file, frame.line) not in out:
+            out.append((frame.file, frame.line))
         frame_id = frame.parent
-    return None
+    return out
+
+
+def user_frame(frames: dict[int, Frame], frame_id: int,
+               is_user: Callable[[str], bool]) -> tuple[str, int] | None:
+    """The first frame in user code, walking from the innermost frame outwards."""
+    found = user_frames(frames, frame_id, is_user)
+    return found[0] if found else None
 
 
 def union_ns(intervals: Iterable[tuple[int, int]]) -> int:
@@ -217,27 +228,83 @@ def union_ns(intervals: Iterable[tuple[int, int]]) -> int:
     return total
 
 
+def _per_engine(items: Iterable[Instruction]) -> dict[str, int]:
+    engines: dict[str, list[tuple[int, int]]] = {}
+    for ins in items:
+        engines.setdefault(ins.engine, []).append((ins.start_ns, ins.end_ns))
+    return {e: union_ns(v) for e, v in sorted(engines.items())}
+
+
+def _per_name(items: Iterable[Instruction]) -> dict[str, int]:
+    names: dict[str, list[tuple[int, int]]] = {}
+    for ins in items:
+        names.setdefault(ins.hlo_name, []).append((ins.start_ns, ins.end_ns))
+    return {n: union_ns(v) for n, v in sorted(names.items())}
+
+
+@dataclass
+class LineReport:
+    """``line_times``' answer. Reconciliation: an engine runs one instruction at a
+    time, so per engine the lines' times plus ``unattributed_engines`` equal
+    ``busy_engines`` (each instruction is credited to one line)."""
+
+    lines: list[LineTime]
+    busy_ns: int  # union of every instruction, all engines
+    busy_engines: dict[str, int]
+    unattributed_ns: int  # union of the instructions no user line reaches
+    unattributed_engines: dict[str, int]
+    opcodes: dict[str, str] = field(default_factory=dict)  # instruction name → its opcode
+
+
 def line_times(profile: Profile, hlo_lines: dict[str, tuple[str, int]] | None = None,
-               is_user: Callable[[str], bool] | None = None) -> tuple[list[LineTime], int]:
-    """Per user line the union of its instructions' intervals; and the profile's busy time."""
+               is_user: Callable[[str], bool] | None = None) -> LineReport:
+    """Per user line the union of the intervals of the instructions credited to it.
+
+    Credit (one line per instruction, so the figures reconcile): each of the
+    instruction's stack frames (a fused instruction carries several) is walked to
+    its first user frame; the line most of them reach gets the time, ties going to
+    the frame listed first. The other lines are *covered* (listed, no time). Every
+    user frame of its stacks gets it as *total* (a helper's callers)."""
     def default_user(f: str) -> bool:
         return not is_library(f)
 
     user = is_user or default_user
-    per_line: dict[tuple[str, int], list[Instruction]] = {}
+    credited: dict[tuple[str, int], list[Instruction]] = {}
+    totals: dict[tuple[str, int], list[tuple[int, int]]] = {}  # intervals through each line
+    covered: dict[tuple[str, int], set[str]] = {}
+    lost: list[Instruction] = []
+    walked: dict[int, list[tuple[str, int]]] = {}  # per frame id: many instructions share a stack
+
+    def stack_of(frame_id: int) -> list[tuple[str, int]]:
+        found = walked.get(frame_id)
+        if found is None:
+            found = walked[frame_id] = user_frames(profile.frames, frame_id, user)
+        return found
+
     for ins in profile.instructions:
-        places = {p for p in (user_frame(profile.frames, f, user) for f in ins.frame_ids) if p}
-        if not places and hlo_lines and ins.hlo_name in hlo_lines:
-            places = {hlo_lines[ins.hlo_name]}
-        for place in places:
-            per_line.setdefault(place, []).append(ins)
+        stacks = [s for s in map(stack_of, ins.frame_ids) if s]
+        if not stacks and hlo_lines and ins.hlo_name in hlo_lines:
+            stacks = [[hlo_lines[ins.hlo_name]]]
+        if not stacks:
+            lost.append(ins)
+            continue
+        firsts = [s[0] for s in stacks]
+        place = max(firsts, key=lambda p: (firsts.count(p), -firsts.index(p)))
+        credited.setdefault(place, []).append(ins)
+        for other in set(firsts) - {place}:
+            covered.setdefault(other, set()).add(ins.hlo_name)
+        span = (ins.start_ns, ins.end_ns)
+        for where in {p for s in stacks for p in s}:
+            totals.setdefault(where, []).append(span)
     out = []
-    for (file, line), items in per_line.items():
-        engines: dict[str, list[tuple[int, int]]] = {}
-        for ins in items:
-            engines.setdefault(ins.engine, []).append((ins.start_ns, ins.end_ns))
-        out.append(LineTime(file, line, union_ns((i.start_ns, i.end_ns) for i in items),
-                            {e: union_ns(v) for e, v in sorted(engines.items())}, len(items),
-                            sorted({i.hlo_name for i in items})))
+    for place in set(credited) | set(covered) | set(totals):
+        items = credited.get(place, [])
+        out.append(LineTime(place[0], place[1], union_ns((i.start_ns, i.end_ns) for i in items),
+                            _per_engine(items), len(items), sorted({i.hlo_name for i in items}),
+                            union_ns(totals.get(place, [])),
+                            sorted(covered.get(place, set())), _per_name(items)))
     out.sort(key=lambda t: (-t.time_ns, t.file, t.line))
-    return out, union_ns((i.start_ns, i.end_ns) for i in profile.instructions)
+    everything = profile.instructions
+    return LineReport(out, union_ns((i.start_ns, i.end_ns) for i in everything), _per_engine(everything),
+                      union_ns((i.start_ns, i.end_ns) for i in lost), _per_engine(lost),
+                      {i.hlo_name: i.opcode for i in everything})

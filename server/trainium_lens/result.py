@@ -187,17 +187,26 @@ class LineStat:
     # forward re-run inside the backward (torch.utils.checkpoint): not forward time again
     recompute_time_us: float = 0.0
     recompute_ops: list[LineOp] = field(default_factory=list)
-
-    @property
-    def time_us(self) -> float:
-        """Forward + backward + recompute self time: what the line costs a step."""
-        return self.self_time_us + self.backward_self_time_us + self.recompute_time_us
     # torchrun jobs only (empty/None for one process): the figures above are the
     # median across ranks; each rank's, the spread and the slowest rank here
     per_rank: list[RankLine] = field(default_factory=list)
     rank_min_us: float | None = None
     rank_max_us: float | None = None
     slowest_rank: int | None = None
+    # Neuron device time per engine (union of the line's instruction intervals on
+    # that engine, per step): xla runs on Trn1 whose device profile was read
+    engines: list[EngineTime] = field(default_factory=list)
+
+    @property
+    def time_us(self) -> float:
+        """Forward + backward + recompute self time: what the line costs a step."""
+        return self.self_time_us + self.backward_self_time_us + self.recompute_time_us
+
+
+@dataclass
+class EngineTime:
+    engine: str  # a NeuronCore engine as the device profile names it ("pe", "act", ...)
+    time_us: float
 
 
 @dataclass
@@ -259,12 +268,27 @@ class NeffPair:
 
 
 @dataclass
+class NeuronView:
+    """One captured NEFF/NTFF pair processed on the host by ``neuron-explorer view``
+    (backend xla on Trn1); paths on the run's host."""
+
+    neff: str | None = None
+    ntff: str | None = None
+    parquet: str | None = None  # the ``--output-file`` folder of Parquet tables
+    error: str | None = None  # why there is no Parquet folder (one line)
+
+
+@dataclass
 class Artifacts:
     location: str = "local"  # "local" or the SSH host that holds them
     run_dir: str = ""  # absolute path on that host
     trace: str | None = None  # Chrome-trace JSON with the user-line ranges
     neuron_profile_dir: str | None = None
     neff_ntff: list[NeffPair] = field(default_factory=list)
+    # the workspace root on the host (where the profiled code ran from): strips the
+    # device profile's absolute file names; Neuron Explorer's --framework-source-root
+    source_root: str | None = None
+    neuron_views: list[NeuronView] = field(default_factory=list)
 
 
 @dataclass
@@ -308,6 +332,8 @@ class Signals:
     neuron_rt_inspect_clash: bool = False
     warnings: list[str] = field(default_factory=list)
     instrumentation_overhead: float | None = None  # instrumented/plain wall ratio
+    # xla on Trn1: why the device profile gave no per-line time (the host figures stay)
+    neuron_profile_error: str | None = None
 
 
 @dataclass

@@ -11,6 +11,7 @@ import threading
 from .analysis.findings import analyze
 from .errors import LensError, TargetError, TimedOut
 from .jobs import Job
+from .neuron_lines import fill as fill_neuron_lines
 from .ranks import RankEvents, merge_document
 from .result import Batch, Result, ResultError
 from .store import RunStore
@@ -39,6 +40,8 @@ def profile(job: Job, target: Target, on_event: EventSink | None = None,
         raise LensError("the harness returned no results")
     for result in batch.results:
         result.batch_id = result.batch_id or batch.batch_id
+        # xla on Trn1: per-line device time from the Parquet folders the harness listed
+        fill_neuron_lines(result, target.fetch)
         result.findings = analyze(result)
     if store is not None:
         for result in batch.results:

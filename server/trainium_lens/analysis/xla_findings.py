@@ -8,7 +8,7 @@ from ..result import Finding, Result
 def xla_findings(result: Result) -> list[Finding]:
     if result.backend != "xla":
         return []
-    return no_instructions(result) + recompile_every_step(result)
+    return no_instructions(result) + recompile_every_step(result) + no_device_profile(result)
 
 
 def no_instructions(result: Result) -> list[Finding]:
@@ -41,3 +41,17 @@ def recompile_every_step(result: Result) -> list[Finding]:
                 f"constant, or .item()/print() cutting the graph), so every step compiles.",
         fix="keep shapes fixed (pad or bucket), pass changing numbers as tensors, and keep "
             ".item()/print() out of the step; PT_XLA_DEBUG_LEVEL=2 says why each graph differs")]
+
+
+def no_device_profile(result: Result) -> list[Finding]:
+    """Trn1: a device profile was captured (or expected) but gave no per-line time."""
+    reason = result.signals.neuron_profile_error
+    if not reason:
+        return []
+    return [Finding(
+        kind="xla_no_device_profile", severity="warning", file=result.function.file,
+        line=result.function.line,
+        message=f"No per-line Neuron device time: {reason}. The figures shown are "
+                f"{result.clock} host time per HLO instruction, not device time.",
+        fix="check `trainium-lens doctor` (neuron-explorer) on the host; open the run in Neuron "
+            "Explorer to see the device profile itself")]

@@ -74,7 +74,7 @@ def run(events) -> int:
         raise HarnessError("backend_unavailable", f"backend xla is not available here: "
                            f"{xla.unavailable_reason()}")
     if spec.backend in ("auto", "xla") and importlib.util.find_spec("torch_xla") is not None:
-        xla.prepare_env(spec.run_dir)  # before torch (which may autoload torch-neuronx) loads
+        xla.prepare_env(spec.run_dir, protocols)  # before torch (which may autoload torch-neuronx) loads
 
     events.stage("import", None, "importing torch")
     try:

@@ -17,9 +17,11 @@ not ATen ops. So this backend has its own protocol (``profile_function``):
    HLO), ``xla_attribution`` maps them to lines.
 
 The clock is host time per executed instruction: ``xla-cpu`` on torch-xla's CPU
-device (PJRT CPU thunks), never called device time. On a Neuron device the
-per-instruction device time comes from the Neuron profile instead
-(``trainium_lens.neuron_profile`` on the core side).
+device (PJRT CPU thunks), never called device time. On a Neuron device (Trn1)
+the runtime also captures the first measured step of each NEFF and
+``xla_device`` runs ``neuron-explorer view`` on it; the core side
+(``trainium_lens.neuron_lines``) turns that into per-line device time (clock
+``neuron``), or keeps these host figures and says why.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .backends import Backend
+from .xla_device import DeviceCapture, capture_env
 
 DEBUG_ENV = {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1", "NEURON_FRAMEWORK_DEBUG": "1"}
 STEP_MARKER = "trainium-lens step "
@@ -46,9 +49,20 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def prepare_env(run_dir: str) -> None:
+# (run dir, protocol) for the Trn1 device capture, kept by ``prepare_env`` until the
+# backend is known to be xla (``XlaBackend`` sets the capture up before the PJRT
+# client, and with it the Neuron runtime, starts)
+_PENDING_CAPTURE: tuple[str, dict] | None = None
+
+
+def prepare_env(run_dir: str, protocols: list[dict] | None = None) -> None:
     """Set before torch_xla (or torch-neuronx, which imports it) loads. Harmless
-    when ``auto`` ends up on another backend (nothing here reads them then)."""
+    when ``auto`` ends up on another backend (nothing here reads them then).
+    ``protocols``: the batch's, for the device capture's warm-up count (the
+    smallest: the profiled execution then always comes after the compiling calls)."""
+    global _PENDING_CAPTURE
+    first = min(protocols or [{}], key=lambda p: int(p.get("wait", 0)) + int(p.get("warmup", 0)))
+    _PENDING_CAPTURE = (run_dir, first)
     os.environ.update(DEBUG_ENV)
     if "PJRT_DEVICE" not in os.environ and importlib.util.find_spec("torch_neuronx") is None:
         os.environ["PJRT_DEVICE"] = "CPU"
@@ -57,19 +71,18 @@ def prepare_env(run_dir: str) -> None:
     os.environ["NEURON_COMPILE_CACHE_URL"] = cache  # torch-neuronx's (XLA flavour) NEFF cache
 
 
-def prepare_neuron_capture(run_dir: str) -> None:
+def prepare_neuron_capture(run_dir: str, protocol: dict) -> DeviceCapture | None:
     """Once the backend is xla, before the first execution starts the Neuron runtime:
-    device capture on Trn1. Not in ``prepare_env``: on a native TorchNeuron host
-    runtime inspect would clash with torch.profiler."""
-    if importlib.util.find_spec("torch_neuronx") is not None:
-        # Trn1 device capture (notes: runtime inspect, session mode): one NTFF per
-        # NEFF execution, beside the NEFFs, for neuron-explorer and
-        # trainium_lens.neuron_profile. No torch.profiler runs in this backend, so
-        # the clash neuron.py warns about does not apply here.
-        os.environ.setdefault("NEURON_RT_INSPECT_ENABLE", "1")
-        os.environ.setdefault("NEURON_RT_INSPECT_DEVICE_PROFILE", "session")
-        os.environ.setdefault("NEURON_RT_INSPECT_OUTPUT_DIR",
-                              os.path.join(os.path.abspath(run_dir), "neuron-inspect"))
+    device capture on Trn1 (``xla_device``: model mode, the first measured step of
+    each NEFF). Not in ``prepare_env``: on a native TorchNeuron host runtime
+    inspect would clash with torch.profiler. No torch.profiler runs in this
+    backend, so that clash does not apply here. None: not a Neuron host."""
+    if importlib.util.find_spec("torch_neuronx") is None:
+        return None
+    for key, value in capture_env(run_dir, protocol).items():
+        os.environ.setdefault(key, value)
+    return DeviceCapture(os.environ["NEURON_RT_INSPECT_OUTPUT_DIR"],
+                         os.environ.get("NEURON_COMPILE_CACHE_URL"))
 
 
 class XlaBackend(Backend):
@@ -86,6 +99,9 @@ class XlaBackend(Backend):
 
         torch_xla._XLAC._set_ir_debug(True)  # frames even if the env came too late
         self.torch_xla, self.xm, self.xp, self.met = torch_xla, xm, xp, met
+        # before torch_xla.device(): creating the PJRT client starts the Neuron runtime,
+        # which reads its NEURON_RT_INSPECT_* settings then
+        self.device_capture = prepare_neuron_capture(*_PENDING_CAPTURE) if _PENDING_CAPTURE else None
         self.device = str(torch_xla.device())
         try:
             import torch_xla.runtime as xr
@@ -172,7 +188,7 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     from .loader import resolve
     from .run import Call, _inputs, _output, variant_key
     from .xla_attribution import attribute, figures
-    from .xla_trace import find_xplanes, read_xspace
+    from .xla_trace import Capture, find_xplanes, read_xspace
 
     ev, name, spec, backend = s.events, marked.name, s.spec, s.backend
     run_id = f"{spec.batch_id}-{index}"
@@ -180,7 +196,9 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     if not callable(fn):
         raise HarnessError("unknown_function", f"{name} is marked but is not a function at "
                            f"import time", s.rel_file, marked.def_line)
-    prepare_neuron_capture(spec.run_dir)
+    device = backend.device_capture
+    if device is not None:
+        device.mark()
     ev.stage("inputs", name, "preparing inputs (on the xla device)")
     args, kwargs = _inputs(s, marked, fn)
 
@@ -207,9 +225,11 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
 
     ev.stage("export", name, "joining executed HLO instructions with their source lines")
     planes = find_xplanes(log_dir)
-    if not planes:
+    if not planes and device is None:
         raise HarnessError("internal", f"torch_xla's profiler wrote no xplane under {log_dir}")
-    cap = read_xspace(planes[-1], STEP_MARKER)
+    # On Trn1 the device profile below carries the figures: a missing host trace costs
+    # only the host figures (device_time_reported false until the device profile fills in)
+    cap = read_xspace(planes[-1], STEP_MARKER) if planes else Capture()
     starts = sorted(start for mname, start, _end in cap.markers if mname.startswith(STEP_MARKER))
     att = attribute(cap, starts, s.user.relpath)
     fig = figures(att, s.source.line)
@@ -220,6 +240,15 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     wall = statistics.median(plain)
     per_step = fig["per_step"]
     warnings = []
+    views = [] if device is None else device.process(os.path.join(spec.run_dir, f"{run_id}.neuron-view"))
+    if device is not None and not views:
+        # an entry with only an error: the core side says so in a finding
+        views = [{"neff": None, "ntff": None, "parquet": None,
+                  "error": f"the Neuron runtime wrote no device trace (NTFF) under {device.inspect_dir}"}]
+    if any(v["error"] for v in views):
+        failed = next(v for v in views if v["error"])
+        warnings.append(f"{sum(1 for v in views if v['error'])} of {len(views)} device trace(s) not "
+                        f"processed: {failed['error']}")
     if att.unknown:
         warnings.append(f"{len(att.unknown)} executed instruction(s) matched no compiled module "
                         f"({', '.join(sorted(att.unknown)[:3])}): their time is not attributed")
@@ -259,7 +288,8 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
         "unattributed_us": fig["unattributed_us"],
         "findings": [],
         "artifacts": {"location": spec.host, "run_dir": os.path.abspath(spec.run_dir),
-                      "trace": trace, **backend.artifacts(spec.run_dir)},
+                      "trace": trace, **backend.artifacts(spec.run_dir),
+                      "source_root": spec.workspace_root, "neuron_views": views},
         "timeline": timeline,
         "signals": {
             "device_time_reported": bool(cap.executed),

@@ -3,6 +3,7 @@
 A fusion credited to this line shows its time; a fusion that only *covers* this
 line (its time went to another line, by the rule in harness/xla_attribution.py)
 says where its time went, so a line with no time of its own is not a mystery.
+On Trn1 device time the line's time per NeuronCore engine follows the table.
 """
 
 from __future__ import annotations
@@ -27,4 +28,7 @@ def hlo_section(stat: LineStat, clock: str) -> str | None:
     more = len(stat.instructions) - MAX_ROWS
     if more > 0:
         rows.append(f"| … {more} more | | | |")
+    if stat.engines:  # Neuron device time (Trn1): engines run in parallel, each a union
+        rows += ["", "Per engine (union of this line's instructions on each): " + " · ".join(
+            f"{e.engine} {fmt.time_us(e.time_us)}" for e in stat.engines)]
     return "\n".join(rows)
