@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The harness under torch 2.9 + torch-xla 2.9 (what Trn1 hosts run): its own
-# tests in .venv-xla. The xla backend's end-to-end tests (tests/test_xla_backend.py)
-# run in the main suite, driving .venv-xla/bin/python as the target's Python.
+# tests in .venv-xla (training steps' backward attribution included; the editor
+# tests of test_training.py need the language server's libraries, not here).
+# The xla backend's end-to-end tests (tests/test_xla_backend.py) run in the main
+# suite, driving .venv-xla/bin/python as the target's Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-xla.sh
@@ -11,4 +13,8 @@ PYTHONPATH="$PWD/server${PYTHONPATH:+:$PYTHONPATH}" .venv-xla/bin/python -m pyte
   tests/test_harness_attribution.py tests/test_harness_lines.py tests/test_harness_units.py \
   tests/test_harness_errors.py tests/test_harness.py tests/test_xla_attribution.py \
   tests/test_xla_device.py::test_harness_pairs_by_the_runtime_hash_and_runs_the_view_per_pair \
-  tests/test_xla_device.py::test_harness_view_failures_are_one_line_each "$@"
+  tests/test_xla_device.py::test_harness_view_failures_are_one_line_each \
+  tests/test_training.py \
+  --deselect tests/test_training.py::test_hint_shows_forward_and_backward \
+  --deselect tests/test_training.py::test_a_schema_1_result_still_opens \
+  --deselect tests/test_training.py::test_hover_lists_backward_ops_apart_from_forward_ops "$@"
