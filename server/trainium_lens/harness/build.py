@@ -12,7 +12,7 @@ import os
 import re
 import statistics
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from .attribution import MAX_WINDOWS, MERGE_GAP_US, Attribution
@@ -20,8 +20,8 @@ from .figures import lines_and_ops, optimizers
 
 SCHEMA_VERSION = 2  # result.SCHEMA_VERSION (a test keeps the two equal)
 
-__all__ = ["SCHEMA_VERSION", "Profiled", "SourceText", "batch_document", "lines_and_ops",
-           "merge_windows", "result_document", "trace_offset_us"]
+__all__ = ["SCHEMA_VERSION", "Profiled", "SourceText", "batch_document", "document",
+           "lines_and_ops", "merge_windows", "result_document", "totals", "trace_offset_us"]
 
 
 def merge_windows(windows: list[list[float]], offset: float) -> list[dict]:
@@ -99,49 +99,78 @@ class Profiled:
     labelled_calls: int = 1
 
 
+def document(*, run_id: str, batch_id: str, host: str, backend: str, clock: str,
+             environment: dict, function: dict, totals: dict, ops: list, lines: list,
+             regions: list, unattributed_us: float, artifacts: dict, timeline: list,
+             signals: dict, output: dict, **more: Any) -> dict:
+    """The result document every backend writes (torch.profiler here, torch-xla in
+    ``xla.py``); ``more``: backend-specific top-level fields (``optimizers``)."""
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "batch_id": batch_id,
+        # timezone.utc, not datetime.UTC: the harness runs on Python 3.10 (Trn1 venvs)
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),  # noqa: UP017
+        "backend": backend,
+        "clock": clock,
+        "host": host,
+        "environment": environment,
+        "function": function,
+        "totals": totals,
+        "ops": ops,
+        "lines": lines,
+        "regions": regions,
+        "unattributed_us": unattributed_us,
+        "findings": [],  # the core's analysis fills them
+        "artifacts": artifacts,
+        "timeline": timeline,
+        "signals": signals,
+        "output": output,
+    }
+    doc.update(more)
+    return doc
+
+
+def totals(*, self_time_us: float, self_cpu_us: float, wall_us: list[float], steps: int,
+           per_step: list[float], dispatches: float, **split: float) -> dict:
+    """``Result.totals``: per-step figures, their spread, the unprofiled wall time;
+    ``split``: forward/backward/optimizer/recompute where the backend tells them apart."""
+    wall = sorted(wall_us)
+    return {
+        "self_time_us": self_time_us, "self_cpu_us": self_cpu_us,
+        "wall_us_median": statistics.median(wall) if wall else None,
+        "wall_us_min": wall[0] if wall else None, "wall_us_max": wall[-1] if wall else None,
+        "steps": steps,
+        "self_time_us_min": min(per_step) if per_step else 0.0,
+        "self_time_us_max": max(per_step) if per_step else 0.0,
+        "dispatches": dispatches, "per_step_self_time_us": per_step,
+        **split,
+    }
+
+
 def result_document(p: Profiled) -> dict:
     att, labels = p.att, p.labels
     figures = lines_and_ops(att, labels, p.source)
-    per_step = figures["per_step"]
-    wall = sorted(p.wall_us)
     fallback = (p.function["file"], p.function["line"])
     signals = dict(p.signals)
     signals["h2d_copies"] = _h2d(att, labels, p.h2d_calls, p.labelled_calls)
     signals["h2d_copy_lines"] = [{"file": h["file"], "line": h["line"]} for h in signals["h2d_copies"]]
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": p.run_id,
-        "batch_id": p.batch_id,
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "backend": p.backend,
-        "clock": p.clock,
-        "host": p.host,
-        "environment": p.environment,
-        "function": p.function,
-        "totals": {
-            "self_time_us": figures["self_time_us"], "self_cpu_us": figures["self_cpu_us"],
-            "wall_us_median": statistics.median(wall) if wall else None,
-            "wall_us_min": wall[0] if wall else None, "wall_us_max": wall[-1] if wall else None,
-            "steps": att.steps,
-            "self_time_us_min": min(per_step) if per_step else 0.0,
-            "self_time_us_max": max(per_step) if per_step else 0.0,
-            "dispatches": figures["dispatches"], "per_step_self_time_us": per_step,
-            "forward_time_us": figures["forward_time_us"],
-            "backward_time_us": figures["backward_time_us"],
-            "optimizer_time_us": figures["optimizer_time_us"],
-            "recompute_time_us": figures["recompute_time_us"],
-        },
-        "ops": figures["ops"],
-        "lines": figures["lines"],
-        "regions": _regions(att, labels, fallback, p.covered),
-        "optimizers": optimizers(att, labels, fallback),
-        "unattributed_us": figures["unattributed_us"],
-        "findings": [],
-        "artifacts": p.artifacts,
-        "timeline": _timeline(att, labels, p.offset_us),
-        "signals": signals,
-        "output": p.output,
-    }
+    return document(
+        run_id=p.run_id, batch_id=p.batch_id, host=p.host, backend=p.backend, clock=p.clock,
+        environment=p.environment, function=p.function,
+        totals=totals(
+            self_time_us=figures["self_time_us"], self_cpu_us=figures["self_cpu_us"],
+            wall_us=p.wall_us, steps=att.steps, per_step=figures["per_step"],
+            dispatches=figures["dispatches"],
+            forward_time_us=figures["forward_time_us"],
+            backward_time_us=figures["backward_time_us"],
+            optimizer_time_us=figures["optimizer_time_us"],
+            recompute_time_us=figures["recompute_time_us"]),
+        ops=figures["ops"], lines=figures["lines"],
+        regions=_regions(att, labels, fallback, p.covered),
+        unattributed_us=figures["unattributed_us"], artifacts=p.artifacts,
+        timeline=_timeline(att, labels, p.offset_us), signals=signals, output=p.output,
+        optimizers=optimizers(att, labels, fallback))
 
 
 def batch_document(batch_id: str, results: list[dict]) -> dict:

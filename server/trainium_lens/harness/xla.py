@@ -32,7 +32,6 @@ import os
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
 from typing import Any
 
 from .backends import Backend
@@ -238,7 +237,6 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     ev.stage("timing", name, f"{protocol['timing_calls']} unprofiled calls")
     plain = _steps(s, fn, args, kwargs, protocol["timing_calls"], name, marker=False)
     wall = statistics.median(plain)
-    per_step = fig["per_step"]
     warnings = []
     views = [] if device is None else device.process(os.path.join(spec.run_dir, f"{run_id}.neuron-view"))
     if device is not None and not views:
@@ -260,38 +258,23 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     timeline = [{"file": f, "line": ln, "windows": build.merge_windows(
         [[a / 1000.0, b / 1000.0] for a, b in spans], 0.0)}
         for (f, ln, _fn), spans in sorted(att.windows.items())]
-    return {
-        "schema_version": build.SCHEMA_VERSION,
-        "run_id": run_id,
-        "batch_id": spec.batch_id,
-        # timezone.utc, not datetime.UTC: the harness runs on Python 3.10 (Trn1 venvs)
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),  # noqa: UP017
-        "backend": "xla",
-        "clock": backend.clock,
-        "host": spec.host,
-        "environment": backend.environment(),
-        "function": {"file": s.rel_file, "name": name, "line": marked.def_line,
-                     "marker_line": marked.marker_line, "protocol": dict(protocol),
-                     "inputs": marked.options.get("inputs") or None,
-                     "compare": marked.options.get("compare") or None},
-        "totals": {
-            "self_time_us": fig["self_time_us"], "self_cpu_us": fig["self_time_us"],
-            "wall_us_median": wall, "wall_us_min": min(plain), "wall_us_max": max(plain),
-            "steps": att.steps,
-            "self_time_us_min": min(per_step) if per_step else 0.0,
-            "self_time_us_max": max(per_step) if per_step else 0.0,
-            "dispatches": fig["dispatches"], "per_step_self_time_us": per_step,
-        },
-        "ops": fig["ops"],
-        "lines": fig["lines"],
-        "regions": fig["regions"],
-        "unattributed_us": fig["unattributed_us"],
-        "findings": [],
-        "artifacts": {"location": spec.host, "run_dir": os.path.abspath(spec.run_dir),
-                      "trace": trace, **backend.artifacts(spec.run_dir),
-                      "source_root": spec.workspace_root, "neuron_views": views},
-        "timeline": timeline,
-        "signals": {
+    return build.document(
+        run_id=run_id, batch_id=spec.batch_id, host=spec.host, backend="xla",
+        clock=backend.clock, environment=backend.environment(),
+        function={"file": s.rel_file, "name": name, "line": marked.def_line,
+                  "marker_line": marked.marker_line, "protocol": dict(protocol),
+                  "inputs": marked.options.get("inputs") or None,
+                  "compare": marked.options.get("compare") or None},
+        totals=build.totals(self_time_us=fig["self_time_us"], self_cpu_us=fig["self_time_us"],
+                            wall_us=plain, steps=att.steps, per_step=fig["per_step"],
+                            dispatches=fig["dispatches"]),
+        ops=fig["ops"], lines=fig["lines"], regions=fig["regions"],
+        unattributed_us=fig["unattributed_us"],
+        artifacts={"location": spec.host, "run_dir": os.path.abspath(spec.run_dir),
+                   "trace": trace, **backend.artifacts(spec.run_dir),
+                   "source_root": spec.workspace_root, "neuron_views": views},
+        timeline=timeline,
+        signals={
             "device_time_reported": bool(cap.executed),
             "compiles_in_active_steps": compiles_active,
             # graphs compiled after the first calls: the traced graph changed between steps
@@ -299,8 +282,7 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
             "warnings": warnings,
             "instrumentation_overhead": (statistics.median(step_wall) / wall) if wall > 0 else None,
         },
-        "output": output,
-    }
+        output=output)
 
 
 def write_trace(path: str, att: Any, cap: Any) -> str | None:
