@@ -105,6 +105,8 @@ def test_example_optimizer_sits_on_its_line_and_the_loop_gets_a_finding(example)
     assert f"{loop.ops:g} ops per step" in found[0].message and "foreach=True" in found[0].message
     assert not [f for f in analyze(naive) if f.kind == "dispatches" and f.line == loop.line]
     assert not [f for f in analyze(fused) if f.kind == "optimizer_loop"]
+    # the foreach step dispatches a few _foreach_ ops: no generic "fuse these" hint either
+    assert not [f for f in analyze(fused) if f.kind == "dispatches" and f.line == fused_opt.line]
 
 
 def test_helper_backward_self_on_the_helper_total_on_its_callers(training):

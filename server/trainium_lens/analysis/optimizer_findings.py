@@ -34,8 +34,10 @@ def optimizer_findings(result: Result) -> list[Finding]:
 
 
 def with_optimizer_findings(result: Result, findings: list[Finding]) -> list[Finding]:
-    """``findings`` plus the optimizer's; a line with an optimizer finding drops its
-    generic dispatch-count finding (the optimizer one names the fix)."""
+    """``findings`` plus the optimizer's. The line of an optimizer's step or
+    zero_grad never gets the generic dispatch-count finding: a per-parameter loop
+    gets the optimizer finding (which names the fix), and a ``foreach``/``fused``
+    step's few ops are already what the optimizer does best there."""
     extra = optimizer_findings(result)
-    lines = {(f.file, f.line) for f in extra}
+    lines = {(o.file, o.line) for o in result.optimizers}
     return [f for f in findings if not (f.kind == "dispatches" and (f.file, f.line) in lines)] + extra
