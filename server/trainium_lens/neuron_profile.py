@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .harness.intervals import union_length
+
 KNOWN_SCHEMAS = ("7.4",)
 TABLES = ("Instruction", "StackFrame", "StackFrameFileLocation", "StackFrameFileName",
           "StackFrameFunctionName")
@@ -217,15 +219,8 @@ def user_frame(frames: dict[int, Frame], frame_id: int,
 
 
 def union_ns(intervals: Iterable[tuple[int, int]]) -> int:
-    total, end = 0, None
-    for s, e in sorted(intervals):
-        if end is None or s > end:
-            total += e - s
-            end = e
-        elif e > end:
-            total += e - end
-            end = e
-    return total
+    """Nanoseconds covered by the intervals, overlaps once (engines run in parallel)."""
+    return int(union_length(intervals))
 
 
 def _per_engine(items: Iterable[Instruction]) -> dict[str, int]:

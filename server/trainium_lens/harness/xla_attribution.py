@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .intervals import union_length
 from .xla_trace import Capture, HloInstr, HloModule
 
 # The CPU runtime runs a big instruction's partitions on Eigen worker threads too:
@@ -135,15 +136,7 @@ def credit(module: HloModule, ins: HloInstr, relpath: Callable[[str], str | None
 
 
 def _union_us(intervals: list[tuple[float, float]]) -> float:
-    total, end = 0.0, None
-    for s, e in sorted(intervals):
-        if end is None or s > end:
-            total += e - s
-            end = e
-        elif e > end:
-            total += e - end
-            end = e
-    return total / 1000.0
+    return union_length(intervals) / 1000.0  # ns → µs
 
 
 @dataclass
