@@ -7,6 +7,7 @@ the naive one alone once) and every table test reads those runs.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -462,3 +463,17 @@ def test_table_fits_a_narrow_terminal():
     assert all(len(ln) <= 80 for ln in table), table
     assert "min–max" not in table[0] and "top ops" in table[0]
     assert re.match(r"  11\s+y = torch\.nn\.\S*…\s+12\.5 µs", table[1]), table[1]
+
+
+def test_headline_names_the_file_of_a_hottest_line_elsewhere():
+    """With --include (or a helper module) the hottest line can live in another
+    file: the headline says which, not a bare line number of the wrong file."""
+    from tests.lsp_client import make_result
+    from trainium_lens.cli.render import headline
+
+    r = make_result("train.py", "step", 10, {11: ("y = model(x)", 5.0, [("aten::add", 1, 5.0)])})
+    assert "hottest line 11 (" in headline(r)
+    r.lines.append(dataclasses.replace(r.lines[0], file="transformers/models/llama/modeling_llama.py",
+                                       line=220, self_time_us=50.0, total_time_us=50.0))
+    r.totals.self_time_us += 50.0
+    assert "hottest line transformers/models/llama/modeling_llama.py:220 (" in headline(r)

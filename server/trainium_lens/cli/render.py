@@ -168,7 +168,9 @@ def headline(result: Result, style: Style = DEFAULT_STYLE) -> str:
         parts.append(f"{fmt_count(t.dispatches)} dispatch" + ("" if t.dispatches == 1 else "es"))
     hot = max(result.lines, key=lambda s: s.time_us, default=None)
     if hot is not None and t.self_time_us > 0:
-        parts.append(f"hottest line {hot.line} ({fmt_pct(hot.time_us / t.self_time_us)})")
+        # a line of another file (a helper module, an --include'd library) names its file
+        where = str(hot.line) if hot.file == result.function.file else f"{hot.file}:{hot.line}"
+        parts.append(f"hottest line {where} ({fmt_pct(hot.time_us / t.self_time_us)})")
     if t.has_backward and t.self_time_us > 0:
         parts.append(f"backward {fmt_pct(t.backward_time_us / t.self_time_us)}")
     elif result.regions:
