@@ -202,6 +202,11 @@ def test_device_time_per_line_reaches_the_result_and_the_cli(tmp_path, monkeypat
     text = show(path)
     assert "clock: Neuron device time" in text and "self (neuron)" in text
     assert any(row.split()[:1] == ["10"] for row in text.splitlines()), text
+    # the per-engine table: line 10's pe and act time (they overlap: union, not sum)
+    engines = text[text.index("per engine (Neuron device time"):]
+    header, row10 = engines.splitlines()[1], next(r for r in engines.splitlines()[2:]
+                                                  if r.split()[:1] == ["10"])
+    assert header.split() == ["line", "device", "act", "pe"] and len(row10.split()) >= 4, engines
 
 
 def test_an_unknown_schema_keeps_the_host_figures_and_says_why(tmp_path, monkeypatch):

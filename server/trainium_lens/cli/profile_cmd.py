@@ -21,6 +21,7 @@ from ..targets import make_target
 from .batch_render import render_batch
 from .common import add_target_arguments
 from .render import Style, render_result
+from .render_engines import render_engines
 from .render_ranks import render_ranks
 
 PROTOCOL_HELP = {
@@ -213,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
         target.close()
     style = style_for(sys.stdout)
-    sections = [render_result(r, style) + render_ranks(r, style) for r in results]
+    sections = [render_result(r, style) + render_engines(r, style) + render_ranks(r, style) for r in results]
     sections += render_batch(results, style)  # variants compared, the rest summarized
     print("\n\n".join(sections))
     if args.json:

@@ -20,6 +20,7 @@ from .batch_render import render_batch
 from .common import add_workspace_argument, workspace_path
 from .profile_cmd import style_for
 from .render import render_result
+from .render_engines import render_engines
 from .render_ranks import render_ranks
 
 
@@ -85,7 +86,7 @@ def resolve(ref: str, workspace: str | None) -> Result:
 def run(args: argparse.Namespace) -> int:
     results = resolve_many(args.run, args.workspace)
     style = style_for(sys.stdout)
-    sections = [render_result(r, style) + render_ranks(r, style) for r in results]
+    sections = [render_result(r, style) + render_engines(r, style) + render_ranks(r, style) for r in results]
     sections += render_batch(results, style)  # variants compared, the rest summarized
     print("\n\n".join(sections))
     return 0
