@@ -142,7 +142,7 @@ def _cli(*args: str, cwd: Path, timeout: int = 600) -> subprocess.CompletedProce
 def test_llama_with_include_attributes_modeling_llama(tmp_path):
     """A tiny random Llama (no download) through the CLI with --include: the
     attention and MLP lines of modeling_llama.py get their time."""
-    pytest.importorskip("transformers")
+    import transformers  # noqa: F401  (pinned in the test extras: a missing one must fail, not skip)
     out = tmp_path / "llama.json"
     proc = _cli("profile", str(DATA / "library_models.py"), "llama_forward", "--backend", "cpu",
                 "--include", "transformers.models.llama", "--wait", "1", "--warmup", "1",
