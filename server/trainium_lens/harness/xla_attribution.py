@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .intervals import union_length
+from .stacks import user_places
 from .xla_trace import Capture, HloInstr, HloModule
 
 # The CPU runtime runs a big instruction's partitions on Eigen worker threads too:
@@ -59,23 +60,21 @@ class Credit:
 
 def user_stack(module: HloModule, frame_id: int, relpath: Callable[[str], str | None]) -> list[Place]:
     """User frames of a stack, innermost first, one entry per distinct line."""
-    out: list[Place] = []
-    seen: set[int] = set()
-    while 0 < frame_id <= len(module.stack_frames) and frame_id not in seen:
-        seen.add(frame_id)
+    def frame(frame_id: int) -> tuple[Place | None, int] | None:
+        if frame_id > len(module.stack_frames):
+            return None
         location_id, parent = module.stack_frames[frame_id - 1]
-        if 0 < location_id <= len(module.file_locations):
-            file_id, function_id, line = module.file_locations[location_id - 1]
-            name = module.file_names[file_id - 1] if 0 < file_id <= len(module.file_names) else ""
-            rel = relpath(name)
-            if rel is not None:
-                function = (module.function_names[function_id - 1]
-                            if 0 < function_id <= len(module.function_names) else "")
-                place = (rel, line, function)
-                if place not in out:
-                    out.append(place)
-        frame_id = parent
-    return out
+        if not 0 < location_id <= len(module.file_locations):
+            return None, parent
+        file_id, function_id, line = module.file_locations[location_id - 1]
+        rel = relpath(module.file_names[file_id - 1] if 0 < file_id <= len(module.file_names) else "")
+        if rel is None:
+            return None, parent
+        names = module.function_names
+        function = names[function_id - 1] if 0 < function_id <= len(names) else ""
+        return (rel, line, function), parent
+
+    return user_places(frame_id, frame)
 
 
 def _fused_places(module: HloModule, ins: HloInstr, relpath: Callable[[str], str | None]
