@@ -156,7 +156,6 @@ def attribute(cap: Capture, step_starts: list[float], relpath: Callable[[str], s
     start (ns, profiler clock) of each measured step, in order."""
     att = XlaAttribution(steps=len(step_starts))
     by_name: dict[str, HloModule] = {m.name: m for m in cap.modules.values()}
-    index: dict[int, dict[str, HloInstr]] = {}
     intervals: dict[tuple[int, tuple[str, str]], list[tuple[float, float]]] = {}
     runs: dict[tuple[int, tuple[str, str]], int] = {}
     for ev in cap.executed:
@@ -168,11 +167,8 @@ def attribute(cap: Capture, step_starts: list[float], relpath: Callable[[str], s
         if module is None:
             att.unknown.add(ev.hlo_op)
             continue
-        names = index.get(id(module))
-        if names is None:
-            names = index[id(module)] = {i.name: i for c in module.computations.values() for i in c}
         key = (module.name, ev.hlo_op)
-        ins = names.get(ev.hlo_op)
+        ins = module.instruction(ev.hlo_op)
         if key not in att.credits:
             att.credits[key] = credit(module, ins, relpath) if ins else Credit([])
             if ins is not None:
