@@ -143,7 +143,7 @@ class XlaAttribution:
     steps: int
     # per (module, instruction): its credit and, per step, time (µs) and executions
     credits: dict[tuple[str, str], Credit] = field(default_factory=dict)
-    opcode: dict[tuple[str, str], HloInstr] = field(default_factory=dict)
+    instrs: dict[tuple[str, str], HloInstr] = field(default_factory=dict)  # the compiled instruction
     time: dict[tuple[int, tuple[str, str]], float] = field(default_factory=dict)
     calls: dict[tuple[str, str], int] = field(default_factory=dict)
     windows: dict[Place, list[tuple[float, float]]] = field(default_factory=dict)  # ns, profiler clock
@@ -172,7 +172,7 @@ def attribute(cap: Capture, step_starts: list[float], relpath: Callable[[str], s
         if key not in att.credits:
             att.credits[key] = credit(module, ins, relpath) if ins else Credit([])
             if ins is not None:
-                att.opcode[key] = ins
+                att.instrs[key] = ins
         intervals.setdefault((step, key), []).append((ev.start_ns, ev.end_ns))
         if not ev.thread.startswith(PARTITION_THREAD):
             runs[(step, key)] = runs.get((step, key), 0) + 1
@@ -215,7 +215,7 @@ def figures(att: XlaAttribution, text: Callable[[str, int], str]) -> dict:
             total_t[outer] = total_t.get(outer, 0.0) + t
     for key, c in att.credits.items():
         module, name = key
-        ins = att.opcode.get(key)
+        ins = att.instrs.get(key)
         t, calls = per_key.get(key, 0.0) / n, att.calls.get(key, 0) / n
         if not c.stack:
             continue
@@ -255,7 +255,7 @@ def figures(att: XlaAttribution, text: Callable[[str, int], str]) -> dict:
     ops.sort(key=lambda o: (-o["self_time_us"], o["name"]))
     regions: list[dict[str, Any]] = []
     for key, c in att.credits.items():
-        ins = att.opcode.get(key)
+        ins = att.instrs.get(key)
         if ins is None or ins.opcode != "fusion" or not c.stack:
             continue
         file, line, _fn = c.stack[0]
