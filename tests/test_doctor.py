@@ -91,6 +91,9 @@ def test_doctor_local(tmp_path):
     assert all(status[n] == "fail" for n in NEURON)
     missing = run_doctor(None, python=str(tmp_path / "nopython"))
     assert missing.get("python").status == "fail"
+    # after a failed step the warm worker row is still judged, once (not "needs a Python")
+    warm = [c for c in missing.checks if c.name == "warm_worker"]
+    assert len(warm) == 1 and warm[0].status in ("skip", "warn") and "needs" not in warm[0].detail
 
 
 STAND_IN_NEURON_LS = """#!/bin/sh

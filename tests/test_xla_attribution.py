@@ -133,3 +133,13 @@ def test_steps_partitions_and_reconciliation():
     assert fig["per_step"] == [6.0, 6.0]
     region = next(r for r in fig["regions"] if r["name"] == "fusion")
     assert region["line"] == 20 and [c["line"] for c in region["covered_lines"]] == [20, 30]
+
+
+def test_user_places_walks_outwards_once_and_stops_at_a_cycle_or_an_unknown_id():
+    from trainium_lens.harness.stacks import user_places
+
+    # id: (place or None for library code, parent id)
+    frames = {1: ("a.py:3", 2), 2: (None, 3), 3: ("a.py:3", 4), 4: ("b.py:9", 1), 5: ("c.py:1", 99)}
+    assert user_places(1, frames.get) == ["a.py:3", "b.py:9"]  # 4 → 1: a cycle ends it
+    assert user_places(5, frames.get) == ["c.py:1"]  # parent 99 unknown
+    assert user_places(0, frames.get) == []

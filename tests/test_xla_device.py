@@ -364,3 +364,28 @@ def test_a_trn1_run_without_a_device_trace_keeps_the_host_figures(tmp_path, monk
     assert sum(s["self_time_us"] for s in r["lines"]) > 0  # host figures, not lost
     assert "xla_no_device_profile" in {f["kind"] for f in r["findings"]}
     assert "No per-line Neuron device time" in out
+
+
+def test_the_xla_backend_lists_the_runs_neffs_and_ntffs_as_artifacts(tmp_path, monkeypatch):
+    """The compile cache's MODULE_*/model.neff (no hash to pair by) and the runtime's
+    NTFFs, each listed alone; none of them: no artifacts at all."""
+    from trainium_lens.harness.xla import XlaBackend
+
+    cache, inspect = tmp_path / "cache", tmp_path / "inspect"
+    monkeypatch.setenv("NEURON_COMPILE_CACHE_URL", str(cache))
+    monkeypatch.setenv("NEURON_RT_INSPECT_OUTPUT_DIR", str(inspect))
+    cache.mkdir()
+    inspect.mkdir()
+    assert XlaBackend.artifacts(None, str(tmp_path)) == {}  # type: ignore[arg-type]
+    for path in (cache / "MODULE_1" / "model.neff", cache / "MODULE_1" / "model.hlo_module.pb",
+                 inspect / "p" / "9_instid_0_vnc_1.ntff", inspect / "p" / "9_instid_0_vnc_0.ntff"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+    assert XlaBackend.artifacts(None, str(tmp_path)) == {  # type: ignore[arg-type]
+        "neuron_profile_dir": str(inspect),
+        "neff_ntff": [{"neff": str(cache / "MODULE_1" / "model.neff"), "ntff": None},
+                      {"neff": None, "ntff": str(inspect / "p" / "9_instid_0_vnc_0.ntff")},
+                      {"neff": None, "ntff": str(inspect / "p" / "9_instid_0_vnc_1.ntff")}]}
+    for ntff in (inspect / "p").iterdir():
+        ntff.unlink()
+    assert XlaBackend.artifacts(None, str(tmp_path))["neuron_profile_dir"] == str(cache)  # type: ignore[arg-type]

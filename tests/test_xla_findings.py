@@ -20,3 +20,6 @@ def test_xla_findings_from_signals():
     empty = Result.from_dict(dict(base, signals={"device_time_reported": False}))
     kinds = [f.kind for f in analyze(empty)]
     assert "xla_no_instructions" in kinds and "no_device_time" not in kinds
+    other = Result.from_dict(dict(base, backend="cpu", clock="cpu",
+                                  signals={"compiles_in_active_steps": 5, "neuron_profile_error": "x"}))
+    assert not [f for f in analyze(other) if f.kind.startswith("xla_")]  # xla findings are xla's alone

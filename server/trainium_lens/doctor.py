@@ -74,7 +74,7 @@ def _add(report: Report, name: str, status: str, detail: str, fix: str | None = 
 
 
 def _skip_rest(report: Report, reason: str) -> None:
-    done = {c.name for c in report.checks}
+    done = {c.name for c in report.checks} | {"warm_worker"}  # run_doctor judges it, always
     for name, _title in CHECKS:
         if name not in done:
             _add(report, name, "skip", reason)
@@ -98,7 +98,6 @@ def _warm_worker_check(report: Report, host: str) -> None:
     (targets/warm.py): it ends after its idle time or on the release command."""
     from .targets.warm import held_workers
 
-    report.checks = [c for c in report.checks if c.name != "warm_worker"]
     held = held_workers(host)
     if not held:  # after a failed step the rest is "skip", as everywhere in the report
         _add(report, "warm_worker", "skip" if not report.ok else "pass",

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from .harness.intervals import union_length
+from .harness.stacks import user_places
 
 KNOWN_SCHEMAS = ("7.4",)
 TABLES = ("Instruction", "StackFrame", "StackFrameFileLocation", "StackFrameFileName",
@@ -198,17 +199,13 @@ def is_library(file: str) -> bool:
 def user_frames(frames: dict[int, Frame], frame_id: int,
                 is_user: Callable[[str], bool]) -> list[tuple[str, int]]:
     """The user frames of a stack, innermost first (walking parent ids outwards)."""
-    out: list[tuple[str, int]] = []
-    seen = set()
-    while frame_id and frame_id not in seen:
-        seen.add(frame_id)
-        frame = frames.get(frame_id)
-        if frame is None:
-            break
-        if is_user(frame.file) and (frame.file, frame.line) not in out:
-            out.append((frame.file, frame.line))
-        frame_id = frame.parent
-    return out
+    def frame(frame_id: int) -> tuple[tuple[str, int] | None, int] | None:
+        found = frames.get(frame_id)
+        if found is None:
+            return None
+        return ((found.file, found.line) if is_user(found.file) else None), found.parent
+
+    return user_places(frame_id, frame)
 
 
 def user_frame(frames: dict[int, Frame], frame_id: int,

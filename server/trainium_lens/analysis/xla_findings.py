@@ -31,7 +31,7 @@ def recompile_every_step(result: Result) -> list[Finding]:
     program that never settles."""
     steps = result.totals.steps
     compiles = result.signals.compiles_in_active_steps
-    if result.backend != "xla" or steps <= 0 or compiles < steps:
+    if steps <= 0 or compiles < steps:
         return []
     return [Finding(
         kind="xla_recompile_every_step", severity="warning", file=result.function.file,

@@ -35,7 +35,7 @@ import time
 from typing import Any
 
 from .backends import Backend
-from .xla_device import DeviceCapture, capture_env
+from .xla_device import DeviceCapture, capture_env, files
 
 DEBUG_ENV = {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1", "NEURON_FRAMEWORK_DEBUG": "1"}
 STEP_MARKER = "trainium-lens step "
@@ -125,17 +125,11 @@ class XlaBackend(Backend):
         """On Neuron: the NEFFs this run compiled (the fresh cache holds only them;
         notes: MODULE_*/model.neff) and the NTFFs the runtime captured, for Neuron
         Explorer and ``neuron-explorer view -n NEFF -s NTFF --output-file DIR``."""
-        files: list[str] = []
-        for key in ("NEURON_COMPILE_CACHE_URL", "NEURON_RT_INSPECT_OUTPUT_DIR"):
-            folder = os.environ.get(key, "")
-            if folder and os.path.isdir(folder):
-                for where, _dirs, names in os.walk(folder):
-                    files.extend(os.path.join(where, n) for n in sorted(names)
-                                 if n.endswith((".neff", ".ntff")))
-        if not files:
+        folders = [os.environ.get(k) for k in ("NEURON_COMPILE_CACHE_URL", "NEURON_RT_INSPECT_OUTPUT_DIR")]
+        neffs = [f for folder in folders for f in files(folder, ".neff")]
+        ntffs = [f for folder in folders for f in files(folder, ".ntff")]
+        if not neffs and not ntffs:
             return {}
-        neffs = [f for f in files if f.endswith(".neff")]
-        ntffs = [f for f in files if f.endswith(".ntff")]
         # The compile cache names a NEFF model.neff (no hash to pair by): list NEFFs
         # and NTFFs as found; neuron-explorer is told which pair to view.
         pairs = [{"neff": n, "ntff": None} for n in neffs] + [{"neff": None, "ntff": t} for t in ntffs]

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .intervals import union_length
+from .stacks import user_places
 from .xla_trace import Capture, HloInstr, HloModule
 
 # The CPU runtime runs a big instruction's partitions on Eigen worker threads too:
@@ -59,23 +60,21 @@ class Credit:
 
 def user_stack(module: HloModule, frame_id: int, relpath: Callable[[str], str | None]) -> list[Place]:
     """User frames of a stack, innermost first, one entry per distinct line."""
-    out: list[Place] = []
-    seen: set[int] = set()
-    while 0 < frame_id <= len(module.stack_frames) and frame_id not in seen:
-        seen.add(frame_id)
+    def frame(frame_id: int) -> tuple[Place | None, int] | None:
+        if frame_id > len(module.stack_frames):
+            return None
         location_id, parent = module.stack_frames[frame_id - 1]
-        if 0 < location_id <= len(module.file_locations):
-            file_id, function_id, line = module.file_locations[location_id - 1]
-            name = module.file_names[file_id - 1] if 0 < file_id <= len(module.file_names) else ""
-            rel = relpath(name)
-            if rel is not None:
-                function = (module.function_names[function_id - 1]
-                            if 0 < function_id <= len(module.function_names) else "")
-                place = (rel, line, function)
-                if place not in out:
-                    out.append(place)
-        frame_id = parent
-    return out
+        if not 0 < location_id <= len(module.file_locations):
+            return None, parent
+        file_id, function_id, line = module.file_locations[location_id - 1]
+        rel = relpath(module.file_names[file_id - 1] if 0 < file_id <= len(module.file_names) else "")
+        if rel is None:
+            return None, parent
+        names = module.function_names
+        function = names[function_id - 1] if 0 < function_id <= len(names) else ""
+        return (rel, line, function), parent
+
+    return user_places(frame_id, frame)
 
 
 def _fused_places(module: HloModule, ins: HloInstr, relpath: Callable[[str], str | None]
@@ -144,7 +143,7 @@ class XlaAttribution:
     steps: int
     # per (module, instruction): its credit and, per step, time (µs) and executions
     credits: dict[tuple[str, str], Credit] = field(default_factory=dict)
-    opcode: dict[tuple[str, str], HloInstr] = field(default_factory=dict)
+    instrs: dict[tuple[str, str], HloInstr] = field(default_factory=dict)  # the compiled instruction
     time: dict[tuple[int, tuple[str, str]], float] = field(default_factory=dict)
     calls: dict[tuple[str, str], int] = field(default_factory=dict)
     windows: dict[Place, list[tuple[float, float]]] = field(default_factory=dict)  # ns, profiler clock
@@ -157,7 +156,6 @@ def attribute(cap: Capture, step_starts: list[float], relpath: Callable[[str], s
     start (ns, profiler clock) of each measured step, in order."""
     att = XlaAttribution(steps=len(step_starts))
     by_name: dict[str, HloModule] = {m.name: m for m in cap.modules.values()}
-    index: dict[int, dict[str, HloInstr]] = {}
     intervals: dict[tuple[int, tuple[str, str]], list[tuple[float, float]]] = {}
     runs: dict[tuple[int, tuple[str, str]], int] = {}
     for ev in cap.executed:
@@ -169,15 +167,12 @@ def attribute(cap: Capture, step_starts: list[float], relpath: Callable[[str], s
         if module is None:
             att.unknown.add(ev.hlo_op)
             continue
-        names = index.get(id(module))
-        if names is None:
-            names = index[id(module)] = {i.name: i for c in module.computations.values() for i in c}
         key = (module.name, ev.hlo_op)
-        ins = names.get(ev.hlo_op)
+        ins = module.instruction(ev.hlo_op)
         if key not in att.credits:
             att.credits[key] = credit(module, ins, relpath) if ins else Credit([])
             if ins is not None:
-                att.opcode[key] = ins
+                att.instrs[key] = ins
         intervals.setdefault((step, key), []).append((ev.start_ns, ev.end_ns))
         if not ev.thread.startswith(PARTITION_THREAD):
             runs[(step, key)] = runs.get((step, key), 0) + 1
@@ -220,7 +215,7 @@ def figures(att: XlaAttribution, text: Callable[[str, int], str]) -> dict:
             total_t[outer] = total_t.get(outer, 0.0) + t
     for key, c in att.credits.items():
         module, name = key
-        ins = att.opcode.get(key)
+        ins = att.instrs.get(key)
         t, calls = per_key.get(key, 0.0) / n, att.calls.get(key, 0) / n
         if not c.stack:
             continue
@@ -260,7 +255,7 @@ def figures(att: XlaAttribution, text: Callable[[str, int], str]) -> dict:
     ops.sort(key=lambda o: (-o["self_time_us"], o["name"]))
     regions: list[dict[str, Any]] = []
     for key, c in att.credits.items():
-        ins = att.opcode.get(key)
+        ins = att.instrs.get(key)
         if ins is None or ins.opcode != "fusion" or not c.stack:
             continue
         file, line, _fn = c.stack[0]

@@ -108,6 +108,7 @@ class HloModule:
     file_locations: list[tuple[int, int, int]] = field(default_factory=list)  # file, function, line
     stack_frames: list[tuple[int, int]] = field(default_factory=list)  # location, parent
     _users: dict[int, list[HloInstr]] | None = field(default=None, repr=False)
+    _by_name: dict[str, HloInstr] | None = field(default=None, repr=False)
 
     def users(self, instr_id: int) -> list[HloInstr]:
         """Instructions that read ``instr_id`` (the index is built on first use)."""
@@ -120,11 +121,13 @@ class HloModule:
         return self._users.get(instr_id, [])
 
     def instruction(self, name: str) -> HloInstr | None:
-        for instrs in self.computations.values():
-            for ins in instrs:
-                if ins.name == name:
-                    return ins
-        return None
+        """The instruction named ``name`` (the index is built on first use)."""
+        if self._by_name is None:
+            self._by_name = {}
+            for instrs in self.computations.values():
+                for ins in instrs:
+                    self._by_name.setdefault(ins.name, ins)
+        return self._by_name.get(name)
 
 
 def _metadata(ins: HloInstr, buf: bytes) -> None:
