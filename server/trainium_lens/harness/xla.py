@@ -184,17 +184,13 @@ def _steps(s: Any, fn: Any, args: tuple, kwargs: dict, count: int, name: str,
 def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     from . import build
     from .events import HarnessError
-    from .loader import resolve
-    from .run import Call, _inputs, _output, variant_key
+    from .run import Call, _inputs, _output, function_record, marked_function, variant_key
     from .xla_attribution import attribute, figures
     from .xla_trace import Capture, find_xplanes, read_xspace
 
     ev, name, spec, backend = s.events, marked.name, s.spec, s.backend
     run_id = f"{spec.batch_id}-{index}"
-    fn = resolve(s.module, name)
-    if not callable(fn):
-        raise HarnessError("unknown_function", f"{name} is marked but is not a function at "
-                           f"import time", s.rel_file, marked.def_line)
+    fn = marked_function(s, marked)
     device = backend.device_capture
     if device is not None:
         device.mark()
@@ -261,10 +257,7 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     return build.document(
         run_id=run_id, batch_id=spec.batch_id, host=spec.host, backend="xla",
         clock=backend.clock, environment=backend.environment(),
-        function={"file": s.rel_file, "name": name, "line": marked.def_line,
-                  "marker_line": marked.marker_line, "protocol": dict(protocol),
-                  "inputs": marked.options.get("inputs") or None,
-                  "compare": marked.options.get("compare") or None},
+        function=function_record(s, marked, protocol),
         totals=build.totals(self_time_us=fig["self_time_us"], self_cpu_us=fig["self_time_us"],
                             wall_us=plain, steps=att.steps, per_step=fig["per_step"],
                             dispatches=fig["dispatches"]),
