@@ -35,6 +35,8 @@ import time
 from typing import Any
 
 from .backends import Backend
+from .labels import format_label, source_ref
+from .trace_tags import SOURCE_KEY
 from .xla_device import DeviceCapture, capture_env
 
 DEBUG_ENV = {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1", "NEURON_FRAMEWORK_DEBUG": "1"}
@@ -291,8 +293,8 @@ def write_trace(path: str, att: Any, cap: Any) -> str | None:
         args: dict[str, Any] = {"hlo_module": ex.hlo_module, "hlo_op": ex.hlo_op}
         if credit is not None and credit.stack:
             file, line, function = credit.stack[0]
-            args.update(lens_file=file, lens_line=line)
-            events.append({"ph": "X", "cat": "user_annotation", "name": f"{file}({line}): {function}",
+            args[SOURCE_KEY] = source_ref(file, line)
+            events.append({"ph": "X", "cat": "user_annotation", "name": format_label(file, line, function),
                            "pid": 1, "tid": 1, "ts": ex.start_ns / 1000.0,
                            "dur": (ex.end_ns - ex.start_ns) / 1000.0})
         tid = threads.setdefault(ex.thread, len(threads) + 1)
