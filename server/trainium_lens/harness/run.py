@@ -20,7 +20,7 @@ from .hits import add_hits
 from .include_hooks import IncludeHooks
 from .lines import LineLabeler
 from .loader import UserCode, call_inputs, required_params, resolve
-from .markers import Marked
+from .markers import Marked, variant_group
 from .placement import to_device
 from .spec import Spec
 from .trace_tags import tag_trace
@@ -53,13 +53,8 @@ class Session:
 
 
 def variant_key(marked: Marked) -> str:
-    """Functions compared as variants share this: ``compare=NAME``, else their
-    ``inputs=`` function or having none (analysis.compare also needs equal
-    output shapes)."""
-    compare = marked.options.get("compare")
-    if compare:
-        return f"compare:{compare}"
-    return f"inputs:{marked.options.get('inputs') or ''}"
+    """Functions compared as variants share this (``markers.variant_group``)."""
+    return variant_group(marked.options.get("compare"), marked.options.get("inputs"))
 
 
 def marked_function(s: Session, marked: Marked) -> Any:
