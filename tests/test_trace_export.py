@@ -254,3 +254,19 @@ async def test_timeline_request_without_a_run_is_one_clear_line(tmp_path):
         assert data == {"error": "no profile run for this file yet: run Profile on Trainium first"}
     finally:
         await stop(client)
+
+
+def test_a_device_event_the_harness_tagged_takes_its_tag():
+    """The xla harness tags each executed HLO instruction (a device event, no
+    launching op) with its line, the same ``Source line`` tag as torch's ops."""
+    trace = {"traceEvents": [
+        {"ph": "X", "cat": "user_annotation", "name": "a.py(4): f", "pid": 1, "tid": 1,
+         "ts": 100, "dur": 10},
+        {"ph": "X", "cat": "device", "name": "fusion.1", "pid": 2, "tid": 1, "ts": 100,
+         "dur": 10, "args": {"hlo_op": "fusion.1", "Source line": "a.py:4"}},
+        {"ph": "X", "cat": "device", "name": "copy.2", "pid": 2, "tid": 1, "ts": 120,
+         "dur": 5, "args": {"hlo_op": "copy.2"}},
+    ]}
+    by_name = {e.name: e for e in parse_trace(trace).events}
+    assert by_name["fusion.1"].line == ("a.py", 4)
+    assert by_name["copy.2"].line is None

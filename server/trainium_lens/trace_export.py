@@ -203,8 +203,6 @@ def parse_trace(data: dict) -> Trace:
             lane = lane_ids[key] = len(lanes)
             lanes.append(Lane(kind, "", (pid, tid)))
         args = e.get("args")
-        if line is None and isinstance(args, dict) and "lens_line" in args:
-            line = (str(args.get("lens_file")), int(args["lens_line"]))  # xla: tagged HLO instructions
         append(Event(lane, ts, dur, name, cat, line, 0, args if isinstance(args, dict) else {}))
 
     _attribute_lines(lanes, events)
@@ -232,14 +230,15 @@ def _source(ref: Any, refs: dict) -> tuple[str, int] | None:
 
 
 def _attribute_lines(lanes: list[Lane], events: list[Event]) -> None:
-    """Ops take the line the harness tagged them with; device events the line of
-    the op that launched them. (Untagged traces: see ``_contained_lines``.)"""
+    """Ops take the line the harness tagged them with (so do an xla run's HLO
+    instructions, device events the harness tags itself); other device events the
+    line of the op that launched them. (Untagged traces: see ``_contained_lines``.)"""
     kind_of = [lane.kind for lane in lanes]
     refs: dict[str, tuple[str, int] | None] = {}
     launched: dict[Any, tuple[str, int]] = {}
     tagged = False
     for ev in events:
-        if kind_of[ev.lane] == "ops" and ev.args:
+        if kind_of[ev.lane] in ("ops", "device") and ev.args:
             ref = ev.args.get(SOURCE_KEY)
             if ref is None:
                 continue

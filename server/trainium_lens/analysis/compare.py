@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ..harness.markers import variant_group
 from ..result import LineStat, Result
 
 # dtype -> (atol, rtol)
@@ -132,11 +133,8 @@ def compare_variants(results: list[Result]) -> Comparison:
 # -- which results are variants ---------------------------------------------------
 
 def _group_key(result: Result) -> str:
-    """``compare=NAME`` makes the group explicit; else the shared ``inputs=``
-    function (functions without one share having none)."""
-    if result.function.compare:
-        return f"compare:{result.function.compare}"
-    return f"inputs:{result.function.inputs or ''}"
+    """The harness's grouping of variants (``markers.variant_group``)."""
+    return variant_group(result.function.compare, result.function.inputs)
 
 
 def _same_output(a: Result, b: Result) -> bool:

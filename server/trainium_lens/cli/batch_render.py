@@ -21,8 +21,8 @@ def render_summary(results: list[Result], style: Style | None = None) -> str:
 
 
 def render_batch(results: list[Result], style: Style | None = None) -> list[str]:
-    style = style or Style()
     """Sections after the per-function tables; none for a single result."""
+    style = style or Style()
     if len(results) < 2:
         return []
     groups, others = variant_groups(results)

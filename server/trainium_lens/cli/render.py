@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..analysis.compare import Comparison, RunDiff
 from ..analysis.findings import direct_ops
-from ..result import Result
+from ..result import LineStat, Result
 
 CLOCK_NAMES = {
     "cpu": "CPU self time",
@@ -160,6 +160,12 @@ def table(headers: list[str], rows: list[list[str]], align: str, indent: str = "
 
 # -- one result --------------------------------------------------------------------
 
+def line_ref(stat: LineStat, result: Result) -> str:
+    """A line's number; a line of another file (a helper module, an --include'd
+    library) also names its file."""
+    return str(stat.line) if stat.file == result.function.file else f"{stat.file}:{stat.line}"
+
+
 def headline(result: Result, style: Style = DEFAULT_STYLE) -> str:
     clock = clock_label(result)
     t = result.totals
@@ -168,9 +174,7 @@ def headline(result: Result, style: Style = DEFAULT_STYLE) -> str:
         parts.append(f"{fmt_count(t.dispatches)} dispatch" + ("" if t.dispatches == 1 else "es"))
     hot = max(result.lines, key=lambda s: s.time_us, default=None)
     if hot is not None and t.self_time_us > 0:
-        # a line of another file (a helper module, an --include'd library) names its file
-        where = str(hot.line) if hot.file == result.function.file else f"{hot.file}:{hot.line}"
-        parts.append(f"hottest line {where} ({fmt_pct(hot.time_us / t.self_time_us)})")
+        parts.append(f"hottest line {line_ref(hot, result)} ({fmt_pct(hot.time_us / t.self_time_us)})")
     if t.has_backward and t.self_time_us > 0:
         parts.append(f"backward {fmt_pct(t.backward_time_us / t.self_time_us)}")
     elif result.regions:
@@ -244,8 +248,7 @@ def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
                         for o in ops[:TOP_OPS])
         if len(ops) > TOP_OPS:
             top += f", +{len(ops) - TOP_OPS}"
-        where = str(s.line) if s.file == result.function.file else f"{s.file}:{s.line}"
-        row = [where, truncate(s.text, SOURCE_WIDTH, style), fmt_us(s.self_time_us, style),
+        row = [line_ref(s, result), truncate(s.text, SOURCE_WIDTH, style), fmt_us(s.self_time_us, style),
                spread, fmt_us(s.total_time_us, style)]
         if train:
             bwd = fmt_us(s.backward_self_time_us, style) if s.backward_self_time_us else ""

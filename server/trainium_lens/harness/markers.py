@@ -46,6 +46,15 @@ def parse_options(rest: str) -> dict[str, str]:
     return options
 
 
+def variant_group(compare: str | None, inputs: str | None) -> str:
+    """Which functions are variants of each other (the harness diffs their outputs,
+    ``analysis.compare`` tables them): ``compare=NAME``, else their ``inputs=``
+    function or having none (analysis.compare also needs equal output shapes)."""
+    if compare:
+        return f"compare:{compare}"
+    return f"inputs:{inputs or ''}"
+
+
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 

@@ -20,7 +20,7 @@ from .hits import add_hits
 from .include_hooks import IncludeHooks
 from .lines import LineLabeler
 from .loader import UserCode, call_inputs, required_params, resolve
-from .markers import Marked
+from .markers import Marked, variant_group
 from .placement import to_device
 from .spec import Spec
 from .trace_tags import tag_trace
@@ -53,13 +53,25 @@ class Session:
 
 
 def variant_key(marked: Marked) -> str:
-    """Functions compared as variants share this: ``compare=NAME``, else their
-    ``inputs=`` function or having none (analysis.compare also needs equal
-    output shapes)."""
-    compare = marked.options.get("compare")
-    if compare:
-        return f"compare:{compare}"
-    return f"inputs:{marked.options.get('inputs') or ''}"
+    """Functions compared as variants share this (``markers.variant_group``)."""
+    return variant_group(marked.options.get("compare"), marked.options.get("inputs"))
+
+
+def marked_function(s: Session, marked: Marked) -> Any:
+    """The marked function, looked up in the imported module (both backends)."""
+    fn = resolve(s.module, marked.name)
+    if not callable(fn):
+        raise HarnessError("unknown_function", f"{marked.name} is marked but is not a function at "
+                           f"import time", s.rel_file, marked.def_line)
+    return fn
+
+
+def function_record(s: Session, marked: Marked, protocol: dict) -> dict:
+    """The result's ``function`` block (both backends)."""
+    return {"file": s.rel_file, "name": marked.name, "line": marked.def_line,
+            "marker_line": marked.marker_line, "protocol": dict(protocol),
+            "inputs": marked.options.get("inputs") or None,
+            "compare": marked.options.get("compare") or None}
 
 
 def _inputs(s: Session, marked: Marked, fn: Any) -> tuple[tuple, dict]:
@@ -126,10 +138,7 @@ def _timed(call: Call, calls: int, labelled: bool) -> list[float]:
 def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> dict:
     """inputs → first calls → profiled steps → attribution → trace → timing → result."""
     run_id = f"{s.spec.batch_id}-{index}"
-    fn = resolve(s.module, marked.name)
-    if not callable(fn):
-        raise HarnessError("unknown_function", f"{marked.name} is marked but is not a function at "
-                           f"import time", s.rel_file, marked.def_line)
+    fn = marked_function(s, marked)
     s.events.stage("inputs", marked.name, "preparing inputs")
     args, kwargs = _inputs(s, marked, fn)
     call = Call(s, fn, args, kwargs, marked.name)
@@ -144,10 +153,7 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
     doc = build.result_document(build.Profiled(
         run_id=run_id, batch_id=s.spec.batch_id, host=s.spec.host, backend=s.backend.name,
         clock=clock, environment=s.backend.environment(),
-        function={"file": s.rel_file, "name": marked.name, "line": marked.def_line,
-                  "marker_line": marked.marker_line, "protocol": dict(protocol),
-                  "inputs": marked.options.get("inputs") or None,
-                  "compare": marked.options.get("compare") or None},
+        function=function_record(s, marked, protocol),
         att=att, labels=s.labeler.labels, source=s.source, wall_us=wall, signals=signals,
         artifacts=artifacts, output=_output(s, marked.name, first, variant_key(marked)),
         offset_us=offset, covered=s.watch.covered, h2d_calls=steps.h2d_calls,

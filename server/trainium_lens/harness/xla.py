@@ -35,6 +35,8 @@ import time
 from typing import Any
 
 from .backends import Backend
+from .labels import format_label, source_ref
+from .trace_tags import SOURCE_KEY
 from .xla_device import DeviceCapture, capture_env, files
 
 DEBUG_ENV = {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1", "NEURON_FRAMEWORK_DEBUG": "1"}
@@ -178,17 +180,13 @@ def _steps(s: Any, fn: Any, args: tuple, kwargs: dict, count: int, name: str,
 def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     from . import build
     from .events import HarnessError
-    from .loader import resolve
-    from .run import Call, _inputs, _output, variant_key
+    from .run import Call, _inputs, _output, function_record, marked_function, variant_key
     from .xla_attribution import attribute, figures
     from .xla_trace import Capture, find_xplanes, read_xspace
 
     ev, name, spec, backend = s.events, marked.name, s.spec, s.backend
     run_id = f"{spec.batch_id}-{index}"
-    fn = resolve(s.module, name)
-    if not callable(fn):
-        raise HarnessError("unknown_function", f"{name} is marked but is not a function at "
-                           f"import time", s.rel_file, marked.def_line)
+    fn = marked_function(s, marked)
     device = backend.device_capture
     if device is not None:
         device.mark()
@@ -255,10 +253,7 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     return build.document(
         run_id=run_id, batch_id=spec.batch_id, host=spec.host, backend="xla",
         clock=backend.clock, environment=backend.environment(),
-        function={"file": s.rel_file, "name": name, "line": marked.def_line,
-                  "marker_line": marked.marker_line, "protocol": dict(protocol),
-                  "inputs": marked.options.get("inputs") or None,
-                  "compare": marked.options.get("compare") or None},
+        function=function_record(s, marked, protocol),
         totals=build.totals(self_time_us=fig["self_time_us"], self_cpu_us=fig["self_time_us"],
                             wall_us=plain, steps=att.steps, per_step=fig["per_step"],
                             dispatches=fig["dispatches"]),
@@ -292,8 +287,8 @@ def write_trace(path: str, att: Any, cap: Any) -> str | None:
         args: dict[str, Any] = {"hlo_module": ex.hlo_module, "hlo_op": ex.hlo_op}
         if credit is not None and credit.stack:
             file, line, function = credit.stack[0]
-            args.update(lens_file=file, lens_line=line)
-            events.append({"ph": "X", "cat": "user_annotation", "name": f"{file}({line}): {function}",
+            args[SOURCE_KEY] = source_ref(file, line)
+            events.append({"ph": "X", "cat": "user_annotation", "name": format_label(file, line, function),
                            "pid": 1, "tid": 1, "ts": ex.start_ns / 1000.0,
                            "dur": (ex.end_ns - ex.start_ns) / 1000.0})
         tid = threads.setdefault(ex.thread, len(threads) + 1)

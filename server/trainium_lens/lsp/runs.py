@@ -109,14 +109,15 @@ class Annotation:
 
     @property
     def time_us(self) -> float:
-        """Self time (forward + backward), or total time for a line whose cost is all in callees."""
+        """Self time (forward + backward + recompute), or total time (forward +
+        backward) for a line whose cost is all in callees."""
         s = self.stat
         return s.time_us or (s.total_time_us + s.backward_total_time_us)
 
     @property
     def inclusive(self) -> bool:
-        s = self.stat
-        return not s.time_us and (s.total_time_us + s.backward_total_time_us) > 0
+        """``time_us`` is the line's total time: it has no self time of its own."""
+        return not self.stat.time_us and self.time_us > 0
 
 
 @dataclass
