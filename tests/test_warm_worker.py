@@ -23,6 +23,8 @@ from trainium_lens.runner import profile
 from trainium_lens.targets.local import LocalTarget
 from trainium_lens.targets.warm import WarmSlot
 
+from .ranks_cases import alive
+
 STATE = '''
 import torch
 
@@ -130,13 +132,6 @@ def worker_pid(target) -> int:
     held = target.warm.held()
     assert held is not None
     return held["pid"]
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_second_job_reuses_the_worker_and_is_faster(warm, ws):
