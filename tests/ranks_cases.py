@@ -100,6 +100,15 @@ def line_of(source: str, text: str) -> int:
     raise AssertionError(f"{text!r} not in the source")
 
 
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting for an init that does not reap counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def job_processes(marker: str) -> list[int]:
     """Processes whose environment names ``marker`` (a run folder): the torchrun
     agent and every rank of that run carry ``TRAINIUM_LENS_SPEC_FILE=<run>/spec.json``."""
@@ -111,11 +120,9 @@ def job_processes(marker: str) -> list[int]:
         try:
             with open(f"/proc/{entry}/environ", "rb") as handle:
                 env = handle.read()
-            with open(f"/proc/{entry}/stat") as handle:
-                state = handle.read().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if needle in env and state != "Z":
+        if needle in env and alive(int(entry)):
             found.append(int(entry))
     return found
 

@@ -22,6 +22,8 @@ from trainium_lens.result import load
 from trainium_lens.store import RunStore
 from trainium_lens.targets.local import LocalTarget
 
+from .ranks_cases import alive
+
 # A marked function that starts a child process (recording its pid) and then
 # blocks: the run can only end by being stopped.
 HANGS = textwrap.dedent('''
@@ -73,15 +75,6 @@ def workspace(tmp_path: Path, name: str, source: str) -> Path:
     ws.mkdir(exist_ok=True)
     (ws / name).write_text(source, encoding="utf-8")
     return ws
-
-
-def _alive(pid: int) -> bool:
-    """Running (a zombie waiting for an init that does not reap counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def _wait_for(path: Path, seconds: float = 60) -> int:
@@ -180,8 +173,8 @@ def test_cancel_kills_the_process_group(tmp_path, cache):
     with pytest.raises(Cancelled):
         runner.profile(job, LocalTarget(), None, cancel=cancel, store=store)
     groups.done.set()
-    assert not _alive(pids["harness"]), "the harness survived"
-    assert not _alive(pids["child"]), "the user's child process survived"
+    assert not alive(pids["harness"]), "the harness survived"
+    assert not alive(pids["child"]), "the user's child process survived"
     assert groups.pgid == pids["harness"] and _group_members(groups.pgid) == []
     # The store holds exactly what it held before.
     assert [r.run_id for r in store.load_all()] == [earlier]

@@ -211,6 +211,9 @@ def test_torchrun_jobs_bypass_the_warm_worker(tmp_path):
     assert not wants_ranks(make_job(src, functions=["b"], workspace=tmp_path))
     assert not wants_ranks(make_job(src, functions=["a"], workspace=tmp_path, nproc=1))
     assert wants_ranks(make_job(src, functions=["b"], workspace=tmp_path, nproc=4))
+    bad = tmp_path / "bad.py"  # the launcher rejects it; the job goes the one-process way
+    bad.write_text("# trainium: profile nproc=two\ndef a():\n    pass\n")
+    assert not wants_ranks(make_job(bad, workspace=tmp_path))
 
 
 # torchrun 2.13's own report when rank 1 called os._exit(7) and the agent stopped

@@ -12,7 +12,7 @@ import pytest
 from trainium_lens import runner
 from trainium_lens.cli import main
 from trainium_lens.errors import Cancelled, HarnessError, TimedOut
-from trainium_lens.jobs import make_job
+from trainium_lens.jobs import Job, make_job
 from trainium_lens.lsp.timeline import payload
 from trainium_lens.rank_trace import merged_trace
 from trainium_lens.result import Result, load
@@ -136,13 +136,19 @@ def test_nproc_option_overrides_the_marker_and_one_rank_keeps_the_shape(tmp_path
     assert "nproc" not in make_job(ws / "quick.py", workspace=ws).to_spec("/w", "/r", "local")
 
 
-def test_a_raising_rank_names_itself_and_its_line(tmp_path, cache):
-    ws = _workspace(tmp_path, "raises.py", RAISES)
-    job = make_job(ws / "raises.py", workspace=ws)
+def _failing_run(tmp_path: Path, name: str, source: str) -> tuple[Job, str]:
+    """Run ``source`` locally; the job and its HarnessError's message (one line)."""
+    ws = _workspace(tmp_path, name, source)
+    job = make_job(ws / name, workspace=ws)
     with pytest.raises(HarnessError) as info:
         runner.profile(job, LocalTarget(), timeout=120)
     message = str(info.value)
     assert "\n" not in message
+    return job, message
+
+
+def test_a_raising_rank_names_itself_and_its_line(tmp_path, cache):
+    job, message = _failing_run(tmp_path, "raises.py", RAISES)
     assert message.startswith("rank 1: ")
     assert f"raises.py:{line_of(RAISES, 'raise ValueError')}" in message
     assert "ValueError: rank one fails" in message
@@ -150,12 +156,7 @@ def test_a_raising_rank_names_itself_and_its_line(tmp_path, cache):
 
 
 def test_a_rank_that_dies_silently_is_named_first(tmp_path, cache):
-    ws = _workspace(tmp_path, "dies.py", DIES)
-    job = make_job(ws / "dies.py", workspace=ws)
-    with pytest.raises(HarnessError) as info:
-        runner.profile(job, LocalTarget(), timeout=120)
-    message = str(info.value)
-    assert "\n" not in message
+    job, message = _failing_run(tmp_path, "dies.py", DIES)
     assert message.startswith("rank 1 exited during the run without an error"), message
     # rank 0's dropped-connection error follows, unless torchrun's agent saw the
     # death first and stopped rank 0 before it could say anything

@@ -11,6 +11,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,8 @@ from trainium_lens.jobs import make_job
 from trainium_lens.runner import profile
 from trainium_lens.targets.local import LocalTarget
 from trainium_lens.targets.warm import WarmSlot
+
+from .ranks_cases import alive
 
 STATE = '''
 import torch
@@ -131,13 +134,6 @@ def worker_pid(target) -> int:
     return held["pid"]
 
 
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_second_job_reuses_the_worker_and_is_faster(warm, ws):
     start = time.monotonic()
     (first,) = run(warm, ws, "rmsnorm.py", "rms_norm_naive")
@@ -215,17 +211,24 @@ def job_children(worker: int) -> list[int]:
     return found
 
 
+def cancel_at(stage: str) -> tuple[threading.Event, list[dict], Callable[[dict], None]]:
+    """A cancel event that the job's ``stage`` event sets, the events seen, and the
+    on_event callback that records them."""
+    cancel = threading.Event()
+    events: list[dict] = []
+
+    def on_event(event: dict) -> None:
+        events.append(event)
+        if event.get("stage") == stage:
+            cancel.set()
+
+    return cancel, events, on_event
+
+
 def test_cancel_and_timeout_stop_the_job_not_the_worker(warm, ws):
     run(warm, ws, "rmsnorm.py", "rms_norm_naive")
     pid = worker_pid(warm)
-    cancel = threading.Event()
-    seen: list[dict] = []
-
-    def on_event(event):
-        seen.append(event)
-        if event.get("stage") == "compile":
-            cancel.set()
-
+    cancel, _, on_event = cancel_at("compile")
     with pytest.raises(Cancelled):
         run(warm, ws, "faults.py", "sleeps", on_event=on_event, cancel=cancel)
     assert not job_children(pid)
@@ -328,14 +331,7 @@ def test_a_job_waits_for_the_hosts_lock_and_can_be_cancelled_while_waiting(warm,
     fcntl.flock(holder, fcntl.LOCK_EX)
     job = make_job(ws / "rmsnorm.py", functions=["rms_norm_naive"], workspace=ws)
     spec = job.to_spec(str(ws), str(tmp_path / "run"), "local")
-    cancel = threading.Event()
-    events: list[dict] = []
-
-    def on_event(event):
-        events.append(event)
-        if event.get("stage") == "queue":
-            cancel.set()
-
+    cancel, events, on_event = cancel_at("queue")
     with pytest.raises(Cancelled):
         warm.warm.run(Launch(launch.argv, launch.key, launch.env), spec, on_event, cancel, 60,
                       read_result=read_json_file, lock=str(lock))

@@ -113,13 +113,14 @@ def wants_ranks(job: Job) -> bool:
     per job, and torchrun's agent and ranks live in process groups of their own."""
     if job.nproc is not None:
         return job.nproc > 1
+    from .harness.events import HarnessError
+    from .harness.launch import nproc_for
     from .harness.markers import find_marked
 
     try:
         source = (job.workspace / job.file).read_text(encoding="utf-8")
         marked = find_marked(source)
-    except (OSError, UnicodeDecodeError, SyntaxError):
-        return False
-    chosen = [m for m in marked if not job.functions or m.name in job.functions]
-    return any((m.options.get("nproc") or "1").isdigit() and int(m.options["nproc"]) > 1
-               for m in chosen if "nproc" in m.options)
+        chosen = [m for m in marked if not job.functions or m.name in job.functions]
+        return nproc_for(job, chosen) > 1  # the launcher's own reading of nproc=
+    except (OSError, UnicodeDecodeError, SyntaxError, HarnessError):
+        return False  # the harness reports it, cold or warm

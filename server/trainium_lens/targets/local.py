@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import TargetError
-from ..jobs import Job, wants_ranks
+from ..jobs import Job
 from .base import EventSink, Target, workspace_id
 from .stream import run_harness_process
 
@@ -87,7 +87,7 @@ class LocalTarget(Target):
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(PACKAGE_PARENT), env.get("PYTHONPATH", "")) if p)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        if self.warm is not None and self.warm.enabled and not wants_ranks(job):
+        if self.warm is not None and self.warm.takes(job):
             from .warm import Launch
 
             launch = Launch([python, "-m", "trainium_lens.harness.worker",

@@ -32,7 +32,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from ..errors import Cancelled, HarnessError, TargetError, TimedOut
-from ..jobs import Job, wants_ranks
+from ..jobs import Job
 from . import sync
 from .base import EventSink, Target, workspace_id
 from .ssh_conn import SshConnection, SshFailure
@@ -230,7 +230,7 @@ class SshTarget(Target):
         argv = self.conn.argv(_RUN, [info["python"], wd, str(int(self.lock_wait_s))])
         try:
             left = None if timeout is None else max(timeout - (time.monotonic() - started), 0.1)
-            if self.warm is not None and self.warm.enabled and not wants_ranks(job):
+            if self.warm is not None and self.warm.takes(job):
                 return self._run_warm(info, spec, on_event, cancel, left)
             return run_harness_process(argv, spec, forward, cancel, left,
                                        read_result=read_result,

@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..errors import HarnessError, TargetError
+from ..jobs import Job, wants_ranks
 from .stream import (
     _EOF,
     StderrTail,
@@ -186,6 +187,12 @@ class WarmSlot:
     @property
     def enabled(self) -> bool:
         return self.idle_s > 0
+
+    def takes(self, job: Job) -> bool:
+        """Does ``job`` run on the warm worker? Not when it is off, nor a torchrun job
+        (jobs.wants_ranks: its agent and ranks live in process groups of their own,
+        so it starts cold)."""
+        return self.enabled and not wants_ranks(job)
 
     # -- state --------------------------------------------------------------------------
     def held(self) -> dict | None:
