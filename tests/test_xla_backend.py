@@ -15,14 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import XLA_PY, needs_xla
 from trainium_lens.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-XLA_PY = Path(os.environ.get("TRAINIUM_LENS_XLA_PYTHON", ROOT / ".venv-xla" / "bin" / "python"))
 DATA = ROOT / "tests" / "data"
 
-needs_xla = pytest.mark.skipif(not XLA_PY.exists(),
-                               reason="no torch-xla venv: run scripts/setup-xla.sh")
 
 
 def marker_line(path: Path, tag: str) -> int:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import XLA_PY, needs_xla
 from trainium_lens.harness import xla_device
 from trainium_lens.jobs import Job
 from trainium_lens.lsp.hover_hlo import hlo_section
@@ -314,9 +315,6 @@ def trn1_standin(tmp_path: Path, monkeypatch, scenario: str) -> None:
     monkeypatch.chdir(DATA_FILE.parents[2])
 
 
-XLA_PY = Path(os.environ.get("TRAINIUM_LENS_XLA_PYTHON",
-                             Path(__file__).resolve().parents[1] / ".venv-xla" / "bin" / "python"))
-needs_xla = pytest.mark.skipif(not XLA_PY.exists(), reason="no torch-xla venv: run scripts/setup-xla.sh")
 
 
 def run_cli(tmp_path: Path, capsys) -> tuple[dict, str]:
