@@ -17,6 +17,21 @@ pytest_plugins = ["tests.sshd"]
 # The harness runs as a subprocess with the same interpreter as the tests.
 PYTHON = sys.executable
 
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """Run folders of local targets under this test's tmp dir (TRAINIUM_LENS_CACHE)."""
+    monkeypatch.setenv("TRAINIUM_LENS_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def workspace(tmp_path: Path, name: str, source: str) -> Path:
+    """A workspace folder holding one source file."""
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    (ws / name).write_text(source, encoding="utf-8")
+    return ws
+
+
 # The torch-xla venv (scripts/setup-xla.sh, which scripts/test.sh always runs first).
 # A developer without it skips the xla end-to-end tests; in CI its absence fails them.
 XLA_PY = Path(os.environ.get("TRAINIUM_LENS_XLA_PYTHON", ROOT / ".venv-xla" / "bin" / "python"))

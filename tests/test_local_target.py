@@ -22,6 +22,7 @@ from trainium_lens.result import load
 from trainium_lens.store import RunStore
 from trainium_lens.targets.local import LocalTarget
 
+from .conftest import workspace
 from .ranks_cases import alive
 
 # A marked function that starts a child process (recording its pid) and then
@@ -62,19 +63,6 @@ DIES = textwrap.dedent('''
         sys.stderr.flush()
         os._exit(7)
 ''')
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TRAINIUM_LENS_CACHE", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
-def workspace(tmp_path: Path, name: str, source: str) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir(exist_ok=True)
-    (ws / name).write_text(source, encoding="utf-8")
-    return ws
 
 
 def _wait_for(path: Path, seconds: float = 60) -> int:

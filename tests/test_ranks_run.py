@@ -20,6 +20,7 @@ from trainium_lens.store import RunStore
 from trainium_lens.targets.local import LocalTarget
 from trainium_lens.trace_export import STEP_RE, load_trace, local_trace_path
 
+from .conftest import workspace
 from .ranks_cases import DIES, HANGS, RAISES, UNEVEN, cancel_when_running, line_of, wait_gone
 
 QUICK = '''import torch
@@ -39,19 +40,6 @@ LINE_KEYS = {"file", "line", "self_time_us", "total_time_us", "self_cpu_us", "ca
              "self_time_us_min", "self_time_us_max", "self_time_us_median", "text", "function",
              "ops"}
 RANK_LINE_KEYS = {"per_rank", "rank_min_us", "rank_max_us", "slowest_rank"}
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TRAINIUM_LENS_CACHE", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
-def _workspace(tmp_path: Path, name: str, source: str) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir(exist_ok=True)
-    (ws / name).write_text(source, encoding="utf-8")
-    return ws
 
 
 def check_uneven(res: Result, source: str, file: str = "uneven.py") -> None:
@@ -85,7 +73,7 @@ def check_uneven(res: Result, source: str, file: str = "uneven.py") -> None:
 
 
 def test_uneven_ranks_merge_into_one_result(tmp_path, cache):
-    ws = _workspace(tmp_path, "uneven.py", UNEVEN)
+    ws = workspace(tmp_path, "uneven.py", UNEVEN)
     store = RunStore(ws)
     events: list[dict] = []
     job = make_job(ws / "uneven.py", workspace=ws)
@@ -122,7 +110,7 @@ def test_uneven_ranks_merge_into_one_result(tmp_path, cache):
 
 
 def test_nproc_option_overrides_the_marker_and_one_rank_keeps_the_shape(tmp_path, cache):
-    ws = _workspace(tmp_path, "quick.py", QUICK)
+    ws = workspace(tmp_path, "quick.py", QUICK)
     job = make_job(ws / "quick.py", workspace=ws, nproc=1)
     assert job.to_spec("/w", "/r", "local")["nproc"] == 1
     (res,) = runner.profile(job, LocalTarget(), store=RunStore(ws))
@@ -138,7 +126,7 @@ def test_nproc_option_overrides_the_marker_and_one_rank_keeps_the_shape(tmp_path
 
 def _failing_run(tmp_path: Path, name: str, source: str) -> tuple[Job, str]:
     """Run ``source`` locally; the job and its HarnessError's message (one line)."""
-    ws = _workspace(tmp_path, name, source)
+    ws = workspace(tmp_path, name, source)
     job = make_job(ws / name, workspace=ws)
     with pytest.raises(HarnessError) as info:
         runner.profile(job, LocalTarget(), timeout=120)
@@ -165,7 +153,7 @@ def test_a_rank_that_dies_silently_is_named_first(tmp_path, cache):
 
 
 def test_cancel_stops_every_rank(tmp_path, cache):
-    ws = _workspace(tmp_path, "hangs.py", HANGS)
+    ws = workspace(tmp_path, "hangs.py", HANGS)
     job = make_job(ws / "hangs.py", workspace=ws)
     marker = f"{job.batch_id}/spec.json"
     cancel, seen = cancel_when_running([ws / f"hangs.py.rank{k}" for k in range(2)], marker)
@@ -177,7 +165,7 @@ def test_cancel_stops_every_rank(tmp_path, cache):
 
 def test_timeout_names_the_rank_waiting_in_a_collective(tmp_path, cache, monkeypatch):
     monkeypatch.setenv("TRAINIUM_LENS_HANG_NOTE_S", "1")
-    ws = _workspace(tmp_path, "hangs.py", HANGS)
+    ws = workspace(tmp_path, "hangs.py", HANGS)
     job = make_job(ws / "hangs.py", workspace=ws)
     with pytest.raises(TimedOut) as info:
         runner.profile(job, LocalTarget(), timeout=30)
