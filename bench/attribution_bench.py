@@ -32,6 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "server"))
 
 import torch  # noqa: E402
+
 from trainium_lens.harness import build, run  # noqa: E402
 from trainium_lens.harness.attribution import attribute  # noqa: E402
 from trainium_lens.harness.lines import LineLabeler  # noqa: E402
@@ -48,22 +49,26 @@ def many_small_ops(xs, ws):
     return torch.stack(out).sum()
 
 
-def profile_workload(items: int, active: int) -> tuple:
-    xs = [torch.randn(4) for _ in range(items)]
-    ws = [torch.randn(4) for _ in range(items)]
+def _profile_paired(fn, args: tuple, active: int) -> tuple:
+    """As the harness does on CPU: each labelled step is followed by a plain one."""
     labeler = LineLabeler(UserCode(str(HERE)), run.invoke.__code__)
-    # as the harness does on CPU: each labelled step is followed by a plain one
     sched = torch.profiler.schedule(wait=0, warmup=1, active=2 * active, repeat=1)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
                                 schedule=sched) as prof:
         for step in range(1 + 2 * active):
             if step % 2:
                 with labeler:
-                    run.invoke(many_small_ops, (xs, ws), {})
+                    run.invoke(fn, args, {})
             else:
-                run.invoke(many_small_ops, (xs, ws), {})
+                run.invoke(fn, args, {})
             prof.step()
     return prof, labeler
+
+
+def profile_workload(items: int, active: int) -> tuple:
+    xs = [torch.randn(4) for _ in range(items)]
+    ws = [torch.randn(4) for _ in range(items)]
+    return _profile_paired(many_small_ops, (xs, ws), active)
 
 
 def deep_mlp_step(layers, opt, x):
@@ -83,18 +88,7 @@ def profile_training(ops: int, active: int) -> tuple:
     layers = torch.nn.ModuleList([torch.nn.Linear(4, 4) for _ in range(n_layers)])
     opt = torch.optim.SGD(layers.parameters(), lr=1e-4, foreach=False)
     x = torch.randn(2, 4)
-    labeler = LineLabeler(UserCode(str(HERE)), run.invoke.__code__)
-    sched = torch.profiler.schedule(wait=0, warmup=1, active=2 * active, repeat=1)
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                schedule=sched) as prof:
-        for step in range(1 + 2 * active):
-            if step % 2:
-                with labeler:
-                    run.invoke(deep_mlp_step, (layers, opt, x), {})
-            else:
-                run.invoke(deep_mlp_step, (layers, opt, x), {})
-            prof.step()
-    return prof, labeler
+    return _profile_paired(deep_mlp_step, (layers, opt, x), active)
 
 
 def ours(events, labels):

@@ -28,10 +28,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "server"))
 
 from trainium_lens.jobs import make_job  # noqa: E402
+from trainium_lens.result import Batch  # noqa: E402
 from trainium_lens.store import RunStore  # noqa: E402
 from trainium_lens.targets import stream  # noqa: E402
 from trainium_lens.targets.local import LocalTarget  # noqa: E402
-from trainium_lens.result import Batch  # noqa: E402
 
 
 def teardown(ws: Path, repeat: int) -> None:

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.e2e.test_vscode import CodeServer, EXAMPLE, FUNCTION, build_vsix, prepare  # noqa: E402
+from tests.e2e.test_vscode import EXAMPLE, FUNCTION, CodeServer, build_vsix, prepare  # noqa: E402
 
 CLI = ROOT / ".venv" / "bin" / "trainium-lens"
 

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "server"))
 
 import torch  # noqa: E402
+
 from trainium_lens.harness.hits import HitCounter  # noqa: E402
 from trainium_lens.harness.lines import LineLabeler  # noqa: E402
 from trainium_lens.harness.loader import UserCode, load_module  # noqa: E402

@@ -31,8 +31,7 @@ sys.path.insert(0, str(ROOT))
 from lsprotocol import types  # noqa: E402
 
 from tests.lsp_client import change, open_doc, start, stop  # noqa: E402
-from trainium_lens.result import (Finding, FunctionRef, LineOp, LineStat, LineWindows,  # noqa: E402
-                                  Result, Totals, Window)
+from trainium_lens.result import Finding, FunctionRef, LineOp, LineStat, LineWindows, Result, Totals, Window  # noqa: E402
 from trainium_lens.store import RunStore  # noqa: E402
 
 N_LINES, N_ANNOTATED, ROUNDS = 5000, 2000, 200
