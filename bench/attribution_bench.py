@@ -53,8 +53,7 @@ def _profile_paired(fn, args: tuple, active: int) -> tuple:
     """As the harness does on CPU: each labelled step is followed by a plain one."""
     labeler = LineLabeler(UserCode(str(HERE)), run.invoke.__code__)
     sched = torch.profiler.schedule(wait=0, warmup=1, active=2 * active, repeat=1)
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                schedule=sched) as prof:
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=sched) as prof:
         for step in range(1 + 2 * active):
             if step % 2:
                 with labeler:
@@ -92,8 +91,9 @@ def profile_training(ops: int, active: int) -> tuple:
 
 
 def ours(events, labels):
-    att = attribute(events, labels, False, None, torch.autograd.DeviceType.CPU, paired=True,
-                    record_events=True)
+    att = attribute(
+        events, labels, False, None, torch.autograd.DeviceType.CPU, paired=True, record_events=True
+    )
     return att, build.lines_and_ops(att, labels, build.SourceText(str(HERE)))
 
 
@@ -121,8 +121,7 @@ def main() -> None:
     ap.add_argument("--ops", type=int, default=20000, help="ATen ops per step (about)")
     ap.add_argument("--active", type=int, default=2, help="labelled steps (as many plain)")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--training", action="store_true",
-                    help="a training step (forward, backward, optimizer)")
+    ap.add_argument("--training", action="store_true", help="a training step (forward, backward, optimizer)")
     a = ap.parse_args()
     torch.set_num_threads(1)
     if a.training:
@@ -149,19 +148,23 @@ def main() -> None:
     m_theirs = peak(theirs, events)
     m_ours = peak(ours, events, labeler.labels)
     mo, mt = statistics.median(t_ours), statistics.median(t_theirs)
-    print(f"profile: {len(events)} events, {ops_per_step:.0f} aten ops per step, "
-          f"{a.active} labelled + {a.active} plain steps, {len(figures['lines'])} lines; "
-          f"torch {torch.__version__}, "
-          f"python {sys.version.split()[0]}, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
+    print(
+        f"profile: {len(events)} events, {ops_per_step:.0f} aten ops per step, "
+        f"{a.active} labelled + {a.active} plain steps, {len(figures['lines'])} lines; "
+        f"torch {torch.__version__}, "
+        f"python {sys.version.split()[0]}, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}"
+    )
     print(f"prof.events() (shared by both)   {t_events * 1e3:8.1f} ms")
     print(f"key_averages()                   {mt * 1e3:8.1f} ms   peak {m_theirs / 2**10:8.0f} KiB")
     print(f"line attribution + result        {mo * 1e3:8.1f} ms   peak {m_ours / 2**10:8.0f} KiB")
     print(f"ratio ours/key_averages: time {mo / mt:.2f}x, peak memory {m_ours / m_theirs:.2f}x")
     if a.training:
         t = figures
-        print(f"backward nodes linked: {att.backward_nodes - att.unlinked_nodes} of {att.backward_nodes}; "
-              f"per step forward {t['forward_time_us'] / 1e3:.1f} ms, backward "
-              f"{t['backward_time_us'] / 1e3:.1f} ms, optimizer {t['optimizer_time_us'] / 1e3:.1f} ms")
+        print(
+            f"backward nodes linked: {att.backward_nodes - att.unlinked_nodes} of {att.backward_nodes}; "
+            f"per step forward {t['forward_time_us'] / 1e3:.1f} ms, backward "
+            f"{t['backward_time_us'] / 1e3:.1f} ms, optimizer {t['optimizer_time_us'] / 1e3:.1f} ms"
+        )
 
 
 if __name__ == "__main__":

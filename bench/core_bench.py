@@ -46,8 +46,7 @@ def teardown(ws: Path, repeat: int) -> None:
             if event.get("event") == "result":
                 seen["result"] = time.perf_counter()
 
-        job = make_job(ws / "rmsnorm.py", functions=["rms_norm_naive"], protocol=proto,
-                       workspace=ws)
+        job = make_job(ws / "rmsnorm.py", functions=["rms_norm_naive"], protocol=proto, workspace=ws)
         document = LocalTarget().run(job, on_event)
         handed.append(time.perf_counter() - seen["result"])
         # The reaper lets the harness exit (or stops its group after the grace):
@@ -60,10 +59,14 @@ def teardown(ws: Path, repeat: int) -> None:
     grace = stream.TEARDOWN_GRACE_S
     print("| after the result event | median s | runs | vs baseline |")
     print("| --- | ---: | ---: | ---: |")
-    print(f"| baseline: until the harness is gone (exit, or its group stopped after "
-          f"{grace:g} s) | {base:.3f} | {repeat} | 1.00x |")
-    print(f"| until `LocalTarget.run` returns (reaper thread does the rest) | {ours:.3f} | "
-          f"{repeat} | {ours / base:.3f}x |")
+    print(
+        f"| baseline: until the harness is gone (exit, or its group stopped after "
+        f"{grace:g} s) | {base:.3f} | {repeat} | 1.00x |"
+    )
+    print(
+        f"| until `LocalTarget.run` returns (reaper thread does the rest) | {ours:.3f} | "
+        f"{repeat} | {ours / base:.3f}x |"
+    )
     return document
 
 

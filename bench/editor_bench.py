@@ -41,8 +41,13 @@ def cli_run(tmp: Path) -> float:
     (work / "examples").mkdir(parents=True)
     shutil.copy(ROOT / EXAMPLE, work / EXAMPLE)
     start = time.perf_counter()
-    subprocess.run([str(CLI), "profile", EXAMPLE, FUNCTION, "--backend", "cpu"], cwd=work, check=True,
-                   capture_output=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    subprocess.run(
+        [str(CLI), "profile", EXAMPLE, FUNCTION, "--backend", "cpu"],
+        cwd=work,
+        check=True,
+        capture_output=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     return (time.perf_counter() - start) * 1000
 
 
@@ -55,15 +60,29 @@ def editor_run(tmp: Path, vsix: Path) -> dict:
     server.install(vsix)
     source = (workspace / EXAMPLE).read_text().splitlines()
     config = {
-        "url": server.start(), "file": EXAMPLE, "defText": f"def {FUNCTION}(",
+        "url": server.start(),
+        "file": EXAMPLE,
+        "defText": f"def {FUNCTION}(",
         "lineTexts": {str(i + 1): t.strip() for i, t in enumerate(source) if t.strip()},
-        "settingsPath": str(workspace / ".vscode" / "settings.json"), "settings": settings,
-        "shots": str(session), "phases": ["profile"],
+        "settingsPath": str(workspace / ".vscode" / "settings.json"),
+        "settings": settings,
+        "shots": str(session),
+        "phases": ["profile"],
     }
     (session / "config.json").write_text(json.dumps(config))
     try:
-        done = subprocess.run(["node", str(ROOT / "tests/e2e/driver.mjs"), str(session / "config.json"),
-                               str(session / "out.json")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [
+                "node",
+                str(ROOT / "tests/e2e/driver.mjs"),
+                str(session / "config.json"),
+                str(session / "out.json"),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     finally:
         server.stop()
     out = json.loads((session / "out.json").read_text())
@@ -85,14 +104,19 @@ def main() -> None:
             timings = editor_run(tmp, vsix)
             hints.append(timings["commandToHintsMs"])
             panel.append(timings["commandToPanelMs"])
-            print(f"run {i + 1}: cli {cli[-1]:.0f} ms, editor hints {hints[-1]:.0f} ms, "
-                  f"panel {panel[-1]:.0f} ms", file=sys.stderr)
+            print(
+                f"run {i + 1}: cli {cli[-1]:.0f} ms, editor hints {hints[-1]:.0f} ms, "
+                f"panel {panel[-1]:.0f} ms",
+                file=sys.stderr,
+            )
     base = statistics.median(cli)
     print("| path | runs (ms) | median ms | vs CLI |")
     print("| --- | --- | ---: | ---: |")
-    for label, xs in (("CLI: `trainium-lens profile` (baseline)", cli),
-                      ("editor: click → first inlay hint", hints),
-                      ("editor: click → results panel", panel)):
+    for label, xs in (
+        ("CLI: `trainium-lens profile` (baseline)", cli),
+        ("editor: click → first inlay hint", hints),
+        ("editor: click → results panel", panel),
+    ):
         med = statistics.median(xs)
         print(f"| {label} | {', '.join(f'{x:.0f}' for x in xs)} | {med:.0f} | {med / base:.2f}× |")
 

@@ -60,13 +60,15 @@ def main(rounds: int = 30) -> None:
     med = statistics.median
     print(f"rounds {rounds}; forward of the 2-layer GPT, median ms per call")
     print(f"  plain (no labels)           {med(bare) * 1e3:8.2f}")
-    print(f"  labels, no hit counting     {med(without) * 1e3:8.2f}   "
-          f"{med(without) / med(bare):.2f}x plain")
-    print(f"  labels + hit counting       {med(with_hits) * 1e3:8.2f}   "
-          f"{med(with_hits) / med(bare):.2f}x plain")
+    print(f"  labels, no hit counting     {med(without) * 1e3:8.2f}   {med(without) / med(bare):.2f}x plain")
+    print(
+        f"  labels + hit counting       {med(with_hits) * 1e3:8.2f}   {med(with_hits) / med(bare):.2f}x plain"
+    )
     pairs = [a / b for a, b in zip(with_hits, without, strict=True)]
-    print(f"  hits / no hits, pair by pair: median {med(pairs):.3f}x "
-          f"(min {min(pairs):.3f}, max {max(pairs):.3f})")
+    print(
+        f"  hits / no hits, pair by pair: median {med(pairs):.3f}x "
+        f"(min {min(pairs):.3f}, max {max(pairs):.3f})"
+    )
 
 
 if __name__ == "__main__":

@@ -53,22 +53,43 @@ def result(run_id: str, created: str, scale: float) -> Result:
     for k in range(N_ANNOTATED):
         line = FIRST + 1 + k
         t = scale * (1.0 + (k % 97))
-        stats.append(LineStat(
-            file="big.py", line=line, self_time_us=t, total_time_us=t, self_cpu_us=t, calls=3.0,
-            self_time_us_min=t * 0.9, self_time_us_max=t * 1.1, self_time_us_median=t,
-            text=text[line - 1], function="big",
-            ops=[LineOp("aten::mul", 1, t * 0.5, t * 0.5), LineOp("aten::add", 1, t * 0.3, t * 0.3),
-                 LineOp("aten::ones", 1, t * 0.2, t * 0.2)]))
+        stats.append(
+            LineStat(
+                file="big.py",
+                line=line,
+                self_time_us=t,
+                total_time_us=t,
+                self_cpu_us=t,
+                calls=3.0,
+                self_time_us_min=t * 0.9,
+                self_time_us_max=t * 1.1,
+                self_time_us_median=t,
+                text=text[line - 1],
+                function="big",
+                ops=[
+                    LineOp("aten::mul", 1, t * 0.5, t * 0.5),
+                    LineOp("aten::add", 1, t * 0.3, t * 0.3),
+                    LineOp("aten::ones", 1, t * 0.2, t * 0.2),
+                ],
+            )
+        )
     total = sum(s.self_time_us for s in stats)
     return Result(
-        run_id=run_id, created_at=created, backend="cpu", clock="cpu", host="local",
+        run_id=run_id,
+        created_at=created,
+        backend="cpu",
+        clock="cpu",
+        host="local",
         function=FunctionRef(file="big.py", name="big", line=FIRST, marker_line=FIRST - 1),
-        totals=Totals(self_time_us=total, self_cpu_us=total, wall_us_median=total, steps=5,
-                      dispatches=3.0 * N_ANNOTATED),
+        totals=Totals(
+            self_time_us=total, self_cpu_us=total, wall_us_median=total, steps=5, dispatches=3.0 * N_ANNOTATED
+        ),
         lines=sorted(stats, key=lambda s: -s.self_time_us),
-        findings=[Finding("dispatches", "hint", "big.py", s.line, "3 dispatches on this line")
-                  for s in stats[::40]],
-        timeline=[LineWindows("big.py", s.line, [Window(s.line * 10.0, 5.0)]) for s in stats])
+        findings=[
+            Finding("dispatches", "hint", "big.py", s.line, "3 dispatches on this line") for s in stats[::40]
+        ],
+        timeline=[LineWindows("big.py", s.line, [Window(s.line * 10.0, 5.0)]) for s in stats],
+    )
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -92,13 +113,16 @@ def rss_kib(pid: int) -> int:
 def hint_params(uri: str, first: int, last: int) -> types.InlayHintParams:
     return types.InlayHintParams(
         text_document=types.TextDocumentIdentifier(uri=uri),
-        range=types.Range(start=types.Position(line=first, character=0),
-                          end=types.Position(line=last, character=0)))
+        range=types.Range(
+            start=types.Position(line=first, character=0), end=types.Position(line=last, character=0)
+        ),
+    )
 
 
 def hover_params(uri: str, line: int) -> types.HoverParams:
-    return types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri),
-                             position=types.Position(line=line, character=4))
+    return types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line, character=4)
+    )
 
 
 def cpu_ms(pid: int) -> float:
@@ -142,22 +166,40 @@ async def over_lsp(ws: Path) -> list[str]:
         return await client.text_document_inlay_hint_async(hint_params(uri, FIRST, FIRST + 60))
 
     cases = [
-        ("baseline: inlay hints, file with no runs", None,
-         lambda i: client.text_document_inlay_hint_async(hint_params(empty, 0, N_LINES))),
-        (f"inlay hints, whole file ({N_ANNOTATED} hints)", "base_hint",
-         lambda i: client.text_document_inlay_hint_async(hint_params(uri, 0, N_LINES))),
-        ("inlay hints, 60-line viewport", "base_hint",
-         lambda i: client.text_document_inlay_hint_async(hint_params(uri, line(i) - 30, line(i) + 30))),
+        (
+            "baseline: inlay hints, file with no runs",
+            None,
+            lambda i: client.text_document_inlay_hint_async(hint_params(empty, 0, N_LINES)),
+        ),
+        (
+            f"inlay hints, whole file ({N_ANNOTATED} hints)",
+            "base_hint",
+            lambda i: client.text_document_inlay_hint_async(hint_params(uri, 0, N_LINES)),
+        ),
+        (
+            "inlay hints, 60-line viewport",
+            "base_hint",
+            lambda i: client.text_document_inlay_hint_async(hint_params(uri, line(i) - 30, line(i) + 30)),
+        ),
         ("a line in/out above, then inlay hints of the viewport", "base_hint", edit_then_hints),
         ("typing in a line, then inlay hints of the viewport", "base_hint", type_then_hints),
-        ("baseline: hover, file with no runs", None,
-         lambda i: client.text_document_hover_async(hover_params(empty, 10))),
-        ("hover on an annotated line", "base_hover",
-         lambda i: client.text_document_hover_async(hover_params(uri, line(i)))),
+        (
+            "baseline: hover, file with no runs",
+            None,
+            lambda i: client.text_document_hover_async(hover_params(empty, 10)),
+        ),
+        (
+            "hover on an annotated line",
+            "base_hover",
+            lambda i: client.text_document_hover_async(hover_params(uri, line(i))),
+        ),
     ]
-    rows = ["Through LSP (client-side round trip; server CPU per request from /proc):", "",
-            "| request | p50 ms | p99 ms | p50 vs baseline | server CPU ms/request |",
-            "| --- | ---: | ---: | ---: | ---: |"]
+    rows = [
+        "Through LSP (client-side round trip; server CPU per request from /proc):",
+        "",
+        "| request | p50 ms | p99 ms | p50 vs baseline | server CPU ms/request |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
     base: dict[str, list[float]] = {}
     for name, against, call in cases:
         samples = []
@@ -170,8 +212,7 @@ async def over_lsp(ws: Path) -> list[str]:
         if against is None:
             base["base_hint" if "inlay" in name else "base_hover"] = samples
         ratio = f"{pct(samples, 0.5) / pct(base[against], 0.5):.1f}x" if against else "1.0x"
-        rows.append(f"| {name} | {pct(samples, 0.5):.2f} | {pct(samples, 0.99):.2f} | {ratio} "
-                    f"| {cpu:.2f} |")
+        rows.append(f"| {name} | {pct(samples, 0.5):.2f} | {pct(samples, 0.99):.2f} | {ratio} | {cpu:.2f} |")
     rss1 = rss_kib(pid)
     await stop(client)
     return rows + [
@@ -190,11 +231,15 @@ def in_process(ws: Path) -> list[str]:
     from trainium_lens.lsp.server import create_server
 
     server = create_server()
-    server.protocol._workspace = Workspace(ws.as_uri(), types.TextDocumentSyncKind.Incremental,
-                                           [types.WorkspaceFolder(uri=ws.as_uri(), name="ws")])
+    server.protocol._workspace = Workspace(
+        ws.as_uri(),
+        types.TextDocumentSyncKind.Incremental,
+        [types.WorkspaceFolder(uri=ws.as_uri(), name="ws")],
+    )
     uri = (ws / "big.py").as_uri()
-    server.workspace.put_text_document(types.TextDocumentItem(
-        uri=uri, language_id="python", version=1, text=(ws / "big.py").read_text()))
+    server.workspace.put_text_document(
+        types.TextDocumentItem(uri=uri, language_id="python", version=1, text=(ws / "big.py").read_text())
+    )
     tracemalloc.start()
     snap0 = tracemalloc.take_snapshot()
     runs = server.document_runs(uri)
@@ -205,18 +250,31 @@ def in_process(ws: Path) -> list[str]:
     state_mib = sum(s.size_diff for s in snap1.compare_to(snap0, "filename")) / 2**20
     cases = [
         ("inlay hints, whole file", lambda i: inlay_hints.hints(server, hint_params(uri, 0, N_LINES))),
-        ("inlay hints, viewport", lambda i: inlay_hints.hints(
-            server, hint_params(uri, FIRST + i % N_ANNOTATED, FIRST + 60 + i % N_ANNOTATED))),
+        (
+            "inlay hints, viewport",
+            lambda i: inlay_hints.hints(
+                server, hint_params(uri, FIRST + i % N_ANNOTATED, FIRST + 60 + i % N_ANNOTATED)
+            ),
+        ),
         ("hover", lambda i: hover.hover(server, hover_params(uri, FIRST + 1 + (i * 37) % N_ANNOTATED))),
         # What an edit does: pygls updates the text, the trackers follow it, the
         # annotations are patched (typing in a line) or rebuilt (a line in or out).
-        ("typing in a line, then inlay hints of the viewport", lambda i: (
-            edit(i, (FIRST + 5, 4), (FIRST + 5, 4 if i % 2 == 0 else 5), "z" if i % 2 == 0 else ""),
-            inlay_hints.hints(server, hint_params(uri, FIRST, FIRST + 60)))),
-        ("a line in/out above, then inlay hints of the viewport", lambda i: (
-            edit(i, (5, 0), (5 if i % 2 == 0 else 6, 0), "# typed\n" if i % 2 == 0 else ""),
-            inlay_hints.hints(server, hint_params(uri, FIRST + i % N_ANNOTATED,
-                                                  FIRST + 60 + i % N_ANNOTATED)))),
+        (
+            "typing in a line, then inlay hints of the viewport",
+            lambda i: (
+                edit(i, (FIRST + 5, 4), (FIRST + 5, 4 if i % 2 == 0 else 5), "z" if i % 2 == 0 else ""),
+                inlay_hints.hints(server, hint_params(uri, FIRST, FIRST + 60)),
+            ),
+        ),
+        (
+            "a line in/out above, then inlay hints of the viewport",
+            lambda i: (
+                edit(i, (5, 0), (5 if i % 2 == 0 else 6, 0), "# typed\n" if i % 2 == 0 else ""),
+                inlay_hints.hints(
+                    server, hint_params(uri, FIRST + i % N_ANNOTATED, FIRST + 60 + i % N_ANNOTATED)
+                ),
+            ),
+        ),
     ]
     version = [1]
 
@@ -225,13 +283,21 @@ def in_process(ws: Path) -> list[str]:
         server.workspace.update_text_document(
             types.VersionedTextDocumentIdentifier(uri=uri, version=version[0]),
             types.TextDocumentContentChangePartial(
-                range=types.Range(start=types.Position(line=start[0], character=start[1]),
-                                  end=types.Position(line=end[0], character=end[1])), text=text))
+                range=types.Range(
+                    start=types.Position(line=start[0], character=start[1]),
+                    end=types.Position(line=end[0], character=end[1]),
+                ),
+                text=text,
+            ),
+        )
         runs.apply_change(start, end, text)
 
-    rows = ["In process (the handler alone; wall and CPU time of the thread, ms):", "",
-            "| handler | wall p50 | wall p99 | CPU p50 | CPU p99 |",
-            "| --- | ---: | ---: | ---: | ---: |"]
+    rows = [
+        "In process (the handler alone; wall and CPU time of the thread, ms):",
+        "",
+        "| handler | wall p50 | wall p99 | CPU p50 | CPU p99 |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
     for name, call in cases:
         wall, cpu = [], []
         for i in range(ROUNDS):
@@ -239,8 +305,10 @@ def in_process(ws: Path) -> list[str]:
             call(i)
             cpu.append(time.thread_time() - c)
             wall.append(time.perf_counter() - t)
-        rows.append(f"| {name} | {pct(wall, 0.5):.2f} | {pct(wall, 0.99):.2f} | "
-                    f"{pct(cpu, 0.5):.2f} | {pct(cpu, 0.99):.2f} |")
+        rows.append(
+            f"| {name} | {pct(wall, 0.5):.2f} | {pct(wall, 0.99):.2f} | "
+            f"{pct(cpu, 0.5):.2f} | {pct(cpu, 0.99):.2f} |"
+        )
     return rows + [
         "",
         f"Memory of the run state (both stored results loaded, 2,000 lines placed, "
@@ -258,8 +326,11 @@ def main() -> None:
         store = RunStore(ws)
         store.save(result("20261129-100000-aaaa-0", "2026-11-29T10:00:00Z", 1.5))
         store.save(result("20261129-110000-bbbb-0", "2026-11-29T11:00:00Z", 1.0))
-        report = [f"{N_LINES}-line file, {N_ANNOTATED} annotated lines, {ROUNDS} rounds "
-                  f"(python {sys.version.split()[0]}, {os.cpu_count()} cores).", ""]
+        report = [
+            f"{N_LINES}-line file, {N_ANNOTATED} annotated lines, {ROUNDS} rounds "
+            f"(python {sys.version.split()[0]}, {os.cpu_count()} cores).",
+            "",
+        ]
         report += asyncio.run(over_lsp(ws)) + [""] + in_process(ws)
         print("\n".join(report))
 

@@ -34,23 +34,39 @@ def make(folder: Path) -> None:
             locs.append(fid)
             parents.append(fid + 1 if d + 1 < DEPTH else 0)
     n = len(ids)
-    pq.write_table(pa.table({"id": ids, "file_name_id": [2 if (i - 1) % DEPTH < DEPTH // 2 else 1
-                                                         for i in ids],
-                             "function_name_id": [1] * n, "line_number": [10 + i % 500 for i in ids]}),
-                   folder / "StackFrameFileLocation.parquet")
-    pq.write_table(pa.table({"id": ids, "file_location_id": locs, "parent_frame_id": parents}),
-                   folder / "StackFrame.parquet")
+    pq.write_table(
+        pa.table(
+            {
+                "id": ids,
+                "file_name_id": [2 if (i - 1) % DEPTH < DEPTH // 2 else 1 for i in ids],
+                "function_name_id": [1] * n,
+                "line_number": [10 + i % 500 for i in ids],
+            }
+        ),
+        folder / "StackFrameFileLocation.parquet",
+    )
+    pq.write_table(
+        pa.table({"id": ids, "file_location_id": locs, "parent_frame_id": parents}),
+        folder / "StackFrame.parquet",
+    )
     starts = [i * 10 for i in range(INSTRUCTIONS)]
-    frames = [[(i % FRAMES) * DEPTH + 1] + ([((i * 7) % FRAMES) * DEPTH + 1] if i % 3 == 0 else [])
-              for i in range(INSTRUCTIONS)]
-    table = pa.table({
-        "start_ts": pa.array(starts, pa.int64()), "end_ts": pa.array([s + 25 for s in starts], pa.int64()),
-        "duration_ns": pa.array([25] * INSTRUCTIONS, pa.int64()),
-        "engine": [("pe", "act", "pool", "dve")[i % 4] for i in range(INSTRUCTIONS)],
-        "opcode": ["OP"] * INSTRUCTIONS, "hlo_name": [f"fusion.{i % 900}" for i in range(INSTRUCTIONS)],
-        "stack_frame_ids": pa.array(frames, pa.list_(pa.int64())),
-        "layer": [""] * INSTRUCTIONS, "bir_id": pa.array([0] * INSTRUCTIONS, pa.int64()),
-    }).replace_schema_metadata({"schema_version": "7.4"})
+    frames = [
+        [(i % FRAMES) * DEPTH + 1] + ([((i * 7) % FRAMES) * DEPTH + 1] if i % 3 == 0 else [])
+        for i in range(INSTRUCTIONS)
+    ]
+    table = pa.table(
+        {
+            "start_ts": pa.array(starts, pa.int64()),
+            "end_ts": pa.array([s + 25 for s in starts], pa.int64()),
+            "duration_ns": pa.array([25] * INSTRUCTIONS, pa.int64()),
+            "engine": [("pe", "act", "pool", "dve")[i % 4] for i in range(INSTRUCTIONS)],
+            "opcode": ["OP"] * INSTRUCTIONS,
+            "hlo_name": [f"fusion.{i % 900}" for i in range(INSTRUCTIONS)],
+            "stack_frame_ids": pa.array(frames, pa.list_(pa.int64())),
+            "layer": [""] * INSTRUCTIONS,
+            "bir_id": pa.array([0] * INSTRUCTIONS, pa.int64()),
+        }
+    ).replace_schema_metadata({"schema_version": "7.4"})
     pq.write_table(table, folder / "Instruction.parquet")
 
 
@@ -65,8 +81,10 @@ def main() -> None:
     t1 = time.perf_counter()
     report = npf.line_times(profile)
     t2 = time.perf_counter()
-    print(f"read {t1 - t0:.2f} s, line_times {t2 - t1:.2f} s: {len(profile.instructions)} instructions, "
-          f"{len(report.lines)} lines, busy {report.busy_ns} ns")
+    print(
+        f"read {t1 - t0:.2f} s, line_times {t2 - t1:.2f} s: {len(profile.instructions)} instructions, "
+        f"{len(report.lines)} lines, busy {report.busy_ns} ns"
+    )
 
 
 if __name__ == "__main__":

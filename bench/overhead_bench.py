@@ -88,10 +88,14 @@ def main() -> None:
         "rms_norm_naive (6 ops, 4x512 bf16)": (rms.rms_norm_naive, rms.make_inputs(), 200, 500),
         "many_small_ops (1,500 ops, 4 floats)": (many_small_ops, (xs, ws), 4, 40),
     }
-    print(f"torch {torch.__version__}, python {sys.version.split()[0]}, "
-          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}, {a.rounds} A/B rounds (medians)")
-    print(f"{'workload':40} {'self CPU/op without':>20} {'with':>8} {'ratio':>6} "
-          f"{'(rounds min-max)':>16}   {'wall/call without':>18} {'with':>9} {'ratio':>6}")
+    print(
+        f"torch {torch.__version__}, python {sys.version.split()[0]}, "
+        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}, {a.rounds} A/B rounds (medians)"
+    )
+    print(
+        f"{'workload':40} {'self CPU/op without':>20} {'with':>8} {'ratio':>6} "
+        f"{'(rounds min-max)':>16}   {'wall/call without':>18} {'with':>9} {'ratio':>6}"
+    )
     for label, (fn, args, steps, calls) in workloads.items():
         labeler = LineLabeler(UserCode(str(ROOT)), run.invoke.__code__)
         for _ in range(3):  # warm up both paths
@@ -108,9 +112,11 @@ def main() -> None:
         oa, ob = statistics.median(op_a), statistics.median(op_b)
         wa, wb = statistics.median(wall_a), statistics.median(wall_b)
         ratios = [b / a for a, b in zip(op_a, op_b)]
-        print(f"{label:40} {oa:17.2f} µs {ob:6.2f} µs {statistics.median(ratios):5.2f}x "
-              f"{min(ratios):7.2f}-{max(ratios):.2f}x   "
-              f"{wa:15.1f} µs {wb:7.1f} µs {wb / wa:5.2f}x")
+        print(
+            f"{label:40} {oa:17.2f} µs {ob:6.2f} µs {statistics.median(ratios):5.2f}x "
+            f"{min(ratios):7.2f}-{max(ratios):.2f}x   "
+            f"{wa:15.1f} µs {wb:7.1f} µs {wb / wa:5.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "server"))
 from trainium_lens.ranks import merge_document  # noqa: E402
 from trainium_lens.result import Batch  # noqa: E402
 
-STEP = '''import torch
+STEP = """import torch
 import torch.distributed as dist
 
 
@@ -45,12 +45,21 @@ def step(a, w):
     if dist.is_initialized():
         dist.all_reduce(s)
     return s
-'''
+"""
 
 
 def cli(ws: Path, nproc: int) -> float:
-    argv = [sys.executable, "-m", "trainium_lens", "profile", str(ws / "step.py"), "step",
-            "--no-store", "--nproc", str(nproc)]
+    argv = [
+        sys.executable,
+        "-m",
+        "trainium_lens",
+        "profile",
+        str(ws / "step.py"),
+        "step",
+        "--no-store",
+        "--nproc",
+        str(nproc),
+    ]
     env = dict(os.environ, PYTHONPATH=str(ROOT / "server"), OMP_NUM_THREADS="1")
     t0 = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, env=env, cwd=ws)
@@ -74,12 +83,18 @@ def launch(rounds: int) -> None:
     ratio_pair = statistics.median(a / b for a, b in zip(two, pair, strict=True))
     ratio_one = statistics.median(a / b for a, b in zip(two, one, strict=True))
     print(f"wall, median of {rounds} rounds (load {os.getloadavg()[0]:.1f})")
-    print(f"  --nproc 2                     {statistics.median(two):6.2f} s "
-          f"(min {min(two):.2f}, max {max(two):.2f})")
-    print(f"  two single-rank runs, in turn {statistics.median(pair):6.2f} s "
-          f"(min {min(pair):.2f}, max {max(pair):.2f})")
-    print(f"  one single-rank run           {statistics.median(one):6.2f} s "
-          f"(min {min(one):.2f}, max {max(one):.2f})")
+    print(
+        f"  --nproc 2                     {statistics.median(two):6.2f} s "
+        f"(min {min(two):.2f}, max {max(two):.2f})"
+    )
+    print(
+        f"  two single-rank runs, in turn {statistics.median(pair):6.2f} s "
+        f"(min {min(pair):.2f}, max {max(pair):.2f})"
+    )
+    print(
+        f"  one single-rank run           {statistics.median(one):6.2f} s "
+        f"(min {min(one):.2f}, max {max(one):.2f})"
+    )
     print(f"  ratio --nproc 2 / two runs {ratio_pair:.2f}x, / one run {ratio_one:.2f}x")
 
 
@@ -87,22 +102,68 @@ def synthetic_result(rank: int, lines: int) -> dict:
     stats = []
     for i in range(lines):
         t = 10.0 + (i % 97) * (1.5 if rank % 3 == 1 else 1.0)
-        ops = [{"name": f"aten::op{k}", "calls": 1.0, "self_time_us": t / 3, "self_cpu_us": t / 3,
-                "direct_calls": 1.0} for k in range(3)]
+        ops = [
+            {
+                "name": f"aten::op{k}",
+                "calls": 1.0,
+                "self_time_us": t / 3,
+                "self_cpu_us": t / 3,
+                "direct_calls": 1.0,
+            }
+            for k in range(3)
+        ]
         if i == 0:
-            ops = [{"name": "c10d::wait", "calls": 1.0, "self_time_us": 100.0 * (rank % 2),
-                    "self_cpu_us": 0.0, "direct_calls": 1.0}]
-        stats.append({"file": "big.py", "line": i + 1, "self_time_us": t, "total_time_us": t,
-                      "self_cpu_us": t, "calls": 3.0, "self_time_us_min": t, "self_time_us_max": t,
-                      "self_time_us_median": t, "text": "x = x + 1", "function": "f", "ops": ops})
+            ops = [
+                {
+                    "name": "c10d::wait",
+                    "calls": 1.0,
+                    "self_time_us": 100.0 * (rank % 2),
+                    "self_cpu_us": 0.0,
+                    "direct_calls": 1.0,
+                }
+            ]
+        stats.append(
+            {
+                "file": "big.py",
+                "line": i + 1,
+                "self_time_us": t,
+                "total_time_us": t,
+                "self_cpu_us": t,
+                "calls": 3.0,
+                "self_time_us_min": t,
+                "self_time_us_max": t,
+                "self_time_us_median": t,
+                "text": "x = x + 1",
+                "function": "f",
+                "ops": ops,
+            }
+        )
     return {
-        "schema_version": 1, "run_id": "b-0", "batch_id": "b", "created_at": "2026-11-30T00:00:00",
-        "backend": "cpu", "clock": "cpu", "host": "local",
+        "schema_version": 1,
+        "run_id": "b-0",
+        "batch_id": "b",
+        "created_at": "2026-11-30T00:00:00",
+        "backend": "cpu",
+        "clock": "cpu",
+        "host": "local",
         "function": {"file": "big.py", "name": "f", "line": 1},
-        "totals": {"self_time_us": 1e5, "self_cpu_us": 1e5, "wall_us_median": 2e5, "steps": 5,
-                   "per_step_self_time_us": [1e5] * 5},
-        "ops": [{"name": f"aten::op{k}", "calls": 2000.0, "self_time_us": 1e4,
-                 "total_time_us": 1e4, "self_cpu_us": 1e4} for k in range(3)],
+        "totals": {
+            "self_time_us": 1e5,
+            "self_cpu_us": 1e5,
+            "wall_us_median": 2e5,
+            "steps": 5,
+            "per_step_self_time_us": [1e5] * 5,
+        },
+        "ops": [
+            {
+                "name": f"aten::op{k}",
+                "calls": 2000.0,
+                "self_time_us": 1e4,
+                "total_time_us": 1e4,
+                "self_cpu_us": 1e4,
+            }
+            for k in range(3)
+        ],
         "lines": stats,
         "artifacts": {"location": "local", "run_dir": f"/r/rank{rank}", "trace": None},
     }
@@ -110,10 +171,13 @@ def synthetic_result(rank: int, lines: int) -> dict:
 
 def merge(n_ranks: int, lines: int, repeat: int = 5) -> None:
     results = [synthetic_result(r, lines) for r in range(n_ranks)]
-    document = {"schema_version": 1, "batch_id": "b", "world_size": n_ranks,
-                "results": [results[0]],
-                "rank_batches": [{"rank": r, "batch": {"results": [res]}}
-                                 for r, res in enumerate(results)]}
+    document = {
+        "schema_version": 1,
+        "batch_id": "b",
+        "world_size": n_ranks,
+        "results": [results[0]],
+        "rank_batches": [{"rank": r, "batch": {"results": [res]}} for r, res in enumerate(results)],
+    }
     merge_s, load_s, merged_load_s = [], [], []
     for _ in range(repeat):
         doc = copy.deepcopy(document)

@@ -56,8 +56,9 @@ def med(values: list[float]) -> str:
 
 
 def cli(*args: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", "trainium_lens", "profile", *args, *FAST],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainium_lens", "profile", *args, *FAST], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         raise SystemExit(f"profile failed: {proc.stderr.strip()[-500:]}")
 
@@ -72,8 +73,7 @@ class _TimedPopen(subprocess.Popen):
         super().__init__(*args, **kwargs)
 
 
-def overhead(host: str, config: str, python: str, tmp: Path, repeat: int,
-             repeat_cli: int) -> None:
+def overhead(host: str, config: str, python: str, tmp: Path, repeat: int, repeat_cli: int) -> None:
     from trainium_lens.jobs import make_job
     from trainium_lens.targets import stream
     from trainium_lens.targets.local import LocalTarget
@@ -81,23 +81,37 @@ def overhead(host: str, config: str, python: str, tmp: Path, repeat: int,
     ws = tmp / "ws"
     ws.mkdir()
     (ws / "tiny.py").write_text(SOURCE)
-    remote = ["--host", host, "--ssh-config", config, "--remote-python", python,
-              "--work-dir", str(tmp / "work")]
+    remote = [
+        "--host",
+        host,
+        "--ssh-config",
+        config,
+        "--remote-python",
+        python,
+        "--work-dir",
+        str(tmp / "work"),
+    ]
     cli(str(ws / "tiny.py"), *remote)  # warm: master up, harness installed
     cli(str(ws / "tiny.py"))
     # (a) end to end through the CLI: what a user waits for (noisy: torch import
     #     dominates and varies by seconds on a loaded machine)
     local_t, remote_t = [], []
     for i in range(repeat_cli):
-        pair = [("l", lambda: cli(str(ws / "tiny.py"))),
-                ("r", lambda: cli(str(ws / "tiny.py"), *remote))]
-        for kind, fn in (pair if i % 2 == 0 else pair[::-1]):  # alternate: drift cancels
+        pair = [("l", lambda: cli(str(ws / "tiny.py"))), ("r", lambda: cli(str(ws / "tiny.py"), *remote))]
+        for kind, fn in pair if i % 2 == 0 else pair[::-1]:  # alternate: drift cancels
             (local_t if kind == "l" else remote_t).append(timed(fn))
     # (b) in process, each run minus the harness's own time from its start to its
     #     result event (measured on the host by the wrapper; locally from the
     #     subprocess start): what is left is what each target adds around it.
-    job = lambda: make_job(ws / "tiny.py", protocol={"wait": 0, "warmup": 0,  # noqa: E731
-                                                       "active": 1, "timing_calls": 1})
+    job = lambda: make_job(
+        ws / "tiny.py",
+        protocol={
+            "wait": 0,
+            "warmup": 0,  # noqa: E731
+            "active": 1,
+            "timing_calls": 1,
+        },
+    )
     target = SshTarget(host, ssh_config=config, remote_python=python, work_dir=str(tmp / "work"))
     local = LocalTarget(python=python)
     ssh_extra, local_extra = [], []
@@ -108,32 +122,37 @@ def overhead(host: str, config: str, python: str, tmp: Path, repeat: int,
         result_at: list[float] = []
         stream.subprocess.Popen = _TimedPopen
         try:
-            total = timed(lambda: local.run(job(), lambda e: result_at.append(
-                time.perf_counter()) if e.get("event") == "result" else None))
+            total = timed(
+                lambda: local.run(
+                    job(),
+                    lambda e: result_at.append(time.perf_counter()) if e.get("event") == "result" else None,
+                )
+            )
         finally:
             stream.subprocess.Popen = _ORIG_POPEN
         local_extra.append(total - (result_at[0] - _TimedPopen.started[0]))
-    raw = [timed(lambda: subprocess.run(target.conn.argv() + ["true"], check=True,
-                                        stdin=subprocess.DEVNULL)) for _ in range(repeat * 2)]
+    raw = [
+        timed(lambda: subprocess.run(target.conn.argv() + ["true"], check=True, stdin=subprocess.DEVNULL))
+        for _ in range(repeat * 2)
+    ]
     steps = {"master check": [], "prepare (1 round trip)": [], "sync, no change (rsync)": []}
     for _ in range(repeat * 2):
         steps["master check"].append(timed(target.conn.master))
         info: dict = {}
         steps["prepare (1 round trip)"].append(timed(lambda: info.update(target.prepare(ws))))
-        steps["sync, no change (rsync)"].append(
-            timed(lambda: target.sync(ws, info, lambda e: None)))
+        steps["sync, no change (rsync)"].append(timed(lambda: target.sync(ws, info, lambda e: None)))
     added = statistics.median(ssh_extra) - statistics.median(local_extra)
     print("\n### Tool overhead per run, warm connection\n")
     print("| measure | time |\n| --- | --- |")
     print(f"| `profile` local, end to end (baseline, median of {repeat_cli}) | {med(local_t)} |")
     print(f"| `profile --host` loopback, end to end (median of {repeat_cli}) | {med(remote_t)} |")
-    print(f"| difference end to end (noisy: harness runs vary by seconds) | "
-          f"{statistics.median(remote_t) - statistics.median(local_t):+.3f} s |")
+    print(
+        f"| difference end to end (noisy: harness runs vary by seconds) | "
+        f"{statistics.median(remote_t) - statistics.median(local_t):+.3f} s |"
+    )
     print(f"| local target: run − harness start→result (median of {repeat}) | {med(local_extra)} |")
-    print(f"| SSH target: run − harness start→result on the host (median of {repeat}) | "
-          f"{med(ssh_extra)} |")
-    print(f"| **overhead of `--host`** (SSH − local, harness excluded) | **{added:+.3f} s** "
-          f"(goal ≤ 0.5 s) |")
+    print(f"| SSH target: run − harness start→result on the host (median of {repeat}) | {med(ssh_extra)} |")
+    print(f"| **overhead of `--host`** (SSH − local, harness excluded) | **{added:+.3f} s** (goal ≤ 0.5 s) |")
     print(f"| raw `ssh HOST true` over the master (baseline) | {med(raw)} |")
     for name, values in steps.items():
         print(f"| … of which {name} | {med(values)} |")
@@ -151,8 +170,13 @@ def resync(host: str, config: str, python: str, tmp: Path, repeat: int) -> None:
         path.write_text(f"VALUE = {i}\n" + "# padding\n" * 40)
     rows = []
     for mode in ("rsync", "tar"):
-        target = SshTarget(host, ssh_config=config, remote_python=python,
-                           work_dir=str(tmp / f"work-{mode}"), use_rsync=mode == "rsync")
+        target = SshTarget(
+            host,
+            ssh_config=config,
+            remote_python=python,
+            work_dir=str(tmp / f"work-{mode}"),
+            use_rsync=mode == "rsync",
+        )
         info = target.prepare(ws)
         first = timed(lambda: target.sync(ws, info, lambda e: None))
         both, alone = [], []
@@ -161,8 +185,9 @@ def resync(host: str, config: str, python: str, tmp: Path, repeat: int) -> None:
             both.append(timed(lambda: target.sync(ws, target.prepare(ws), lambda e: None)))
             (ws / "pkg08" / "mod0008.py").write_text(f"VALUE = {i}  # changed\n")
             alone.append(timed(lambda: target.sync(ws, info, lambda e: None)))
-        assert (tmp / f"work-{mode}" / "src" / "pkg08" / "mod0008.py").read_text() == \
-            f"VALUE = {repeat - 1}  # changed\n"
+        assert (
+            tmp / f"work-{mode}" / "src" / "pkg08" / "mod0008.py"
+        ).read_text() == f"VALUE = {repeat - 1}  # changed\n"
         rows.append((mode, first, both, alone))
         last = target
     raw_dst = tmp / "raw-rsync"
@@ -175,16 +200,19 @@ def resync(host: str, config: str, python: str, tmp: Path, repeat: int) -> None:
         raw.append(timed(lambda: subprocess.run(raw_cmd, check=True)))
     last.close()
     print("\n### Re-sync of 1,000 files, one changed (loopback)\n")
-    print("| transport | first sync | prepare + sync (what a run does) | sync alone |\n"
-          "| --- | --- | --- | --- |")
+    print(
+        "| transport | first sync | prepare + sync (what a run does) | sync alone |\n"
+        "| --- | --- | --- | --- |"
+    )
     for mode, first, both, alone in rows:
         # tar: "alone" reuses a stale manifest, so only prepare + sync means anything
-        print(f"| {mode} | {first:.3f} s | {med(both)} | "
-              f"{med(alone) if mode == 'rsync' else '-'} |")
+        print(f"| {mode} | {first:.3f} s | {med(both)} | {med(alone) if mode == 'rsync' else '-'} |")
     print(f"| raw `rsync -a` of the tree (baseline) | | | {med(raw)} |")
     rsync_alone = statistics.median(rows[0][3])
-    print(f"\nsync alone / raw rsync: {rsync_alone / statistics.median(raw):.2f}× "
-          f"(goal for prepare + sync: ≤ 0.3 s)")
+    print(
+        f"\nsync alone / raw rsync: {rsync_alone / statistics.median(raw):.2f}× "
+        f"(goal for prepare + sync: ≤ 0.3 s)"
+    )
 
 
 def main() -> None:

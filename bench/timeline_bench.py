@@ -30,17 +30,46 @@ def synth(total: int) -> dict:
     step = 0
     while len(ev) + 6 <= total:
         if k % 500 == 0:
-            ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}",
-                       "pid": 1, "tid": 1, "ts": t, "dur": 500 * 45.0})
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "user_annotation",
+                    "name": f"ProfilerStep#{step}",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": t,
+                    "dur": 500 * 45.0,
+                }
+            )
             step += 1
         line = 10 + k % 20
-        ev.append({"ph": "X", "cat": "cpu_op", "name": f"model.py({line}): block", "pid": 1,
-                   "tid": 1, "ts": t + 1, "dur": 40.0})
+        ev.append(
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": f"model.py({line}): block",
+                "pid": 1,
+                "tid": 1,
+                "ts": t + 1,
+                "dur": 40.0,
+            }
+        )
         for d, (off, dur) in enumerate(((2, 30.0), (3, 20.0), (4, 5.0))):
-            ev.append({"ph": "X", "cat": "cpu_op", "name": f"aten::op{(k + d) % 25}", "pid": 1,
-                       "tid": 1, "ts": t + off, "dur": dur, "args": {"External id": k * 4 + d}})
-        ev.append({"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1,
-                   "ts": t + 33, "dur": 6.0})
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "cpu_op",
+                    "name": f"aten::op{(k + d) % 25}",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": t + off,
+                    "dur": dur,
+                    "args": {"External id": k * 4 + d},
+                }
+            )
+        ev.append(
+            {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": t + 33, "dur": 6.0}
+        )
         t += 45
         k += 1
     return {"traceEvents": ev, "displayTimeUnit": "ms"}
@@ -62,9 +91,15 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=100_000)
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
-    result = Result(run_id="bench-0", created_at="", backend="cpu", clock="cpu", host="local",
-                    function=FunctionRef(file="model.py", name="block", line=1),
-                    totals=Totals(0.0, 0.0, None, 1))
+    result = Result(
+        run_id="bench-0",
+        created_at="",
+        backend="cpu",
+        clock="cpu",
+        host="local",
+        function=FunctionRef(file="model.py", name="block", line=1),
+        totals=Totals(0.0, 0.0, None, 1),
+    )
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "t.json"
         path.write_text(json.dumps(synth(args.events)))
@@ -80,9 +115,11 @@ def main() -> None:
     print(f"  load_trace (read + lanes + lines)    {parse:8.1f} ms  {parse / base:.2f}x")
     print(f"  payload (compact columns)            {build:8.1f} ms  {build / base:.2f}x")
     print(f"  payload to JSON ({len(text) / 1e6:.1f} MB)            {encode:8.1f} ms  {encode / base:.2f}x")
-    print(f"  first request total (parse+payload+JSON) {parse + build + encode:6.1f} ms  "
-          f"{(parse + build + encode) / base:.2f}x; later requests reuse the parsed trace: "
-          f"{build + encode:.1f} ms")
+    print(
+        f"  first request total (parse+payload+JSON) {parse + build + encode:6.1f} ms  "
+        f"{(parse + build + encode) / base:.2f}x; later requests reuse the parsed trace: "
+        f"{build + encode:.1f} ms"
+    )
     print(f"  export to Chrome-trace JSON          {export:8.1f} ms  {export / base:.2f}x")
 
 

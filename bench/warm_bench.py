@@ -37,14 +37,19 @@ from lsprotocol import types  # noqa: E402
 
 from tests.lsp_client import open_doc, start, stop  # noqa: E402
 
-CASES = [("rmsnorm.py", ROOT / "examples" / "rmsnorm.py", "rms_norm_naive"),
-         ("tiny_gpt.py", ROOT / "bench" / "models" / "tiny_gpt.py", "gpt_forward")]
+CASES = [
+    ("rmsnorm.py", ROOT / "examples" / "rmsnorm.py", "rms_norm_naive"),
+    ("tiny_gpt.py", ROOT / "bench" / "models" / "tiny_gpt.py", "gpt_forward"),
+]
 
 
 async def timed_profile(client, uri: str, function: str) -> float:
     started = time.perf_counter()
-    reply = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="trainiumLens.profile", arguments=[{"uri": uri, "function": function}]))
+    reply = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="trainiumLens.profile", arguments=[{"uri": uri, "function": function}]
+        )
+    )
     elapsed = time.perf_counter() - started
     if not reply.get("run_ids"):
         raise SystemExit(f"profile failed: {reply}")
@@ -61,9 +66,14 @@ async def session(tmp: Path, name: str, options: dict, env: dict, rounds: int) -
         own = dict(options)
         if "workDir" in own:  # one per server: a shared one would share the host's lock
             own["workDir"] = f"{own['workDir']}-{mode}"
-        clients[mode] = (await start(ws, options={"trainiumLens": {
-            **own, "warmWorker": {"idleSeconds": idle}}}, env={
-            **env, "TRAINIUM_LENS_CACHE": str(tmp / f"cache-{name}-{mode}")}), ws)
+        clients[mode] = (
+            await start(
+                ws,
+                options={"trainiumLens": {**own, "warmWorker": {"idleSeconds": idle}}},
+                env={**env, "TRAINIUM_LENS_CACHE": str(tmp / f"cache-{name}-{mode}")},
+            ),
+            ws,
+        )
     rows = []
     try:
         for file, _, function in CASES:
@@ -80,7 +90,8 @@ async def session(tmp: Path, name: str, options: dict, env: dict, rounds: int) -
                 f"| {name} | `{function}` | {statistics.median(cold):.2f} "
                 f"({min(cold):.2f}–{max(cold):.2f}) | {first_warm:.2f} | "
                 f"{statistics.median(warm):.2f} ({min(warm):.2f}–{max(warm):.2f}) | "
-                f"{statistics.median(ratios):.2f}× | {statistics.median(warm) / first_cold:.2f}× |")
+                f"{statistics.median(ratios):.2f}× | {statistics.median(warm) / first_cold:.2f}× |"
+            )
             print(rows[-1], flush=True)
     finally:
         for client, _ in clients.values():
@@ -92,8 +103,10 @@ async def main_async(args) -> None:
     env = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     with tempfile.TemporaryDirectory(prefix="warm-bench-") as name:
         tmp = Path(name)
-        print("| target | function | cold s (min–max) | warm first s | warm s (min–max) "
-              "| warm/cold (pairs) | warm / first cold |")
+        print(
+            "| target | function | cold s (min–max) | warm first s | warm s (min–max) "
+            "| warm/cold (pairs) | warm / first cold |"
+        )
         print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
         if not args.only_ssh:
             await session(tmp, "local", {}, env, args.rounds)
@@ -112,13 +125,26 @@ async def main_async(args) -> None:
                 # The remote sessions get the local runs' OMP_NUM_THREADS (an
                 # oversubscribed 2-core machine makes a GPT forward 20x slower).
                 keys = tmp / "sshd" / "authorized_keys"
-                keys.write_text(keys.read_text().replace(
-                    'environment="HOME=', f'environment="OMP_NUM_THREADS={env["OMP_NUM_THREADS"]}",'
-                                         f'environment="HOME=', 1))
-            options = {"host": host, "sshConfig": config, "remotePython": args.remote_python,
-                       "workDir": str(tmp / "remote-work") if server else None}
-            await session(tmp, "ssh", {k: v for k, v in options.items() if v}, {
-                **env, "TRAINIUM_LENS_SSH_CONTROL_DIR": str(control)}, args.rounds)
+                keys.write_text(
+                    keys.read_text().replace(
+                        'environment="HOME=',
+                        f'environment="OMP_NUM_THREADS={env["OMP_NUM_THREADS"]}",environment="HOME=',
+                        1,
+                    )
+                )
+            options = {
+                "host": host,
+                "sshConfig": config,
+                "remotePython": args.remote_python,
+                "workDir": str(tmp / "remote-work") if server else None,
+            }
+            await session(
+                tmp,
+                "ssh",
+                {k: v for k, v in options.items() if v},
+                {**env, "TRAINIUM_LENS_SSH_CONTROL_DIR": str(control)},
+                args.rounds,
+            )
         finally:
             if server:
                 server.stop()

@@ -81,12 +81,18 @@ def main() -> None:
         n_base = baseline()
         b.append(time.perf_counter() - t)
     ratios = sorted(x / y for x, y in zip(a, b, strict=True))
-    print(f"xplane {os.path.getsize(plane) / 1e6:.2f} MB, {n_ours} executed instructions; "
-          f"chrome trace {os.path.getsize(chrome) / 1e6:.2f} MB gz, {n_base} events")
-    print(f"ours (decode + attribute): median {statistics.median(a) * 1e3:.1f} ms; "
-          f"baseline (json.load of trace.json.gz): median {statistics.median(b) * 1e3:.1f} ms")
-    print(f"ratio ours/baseline: min {ratios[0]:.2f} median {statistics.median(ratios):.2f} "
-          f"max {ratios[-1]:.2f}")
+    print(
+        f"xplane {os.path.getsize(plane) / 1e6:.2f} MB, {n_ours} executed instructions; "
+        f"chrome trace {os.path.getsize(chrome) / 1e6:.2f} MB gz, {n_base} events"
+    )
+    print(
+        f"ours (decode + attribute): median {statistics.median(a) * 1e3:.1f} ms; "
+        f"baseline (json.load of trace.json.gz): median {statistics.median(b) * 1e3:.1f} ms"
+    )
+    print(
+        f"ratio ours/baseline: min {ratios[0]:.2f} median {statistics.median(ratios):.2f} "
+        f"max {ratios[-1]:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -96,5 +96,9 @@ def train_step_fused(model, optimizers, batch):
 if __name__ == "__main__":
     model, optimizers, batch = make_training()
     for _ in range(3):
-        print("naive", float(train_step_naive(model, optimizers, batch)),
-              "fused", float(train_step_fused(model, optimizers, batch)))
+        print(
+            "naive",
+            float(train_step_naive(model, optimizers, batch)),
+            "fused",
+            float(train_step_fused(model, optimizers, batch)),
+        )

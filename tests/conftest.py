@@ -17,6 +17,7 @@ pytest_plugins = ["tests.sshd"]
 # The harness runs as a subprocess with the same interpreter as the tests.
 PYTHON = sys.executable
 
+
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     """Run folders of local targets under this test's tmp dir (TRAINIUM_LENS_CACHE)."""
@@ -35,8 +36,9 @@ def workspace(tmp_path: Path, name: str, source: str) -> Path:
 # The torch-xla venv (scripts/setup-xla.sh, which scripts/test.sh always runs first).
 # A developer without it skips the xla end-to-end tests; in CI its absence fails them.
 XLA_PY = Path(os.environ.get("TRAINIUM_LENS_XLA_PYTHON", ROOT / ".venv-xla" / "bin" / "python"))
-needs_xla = pytest.mark.skipif(not XLA_PY.exists() and not os.environ.get("CI"),
-                               reason="no torch-xla venv: run scripts/setup-xla.sh")
+needs_xla = pytest.mark.skipif(
+    not XLA_PY.exists() and not os.environ.get("CI"), reason="no torch-xla venv: run scripts/setup-xla.sh"
+)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -60,13 +60,15 @@ def _lens_client() -> LensClient:
     return client
 
 
-async def start(workspace: Path, options: dict | None = None, env: dict | None = None,
-                command: list[str] | None = None) -> LensClient:
+async def start(
+    workspace: Path, options: dict | None = None, env: dict | None = None, command: list[str] | None = None
+) -> LensClient:
     """A client connected to a fresh server, initialized on ``workspace``."""
     server_env = dict(os.environ)
     server_env.update(env or {})
-    client = await ClientServerConfig(server_command=command or SERVER, server_env=server_env,
-                                      client_factory=_lens_client).start()
+    client = await ClientServerConfig(
+        server_command=command or SERVER, server_env=server_env, client_factory=_lens_client
+    ).start()
     assert isinstance(client, LensClient)
 
     @client.feature("trainiumLens/heat")
@@ -89,12 +91,14 @@ async def start(workspace: Path, options: dict | None = None, env: dict | None =
     def on_lens_refresh(params):
         return None
 
-    await client.initialize_session(types.InitializeParams(
-        capabilities=CAPABILITIES,
-        root_uri=workspace.as_uri(),
-        workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name="ws")],
-        initialization_options=options,
-    ))
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=CAPABILITIES,
+            root_uri=workspace.as_uri(),
+            workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name="ws")],
+            initialization_options=options,
+        )
+    )
     return client
 
 
@@ -127,35 +131,57 @@ def _plain(params):
 
 def open_doc(client: LanguageClient, path: Path, version: int = 1) -> str:
     uri = path.as_uri()
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=version,
-                                             text=path.read_text())))
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="python", version=version, text=path.read_text()
+            )
+        )
+    )
     return uri
 
 
-def change(client: LanguageClient, uri: str, version: int, start: tuple[int, int],
-           end: tuple[int, int], text: str) -> None:
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-        content_changes=[types.TextDocumentContentChangePartial(
-            range=types.Range(start=types.Position(line=start[0], character=start[1]),
-                              end=types.Position(line=end[0], character=end[1])),
-            text=text)]))
+def change(
+    client: LanguageClient, uri: str, version: int, start: tuple[int, int], end: tuple[int, int], text: str
+) -> None:
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(
+                        start=types.Position(line=start[0], character=start[1]),
+                        end=types.Position(line=end[0], character=end[1]),
+                    ),
+                    text=text,
+                )
+            ],
+        )
+    )
 
 
 async def hints(client: LanguageClient, uri: str, last_line: int = 100_000) -> dict[int, str]:
-    result = await client.text_document_inlay_hint_async(types.InlayHintParams(
-        text_document=types.TextDocumentIdentifier(uri=uri),
-        range=types.Range(start=types.Position(line=0, character=0),
-                          end=types.Position(line=last_line, character=0))))
-    return {h.position.line: h.label if isinstance(h.label, str) else "".join(p.value for p in h.label)
-            for h in result or []}
+    result = await client.text_document_inlay_hint_async(
+        types.InlayHintParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(
+                start=types.Position(line=0, character=0), end=types.Position(line=last_line, character=0)
+            ),
+        )
+    )
+    return {
+        h.position.line: h.label if isinstance(h.label, str) else "".join(p.value for p in h.label)
+        for h in result or []
+    }
 
 
 async def hover(client: LanguageClient, uri: str, line: int) -> str | None:
-    result = await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri),
-        position=types.Position(line=line, character=4)))
+    result = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=line, character=4),
+        )
+    )
     if result is None:
         return None
     assert isinstance(result.contents, types.MarkupContent)
@@ -163,8 +189,12 @@ async def hover(client: LanguageClient, uri: str, line: int) -> str | None:
 
 
 async def lenses(client: LanguageClient, uri: str) -> list[types.CodeLens]:
-    return list(await client.text_document_code_lens_async(types.CodeLensParams(
-        text_document=types.TextDocumentIdentifier(uri=uri))) or [])
+    return list(
+        await client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+        or []
+    )
 
 
 async def settle(client: LanguageClient, delay: float = 0.3) -> None:
@@ -174,26 +204,54 @@ async def settle(client: LanguageClient, delay: float = 0.3) -> None:
 
 # -- synthetic results --------------------------------------------------------
 
-def make_result(file: str, function: str, def_line: int, lines: dict[int, tuple[str, float, list]],
-                *, run_id: str = "20261129-101500-aaaa-0", created_at: str = "2026-11-29T10:15:00Z",
-                clock: str = "cpu", findings: list[Finding] | None = None) -> Result:
+
+def make_result(
+    file: str,
+    function: str,
+    def_line: int,
+    lines: dict[int, tuple[str, float, list]],
+    *,
+    run_id: str = "20261129-101500-aaaa-0",
+    created_at: str = "2026-11-29T10:15:00Z",
+    clock: str = "cpu",
+    findings: list[Finding] | None = None,
+) -> Result:
     """``lines``: line -> (text, self_us, [(op, calls, self_us), ...])."""
     stats = []
     for line, (text, self_us, ops) in lines.items():
         calls = float(sum(c for _, c, _ in ops))
-        stats.append(LineStat(
-            file=file, line=line, self_time_us=self_us, total_time_us=self_us,
-            self_cpu_us=self_us, calls=calls, self_time_us_min=self_us * 0.9,
-            self_time_us_max=self_us * 1.2, self_time_us_median=self_us, text=text,
-            function=function, ops=[LineOp(n, c, t, t) for n, c, t in ops]))
+        stats.append(
+            LineStat(
+                file=file,
+                line=line,
+                self_time_us=self_us,
+                total_time_us=self_us,
+                self_cpu_us=self_us,
+                calls=calls,
+                self_time_us_min=self_us * 0.9,
+                self_time_us_max=self_us * 1.2,
+                self_time_us_median=self_us,
+                text=text,
+                function=function,
+                ops=[LineOp(n, c, t, t) for n, c, t in ops],
+            )
+        )
     total = sum(s.self_time_us for s in stats)
     return Result(
-        run_id=run_id, created_at=created_at, backend=clock, clock=clock, host="local",
+        run_id=run_id,
+        created_at=created_at,
+        backend=clock,
+        clock=clock,
+        host="local",
         function=FunctionRef(file=file, name=function, line=def_line, marker_line=def_line - 1),
-        totals=Totals(self_time_us=total, self_cpu_us=total, wall_us_median=total * 1.1, steps=5,
-                      dispatches=float(sum(s.calls for s in stats))),
+        totals=Totals(
+            self_time_us=total,
+            self_cpu_us=total,
+            wall_us_median=total * 1.1,
+            steps=5,
+            dispatches=float(sum(s.calls for s in stats)),
+        ),
         lines=sorted(stats, key=lambda s: -s.self_time_us),
         findings=findings or [],
-        timeline=[LineWindows(file=file, line=s.line, windows=[Window(1000.0 + s.line, 5.0)])
-                  for s in stats],
+        timeline=[LineWindows(file=file, line=s.line, windows=[Window(1000.0 + s.line, 5.0)]) for s in stats],
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 # Rank 1 multiplies a 3x taller matrix: three times rank 0's work on the matmul
 # line; both then meet in all_reduce, where rank 0 (early) waits.
-UNEVEN = textwrap.dedent('''
+UNEVEN = textwrap.dedent("""
     import os
     import torch
     import torch.distributed as dist
@@ -29,10 +29,10 @@ UNEVEN = textwrap.dedent('''
         s = y.sum(0)
         dist.all_reduce(s)
         return s
-''')
+""")
 
 # Rank 1 raises on its line; rank 0 is left waiting in all_reduce.
-RAISES = textwrap.dedent('''
+RAISES = textwrap.dedent("""
     import torch
     import torch.distributed as dist
 
@@ -47,11 +47,11 @@ RAISES = textwrap.dedent('''
             raise ValueError("rank one fails")
         dist.all_reduce(x)
         return x
-''')
+""")
 
 # Rank 1 dies without a word (as the OOM killer would leave it); rank 0's
 # all_reduce then fails on the dropped connection.
-DIES = textwrap.dedent('''
+DIES = textwrap.dedent("""
     import os
     import torch
     import torch.distributed as dist
@@ -67,10 +67,10 @@ DIES = textwrap.dedent('''
             os._exit(7)
         dist.all_reduce(x)
         return x
-''')
+""")
 
 # Rank 1 sleeps (a rank that never reaches the collective); rank 0 waits in it.
-HANGS = textwrap.dedent('''
+HANGS = textwrap.dedent("""
     import os
     import time
     import torch
@@ -89,7 +89,7 @@ HANGS = textwrap.dedent('''
             time.sleep(300)
         dist.all_reduce(x)
         return x
-''')
+""")
 
 
 def line_of(source: str, text: str) -> int:

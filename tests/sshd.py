@@ -42,8 +42,11 @@ def _free_port() -> int:
 
 
 def _keygen(path: Path) -> str:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "lens-test",
-                    "-f", str(path)], check=True, stdin=subprocess.DEVNULL)
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "lens-test", "-f", str(path)],
+        check=True,
+        stdin=subprocess.DEVNULL,
+    )
     return Path(str(path) + ".pub").read_text().strip()
 
 
@@ -90,8 +93,12 @@ class Sshd:
 
     def start(self) -> None:
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen([SSHD, "-f", str(self.root / "sshd_config"), "-D", "-e"],
-                                         stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+            self.proc = subprocess.Popen(
+                [SSHD, "-f", str(self.root / "sshd_config"), "-D", "-e"],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+            )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -122,9 +129,13 @@ class Sshd:
         self.kill_all()
 
     def ssh(self, alias: str, *command: str, timeout: float = 20) -> subprocess.CompletedProcess:
-        return subprocess.run(["ssh", "-F", str(self.config), "-o", "BatchMode=yes",
-                               alias, *command], capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            ["ssh", "-F", str(self.config), "-o", "BatchMode=yes", alias, *command],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
 
 
 def _missing_binaries() -> list[str]:
@@ -205,8 +216,7 @@ Host lens-refused
   IdentityFile {root}/client_key
   UserKnownHostsFile {known}
 """)
-    server = Sshd(root=root, port=port, config=config, home=home, known_hosts=known,
-                  host_pub=host_pub)
+    server = Sshd(root=root, port=port, config=config, home=home, known_hosts=known, host_pub=host_pub)
     server.start()
     return server
 
@@ -230,6 +240,7 @@ def ssh_control_dir(tmp_path_factory, monkeypatch) -> Iterator[Path]:
     monkeypatch.setenv("TRAINIUM_LENS_SSH_CONTROL_DIR", str(folder))
     yield folder
     for sock in folder.iterdir():  # stop the masters this test started
-        subprocess.run(["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "x"],
-                       capture_output=True, timeout=10)
+        subprocess.run(
+            ["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "x"], capture_output=True, timeout=10
+        )
     shutil.rmtree(folder, ignore_errors=True)

@@ -29,14 +29,21 @@ from .test_result import minimal
 SERVER = ROOT / "server"
 
 
-def cli(*args: str, cwd: Path | None = None, env: dict | None = None,
-        timeout: float = 240) -> subprocess.CompletedProcess:
+def cli(
+    *args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 240
+) -> subprocess.CompletedProcess:
     environ = dict(os.environ)
     environ["PYTHONPATH"] = str(SERVER)
     environ["PYTHONIOENCODING"] = "utf-8"
     environ.update(env or {})
-    return subprocess.run([sys.executable, "-m", "trainium_lens", *args], cwd=cwd,
-                          env=environ, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "trainium_lens", *args],
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def error_line(proc: subprocess.CompletedProcess) -> str:
@@ -75,8 +82,9 @@ def ws(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def all_variants(ws, env):
     out = ws / "all.json"
-    proc = cli("profile", str(ws / "examples" / "rmsnorm.py"), "--workspace", str(ws),
-               "--json", str(out), env=env)
+    proc = cli(
+        "profile", str(ws / "examples" / "rmsnorm.py"), "--workspace", str(ws), "--json", str(out), env=env
+    )
     assert proc.returncode == 0, proc.stderr
     return proc, json.loads(out.read_text())
 
@@ -86,9 +94,23 @@ def naive(ws, env):
     out = ws / "naive.json"
     # Picked by a line inside it (what the editor sends), not by name.
     inside = source_line(ws / "examples" / "rmsnorm.py", r"\.mean\(")
-    proc = cli("profile", str(ws / "examples" / "rmsnorm.py"), "--line", str(inside),
-               "--workspace", str(ws), "--wait", "0", "--active", "3", "--timing-calls", "5",
-               "--json", str(out), env=env)
+    proc = cli(
+        "profile",
+        str(ws / "examples" / "rmsnorm.py"),
+        "--line",
+        str(inside),
+        "--workspace",
+        str(ws),
+        "--wait",
+        "0",
+        "--active",
+        "3",
+        "--timing-calls",
+        "5",
+        "--json",
+        str(out),
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc, out
 
@@ -97,8 +119,14 @@ def section(stdout: str, function: str) -> str:
     """One function's block of ``profile`` output."""
     blocks = stdout.split("\n\n")
     start = next(i for i, b in enumerate(blocks) if b.startswith(f"{function}  "))
-    end = next((i for i in range(start + 1, len(blocks))
-                if re.match(r"^\S", blocks[i]) and not blocks[i].startswith("  ")), len(blocks))
+    end = next(
+        (
+            i
+            for i in range(start + 1, len(blocks))
+            if re.match(r"^\S", blocks[i]) and not blocks[i].startswith("  ")
+        ),
+        len(blocks),
+    )
     return "\n\n".join(blocks[start:end])
 
 
@@ -113,6 +141,7 @@ def table_rows(text: str) -> dict[int, str]:
 
 
 # -- the tables ----------------------------------------------------------------------
+
 
 def test_naive_ops_on_their_lines(all_variants, ws):
     proc, _ = all_variants
@@ -155,22 +184,29 @@ def test_fused_and_compiled_variants(all_variants, ws):
     call_line = source_line(path, r"return _compiled_naive\(")
     assert list(table_rows(compiled)) == [call_line]
     first, last = source_line(path, r"x2 = x \* x"), source_line(path, r"return x \* rstd")
-    assert re.search(rf"Torch-Compiled Region: \S+: line {call_line}, .*covers lines "
-                     rf"{first}–{last}", compiled)
-    assert [r["function"]["name"] for r in data] == [
-        "rms_norm_naive", "rms_norm_fused", "rms_norm_compiled"]
+    assert re.search(
+        rf"Torch-Compiled Region: \S+: line {call_line}, .*covers lines "
+        rf"{first}–{last}",
+        compiled,
+    )
+    assert [r["function"]["name"] for r in data] == ["rms_norm_naive", "rms_norm_fused", "rms_norm_compiled"]
 
 
 def test_findings_name_the_fix(all_variants, ws):
     proc, data = all_variants
     first = source_line(ws / "examples" / "rmsnorm.py", r"x2 = x \* x")
     naive = " ".join(section(proc.stdout, "rms_norm_naive").split())  # findings wrap
-    assert re.search(rf"info examples/rmsnorm.py:{first} lines {first}–\d+ of "
-                     r"rms_norm_naive\(\) compute RMSNorm op by op: 6 dispatches per call", naive)
+    assert re.search(
+        rf"info examples/rmsnorm.py:{first} lines {first}–\d+ of "
+        r"rms_norm_naive\(\) compute RMSNorm op by op: 6 dispatches per call",
+        naive,
+    )
     assert "torch.rms_norm does it in one fused op" in naive
     rsqrt = source_line(ws / "examples" / "rmsnorm.py", r"torch\.rsqrt")
-    assert (f"hint examples/rmsnorm.py:{rsqrt} 2 dispatches on this line (add, rsqrt): "
-            "a fused op or torch.compile would make it one.") in naive
+    assert (
+        f"hint examples/rmsnorm.py:{rsqrt} 2 dispatches on this line (add, rsqrt): "
+        "a fused op or torch.compile would make it one."
+    ) in naive
     assert "fused_op" not in [f["kind"] for f in data[1]["findings"]]  # already fused
     assert "RMSNorm" not in section(proc.stdout, "rms_norm_fused")
 
@@ -195,6 +231,7 @@ def test_comparison_table(all_variants):
 
 
 # -- JSON, show, compare --------------------------------------------------------------
+
 
 def test_json_output_validates_and_is_stored(all_variants, naive, ws):
     _, data = all_variants
@@ -242,12 +279,15 @@ def test_compare_two_runs(all_variants, naive, ws, env):
     assert "holds 3 results" in error_line(bad)
 
 
-@pytest.mark.parametrize("content, reason", [
-    ('{"schema_version": 1, "run_id": ', r"not valid JSON \(line 1"),
-    (json.dumps({k: v for k, v in minimal().items() if k != "totals"}), r"result: missing .*totals"),
-    (json.dumps(minimal(schema_version=7)), r"schema version 7.*upgrade trainium-lens"),
-    ("[]", "an empty list"),
-])
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        ('{"schema_version": 1, "run_id": ', r"not valid JSON \(line 1"),
+        (json.dumps({k: v for k, v in minimal().items() if k != "totals"}), r"result: missing .*totals"),
+        (json.dumps(minimal(schema_version=7)), r"schema version 7.*upgrade trainium-lens"),
+        ("[]", "an empty list"),
+    ],
+)
 def test_show_bad_result_file(tmp_path, env, content, reason):
     path = tmp_path / "r.json"
     path.write_text(content, encoding="utf-8")
@@ -291,12 +331,15 @@ def profile_bad(ws: Path, file: Path, *extra: str, env: dict) -> str:
     return line
 
 
-@pytest.mark.parametrize("source, args, reason", [
-    ("def broken(:\n    pass\n", [], r"mod\.py.*(line 1|:1)"),
-    ("import torch\n\ndef plain():\n    return 1\n", [], r"no marked function|no function"),
-    (GOOD, ["nope"], r"nope"),
-    (GOOD.replace("return (torch.ones(8),)", "return 42"), [], r"inputs|tuple|dict"),
-])
+@pytest.mark.parametrize(
+    "source, args, reason",
+    [
+        ("def broken(:\n    pass\n", [], r"mod\.py.*(line 1|:1)"),
+        ("import torch\n\ndef plain():\n    return 1\n", [], r"no marked function|no function"),
+        (GOOD, ["nope"], r"nope"),
+        (GOOD.replace("return (torch.ones(8),)", "return 42"), [], r"inputs|tuple|dict"),
+    ],
+)
 def test_bad_input(tmp_path, env, source, args, reason):
     ws, file = bad_workspace(tmp_path, source)
     line = profile_bad(ws, file, *args, env=env)
@@ -312,8 +355,12 @@ def test_user_error_points_at_the_line(tmp_path, env):
 
 def test_torch_missing(tmp_path, env):
     venv = tmp_path / "notorch"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     ws, file = bad_workspace(tmp_path, GOOD)
     line = profile_bad(ws, file, "--python", str(venv / "bin" / "python"), env=env)
     assert "torch" in line
@@ -340,14 +387,20 @@ HANGS = textwrap.dedent("""\
 """)
 
 
-@pytest.mark.parametrize("signum, reason", [(signal.SIGINT, "trainium-lens: cancelled"),
-                                            (signal.SIGTERM, "trainium-lens: stopped by SIGTERM")])
+@pytest.mark.parametrize(
+    "signum, reason",
+    [(signal.SIGINT, "trainium-lens: cancelled"), (signal.SIGTERM, "trainium-lens: stopped by SIGTERM")],
+)
 def test_signal_stops_the_harness(tmp_path, env, signum, reason):
     ws, file = bad_workspace(tmp_path, HANGS)
     environ = dict(os.environ, PYTHONPATH=str(SERVER), PYTHONIOENCODING="utf-8", **env)
-    proc = subprocess.Popen([sys.executable, "-m", "trainium_lens", "profile", str(file),
-                             "--workspace", str(ws)], env=environ, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainium_lens", "profile", str(file), "--workspace", str(ws)],
+        env=environ,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     pid_file = Path(str(file) + ".pid")
     deadline = time.monotonic() + 90
     while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
@@ -371,11 +424,22 @@ def _running(pid: int) -> bool:
 
 # -- rendering of results from other backends (stand-ins: no device here) --------------
 
+
 def _stand_in(backend: str, clock: str, reported: bool) -> Result:
-    doc = minimal(backend=backend, clock=clock,
-                  signals={"device_time_reported": reported},
-                  ops=[{"name": "aten::mul", "calls": 2, "self_time_us": 12.5,
-                        "total_time_us": 12.5, "self_cpu_us": 30.0}])
+    doc = minimal(
+        backend=backend,
+        clock=clock,
+        signals={"device_time_reported": reported},
+        ops=[
+            {
+                "name": "aten::mul",
+                "calls": 2,
+                "self_time_us": 12.5,
+                "total_time_us": 12.5,
+                "self_cpu_us": 30.0,
+            }
+        ],
+    )
     return Result.from_dict(doc)
 
 
@@ -387,8 +451,7 @@ def test_device_clock_is_named_and_cpu_kept_apart():
     table_head = next(ln for ln in text.splitlines() if ln.lstrip().startswith("line "))
     assert "self (neuron)" in table_head and "total (neuron)" in table_head
     op_head = next(ln for ln in text.splitlines() if ln.lstrip().startswith("op "))
-    assert op_head.split() == ["op", "calls", "self", "(neuron)", "total", "(neuron)",
-                               "self", "(cpu)"]
+    assert op_head.split() == ["op", "calls", "self", "(neuron)", "total", "(neuron)", "self", "(cpu)"]
     assert "30.0 µs" in text  # the CPU figure, under its own heading
 
 
@@ -401,8 +464,7 @@ def test_no_device_time_is_visible_never_a_device_heading():
     text = render_result(res)
     assert "clock: CPU self time (no neuron device time was reported)" in text
     assert "(neuron)" not in text
-    assert "No neuron device time was reported: every figure falls back to CPU" in " ".join(
-        text.split())
+    assert "No neuron device time was reported: every figure falls back to CPU" in " ".join(text.split())
 
 
 def test_ascii_terminal():
@@ -437,8 +499,9 @@ def test_live_progress_line():
     progress = Progress(stream, live=True)
     progress({"event": "stage", "stage": "compile", "function": "f", "message": "first calls"})
     progress({"event": "output", "text": "hello from user code"})
-    progress({"event": "stage", "stage": "profile", "function": "f", "step": 2, "of": 8,
-              "message": "step 2 of 8"})
+    progress(
+        {"event": "stage", "stage": "profile", "function": "f", "step": 2, "of": 8, "message": "step 2 of 8"}
+    )
     progress.close()
     text = stream.getvalue()
     assert "\r\x1b[K" in text and "[compile] f: first calls" in text
@@ -453,8 +516,9 @@ def test_table_fits_a_narrow_terminal():
     doc = minimal()
     doc["lines"][0]["text"] = "y = torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, eps)"
     doc["lines"][0]["self_time_us_max"] = 14.0
-    doc["lines"][0]["ops"] += [{"name": f"aten::op_number_{i}", "calls": 1, "self_time_us": 1.0}
-                               for i in range(4)]
+    doc["lines"][0]["ops"] += [
+        {"name": f"aten::op_number_{i}", "calls": 1, "self_time_us": 1.0} for i in range(4)
+    ]
     res = Result.from_dict(doc)
     wide = render_result(res, Style())
     assert "min–max" in wide and "+2" in wide  # full table: the spread and every op count
@@ -473,7 +537,14 @@ def test_headline_names_the_file_of_a_hottest_line_elsewhere():
 
     r = make_result("train.py", "step", 10, {11: ("y = model(x)", 5.0, [("aten::add", 1, 5.0)])})
     assert "hottest line 11 (" in headline(r)
-    r.lines.append(dataclasses.replace(r.lines[0], file="transformers/models/llama/modeling_llama.py",
-                                       line=220, self_time_us=50.0, total_time_us=50.0))
+    r.lines.append(
+        dataclasses.replace(
+            r.lines[0],
+            file="transformers/models/llama/modeling_llama.py",
+            line=220,
+            self_time_us=50.0,
+            total_time_us=50.0,
+        )
+    )
     r.totals.self_time_us += 50.0
     assert "hottest line transformers/models/llama/modeling_llama.py:220 (" in headline(r)

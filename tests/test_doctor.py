@@ -21,14 +21,27 @@ def must(report, name: str):
     row = report.get(name)
     assert row is not None, name
     return row
+
+
 NEURON = ("torch_neuronx", "profiling_api", "neuron_devices", "neuron_explorer")
 
 
 @pytest.mark.ssh
 def test_doctor_over_ssh_reports_every_check(sshd, ssh_control_dir, capsys, tmp_path):
-    code = main(["doctor", "--host", "lens-test", "--ssh-config", str(sshd.config),
-                 "--remote-python", sys.executable, "--work-dir", str(tmp_path / "wd"),
-                 "--json"])
+    code = main(
+        [
+            "doctor",
+            "--host",
+            "lens-test",
+            "--ssh-config",
+            str(sshd.config),
+            "--remote-python",
+            sys.executable,
+            "--work-dir",
+            str(tmp_path / "wd"),
+            "--json",
+        ]
+    )
     report = json.loads(capsys.readouterr().out)
     assert code == 1 and report["ok"] is False  # the Neuron checks fail here
     status = {c["name"]: c["status"] for c in report["checks"]}
@@ -50,8 +63,17 @@ def test_doctor_over_ssh_reports_every_check(sshd, ssh_control_dir, capsys, tmp_
 @pytest.mark.ssh
 def test_doctor_over_ssh_text_output(sshd, ssh_control_dir, capsys):
     # python3 on the host has no torch: a failed torch check with the fix
-    code = main(["doctor", "--host", "lens-test", "--ssh-config", str(sshd.config),
-                 "--remote-python", "/usr/bin/python3"])
+    code = main(
+        [
+            "doctor",
+            "--host",
+            "lens-test",
+            "--ssh-config",
+            str(sshd.config),
+            "--remote-python",
+            "/usr/bin/python3",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 1
     assert "PASS  SSH reachable" in out
@@ -59,25 +81,28 @@ def test_doctor_over_ssh_text_output(sshd, ssh_control_dir, capsys):
 
 
 @pytest.mark.ssh
-@pytest.mark.parametrize("alias, failed", [
-    ("lens-refused", "ssh"), ("lens-changed", "host_key"), ("lens-unknown", "host_key"),
-    ("lens-badauth", "auth"),
-])
-def test_doctor_points_at_the_connection_step_that_failed(sshd, ssh_control_dir, alias,
-                                                          failed):
+@pytest.mark.parametrize(
+    "alias, failed",
+    [
+        ("lens-refused", "ssh"),
+        ("lens-changed", "host_key"),
+        ("lens-unknown", "host_key"),
+        ("lens-badauth", "auth"),
+    ],
+)
+def test_doctor_points_at_the_connection_step_that_failed(sshd, ssh_control_dir, alias, failed):
     report = run_doctor(alias, ssh_config=str(sshd.config))
     status = {c.name: c.status for c in report.checks}
     assert list(status) == NAMES
-    before = NAMES[:NAMES.index(failed)]
+    before = NAMES[: NAMES.index(failed)]
     assert all(status[n] == "pass" for n in before)
     assert status[failed] == "fail" and report.get(failed).fix
-    assert all(status[n] == "skip" for n in NAMES[NAMES.index(failed) + 1:])
+    assert all(status[n] == "skip" for n in NAMES[NAMES.index(failed) + 1 :])
 
 
 @pytest.mark.ssh
 def test_doctor_remote_python_missing(sshd, ssh_control_dir):
-    report = run_doctor("lens-test", ssh_config=str(sshd.config),
-                        remote_python="/no/such/python")
+    report = run_doctor("lens-test", ssh_config=str(sshd.config), remote_python="/no/such/python")
     assert must(report, "python").status == "fail"
     assert "does not exist" in must(report, "python").detail
     assert must(report, "torch").status == "skip"
@@ -146,8 +171,7 @@ def test_doctor_passes_on_a_stand_in_trainium_host(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
     report = run_doctor(None, work_dir=str(tmp_path))
     status = {c.name: c.status for c in report.checks}
-    for name in ("python", "torch", "torch_neuronx", "profiling_api", "neuron_devices",
-                 "neuron_explorer"):
+    for name in ("python", "torch", "torch_neuronx", "profiling_api", "neuron_devices", "neuron_explorer"):
         assert status[name] == "pass", (name, report.get(name))
     assert "native TorchNeuron" in must(report, "torch_neuronx").detail
     assert "correlate_device_time accepted" in must(report, "profiling_api").detail
@@ -161,11 +185,23 @@ def test_judging_the_older_xla_flavour_and_an_old_python():
     from trainium_lens.doctor import Report, _judge
 
     report = Report(host="trn1")
-    _judge(report, {"python": "/opt/venv/bin/python", "python_version": [3, 9, 18],
-                    "torch": "2.9.0", "torch_neuronx": "2.9.0.2.15", "neuron_flavour": "xla",
-                    "neuron_ls": "/opt/aws/neuron/bin/neuron-ls", "neuron_devices": 1,
-                    "neuron_cores": 2, "disk_free": 1024**3, "work_dir": "/w",
-                    "product_name": "trn1.2xlarge"}, local=False)
+    _judge(
+        report,
+        {
+            "python": "/opt/venv/bin/python",
+            "python_version": [3, 9, 18],
+            "torch": "2.9.0",
+            "torch_neuronx": "2.9.0.2.15",
+            "neuron_flavour": "xla",
+            "neuron_ls": "/opt/aws/neuron/bin/neuron-ls",
+            "neuron_devices": 1,
+            "neuron_cores": 2,
+            "disk_free": 1024**3,
+            "work_dir": "/w",
+            "product_name": "trn1.2xlarge",
+        },
+        local=False,
+    )
     status = {c.name: c.status for c in report.checks}
     assert status["python"] == "fail" and "3.10" in must(report, "python").detail
     assert status["torch_neuronx"] == "pass" and "XLA flavour" in must(report, "torch_neuronx").detail
@@ -175,11 +211,21 @@ def test_judging_the_older_xla_flavour_and_an_old_python():
     # the version and whether source lines will be in the HLO
     assert status["torch_xla"] == "fail"
     report = Report(host="trn1")
-    _judge(report, {"python": "/opt/venv/bin/python", "python_version": [3, 10, 12],
-                    "torch": "2.9.0", "torch_neuronx": "2.9.0.2.15", "neuron_flavour": "xla",
-                    "torch_xla": "2.9.0", "xla_ir_debug_api": True,
-                    "xla_debug_env": {"XLA_IR_DEBUG": None, "XLA_HLO_DEBUG": None},
-                    "neuron_explorer": "/opt/aws/neuron/bin/neuron-explorer"}, local=False)
+    _judge(
+        report,
+        {
+            "python": "/opt/venv/bin/python",
+            "python_version": [3, 10, 12],
+            "torch": "2.9.0",
+            "torch_neuronx": "2.9.0.2.15",
+            "neuron_flavour": "xla",
+            "torch_xla": "2.9.0",
+            "xla_ir_debug_api": True,
+            "xla_debug_env": {"XLA_IR_DEBUG": None, "XLA_HLO_DEBUG": None},
+            "neuron_explorer": "/opt/aws/neuron/bin/neuron-explorer",
+        },
+        local=False,
+    )
     row = must(report, "torch_xla")
     assert row.status == "pass" and "torch-xla 2.9.0" in row.detail and "XLA_HLO_DEBUG" in row.detail
     assert "fresh cache" in row.detail

@@ -15,20 +15,41 @@ def test_the_core_error_is_the_harness_error_with_an_exit_code():
     assert issubclass(HarnessError, events.HarnessError) and issubclass(HarnessError, LensError)
     assert inspect.signature(HarnessError) == inspect.signature(events.HarnessError)
     assert list(inspect.signature(HarnessError).parameters) == [
-        "kind", "message", "file", "line", "traceback"]
+        "kind",
+        "message",
+        "file",
+        "line",
+        "traceback",
+    ]
     for cls in (HarnessError, events.HarnessError):
         err = cls("inputs", "f() needs arguments", "m.py", 3)
         assert (err.kind, err.message, str(err), err.file, err.line) == (
-            "inputs", "f() needs arguments", "f() needs arguments", "m.py", 3)
+            "inputs",
+            "f() needs arguments",
+            "f() needs arguments",
+            "m.py",
+            3,
+        )
     assert HarnessError.exit_code == 3
 
 
 def test_an_error_event_becomes_the_core_error():
-    event = {"event": "error", "kind": "user_code", "message": "ZeroDivisionError: division by zero",
-             "file": "examples/m.py", "line": 12, "traceback": "Traceback ..."}
+    event = {
+        "event": "error",
+        "kind": "user_code",
+        "message": "ZeroDivisionError: division by zero",
+        "file": "examples/m.py",
+        "line": 12,
+        "traceback": "Traceback ...",
+    }
     err = HarnessError.from_event(event)
     assert (err.kind, err.message, err.file, err.line, err.traceback) == (
-        "user_code", "ZeroDivisionError: division by zero", "examples/m.py", 12, "Traceback ...")
+        "user_code",
+        "ZeroDivisionError: division by zero",
+        "examples/m.py",
+        12,
+        "Traceback ...",
+    )
     # A bare event still reads as one line.
     bare = HarnessError.from_event({"event": "error"})
     assert (bare.kind, str(bare)) == ("internal", "the harness failed")

@@ -133,8 +133,9 @@ class StandIn:
         self.bin = root / "bin"
         self.bin.mkdir()
         self.exe = self.bin / "neuron-explorer"
-        self.exe.write_text(STANDIN.format(python=sys.executable, ui=self.ui, api=self.api,
-                                           state=str(self.state)))
+        self.exe.write_text(
+            STANDIN.format(python=sys.executable, ui=self.ui, api=self.api, state=str(self.state))
+        )
         self.exe.chmod(0o755)
 
     def starts(self) -> list[str]:
@@ -160,8 +161,9 @@ def standin(tmp_path):
     s.stop()
 
 
-def make_run(store: RunStore, host: str, host_root: Path, run_id: str, func: str,
-             profile: bool = True) -> Result:
+def make_run(
+    store: RunStore, host: str, host_root: Path, run_id: str, func: str, profile: bool = True
+) -> Result:
     """A stored run whose artifacts are on ``host``: its work dir, run dir and a
     Neuron profile directory (created here: no Trainium device to make one)."""
     run_dir = host_root / "work" / "runs" / run_id.rsplit("-", 1)[0]
@@ -170,31 +172,52 @@ def make_run(store: RunStore, host: str, host_root: Path, run_id: str, func: str
         prof.mkdir(parents=True, exist_ok=True)
         (prof / "trace_info.pb").write_bytes(b"stand-in")
     result = Result(
-        run_id=run_id, created_at="2026-11-29T10:00:00Z", backend="neuron", clock="neuron",
-        host=host, function=FunctionRef(file="examples/rmsnorm.py", name=func, line=13),
+        run_id=run_id,
+        created_at="2026-11-29T10:00:00Z",
+        backend="neuron",
+        clock="neuron",
+        host=host,
+        function=FunctionRef(file="examples/rmsnorm.py", name=func, line=13),
         totals=Totals(self_time_us=2355.0, self_cpu_us=900.0, wall_us_median=2500.0, steps=5),
-        artifacts=Artifacts(location=host, run_dir=str(run_dir),
-                            neuron_profile_dir=str(prof) if profile else None),
-        timeline=[LineWindows("examples/rmsnorm.py", 16,
-                              [Window(1000.5, 20.0), Window(1500.0, 30.25)]),
-                  LineWindows("examples/rmsnorm.py", 23, [Window(2000.0, 5.0)])],
-        lines=[LineStat("examples/rmsnorm.py", 23, 900.0, 900.0, 400.0, 2.0,
-                        text="mean = x2.mean(-1, keepdim=True)", function=func)],
+        artifacts=Artifacts(
+            location=host, run_dir=str(run_dir), neuron_profile_dir=str(prof) if profile else None
+        ),
+        timeline=[
+            LineWindows("examples/rmsnorm.py", 16, [Window(1000.5, 20.0), Window(1500.0, 30.25)]),
+            LineWindows("examples/rmsnorm.py", 23, [Window(2000.0, 5.0)]),
+        ],
+        lines=[
+            LineStat(
+                "examples/rmsnorm.py",
+                23,
+                900.0,
+                900.0,
+                400.0,
+                2.0,
+                text="mean = x2.mean(-1, keepdim=True)",
+                function=func,
+            )
+        ],
     )
     store.save(result)
     return store.get(run_id)  # what the editor and the CLI read back
 
 
 def settings_for(standin: StandIn, sshd=None, **kw) -> ExplorerSettings:
-    return ExplorerSettings(ui_port=standin.ui, api_port=standin.api,
-                            local_ui_port=kw.pop("local_ui", free_port()),
-                            local_api_port=kw.pop("local_api", free_port()),
-                            binary=kw.pop("binary", str(standin.exe)),
-                            ssh_config=str(sshd.config) if sshd else None, **kw)
+    return ExplorerSettings(
+        ui_port=standin.ui,
+        api_port=standin.api,
+        local_ui_port=kw.pop("local_ui", free_port()),
+        local_api_port=kw.pop("local_api", free_port()),
+        binary=kw.pop("binary", str(standin.exe)),
+        ssh_config=str(sshd.config) if sshd else None,
+        **kw,
+    )
 
 
 def test_explorer_over_ssh_starts_once_ingests_once_and_tunnels_both_ports(
-        sshd, ssh_control_dir, standin, tmp_path):
+    sshd, ssh_control_dir, standin, tmp_path
+):
     store = RunStore(tmp_path / "ws")
     first = make_run(store, "lens-test", sshd.home, "20261129-100000-aaaa-0", "rms_norm_naive")
     second = make_run(store, "lens-test", sshd.home, "20261129-100000-aaaa-1", "rms_norm_fused")
@@ -210,8 +233,7 @@ def test_explorer_over_ssh_starts_once_ingests_once_and_tunnels_both_ports(
         # The page answers here, through the tunnel; so does the API it calls.
         status, body = get(opened.url)
         assert status == 200 and f"profile {name}" in body
-        assert json.loads(get(f"http://127.0.0.1:{s.local_api_port}/api/profiles")[1]) == \
-            {"profiles": [name]}
+        assert json.loads(get(f"http://127.0.0.1:{s.local_api_port}/api/profiles")[1]) == {"profiles": [name]}
         # Started detached: it outlived the SSH session that started it, in its own session.
         starts = standin.starts()
         assert len(starts) == 1
@@ -260,8 +282,7 @@ def _listen_addresses(port: int) -> set[str]:
     return found
 
 
-def test_busy_local_port_says_which_port_and_which_process(sshd, ssh_control_dir, standin,
-                                                           tmp_path):
+def test_busy_local_port_says_which_port_and_which_process(sshd, ssh_control_dir, standin, tmp_path):
     store = RunStore(tmp_path / "ws")
     run = make_run(store, "lens-test", sshd.home, "20261129-100000-bbbb-0", "rms_norm_naive")
     with socket.socket() as squatter:
@@ -278,19 +299,40 @@ def test_busy_local_port_says_which_port_and_which_process(sshd, ssh_control_dir
     assert "\n" not in message
 
 
-def test_tunnel_closes_when_the_process_that_opened_it_dies(sshd, ssh_control_dir, standin,
-                                                            tmp_path):
+def test_tunnel_closes_when_the_process_that_opened_it_dies(sshd, ssh_control_dir, standin, tmp_path):
     """Even a SIGKILLed server leaves no tunnel behind: the CLI, killed hard."""
     store = RunStore(tmp_path / "ws")
     run = make_run(store, "lens-test", sshd.home, "20261129-100000-cccc-0", "rms_norm_naive")
     lui, lapi = free_port(), free_port()
     cli = subprocess.Popen(
-        [sys.executable, "-m", "trainium_lens", "explorer", run.run_id, "--line", "16",
-         "--workspace", str(store.workspace), "--ssh-config", str(sshd.config),
-         "--explorer-path", str(standin.exe), "--ui-port", str(standin.ui),
-         "--api-port", str(standin.api), "--local-ui-port", str(lui),
-         "--local-api-port", str(lapi), "--no-browser"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "trainium_lens",
+            "explorer",
+            run.run_id,
+            "--line",
+            "16",
+            "--workspace",
+            str(store.workspace),
+            "--ssh-config",
+            str(sshd.config),
+            "--explorer-path",
+            str(standin.exe),
+            "--ui-port",
+            str(standin.ui),
+            "--api-port",
+            str(standin.api),
+            "--local-ui-port",
+            str(lui),
+            "--local-api-port",
+            str(lapi),
+            "--no-browser",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = cli.stdout.readline().strip()
         assert url == f"http://localhost:{lui}/profile/{display_name(run)}", cli.stderr.read()
@@ -308,12 +350,32 @@ def test_cli_closes_the_tunnel_on_ctrl_c(sshd, ssh_control_dir, standin, tmp_pat
     run = make_run(store, "lens-test", sshd.home, "20261129-100000-dddd-0", "rms_norm_naive")
     lui, lapi = free_port(), free_port()
     cli = subprocess.Popen(
-        [sys.executable, "-m", "trainium_lens", "explorer", run.run_id[:20],
-         "--workspace", str(store.workspace), "--ssh-config", str(sshd.config),
-         "--explorer-path", str(standin.exe), "--ui-port", str(standin.ui),
-         "--api-port", str(standin.api), "--local-ui-port", str(lui),
-         "--local-api-port", str(lapi), "--no-browser"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "trainium_lens",
+            "explorer",
+            run.run_id[:20],
+            "--workspace",
+            str(store.workspace),
+            "--ssh-config",
+            str(sshd.config),
+            "--explorer-path",
+            str(standin.exe),
+            "--ui-port",
+            str(standin.ui),
+            "--api-port",
+            str(standin.api),
+            "--local-ui-port",
+            str(lui),
+            "--local-api-port",
+            str(lapi),
+            "--no-browser",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     url = cli.stdout.readline().strip()
     assert get(url)[0] == 200
     cli.send_signal(signal.SIGINT)
@@ -343,8 +405,7 @@ def test_missing_explorer_and_missing_profile_are_clear_errors(standin, tmp_path
     service = ExplorerService(settings_for(standin, binary=str(tmp_path / "nope")))
     with pytest.raises(ExplorerError, match="neuron-explorer is not installed on this host"):
         service.open(run)
-    cpu = make_run(store, "local", tmp_path / "host", "20261129-100000-ffff-1", "g",
-                   profile=False)
+    cpu = make_run(store, "local", tmp_path / "host", "20261129-100000-ffff-1", "g", profile=False)
     with pytest.raises(ExplorerError, match="has no Neuron profile.*built-in timeline"):
         ExplorerService(settings_for(standin)).open(cpu)
     assert standin.starts() == []  # nothing was started for either
@@ -352,15 +413,17 @@ def test_missing_explorer_and_missing_profile_are_clear_errors(standin, tmp_path
 
 def test_url_template_takes_the_line_window():
     template = "http://localhost:{port}/profile/{profile}?start={start_ns}&end={end_ns}&x=1"
-    assert profile_url(template, 3001, "a b", (5, 9)) == \
-        "http://localhost:3001/profile/a%20b?start=5&end=9&x=1"
+    assert (
+        profile_url(template, 3001, "a b", (5, 9)) == "http://localhost:3001/profile/a%20b?start=5&end=9&x=1"
+    )
     assert profile_url(template, 3001, "p", None) == "http://localhost:3001/profile/p?x=1"
     with pytest.raises(UsageError, match="bad Explorer URL template"):
         profile_url("http://x/{nope}", 1, "p", None)
 
 
 async def test_language_server_opens_the_line_in_explorer_and_closes_the_tunnel_on_exit(
-        sshd, ssh_control_dir, standin, tmp_path):
+    sshd, ssh_control_dir, standin, tmp_path
+):
     """trainiumLens.openExplorer from the editor: window/showDocument (external) with
     the run's URL and the line's window; the tunnel goes when the server goes."""
     from lsprotocol import types
@@ -371,40 +434,56 @@ async def test_language_server_opens_the_line_in_explorer_and_closes_the_tunnel_
     ws = tmp_path / "ws"
     (ws / "examples").mkdir(parents=True)
     (ws / "examples" / "rmsnorm.py").write_text((EXAMPLES / "rmsnorm.py").read_text())
-    run = make_run(RunStore(ws), "lens-test", sshd.home, "20261129-100000-abab-0",
-                   "rms_norm_naive")
+    run = make_run(RunStore(ws), "lens-test", sshd.home, "20261129-100000-abab-0", "rms_norm_naive")
     lui, lapi = free_port(), free_port()
     template = "http://localhost:{port}/profile/{profile}?start={start_ns}&end={end_ns}"
-    client = await start(ws, {"trainiumLens": {
-        "sshConfig": str(sshd.config),
-        "explorer": {"uiPort": standin.ui, "apiPort": standin.api, "localUiPort": lui,
-                     "localApiPort": lapi, "path": str(standin.exe), "urlTemplate": template}}})
+    client = await start(
+        ws,
+        {
+            "trainiumLens": {
+                "sshConfig": str(sshd.config),
+                "explorer": {
+                    "uiPort": standin.ui,
+                    "apiPort": standin.api,
+                    "localUiPort": lui,
+                    "localApiPort": lapi,
+                    "path": str(standin.exe),
+                    "urlTemplate": template,
+                },
+            }
+        },
+    )
     try:
         uri = open_doc(client, ws / "examples" / "rmsnorm.py")
-        reply = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-            command="trainiumLens.openExplorer", arguments=[{"uri": uri, "line": 22}]))
-        url = (f"http://localhost:{lui}/profile/{display_name(run)}"
-               f"?start=2000000&end=2005000")
+        reply = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(
+                command="trainiumLens.openExplorer", arguments=[{"uri": uri, "line": 22}]
+            )
+        )
+        url = f"http://localhost:{lui}/profile/{display_name(run)}?start=2000000&end=2005000"
         assert reply["url"] == url and reply["shown"] is True, reply
         assert [(p.uri, p.external) for p in client.shown_documents] == [(url, True)]
         assert get(url)[0] == 200
-        again = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-            command="trainiumLens.openExplorer", arguments=[{"uri": uri, "line": 22}]))
+        again = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(
+                command="trainiumLens.openExplorer", arguments=[{"uri": uri, "line": 22}]
+            )
+        )
         assert (again["tunnel"], again["ingested"]) == ("reused", False)
     finally:
         await stop(client)
     assert wait_closed(lui) and wait_closed(lapi)
 
 
-def test_a_trn1_xla_run_opens_its_neff_and_ntff_with_the_source_root(sshd, ssh_control_dir, standin,
-                                                                      tmp_path):
+def test_a_trn1_xla_run_opens_its_neff_and_ntff_with_the_source_root(
+    sshd, ssh_control_dir, standin, tmp_path
+):
     """An xla run from Trn1 (stand-in capture files on the 'host'): Explorer ingests its
     NEFF/NTFF as a device profile, with --framework-source-root the synced workspace."""
     from trainium_lens.result import NeuronView
 
     store = RunStore(tmp_path / "ws")
-    run = make_run(store, "lens-test", sshd.home, "20261129-100000-ffff-0", "rms_norm_naive",
-                   profile=False)
+    run = make_run(store, "lens-test", sshd.home, "20261129-100000-ffff-0", "rms_norm_naive", profile=False)
     inspect = Path(run.artifacts.run_dir) / "neuron-inspect"
     inspect.mkdir(parents=True)
     neff, ntff = inspect / "neff_1234567.neff", inspect / "1234567_instid_0_vnc_0.ntff"
@@ -420,8 +499,13 @@ def test_a_trn1_xla_run_opens_its_neff_and_ntff_with_the_source_root(sshd, ssh_c
         assert (opened.ingested, opened.tunnel) == (True, "opened")
         assert get(opened.url)[0] == 200  # through the tunnel
         [ingest] = standin.ingests()
-        assert ingest == {"name": display_name(run), "dir": None, "neff": str(neff),
-                          "ntff": str(ntff), "source_root": str(sshd.home / "work" / "src")}
+        assert ingest == {
+            "name": display_name(run),
+            "dir": None,
+            "neff": str(neff),
+            "ntff": str(ntff),
+            "source_root": str(sshd.home / "work" / "src"),
+        }
         ntff.unlink()  # a later, not yet ingested run whose trace is gone: one clear line
         run.run_id = "20261129-100000-ffff-1"
         with pytest.raises(ExplorerError, match="device profile file is gone: .*ntff"):

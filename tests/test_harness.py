@@ -26,19 +26,43 @@ def line_of(path: Path, needle: str) -> int:
     raise AssertionError(f"{needle!r} not in {path}")
 
 
-def run_harness(workspace: Path, file: str, run_dir: Path, *, functions=(), line=None,
-                protocol=None, backend="auto", python=None, extra_args=(), env=None,
-                timeout=300) -> tuple[int, list[dict], str]:
+def run_harness(
+    workspace: Path,
+    file: str,
+    run_dir: Path,
+    *,
+    functions=(),
+    line=None,
+    protocol=None,
+    backend="auto",
+    python=None,
+    extra_args=(),
+    env=None,
+    timeout=300,
+) -> tuple[int, list[dict], str]:
     spec = {
-        "spec_version": 1, "batch_id": "t-" + run_dir.name, "workspace_root": str(workspace),
-        "file": file, "functions": list(functions), "line": line, "backend": backend,
-        "protocol": protocol or {}, "run_dir": str(run_dir), "host": "local",
+        "spec_version": 1,
+        "batch_id": "t-" + run_dir.name,
+        "workspace_root": str(workspace),
+        "file": file,
+        "functions": list(functions),
+        "line": line,
+        "backend": backend,
+        "protocol": protocol or {},
+        "run_dir": str(run_dir),
+        "host": "local",
     }
     full_env = dict(os.environ, PYTHONPATH=str(SERVER))
     full_env.update(env or {})
-    proc = subprocess.run([python or sys.executable, *extra_args, "-m", "trainium_lens.harness"],
-                          input=json.dumps(spec), capture_output=True, text=True,
-                          env=full_env, timeout=timeout, cwd=str(run_dir.parent))
+    proc = subprocess.run(
+        [python or sys.executable, *extra_args, "-m", "trainium_lens.harness"],
+        input=json.dumps(spec),
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        cwd=str(run_dir.parent),
+    )
     events = []
     for raw in proc.stdout.splitlines():
         events.append(json.loads(raw))  # every stdout line must be an event
@@ -52,8 +76,13 @@ def rmsnorm(tmp_path_factory):
     assert code == 0, stderr[-3000:] + json.dumps(events[-2:])
     batch = json.loads((run_dir / "batch.json").read_text())
     parsed = Batch.from_dict(batch)
-    return {"events": events, "batch": parsed, "raw": batch, "run_dir": run_dir,
-            "results": {r.function.name: r for r in parsed.results}}
+    return {
+        "events": events,
+        "batch": parsed,
+        "raw": batch,
+        "run_dir": run_dir,
+        "results": {r.function.name: r for r in parsed.results},
+    }
 
 
 EXAMPLE = ROOT / "examples" / "rmsnorm.py"
@@ -69,7 +98,10 @@ def test_events_and_batch(rmsnorm):
     assert [e["step"] for e in steps] == list(range(1, 14)) and steps[0]["of"] == 13
     assert events[-1] == {"event": "result", "path": str(rmsnorm["run_dir"] / "batch.json")}
     assert [r.function.name for r in rmsnorm["batch"].results] == [
-        "rms_norm_naive", "rms_norm_fused", "rms_norm_compiled"]
+        "rms_norm_naive",
+        "rms_norm_fused",
+        "rms_norm_compiled",
+    ]
     for i, r in enumerate(rmsnorm["batch"].results):
         assert r.run_id == f"{rmsnorm['batch'].batch_id}-{i}"
         assert (r.backend, r.clock, r.totals.steps) == ("cpu", "cpu", 5)
@@ -143,8 +175,10 @@ def test_compiled_region_on_calling_line(rmsnorm):
     assert (region.file, region.line, region.calls) == ("examples/rmsnorm.py", call_line, 1)
     assert region.self_time_us > 0 and region.fx_nodes >= 4
     covered = {(c.file, c.line) for c in region.covered_lines}
-    naive_body = {("examples/rmsnorm.py", line_of(EXAMPLE, n)) for n in
-                  ("x2 = x * x", "mean = x2.mean", "torch.rsqrt(mean", "return x * rstd")}
+    naive_body = {
+        ("examples/rmsnorm.py", line_of(EXAMPLE, n))
+        for n in ("x2 = x * x", "mean = x2.mean", "torch.rsqrt(mean", "return x * rstd")
+    }
     assert covered == naive_body
     (stat,) = r.lines
     assert stat.line == call_line and stat.self_time_us == pytest.approx(region.self_time_us)

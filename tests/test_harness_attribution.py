@@ -29,8 +29,7 @@ def profile_steps(labeler, calls):
     """One profile; ``calls`` = [(fn, labelled)] one per measured step."""
     x = torch.randn(4, 8)
     schedule = torch.profiler.schedule(wait=0, warmup=1, active=len(calls), repeat=1)
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                schedule=schedule) as prof:
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=schedule) as prof:
         for fn, labelled in [calls[0]] + list(calls):  # the first: warmup
             if labelled:
                 with labeler:
@@ -42,8 +41,7 @@ def profile_steps(labeler, calls):
 
 
 def aten_cpu_by_step(events):
-    steps = sorted((e for e in events if e.name.startswith("ProfilerStep")),
-                   key=lambda e: e.time_range.start)
+    steps = sorted((e for e in events if e.name.startswith("ProfilerStep")), key=lambda e: e.time_range.start)
     out = []
     for step in steps:
         total, stack = 0.0, list(step.cpu_children)
@@ -104,6 +102,7 @@ def test_host_to_device_copies_are_noted_per_line():
 
 # -- the device clock (CUDA/Neuron): no device here, so stand-in events ----------
 
+
 class _Range:
     def __init__(self, start, end):
         self.start, self.end = start, end
@@ -138,8 +137,7 @@ def _flatten(roots):
 
 
 def test_device_clock_kernels_go_to_the_nearest_op():
-    labels = {"m.py(3): f": ("m.py", 3, "f"), "m.py(4): f": ("m.py", 4, "f"),
-              "m.py(9): g": ("m.py", 9, "g")}
+    labels = {"m.py(3): f": ("m.py", 3, "f"), "m.py(4): f": ("m.py", 4, "f"), "m.py(9): g": ("m.py", 9, "g")}
     # line 9 calls f; line 3 dispatches mul (kernel 10, plus a runtime event's
     # kernel 5 that belongs to it); line 4 runs a compiled region whose nested
     # extern op launches 7 and the region itself 20; one kernel under no op.
@@ -194,14 +192,24 @@ def test_no_device_time_falls_back_visibly_to_the_cpu_clock(tmp_path):
         def warning(self, message):
             self.emit("warning", message=message)
 
-    spec = Spec(batch_id="nd", workspace_root=str(DATA), file="helpers.py",
-                run_dir=str(tmp_path), protocol={"timing_calls": 1})
+    spec = Spec(
+        batch_id="nd",
+        workspace_root=str(DATA),
+        file="helpers.py",
+        run_dir=str(tmp_path),
+        protocol={"timing_calls": 1},
+    )
     module = load_module(str(DATA / "helpers.py"), str(DATA), "helpers.py")
-    session = Session(spec, Events(), _NoDeviceTimeBackend(torch), module,  # type: ignore[arg-type]
-                      UserCode(str(DATA)), "helpers.py")
+    session = Session(
+        spec,
+        Events(),
+        _NoDeviceTimeBackend(torch),
+        module,  # type: ignore[arg-type]
+        UserCode(str(DATA)),
+        "helpers.py",
+    )
     marked = next(m for m in find_marked((DATA / "helpers.py").read_text()) if m.name == "loop")
-    result = profile_function(session, marked, 0, {"wait": 0, "warmup": 1, "active": 2,
-                                                   "timing_calls": 1})
+    result = profile_function(session, marked, 0, {"wait": 0, "warmup": 1, "active": 2, "timing_calls": 1})
     assert result["backend"] == "cuda" and result["clock"] == "cpu"
     assert result["signals"]["device_time_reported"] is False
     assert result["totals"]["self_time_us"] > 0  # CPU figures, said to be CPU

@@ -53,10 +53,16 @@ def test_labelled_calls_compile_nothing(compiled_setup):
     regions = [n for n in names if n.startswith("Torch-Compiled Region")]
     assert len(regions) == 3
     # the region sits inside the calling line's range
-    line = next(i for i, t in enumerate((ROOT / "examples/rmsnorm.py").read_text().splitlines(), 1)
-                if "return _compiled_naive(" in t)
-    parents = {e.cpu_parent.name for e in prof.events()
-               if e.name.startswith("Torch-Compiled Region") and e.cpu_parent is not None}
+    line = next(
+        i
+        for i, t in enumerate((ROOT / "examples/rmsnorm.py").read_text().splitlines(), 1)
+        if "return _compiled_naive(" in t
+    )
+    parents = {
+        e.cpu_parent.name
+        for e in prof.events()
+        if e.name.startswith("Torch-Compiled Region") and e.cpu_parent is not None
+    }
     assert parents == {f"examples/rmsnorm.py({line}): rms_norm_compiled"}
     # graph covered lines were read from the FX graph
     graph = watch.covered(regions[0])
@@ -82,9 +88,9 @@ def test_compile_signals_recompiles_and_graph_breaks(tmp_path):
 
     data = ROOT / "tests" / "data"
     run_dir = tmp_path / "run"
-    code, events, stderr = run_harness(data, "compiles.py", run_dir,
-                                       protocol={"wait": 1, "warmup": 0, "active": 2,
-                                                 "timing_calls": 1})
+    code, events, stderr = run_harness(
+        data, "compiles.py", run_dir, protocol={"wait": 1, "warmup": 0, "active": 2, "timing_calls": 1}
+    )
     assert code == 0, stderr[-3000:]
     batch = Batch.from_dict(json.loads((run_dir / "batch.json").read_text()))
     grows, breaks = batch.results

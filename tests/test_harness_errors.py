@@ -57,10 +57,13 @@ def test_required_params_without_inputs(tmp_path):
     assert e["kind"] == "inputs" and "inputs=" in e["message"] and "x, y" in e["message"]
 
 
-@pytest.mark.parametrize("function, words", [
-    ("names_nothing", "missing_function"),
-    ("wrong_inputs", "tuple"),
-])
+@pytest.mark.parametrize(
+    "function, words",
+    [
+        ("names_nothing", "missing_function"),
+        ("wrong_inputs", "tuple"),
+    ],
+)
 def test_bad_inputs_function(tmp_path, function, words):
     e = failing(tmp_path, "raises.py", functions=[function])
     assert e["kind"] == "inputs" and words in e["message"]
@@ -92,9 +95,14 @@ def test_forced_backend_that_is_unavailable(tmp_path, backend):
 
 
 def test_bad_spec(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "trainium_lens.harness"], input="{not json",
-                          capture_output=True, text=True, env={"PYTHONPATH": str(SERVER)},
-                          timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainium_lens.harness"],
+        input="{not json",
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(SERVER)},
+        timeout=60,
+    )
     assert proc.returncode == 1
     (event,) = [json.loads(x) for x in proc.stdout.splitlines()]
     assert event["event"] == "error" and event["kind"] == "spec"
@@ -110,8 +118,11 @@ def _other_pythons() -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("python", _other_pythons() or [pytest.param(None, marks=pytest.mark.skip(
-    reason="no other Python versions installed here"))])
+@pytest.mark.parametrize(
+    "python",
+    _other_pythons()
+    or [pytest.param(None, marks=pytest.mark.skip(reason="no other Python versions installed here"))],
+)
 def test_harness_starts_on_other_pythons_and_reports_missing_torch(tmp_path, python):
     e = failing(tmp_path, "raises.py", functions=["fails"], python=python)
     assert e["kind"] == "torch_missing" and python in e["message"]

@@ -21,8 +21,7 @@ def helpers(tmp_path_factory):
     code, events, stderr = run_harness(DATA, FILE, run_dir, protocol={"timing_calls": 3})
     assert code == 0, stderr[-3000:] + json.dumps(events[-2:])
     batch = Batch.from_dict(json.loads((run_dir / "batch.json").read_text()))
-    return {"events": events, "stderr": stderr,
-            "results": {r.function.name: r for r in batch.results}}
+    return {"events": events, "stderr": stderr, "results": {r.function.name: r for r in batch.results}}
 
 
 def at(result, tag):
@@ -42,7 +41,8 @@ def test_helper_self_on_helper_lines_total_on_both_call_lines(helpers):
     for call in (call1, call2):
         assert call.self_time_us == 0 and call.calls == 0 and call.total_time_us > 0
     assert call1.total_time_us + call2.total_time_us == pytest.approx(
-        mul.self_time_us + add.self_time_us, rel=1e-6)
+        mul.self_time_us + add.self_time_us, rel=1e-6
+    )
     assert sub.calls == 1 and sub.self_time_us == pytest.approx(sub.total_time_us)
     assert mul.function == "scale" and call1.function == "two_calls"
     assert r.unattributed_us == 0

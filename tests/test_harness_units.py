@@ -21,7 +21,7 @@ from trainium_lens.harness.spec import parse_spec, protocol_for, select
 
 HARNESS = Path(__file__).resolve().parents[1] / "server" / "trainium_lens" / "harness"
 
-SOURCE = '''import torch
+SOURCE = """import torch
 
 # trainium: profile
 def a():
@@ -46,7 +46,7 @@ class K:
     # trainium: profile
     def method(self):
         pass
-'''
+"""
 
 
 def test_find_marked():
@@ -69,30 +69,41 @@ def spec(**kw):
     data = {"batch_id": "b", "workspace_root": "/w", "file": "f.py", "run_dir": "/r"}
     data.update(kw)
     import json
+
     return parse_spec(json.dumps(data))
 
 
 def test_protocol_precedence_defaults_marker_spec():
     m = Marked("f", 2, 1, 3, {"warmup": "3", "active": "10"})
-    assert protocol_for(m, spec(), "f.py") == {"wait": 2, "warmup": 3, "active": 10,
-                                               "timing_calls": 20}
+    assert protocol_for(m, spec(), "f.py") == {"wait": 2, "warmup": 3, "active": 10, "timing_calls": 20}
     assert protocol_for(m, spec(protocol={"active": 4}), "f.py")["active"] == 4
 
 
-@pytest.mark.parametrize("options, words", [
-    ({"colour": "x"}, "unknown marker option"),
-    ({"active": "0"}, "at least 1"),
-    ({"warmup": "lots"}, "integer"),
-    ({"inputs": ""}, "function name"),
-])
+@pytest.mark.parametrize(
+    "options, words",
+    [
+        ({"colour": "x"}, "unknown marker option"),
+        ({"active": "0"}, "at least 1"),
+        ({"warmup": "lots"}, "integer"),
+        ({"inputs": ""}, "function name"),
+    ],
+)
 def test_bad_marker_options(options, words):
     with pytest.raises(HarnessError) as info:
         protocol_for(Marked("f", 2, 1, 3, options), spec(), "f.py")
     assert info.value.kind == "parse" and info.value.line == 1 and words in info.value.message
 
 
-@pytest.mark.parametrize("bad", [{"protocol": {"steps": 3}}, {"backend": "tpu"},
-                                 {"workspace_root": "relative"}, {"line": 0}, {"run_dir": ""}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"protocol": {"steps": 3}},
+        {"backend": "tpu"},
+        {"workspace_root": "relative"},
+        {"line": 0},
+        {"run_dir": ""},
+    ],
+)
 def test_bad_spec(bad):
     with pytest.raises(HarnessError) as info:
         spec(**bad)
@@ -111,9 +122,9 @@ def test_select_by_name_and_line():
 
 # -- Neuron helpers, against a stand-in torch_neuronx --------------------------
 
+
 def test_accepted_kwargs_follows_the_installed_signature():
-    def new_config(modes, profile_output_dir, capture_enabled_for_nc="0",
-                   correlate_device_time=False):
+    def new_config(modes, profile_output_dir, capture_enabled_for_nc="0", correlate_device_time=False):
         pass
 
     def old_config(modes, profile_output_dir, capture_enabled_for_nc="0", **extra):
@@ -127,22 +138,30 @@ def test_accepted_kwargs_follows_the_installed_signature():
 
 
 def test_pair_neff_ntff():
-    files = ["/p/i-1_pid_9/neff_395760075800974.neff",
-             "/p/i-1_pid_9/395760075800974_instid_0_vnc_0.ntff",
-             "/p/i-1_pid_9/neff_11_vnc_0.neff",
-             "/p/i-1_pid_9/22_instid_0_vnc_0.ntff",
-             "/p/i-1_pid_9/trace_info.pb"]
+    files = [
+        "/p/i-1_pid_9/neff_395760075800974.neff",
+        "/p/i-1_pid_9/395760075800974_instid_0_vnc_0.ntff",
+        "/p/i-1_pid_9/neff_11_vnc_0.neff",
+        "/p/i-1_pid_9/22_instid_0_vnc_0.ntff",
+        "/p/i-1_pid_9/trace_info.pb",
+    ]
     assert neuron.pair_neff_ntff(files) == [
         {"neff": "/p/i-1_pid_9/neff_11_vnc_0.neff", "ntff": None},
         {"neff": None, "ntff": "/p/i-1_pid_9/22_instid_0_vnc_0.ntff"},
-        {"neff": "/p/i-1_pid_9/neff_395760075800974.neff",
-         "ntff": "/p/i-1_pid_9/395760075800974_instid_0_vnc_0.ntff"},
+        {
+            "neff": "/p/i-1_pid_9/neff_395760075800974.neff",
+            "ntff": "/p/i-1_pid_9/395760075800974_instid_0_vnc_0.ntff",
+        },
     ]
 
 
 def test_fallback_ops_and_inspect_clash():
-    msgs = ["Operator 'aten::_unique2' fell back to CPU", "unrelated",
-            "W: Operator 'aten::nonzero' fell back to CPU", "Operator 'aten::_unique2' fell back to CPU"]
+    msgs = [
+        "Operator 'aten::_unique2' fell back to CPU",
+        "unrelated",
+        "W: Operator 'aten::nonzero' fell back to CPU",
+        "Operator 'aten::_unique2' fell back to CPU",
+    ]
     assert neuron.fallback_ops(msgs) == ["aten::_unique2", "aten::nonzero"]
     assert neuron.inspect_clash({"NEURON_RT_INSPECT_ENABLE": "1"})
     assert not neuron.inspect_clash({"NEURON_RT_INSPECT_ENABLE": "0"})
@@ -159,8 +178,11 @@ def standin_neuronx(monkeypatch):
 
     class NeuronConfig:
         def __init__(self, modes, profile_output_dir, capture_enabled_for_nc="0"):
-            calls["config"] = dict(modes=modes, profile_output_dir=profile_output_dir,
-                                   capture_enabled_for_nc=capture_enabled_for_nc)
+            calls["config"] = dict(
+                modes=modes,
+                profile_output_dir=profile_output_dir,
+                capture_enabled_for_nc=capture_enabled_for_nc,
+            )
 
     class NeuronProfiler:
         def __init__(self, config):
@@ -208,8 +230,9 @@ def test_neuron_backend_against_standin(standin_neuronx, tmp_path, monkeypatch):
     (out / "neff_5.neff").write_text("")
     (out / "5_instid_0_vnc_0.ntff").write_text("")
     art = backend.artifacts(str(tmp_path))
-    assert art["neff_ntff"] == [{"neff": str(out / "neff_5.neff"),
-                                 "ntff": str(out / "5_instid_0_vnc_0.ntff")}]
+    assert art["neff_ntff"] == [
+        {"neff": str(out / "neff_5.neff"), "ntff": str(out / "5_instid_0_vnc_0.ntff")}
+    ]
 
 
 def test_neuron_unavailable_here():
@@ -284,8 +307,11 @@ def test_backend_xla_without_torch_xla_is_one_line_naming_the_setup(monkeypatch)
     from trainium_lens.harness import xla
     from trainium_lens.harness.choose import choose
 
-    monkeypatch.setattr(xla.importlib.util, "find_spec",
-                        lambda name, *a: None if name == "torch_xla" else importlib.util.find_spec(name))
+    monkeypatch.setattr(
+        xla.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "torch_xla" else importlib.util.find_spec(name),
+    )
     with pytest.raises(HarnessError) as info:
         choose(torch, "xla")
     assert info.value.kind == "backend_unavailable"

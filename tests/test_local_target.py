@@ -27,7 +27,7 @@ from .ranks_cases import alive
 
 # A marked function that starts a child process (recording its pid) and then
 # blocks: the run can only end by being stopped.
-HANGS = textwrap.dedent('''
+HANGS = textwrap.dedent("""
     import subprocess, sys, time, torch
 
     def make_inputs():
@@ -43,18 +43,18 @@ HANGS = textwrap.dedent('''
     def hangs(x):
         time.sleep(300)
         return x * 2
-''')
+""")
 
-QUICK = textwrap.dedent('''
+QUICK = textwrap.dedent("""
     import torch
 
     # trainium: profile wait=0 warmup=1 active=2 timing_calls=3
     def quick():
         x = torch.ones(64)
         return x * 2 + 1
-''')
+""")
 
-DIES = textwrap.dedent('''
+DIES = textwrap.dedent("""
     import os, sys, torch
 
     # trainium: profile
@@ -62,7 +62,7 @@ DIES = textwrap.dedent('''
         sys.stderr.write("native library says: fatal\\n")
         sys.stderr.flush()
         os._exit(7)
-''')
+""")
 
 
 def _wait_for(path: Path, seconds: float = 60) -> int:
@@ -171,8 +171,11 @@ def test_cancel_kills_the_process_group(tmp_path, cache):
 def test_timeout_kills_the_process_group(tmp_path, cache):
     # Blocks while the harness imports the user's file; the timeout does not
     # care which stage the run is in.
-    ws = workspace(tmp_path, "slow_import.py",
-                   "import time\ntime.sleep(300)\n\n# trainium: profile\ndef f():\n    pass\n")
+    ws = workspace(
+        tmp_path,
+        "slow_import.py",
+        "import time\ntime.sleep(300)\n\n# trainium: profile\ndef f():\n    pass\n",
+    )
     store = RunStore(ws)
     earlier = load_earlier(store)
     job = make_job(ws / "slow_import.py", workspace=ws)
@@ -236,5 +239,4 @@ def test_reason_for_an_early_end():
     tail.add("   \n")
     assert tail.text() == "line 3\nline 4\n   "  # bounded
     assert _why(exited(1), tail) == "line 4"
-    assert _why(exited(-9), tail) == (
-        "killed by SIGKILL (out of memory?); last output: line 4")
+    assert _why(exited(-9), tail) == ("killed by SIGKILL (out of memory?); last output: line 4")

@@ -27,8 +27,9 @@ NAIVE = "rms_norm_naive"
 
 
 def execute(client, command: str, arg: dict):
-    return client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command=command, arguments=[arg]))
+    return client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=command, arguments=[arg])
+    )
 
 
 @dataclass
@@ -69,12 +70,19 @@ def profiled(tmp_path_factory) -> Profiled:
             source = (ws / "rmsnorm.py").read_text().splitlines()
             mul_line = next(i for i, t in enumerate(source) if "x2 = x * x" in t)
             return Profiled(
-                workspace=ws, env=env, reply=reply, progress=client.progress_reports[token],
-                hints=await hints(client, uri), hover_mul=await hover(client, uri, mul_line),
+                workspace=ws,
+                env=env,
+                reply=reply,
+                progress=client.progress_reports[token],
+                hints=await hints(client, uri),
+                hover_mul=await hover(client, uri, mul_line),
                 lenses=[lens.command.title for lens in await lenses(client, uri)],
-                diagnostics=list(client.diagnostics.get(uri, [])), heat=client.heat,
-                run_states=client.run_states, messages=[m.message for m in client.messages],
-                source=source)
+                diagnostics=list(client.diagnostics.get(uri, [])),
+                heat=client.heat,
+                run_states=client.run_states,
+                messages=[m.message for m in client.messages],
+                source=source,
+            )
         finally:
             await stop(client)
 
@@ -89,8 +97,9 @@ def stored(p: Profiled):
 def test_profile_command_resolves_with_the_run(profiled):
     result = stored(profiled)
     assert profiled.reply["backend"] == "cpu"
-    assert re.fullmatch(r"[\d.]+ (µs|ms) cpu · 6 dispatches · \d+ findings?",
-                        profiled.reply["headline"]), profiled.reply["headline"]
+    assert re.fullmatch(r"[\d.]+ (µs|ms) cpu · 6 dispatches · \d+ findings?", profiled.reply["headline"]), (
+        profiled.reply["headline"]
+    )
     assert result.function.name == NAIVE
     assert [s["state"] for s in profiled.run_states] == ["running", "ok"]
     assert not profiled.messages, profiled.messages
@@ -109,7 +118,7 @@ def test_progress_begins_reports_the_harness_stages_and_ends(profiled):
     steps = len(step_reports)
     assert steps >= protocol.wait + protocol.warmup + protocol.active
     assert step_reports == [f"{NAIVE}: profile step {k}/{steps}" for k in range(1, steps + 1)]
-    before_steps = messages[:messages.index(step_reports[0])]
+    before_steps = messages[: messages.index(step_reports[0])]
     assert any("import" in m for m in before_steps) and any("input" in m for m in before_steps)
     assert messages.index(step_reports[-1]) < len(messages) - 1  # then timing / export
     percents = [v.percentage for v in profiled.progress[1:-1]]
@@ -119,8 +128,9 @@ def test_progress_begins_reports_the_harness_stages_and_ends(profiled):
 
 def test_hints_on_exactly_the_attributed_lines(profiled):
     result = stored(profiled)
-    assert sorted(profiled.hints) == sorted(s.line - 1 for s in result.lines
-                                          if s.self_time_us or s.total_time_us)
+    assert sorted(profiled.hints) == sorted(
+        s.line - 1 for s in result.lines if s.self_time_us or s.total_time_us
+    )
     for stat in result.lines:
         label = profiled.hints[stat.line - 1]
         assert label.startswith("⏱ ") and " cpu · " in label  # CPU time says so
@@ -202,16 +212,18 @@ async def test_bad_files_and_an_unreachable_host_give_clear_messages(profiled, t
     ws.mkdir()
     (ws / "broken.py").write_text("# trainium: profile\ndef f(:\n    pass\n")
     (ws / "plain.py").write_text("def f():\n    return 1\n")
-    (ws / "raises.py").write_text(
-        "# trainium: profile\ndef f():\n    x = 1\n    return x / 0\n")
+    (ws / "raises.py").write_text("# trainium: profile\ndef f():\n    x = 1\n    return x / 0\n")
     shutil.copy(EXAMPLES / "rmsnorm.py", ws / "rmsnorm.py")
     config = tmp_path / "ssh_config"
-    config.write_text(f"Host lens-unreachable\n  HostName 127.0.0.1\n  Port {_closed_port()}\n"
-                      f"  UserKnownHostsFile {tmp_path / 'known_hosts'}\n  ConnectTimeout 5\n")
+    config.write_text(
+        f"Host lens-unreachable\n  HostName 127.0.0.1\n  Port {_closed_port()}\n"
+        f"  UserKnownHostsFile {tmp_path / 'known_hosts'}\n  ConnectTimeout 5\n"
+    )
     client = await start(ws, env=_env(tmp_path))
     try:
-        uris = {name: open_doc(client, ws / name) for name in
-                ("broken.py", "plain.py", "raises.py", "rmsnorm.py")}
+        uris = {
+            name: open_doc(client, ws / name) for name in ("broken.py", "plain.py", "raises.py", "rmsnorm.py")
+        }
 
         reply = await execute(client, "trainiumLens.profile", {"uri": uris["broken.py"]})
         assert reply["kind"] == "parse" and "broken.py:2" in reply["error"]
@@ -224,11 +236,13 @@ async def test_bad_files_and_an_unreachable_host_give_clear_messages(profiled, t
         (diag,) = client.diagnostics[uris["raises.py"]]
         assert diag.range.start.line == 3 and diag.severity == types.DiagnosticSeverity.Error
 
-        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-            settings={"trainiumLens": {"host": "lens-unreachable", "sshConfig": str(config)}}))
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(
+                settings={"trainiumLens": {"host": "lens-unreachable", "sshConfig": str(config)}}
+            )
+        )
         started = time.monotonic()
-        reply = await execute(client, "trainiumLens.profile",
-                              {"uri": uris["rmsnorm.py"], "function": NAIVE})
+        reply = await execute(client, "trainiumLens.profile", {"uri": uris["rmsnorm.py"], "function": NAIVE})
         assert reply["kind"] == "target" and "lens-unreachable" in reply["error"]
         assert time.monotonic() - started < 30
 
@@ -246,14 +260,12 @@ async def test_cancel_ends_progress_keeps_earlier_hints_and_stores_nothing(profi
     shutil.copytree(profiled.workspace, ws)
     runs_before = sorted(p.name for p in (ws / ".trainium-lens" / "runs").iterdir())
     # The cold path's cancel (the warm worker's: tests/test_lsp_warm.py).
-    client = await start(ws, env=_env(tmp_path),
-                         options={"trainiumLens": {"warmWorker": {"idleSeconds": 0}}})
+    client = await start(ws, env=_env(tmp_path), options={"trainiumLens": {"warmWorker": {"idleSeconds": 0}}})
     try:
         uri = open_doc(client, ws / "rmsnorm.py")
         earlier = await hints(client, uri)
         assert earlier
-        task = asyncio.ensure_future(execute(client, "trainiumLens.profile",
-                                             {"uri": uri, "function": NAIVE}))
+        task = asyncio.ensure_future(execute(client, "trainiumLens.profile", {"uri": uri, "function": NAIVE}))
         deadline = time.monotonic() + 60
         while not any(len(v) > 1 for v in client.progress_reports.values()):
             assert time.monotonic() < deadline and not task.done()
@@ -270,8 +282,9 @@ async def test_cancel_ends_progress_keeps_earlier_hints_and_stores_nothing(profi
         assert await hints(client, uri) == earlier
         assert client.run_states[-1]["state"] == "cancelled"
         # A second profile while one runs is refused clearly (then the first is cancelled).
-        first = asyncio.ensure_future(execute(client, "trainiumLens.profile",
-                                              {"uri": uri, "function": NAIVE}))
+        first = asyncio.ensure_future(
+            execute(client, "trainiumLens.profile", {"uri": uri, "function": NAIVE})
+        )
         while len(client.progress_reports) < 2:
             await asyncio.sleep(0.05)
         second = await execute(client, "trainiumLens.profile", {"uri": uri, "line": 21})

@@ -33,16 +33,20 @@ SOURCE = textwrap.dedent("""\
 LINES = {
     6: ("    x = torch.ones(4, 4)", 10.0, [("aten::ones", 1, 10.0)]),
     7: ("    y = x * x", 30.0, [("aten::mul", 1, 30.0)]),
-    8: ("    z = y.mean() + y.sum()", 60.0, [("aten::mean", 1, 25.0), ("aten::sum", 1, 20.0),
-                                            ("aten::add", 1, 15.0)]),
+    8: (
+        "    z = y.mean() + y.sum()",
+        60.0,
+        [("aten::mean", 1, 25.0), ("aten::sum", 1, 20.0), ("aten::add", 1, 15.0)],
+    ),
 }
 
 
 @pytest.fixture
 def workspace(tmp_path):
     (tmp_path / "mod.py").write_text(SOURCE)
-    finding = Finding(kind="dispatches", severity="hint", file="mod.py", line=8,
-                      message="3 dispatches on this line")
+    finding = Finding(
+        kind="dispatches", severity="hint", file="mod.py", line=8, message="3 dispatches on this line"
+    )
     RunStore(tmp_path).save(make_result("mod.py", "f", 5, LINES, findings=[finding]))
     return tmp_path
 
@@ -72,13 +76,15 @@ async def test_hints_hover_lens_heat_diagnostics_from_the_store(client, workspac
     shown_lenses = await lenses(client, uri)
     titles = [lens.command.title for lens in shown_lenses]
     # The timeline lens opens the hottest line (0-based 7: the stored line 8, 60 µs).
-    assert titles == ["▶ Profile on Trainium", "100 µs cpu · 5 dispatches · 1 finding",
-                      "Timeline (line 8)"]
+    assert titles == ["▶ Profile on Trainium", "100 µs cpu · 5 dispatches · 1 finding", "Timeline (line 8)"]
     assert shown_lenses[2].command.command == "trainiumLens.openTimeline"
     assert list(shown_lenses[2].command.arguments or []) == [{"uri": uri, "line": 7}]
 
-    reply = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="trainiumLens.compareWithPrevious", arguments=[{"uri": uri, "function": "f"}]))
+    reply = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="trainiumLens.compareWithPrevious", arguments=[{"uri": uri, "function": "f"}]
+        )
+    )
     assert reply == {"error": "f has 1 run: profile it again to compare"}
     assert (await request(client, "trainiumLens/runData", {"uri": "untitled:1"}))["result"] is None
 
@@ -86,7 +92,8 @@ async def test_hints_hover_lens_heat_diagnostics_from_the_store(client, workspac
     assert [m.message for m in client.messages] == ["Trainium Lens: " + reply["error"]]
     diag = client.diagnostics[uri]
     assert [(d.range.start.line, d.source, d.severity, d.code) for d in diag] == [
-        (7, "Trainium Lens", types.DiagnosticSeverity.Hint, "dispatches")]
+        (7, "Trainium Lens", types.DiagnosticSeverity.Hint, "dispatches")
+    ]
     heat = [h for h in client.heat if h["uri"] == uri][-1]
     assert {h["line"]: h["intensity"] for h in heat["lines"]} == {5: 0.1667, 6: 0.5, 7: 1.0}
 
@@ -125,8 +132,11 @@ async def test_a_run_stored_by_the_cli_shows_without_reopening(client, workspace
     assert (await hints(client, uri))[6] == "⏱ 30 µs cpu · 30% · 1 op"
     slower = dict(LINES)
     slower[7] = (LINES[7][0], 90.0, LINES[7][2])
-    RunStore(workspace).save(make_result("mod.py", "f", 5, slower, run_id="20261129-121500-cccc-0",
-                                         created_at="2026-11-29T12:15:00Z"))
+    RunStore(workspace).save(
+        make_result(
+            "mod.py", "f", 5, slower, run_id="20261129-121500-cccc-0", created_at="2026-11-29T12:15:00Z"
+        )
+    )
     assert (await hints(client, uri))[6] == "⏱ 90 µs cpu · 56% · 1 op · ▲ 200%"
 
 
@@ -137,8 +147,11 @@ async def test_restart_brings_hints_back_and_delta_against_previous(client, work
     # A second run of f, faster on the mul line, stored while the server was down.
     faster = dict(LINES)
     faster[7] = (LINES[7][0], 15.0, LINES[7][2])
-    RunStore(workspace).save(make_result("mod.py", "f", 5, faster, run_id="20261129-111500-bbbb-0",
-                                         created_at="2026-11-29T11:15:00Z"))
+    RunStore(workspace).save(
+        make_result(
+            "mod.py", "f", 5, faster, run_id="20261129-111500-bbbb-0", created_at="2026-11-29T11:15:00Z"
+        )
+    )
     again = await start(workspace)
     try:
         uri = open_doc(again, workspace / "mod.py")
@@ -148,8 +161,11 @@ async def test_restart_brings_hints_back_and_delta_against_previous(client, work
         assert "previous run: 30 µs → 15 µs (▼ 50%)" in await hover(again, uri, 6)
         titles = [lens.command.title for lens in await lenses(again, uri)]
         assert "Compare with previous" in titles
-        compared = await again.workspace_execute_command_async(types.ExecuteCommandParams(
-            command="trainiumLens.compareWithPrevious", arguments=[{"uri": uri, "function": "f"}]))
+        compared = await again.workspace_execute_command_async(
+            types.ExecuteCommandParams(
+                command="trainiumLens.compareWithPrevious", arguments=[{"uri": uri, "function": "f"}]
+            )
+        )
         assert compared["diff"]["before"] == "20261129-101500-aaaa-0"
         assert "| 7 | `y = x * x` | 30 µs | 15 µs | ▼ 50% |" in compared["markdown"]
         data = await request(again, "trainiumLens/runData", {"uri": uri})
@@ -161,19 +177,22 @@ async def test_restart_brings_hints_back_and_delta_against_previous(client, work
 
 
 async def test_invalid_settings_are_named_and_defaults_used(workspace):
-    client = await start(workspace, options={"trainiumLens": {
-        "backend": "tpu", "historySize": 0, "hintThreshold": "50us"}})
+    client = await start(
+        workspace, options={"trainiumLens": {"backend": "tpu", "historySize": 0, "hintThreshold": "50us"}}
+    )
     try:
         uri = open_doc(client, workspace / "mod.py")
         await settle(client)
         messages = [m.message for m in client.messages]
-        assert any("trainiumLens.backend" in m and "'tpu'" in m and "default (auto)" in m
-                   for m in messages), messages
+        assert any(
+            "trainiumLens.backend" in m and "'tpu'" in m and "default (auto)" in m for m in messages
+        ), messages
         assert any("trainiumLens.historySize" in m for m in messages)
         # The valid one applied: the 10 µs and 30 µs lines are below 50 µs.
         assert sorted(await hints(client, uri)) == [7]
-        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-            settings={"trainiumLens": {"hintThreshold": 0.2}}))
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"trainiumLens": {"hintThreshold": 0.2}})
+        )
         await settle(client)
         assert sorted(await hints(client, uri)) == [6, 7]  # 30% and 60% pass 20%
     finally:
@@ -190,15 +209,22 @@ async def test_variants_of_a_file_compare_and_bad_requests_are_refused(workspace
             return torch.ones(4, 4).sum()
     """)
     (workspace / "mod.py").write_text(source)
-    RunStore(workspace).save(make_result(
-        "mod.py", "g", 14, {15: ("    return torch.ones(4, 4).sum()", 40.0, [("aten::sum", 1, 40.0)])},
-        run_id="20261129-101500-aaaa-1"))
+    RunStore(workspace).save(
+        make_result(
+            "mod.py",
+            "g",
+            14,
+            {15: ("    return torch.ones(4, 4).sum()", 40.0, [("aten::sum", 1, 40.0)])},
+            run_id="20261129-101500-aaaa-1",
+        )
+    )
     # ``trainium-lens lsp`` is the same server as ``python -m trainium_lens.lsp``.
     client = await start(workspace, command=[sys.executable, "-m", "trainium_lens", "lsp"])
     try:
         uri = open_doc(client, workspace / "mod.py")
-        reply = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-            command="trainiumLens.compareWithPrevious", arguments=[{"uri": uri}]))
+        reply = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="trainiumLens.compareWithPrevious", arguments=[{"uri": uri}])
+        )
         rows = reply["comparison"]["rows"]
         assert [r["variant"] for r in rows] == ["f", "g"] and rows[1]["speedup"] == 2.5
         assert "| g | 40 µs cpu | ▼ 60% |" in reply["markdown"]
@@ -206,12 +232,15 @@ async def test_variants_of_a_file_compare_and_bad_requests_are_refused(workspace
         assert data["result"]["function"]["name"] == "g" and data["diff"] is None
         assert len(data["comparison"]["rows"]) == 2
         # Requests that cannot run: answered with the reason, nothing started.
-        for arg, words in (({"uri": uri, "line": 1}, "line 2 of mod.py is not inside a marked"),
-                           ({"uri": uri, "function": "h"}, "h is not a marked function"),
-                           ({"uri": (workspace / "nope.py").as_uri()}, "nope.py is not saved"),
-                           ({"function": "f"}, "takes one argument")):
-            reply = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-                command="trainiumLens.profile", arguments=[arg]))
+        for arg, words in (
+            ({"uri": uri, "line": 1}, "line 2 of mod.py is not inside a marked"),
+            ({"uri": uri, "function": "h"}, "h is not a marked function"),
+            ({"uri": (workspace / "nope.py").as_uri()}, "nope.py is not saved"),
+            ({"function": "f"}, "takes one argument"),
+        ):
+            reply = await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="trainiumLens.profile", arguments=[arg])
+            )
             assert words in reply["error"] and reply["run_ids"] == [], reply
         await settle(client)
         assert len(client.messages) == 4

@@ -45,18 +45,33 @@ async def test_profile_and_cancel_on_an_ssh_host(sshd, ssh_control_dir, tmp_path
     ws = tmp_path / "ws"
     ws.mkdir()
     shutil.copy(EXAMPLES / "rmsnorm.py", ws / "rmsnorm.py")
-    options = {"trainiumLens": {
-        "host": "lens-test", "sshConfig": str(sshd.config), "remotePython": sys.executable,
-        "workDir": str(tmp_path / "remote work"), "protocol": {"wait": 0, "warmup": 1, "active": 2},
-        # The cold path's cancel (the warm worker's: tests/test_lsp_warm.py).
-        "warmWorker": {"idleSeconds": 0}}}
-    client = await start(ws, options=options, env={
-        "TRAINIUM_LENS_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1",
-        "TRAINIUM_LENS_SSH_CONTROL_DIR": str(ssh_control_dir)})
+    options = {
+        "trainiumLens": {
+            "host": "lens-test",
+            "sshConfig": str(sshd.config),
+            "remotePython": sys.executable,
+            "workDir": str(tmp_path / "remote work"),
+            "protocol": {"wait": 0, "warmup": 1, "active": 2},
+            # The cold path's cancel (the warm worker's: tests/test_lsp_warm.py).
+            "warmWorker": {"idleSeconds": 0},
+        }
+    }
+    client = await start(
+        ws,
+        options=options,
+        env={
+            "TRAINIUM_LENS_CACHE": str(tmp_path / "cache"),
+            "OMP_NUM_THREADS": "1",
+            "TRAINIUM_LENS_SSH_CONTROL_DIR": str(ssh_control_dir),
+        },
+    )
     try:
         uri = open_doc(client, ws / "rmsnorm.py")
-        reply = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-            command="trainiumLens.profile", arguments=[{"uri": uri, "function": NAIVE}]))
+        reply = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(
+                command="trainiumLens.profile", arguments=[{"uri": uri, "function": NAIVE}]
+            )
+        )
         assert reply.get("run_ids"), reply
         result = RunStore(ws).get(reply["run_ids"][0])
         assert result.host == "lens-test" and result.function.protocol.active == 2
@@ -68,15 +83,21 @@ async def test_profile_and_cancel_on_an_ssh_host(sshd, ssh_control_dir, tmp_path
         assert any("sync" in m.lower() or "connect" in m.lower() for m in messages), messages
 
         # Cancel the next run as soon as the harness reports: nothing is left running.
-        task = asyncio.ensure_future(client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="trainiumLens.profile",
-                                       arguments=[{"uri": uri, "function": NAIVE}])))
+        task = asyncio.ensure_future(
+            client.workspace_execute_command_async(
+                types.ExecuteCommandParams(
+                    command="trainiumLens.profile", arguments=[{"uri": uri, "function": NAIVE}]
+                )
+            )
+        )
+
         def open_token():
             return [t for t, vs in client.progress_values.items() if vs and vs[-1].kind != "end"]
 
         deadline = time.monotonic() + 60
-        while not (open_token() and any("import" in str(v.message) for v in
-                                        client.progress_values[open_token()[0]])):
+        while not (
+            open_token() and any("import" in str(v.message) for v in client.progress_values[open_token()[0]])
+        ):
             assert time.monotonic() < deadline and not task.done()
             await asyncio.sleep(0.05)
         (token,) = open_token()

@@ -34,25 +34,35 @@ async def test_restricted_mode_shows_stored_results_and_runs_nothing(tmp_path):
         data = await request(client, "trainiumLens/runData", {"uri": uri})
         assert data["result"]["function"]["name"] == "f"
 
-        reply = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-            command="trainiumLens.profile", arguments=[{"uri": uri, "function": "f"}]))
+        reply = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(
+                command="trainiumLens.profile", arguments=[{"uri": uri, "function": "f"}]
+            )
+        )
         assert reply == {"run_ids": [], "error": PROFILE_REFUSED, "kind": "untrusted"}
-        reply = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-            command="trainiumLens.openExplorer", arguments=[{"uri": uri, "line": 7}]))
+        reply = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(
+                command="trainiumLens.openExplorer", arguments=[{"uri": uri, "line": 7}]
+            )
+        )
         assert reply == {"error": EXPLORER_REFUSED, "kind": "untrusted"}
         await settle(client)
         assert [(m.type, m.message) for m in client.messages] == [
-            (types.MessageType.Warning, PROFILE_REFUSED), (types.MessageType.Warning, EXPLORER_REFUSED)]
+            (types.MessageType.Warning, PROFILE_REFUSED),
+            (types.MessageType.Warning, EXPLORER_REFUSED),
+        ]
         assert "Restricted Mode" in PROFILE_REFUSED and "runs this workspace's code" in PROFILE_REFUSED
         assert not marker.exists()  # nothing the workspace named ran
         assert sorted((tmp_path / ".trainium-lens" / "runs").iterdir()) == runs_before
 
         # Trust granted (the client sends its settings again): the command is no longer refused.
-        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-            settings={"trainiumLens": {"trusted": True}}))
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"trainiumLens": {"trusted": True}})
+        )
         await settle(client)
-        reply = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-            command="trainiumLens.profile", arguments=[{"uri": uri, "line": 0}]))
+        reply = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="trainiumLens.profile", arguments=[{"uri": uri, "line": 0}])
+        )
         assert reply["kind"] == "usage" and "not inside a marked function" in reply["error"]
     finally:
         await stop(client)

@@ -13,6 +13,7 @@ from trainium_lens.lsp.tracking import LineTracker, is_stale
 
 # -- settings --------------------------------------------------------------------
 
+
 def test_no_settings_profiles_locally_on_the_automatic_backend():
     settings, warnings = parse(None)
     assert settings == Settings() and warnings == []
@@ -20,31 +21,56 @@ def test_no_settings_profiles_locally_on_the_automatic_backend():
 
 
 def test_settings_nested_or_flat_and_typed():
-    settings, warnings = parse({"trainiumLens": {
-        "host": "trn1", "sshConfig": "/tmp/cfg", "remotePython": "/opt/venv/bin/python",
-        "workDir": "~/lens", "backend": "neuron", "protocol": {"warmup": 3, "active": 10},
-        "hintThreshold": "2%", "historySize": 5, "timeoutSeconds": 60, "python": "python3"}})
+    settings, warnings = parse(
+        {
+            "trainiumLens": {
+                "host": "trn1",
+                "sshConfig": "/tmp/cfg",
+                "remotePython": "/opt/venv/bin/python",
+                "workDir": "~/lens",
+                "backend": "neuron",
+                "protocol": {"warmup": 3, "active": 10},
+                "hintThreshold": "2%",
+                "historySize": 5,
+                "timeoutSeconds": 60,
+                "python": "python3",
+            }
+        }
+    )
     assert warnings == []
     assert settings.host == "trn1" and settings.protocol == {"warmup": 3, "active": 10}
     assert settings.hint_threshold == Threshold(share=0.02)
     assert parse({"host": "local", "active": 7})[0].protocol == {"active": 7}
     # The extension's form: {settings: {trainiumLens: ...}}, flat schedule keys
     # (null: unset), and settings only the client reads kept aside without a warning.
-    settings, warnings = parse({"settings": {"trainiumLens": {
-        "host": "local", "wait": None, "warmup": 2, "active": None,
-        "openResultsAfterRun": True}}})
+    settings, warnings = parse(
+        {
+            "settings": {
+                "trainiumLens": {
+                    "host": "local",
+                    "wait": None,
+                    "warmup": 2,
+                    "active": None,
+                    "openResultsAfterRun": True,
+                }
+            }
+        }
+    )
     assert warnings == [] and settings.protocol == {"warmup": 2}
     assert settings.extra == {"openResultsAfterRun": True}
 
 
-@pytest.mark.parametrize("key, value, words", [
-    ("backend", "tpu", "'tpu' is not one of auto, neuron, cuda, cpu, xla; using the default (auto)"),
-    ("host", "-oProxyCommand=x", "is not a host name"),
-    ("protocol", {"active": 0}, "active must be at least 1"),
-    ("hintThreshold", "fast", "use a share"),
-    ("historySize", 0, "between 1 and 10000; using the default (20)"),
-    ("timeoutSeconds", "soon", "expected a number of seconds"),
-])
+@pytest.mark.parametrize(
+    "key, value, words",
+    [
+        ("backend", "tpu", "'tpu' is not one of auto, neuron, cuda, cpu, xla; using the default (auto)"),
+        ("host", "-oProxyCommand=x", "is not a host name"),
+        ("protocol", {"active": 0}, "active must be at least 1"),
+        ("hintThreshold", "fast", "use a share"),
+        ("historySize", 0, "between 1 and 10000; using the default (20)"),
+        ("timeoutSeconds", "soon", "expected a number of seconds"),
+    ],
+)
 def test_invalid_setting_names_itself_and_its_default(key, value, words):
     settings, warnings = parse({"trainiumLens": {key: value}})
     assert settings == Settings()
@@ -101,11 +127,10 @@ def test_place_finds_moved_text_and_marks_the_rest_stale():
 
 # -- labels ------------------------------------------------------------------------
 
+
 def test_times_counts_and_headline_name_the_clock():
-    assert [fmt.time_us(v) for v in (12, 1160, 2_355_000, 0.5)] == ["12 µs", "1.16 ms", "2.35 s",
-                                                                    "0.5 µs"]
-    neuron = make_result("m.py", "f", 2, {3: ("x", 1160.0, [("aten::mul", 3, 1160.0)])},
-                         clock="neuron")
+    assert [fmt.time_us(v) for v in (12, 1160, 2_355_000, 0.5)] == ["12 µs", "1.16 ms", "2.35 s", "0.5 µs"]
+    neuron = make_result("m.py", "f", 2, {3: ("x", 1160.0, [("aten::mul", 3, 1160.0)])}, clock="neuron")
     assert fmt.headline(neuron) == "1.16 ms neuron · 3 dispatches · 0 findings"
     a = Annotation(2, neuron.lines[0], neuron, stale=False)
     assert label(a) == "⏱ 1.16 ms · 100% · 3 ops"  # device time: no clock word
@@ -118,14 +143,37 @@ def test_line_times_pair_lines_as_diff_runs_does():
     from trainium_lens.analysis.compare import diff_runs
     from trainium_lens.lsp.compare import line_times
 
-    before = make_result("m.py", "f", 2, {
-        3: ("a = x * x", 10.0, []), 4: ("b = a + 1", 20.0, []), 5: ("c = b * 2", 30.0, []),
-        6: ("d = c * 2", 40.0, []), 7: ("return d", 5.0, [])}, run_id="r1")
-    after = make_result("m.py", "f", 2, {  # a line inserted, one edited, one removed
-        3: ("a = x * x", 11.0, []), 4: ("z = 0", 1.0, []), 5: ("b = a + 1", 21.0, []),
-        6: ("c = b * 3", 31.0, []), 8: ("return d", 6.0, [])}, run_id="r2")
-    expected = {d.after_line: d.before_us for d in diff_runs(before, after).lines
-                if d.after_line is not None and d.before_us is not None}
+    before = make_result(
+        "m.py",
+        "f",
+        2,
+        {
+            3: ("a = x * x", 10.0, []),
+            4: ("b = a + 1", 20.0, []),
+            5: ("c = b * 2", 30.0, []),
+            6: ("d = c * 2", 40.0, []),
+            7: ("return d", 5.0, []),
+        },
+        run_id="r1",
+    )
+    after = make_result(
+        "m.py",
+        "f",
+        2,
+        {  # a line inserted, one edited, one removed
+            3: ("a = x * x", 11.0, []),
+            4: ("z = 0", 1.0, []),
+            5: ("b = a + 1", 21.0, []),
+            6: ("c = b * 3", 31.0, []),
+            8: ("return d", 6.0, []),
+        },
+        run_id="r2",
+    )
+    expected = {
+        d.after_line: d.before_us
+        for d in diff_runs(before, after).lines
+        if d.after_line is not None and d.before_us is not None
+    }
     assert line_times(before, after) == expected == {3: 10.0, 5: 20.0, 6: 40.0, 8: 5.0}
 
 
@@ -133,8 +181,10 @@ def test_a_line_picks_the_marked_function_around_it(tmp_path):
     from trainium_lens.errors import HarnessError, UsageError
     from trainium_lens.lsp.profile import choose_functions, parse_request
 
-    source = ("import torch\n\n# trainium: profile\ndef f():\n    return 1\n\n"
-              "# trainium: profile\n@torch.no_grad()\ndef g():\n    return 2\n")
+    source = (
+        "import torch\n\n# trainium: profile\ndef f():\n    return 1\n\n"
+        "# trainium: profile\n@torch.no_grad()\ndef g():\n    return 2\n"
+    )
     path = tmp_path / "m.py"
     path.write_text(source)
 
@@ -159,8 +209,7 @@ def test_hover_links_explorer_only_for_neuron_runs():
     from trainium_lens.lsp.runs import Annotations
 
     for clock, expected in (("neuron", True), ("cpu", False)):
-        r = make_result("m.py", "f", 2, {3: ("y = x * x", 10.0, [("aten::mul", 2, 10.0)])},
-                        clock=clock)
+        r = make_result("m.py", "f", 2, {3: ("y = x * x", 10.0, [("aten::mul", 2, 10.0)])}, clock=clock)
         a = Annotation(2, r.lines[0], r, stale=False)
         text = markdown("file:///w/m.py", a, Annotations([a], {2: a}, []))
         assert "| `aten::mul` | 2 |" in text

@@ -60,8 +60,11 @@ async def gone(marker: str, limit: float = 20.0) -> bool:
 
 async def profile(client, uri: str, function: str = NAIVE) -> tuple[dict, float]:
     started = time.monotonic()
-    reply = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="trainiumLens.profile", arguments=[{"uri": uri, "function": function}]))
+    reply = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="trainiumLens.profile", arguments=[{"uri": uri, "function": function}]
+        )
+    )
     return reply, time.monotonic() - started
 
 
@@ -83,13 +86,16 @@ def worker_states(client) -> list[dict]:
 
 async def started(ws: Path, tmp: Path, options: dict | None = None, env: dict | None = None):
     cache = str(tmp / "cache")
-    client = await start(ws, options={"trainiumLens": {"protocol": FAST, **(options or {})}},
-                         env={"TRAINIUM_LENS_CACHE": cache, "OMP_NUM_THREADS": "1", **(env or {})})
+    client = await start(
+        ws,
+        options={"trainiumLens": {"protocol": FAST, **(options or {})}},
+        env={"TRAINIUM_LENS_CACHE": cache, "OMP_NUM_THREADS": "1", **(env or {})},
+    )
     return client, f"TRAINIUM_LENS_CACHE={cache}"
 
 
 HELPER = "def scale(x):\n    return x * 2\n"
-USES = '''import torch
+USES = """import torch
 from scale_helper import scale
 
 RUNS = []
@@ -104,7 +110,7 @@ def make_inputs():
 def scaled(x, runs):
     # A stale module (RUNS kept from the last job) would take the other branch.
     return scale(x) + 1 if runs == 1 else torch.sigmoid(x)
-'''
+"""
 
 
 @pytest.fixture
@@ -118,7 +124,8 @@ def ws(tmp_path) -> Path:
         "import ctypes\nimport os\n\nimport torch\n\n\ndef make_inputs():\n"
         "    return (torch.ones(4),)\n\n\n# trainium: profile inputs=make_inputs\n"
         "def exits(x):\n    os._exit(3)\n\n\n# trainium: profile inputs=make_inputs\n"
-        "def segfaults(x):\n    ctypes.string_at(0)\n")
+        "def segfaults(x):\n    ctypes.string_at(0)\n"
+    )
     return root
 
 
@@ -132,8 +139,7 @@ async def test_warm_runs_locally(ws, tmp_path):
     try:
         uri, _ = await cold_then_warm(client, ws)
         (pid,) = workers(marker)
-        assert worker_states(client)[-1] == {"state": "warm", "host": "local", "pid": pid,
-                                             "idle_s": 300.0}
+        assert worker_states(client)[-1] == {"state": "warm", "host": "local", "pid": pid, "idle_s": 300.0}
 
         # An edit to a helper module shows; a global the last job changed is fresh.
         uses = open_doc(client, ws / "uses_helper.py")
@@ -141,8 +147,7 @@ async def test_warm_runs_locally(ws, tmp_path):
         assert {"aten::mul", "aten::add"} <= ops(ws, reply), ops(ws, reply)
         reply, _ = await profile(client, uses, "scaled")
         assert "aten::sigmoid" not in ops(ws, reply)
-        (ws / "scale_helper.py").write_text("import torch\n\n\ndef scale(x):\n"
-                                            "    return torch.exp(x)\n")
+        (ws / "scale_helper.py").write_text("import torch\n\n\ndef scale(x):\n    return torch.exp(x)\n")
         reply, _ = await profile(client, uses, "scaled")
         assert "aten::exp" in ops(ws, reply) and "aten::mul" not in ops(ws, reply)
 
@@ -156,8 +161,9 @@ async def test_warm_runs_locally(ws, tmp_path):
             assert again.get("run_ids"), again
 
         # The release command ends the worker at once.
-        reply = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-            command="trainiumLens.releaseWorker", arguments=[]))
+        reply = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="trainiumLens.releaseWorker", arguments=[])
+        )
         assert reply == {"released": True, "host": "local"}
         assert await gone(marker, 5)
         await asyncio.sleep(0.3)
@@ -203,12 +209,16 @@ async def test_no_worker_outlives_a_killed_server(ws, tmp_path):
 
 # -- over the real sshd -------------------------------------------------------------------
 
+
 @pytest.mark.ssh
 async def test_warm_runs_on_an_ssh_host(sshd, ssh_control_dir, ws, tmp_path):
-    options = {"host": "lens-test", "sshConfig": str(sshd.config), "remotePython": sys.executable,
-               "workDir": str(tmp_path / "remote work")}
-    client, _ = await started(ws, tmp_path, options,
-                              {"TRAINIUM_LENS_SSH_CONTROL_DIR": str(ssh_control_dir)})
+    options = {
+        "host": "lens-test",
+        "sshConfig": str(sshd.config),
+        "remotePython": sys.executable,
+        "workDir": str(tmp_path / "remote work"),
+    }
+    client, _ = await started(ws, tmp_path, options, {"TRAINIUM_LENS_SSH_CONTROL_DIR": str(ssh_control_dir)})
     remote = f"HOME={sshd.home}"
     try:
         _, second = await cold_then_warm(client, ws)
@@ -217,8 +227,7 @@ async def test_warm_runs_on_an_ssh_host(sshd, ssh_control_dir, ws, tmp_path):
         assert worker_states(client)[-1]["host"] == "lens-test"
 
         # An edited helper is synced and imported anew on the host.
-        (ws / "scale_helper.py").write_text("import torch\n\n\ndef scale(x):\n"
-                                            "    return torch.exp(x)\n")
+        (ws / "scale_helper.py").write_text("import torch\n\n\ndef scale(x):\n    return torch.exp(x)\n")
         reply, _ = await profile(client, open_doc(client, ws / "uses_helper.py"), "scaled")
         assert "aten::exp" in ops(ws, reply), reply
         assert workers(remote) == [pid]
@@ -232,8 +241,7 @@ async def test_warm_runs_on_an_ssh_host(sshd, ssh_control_dir, ws, tmp_path):
 
 
 def job_children(worker: int) -> list[int]:
-    return [int(p.name) for p in Path("/proc").glob("[0-9]*")
-            if _parent(p) == worker]
+    return [int(p.name) for p in Path("/proc").glob("[0-9]*") if _parent(p) == worker]
 
 
 def _parent(proc: Path) -> int | None:
@@ -244,10 +252,12 @@ def _parent(proc: Path) -> int | None:
 
 
 async def test_cancel_stops_the_job_and_keeps_the_worker(ws, tmp_path):
-    (ws / "slow.py").write_text("import time\n\nimport torch\n\n\ndef make_inputs():\n"
-                                "    return (torch.ones(4),)\n\n\n"
-                                "# trainium: profile inputs=make_inputs\ndef slow(x):\n"
-                                "    time.sleep(60)\n    return x\n")
+    (ws / "slow.py").write_text(
+        "import time\n\nimport torch\n\n\ndef make_inputs():\n"
+        "    return (torch.ones(4),)\n\n\n"
+        "# trainium: profile inputs=make_inputs\ndef slow(x):\n"
+        "    time.sleep(60)\n    return x\n"
+    )
     client, marker = await started(ws, tmp_path)
     try:
         reply, _ = await profile(client, open_doc(client, ws / "rmsnorm.py"))

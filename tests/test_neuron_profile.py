@@ -26,34 +26,61 @@ def write_tables(folder, instructions, schema="7.4"):
     tables = {
         "StackFrameFileName": {"id": [1, 2], "name": [LIB, USER]},
         "StackFrameFunctionName": {"id": [1, 2], "name": ["forward", "step"]},
-        "StackFrameFileLocation": {"id": [1, 2, 3, 4], "file_name_id": [1, 2, 2, 2],
-                                   "function_name_id": [1, 2, 2, 2], "line_number": [125, 10, 11, 12]},
-        "StackFrame": {"id": [1, 2, 3, 4], "file_location_id": [1, 2, 3, 4],
-                       "parent_frame_id": [2, 0, 0, 0]},
+        "StackFrameFileLocation": {
+            "id": [1, 2, 3, 4],
+            "file_name_id": [1, 2, 2, 2],
+            "function_name_id": [1, 2, 2, 2],
+            "line_number": [125, 10, 11, 12],
+        },
+        "StackFrame": {"id": [1, 2, 3, 4], "file_location_id": [1, 2, 3, 4], "parent_frame_id": [2, 0, 0, 0]},
     }
     for name, cols in tables.items():
         pq.write_table(pa.table(cols), folder / f"{name}.parquet")
     cols = {k: [r[k] for r in instructions] for k in instructions[0]}
-    table = pa.table(cols, schema=pa.schema([
-        ("start_ts", pa.int64()), ("end_ts", pa.int64()), ("duration_ns", pa.int64()),
-        ("engine", pa.string()), ("opcode", pa.string()), ("hlo_name", pa.string()),
-        ("stack_frame_ids", pa.list_(pa.int64())), ("layer", pa.string()), ("bir_id", pa.int64()),
-    ], metadata={"schema_version": schema} if schema else None))
+    table = pa.table(
+        cols,
+        schema=pa.schema(
+            [
+                ("start_ts", pa.int64()),
+                ("end_ts", pa.int64()),
+                ("duration_ns", pa.int64()),
+                ("engine", pa.string()),
+                ("opcode", pa.string()),
+                ("hlo_name", pa.string()),
+                ("stack_frame_ids", pa.list_(pa.int64())),
+                ("layer", pa.string()),
+                ("bir_id", pa.int64()),
+            ],
+            metadata={"schema_version": schema} if schema else None,
+        ),
+    )
     pq.write_table(table, folder / "Instruction.parquet")
     return folder
 
 
 def ins(start, end, engine, name, frames, opcode="MATMUL"):
-    return {"start_ts": start, "end_ts": end, "duration_ns": end - start, "engine": engine,
-            "opcode": opcode, "hlo_name": name, "stack_frame_ids": frames, "layer": "", "bir_id": 0}
+    return {
+        "start_ts": start,
+        "end_ts": end,
+        "duration_ns": end - start,
+        "engine": engine,
+        "opcode": opcode,
+        "hlo_name": name,
+        "stack_frame_ids": frames,
+        "layer": "",
+        "bir_id": 0,
+    }
 
 
 def test_overlapping_engines_give_the_union_not_the_sum(tmp_path):
-    folder = write_tables(tmp_path / "p", [
-        ins(0, 100, "pe", "dot.1", [1]),        # library frame → first user frame: line 10
-        ins(50, 150, "act", "dot.1", [1]),      # same line, other engine, overlapping 50 ns
-        ins(200, 260, "pool", "add.2", [3]),    # line 11
-    ])
+    folder = write_tables(
+        tmp_path / "p",
+        [
+            ins(0, 100, "pe", "dot.1", [1]),  # library frame → first user frame: line 10
+            ins(50, 150, "act", "dot.1", [1]),  # same line, other engine, overlapping 50 ns
+            ins(200, 260, "pool", "add.2", [3]),  # line 11
+        ],
+    )
     profile = npf.read(folder)
     assert profile.schema == "7.4" and len(profile.instructions) == 3
     report = npf.line_times(profile)
@@ -70,14 +97,20 @@ def test_overlapping_engines_give_the_union_not_the_sum(tmp_path):
 
 
 def test_a_fused_instruction_is_credited_to_one_line_and_covers_the_others(tmp_path):
-    folder = write_tables(tmp_path / "p", [
-        ins(0, 40, "act", "fusion.3", [3, 4], "ACT"),      # tie: the frame listed first (line 11)
-        ins(40, 70, "act", "fusion.4", [4, 1, 2], "ACT"),  # lines 12, 10, 10: most frames → 10
-    ])
+    folder = write_tables(
+        tmp_path / "p",
+        [
+            ins(0, 40, "act", "fusion.3", [3, 4], "ACT"),  # tie: the frame listed first (line 11)
+            ins(40, 70, "act", "fusion.4", [4, 1, 2], "ACT"),  # lines 12, 10, 10: most frames → 10
+        ],
+    )
     report = npf.line_times(npf.read(folder))
     got = {t.line: (t.time_ns, t.hlo_names, t.covered) for t in report.lines}
-    assert got == {11: (40, ["fusion.3"], []), 12: (0, [], ["fusion.3", "fusion.4"]),
-                   10: (30, ["fusion.4"], [])}
+    assert got == {
+        11: (40, ["fusion.3"], []),
+        12: (0, [], ["fusion.3", "fusion.4"]),
+        10: (30, ["fusion.4"], []),
+    }
     assert report.busy_ns == 70 == sum(t.time_ns for t in report.lines)
 
 
@@ -91,12 +124,30 @@ def test_instructions_without_frames_reach_lines_through_the_hlo_metadata(tmp_pa
 
 def test_legacy_json_hlo_text_names_and_union(tmp_path):
     path = tmp_path / "profile.json"
-    path.write_text(json.dumps({"instruction": [
-        {"timestamp": 1000, "duration": 100, "label": "pe", "opcode": "MATMUL",
-         "hlo_name": "%dot.1 = f32[4,4]{1,0} dot(f32[4,4] %a, f32[4,4] %b)", "operands": ""},
-        {"timestamp": 1050, "duration": 100, "label": "act", "opcode": "ACT",
-         "hlo_name": "ROOT %add.2 = f32[4] add(%x, %y)", "operands": ""},
-    ]}))
+    path.write_text(
+        json.dumps(
+            {
+                "instruction": [
+                    {
+                        "timestamp": 1000,
+                        "duration": 100,
+                        "label": "pe",
+                        "opcode": "MATMUL",
+                        "hlo_name": "%dot.1 = f32[4,4]{1,0} dot(f32[4,4] %a, f32[4,4] %b)",
+                        "operands": "",
+                    },
+                    {
+                        "timestamp": 1050,
+                        "duration": 100,
+                        "label": "act",
+                        "opcode": "ACT",
+                        "hlo_name": "ROOT %add.2 = f32[4] add(%x, %y)",
+                        "operands": "",
+                    },
+                ]
+            }
+        )
+    )
     profile = npf.read(path)
     assert [i.hlo_name for i in profile.instructions] == ["dot.1", "add.2"]
     report = npf.line_times(profile, hlo_lines={"dot.1": ("m.py", 3), "add.2": ("m.py", 3)})
@@ -123,8 +174,8 @@ def test_missing_tables_and_columns_fail_with_one_line(tmp_path):
     with pytest.raises(npf.NeuronProfileError, match="no Instruction table"):
         npf.read(folder)
     bad = tmp_path / "x.json"
-    bad.write_text("{\"events\": []}")
-    with pytest.raises(npf.NeuronProfileError, match="no \"instruction\" list"):
+    bad.write_text('{"events": []}')
+    with pytest.raises(npf.NeuronProfileError, match='no "instruction" list'):
         npf.read(bad)
 
 
@@ -134,7 +185,6 @@ def test_frame_walk_is_one_based_and_stops_at_zero():
     frames[2] = npf.Frame(USER, "g", 7, 1)  # a cycle must not hang
     assert npf.user_frame(frames, 1, lambda f: not npf.is_library(f)) == (USER, 7)
     assert npf.user_frame(frames, 0, lambda f: True) is None
-
 
 
 def test_outer_user_frames_get_total_time(tmp_path):

@@ -26,16 +26,40 @@ PROJECT = DATA / "project"
 QUICK = {"wait": 1, "warmup": 1, "active": 2, "timing_calls": 3}
 
 
-def run_harness(workspace: Path, file: str, run_dir: Path, *, functions=(), protocol=None,
-                backend="auto", include=(), timeout=600) -> tuple[int, list[dict], str]:
+def run_harness(
+    workspace: Path,
+    file: str,
+    run_dir: Path,
+    *,
+    functions=(),
+    protocol=None,
+    backend="auto",
+    include=(),
+    timeout=600,
+) -> tuple[int, list[dict], str]:
     """``python -m trainium_lens.harness`` with a job spec, as a target runs it."""
-    spec = {"spec_version": 1, "batch_id": "t-" + run_dir.name, "workspace_root": str(workspace),
-            "file": file, "functions": list(functions), "line": None, "backend": backend,
-            "protocol": protocol or {}, "run_dir": str(run_dir), "host": "local",
-            "include": list(include)}
-    proc = subprocess.run([sys.executable, "-m", "trainium_lens.harness"], input=json.dumps(spec),
-                          capture_output=True, text=True, timeout=timeout, cwd=str(run_dir.parent),
-                          env={**os.environ, "PYTHONPATH": str(SERVER)})
+    spec = {
+        "spec_version": 1,
+        "batch_id": "t-" + run_dir.name,
+        "workspace_root": str(workspace),
+        "file": file,
+        "functions": list(functions),
+        "line": None,
+        "backend": backend,
+        "protocol": protocol or {},
+        "run_dir": str(run_dir),
+        "host": "local",
+        "include": list(include),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainium_lens.harness"],
+        input=json.dumps(spec),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=str(run_dir.parent),
+        env={**os.environ, "PYTHONPATH": str(SERVER)},
+    )
     return proc.returncode, [json.loads(raw) for raw in proc.stdout.splitlines()], proc.stderr
 
 
@@ -60,8 +84,9 @@ def gpt(tmp_path_factory):
     workspace = tmp_path_factory.mktemp("gpt") / "project"
     shutil.copytree(PROJECT, workspace)
     run_dir = workspace.parent / "run"
-    code, events, stderr = run_harness(workspace, "src/tinygpt/bench.py", run_dir, protocol=QUICK,
-                                       backend="cpu")
+    code, events, stderr = run_harness(
+        workspace, "src/tinygpt/bench.py", run_dir, protocol=QUICK, backend="cpu"
+    )
     assert code == 0, stderr[-3000:] + json.dumps(events[-2:])
     return {"workspace": workspace, "results": _batch(run_dir)}
 
@@ -77,8 +102,12 @@ def test_package_file_with_relative_imports_profiles(gpt):
     forward = gpt["results"]["forward"]
     files = {s.file for s in forward.lines if s.self_time_us > 0}
     # the marked file and its sibling modules, by workspace path
-    assert {"src/tinygpt/attention.py", "src/tinygpt/mlp.py", "src/tinygpt/norm.py",
-            "src/tinygpt/model.py"} <= files
+    assert {
+        "src/tinygpt/attention.py",
+        "src/tinygpt/mlp.py",
+        "src/tinygpt/norm.py",
+        "src/tinygpt/model.py",
+    } <= files
     assert _line(forward, "src/tinygpt/bench.py", "return model(batch.idx)").total_time_us > 0
     sdpa = _line(forward, "src/tinygpt/attention.py", "scaled_dot_product_attention")
     assert sdpa.self_time_us > 0 and any("scaled_dot_product" in op.name for op in sdpa.ops)
@@ -103,10 +132,12 @@ def test_gpt_forward_findings_stay_true(gpt):
     assert kinds <= {"dispatches"}, [f.message for f in forward.findings]
     assert set(SEVERITY) >= kinds
     flagged = {(f.file, f.line) for f in forward.findings}
-    for file, needle in (("src/tinygpt/norm.py", "return F.layer_norm"),
-                         ("src/tinygpt/attention.py", "scaled_dot_product_attention"),
-                         ("src/tinygpt/attention.py", "q = q.view"),  # views launch nothing
-                         ("src/tinygpt/mlp.py", "x = self.c_fc(x)")):
+    for file, needle in (
+        ("src/tinygpt/norm.py", "return F.layer_norm"),
+        ("src/tinygpt/attention.py", "scaled_dot_product_attention"),
+        ("src/tinygpt/attention.py", "q = q.view"),  # views launch nothing
+        ("src/tinygpt/mlp.py", "x = self.c_fc(x)"),
+    ):
         stat = _line(forward, file, needle)
         assert dispatches_per_execution(stat) < 2
         assert (stat.file, stat.line) not in flagged
@@ -134,20 +165,45 @@ def test_forward_and_training_step_are_not_compared(gpt):
 
 
 def _cli(*args: str, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trainium_lens", *args], capture_output=True,
-                          text=True, cwd=str(cwd), timeout=timeout,
-                          env={**os.environ, "PYTHONPATH": str(SERVER)})
+    return subprocess.run(
+        [sys.executable, "-m", "trainium_lens", *args],
+        capture_output=True,
+        text=True,
+        cwd=str(cwd),
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": str(SERVER)},
+    )
 
 
 def test_llama_with_include_attributes_modeling_llama(tmp_path):
     """A tiny random Llama (no download) through the CLI with --include: the
     attention and MLP lines of modeling_llama.py get their time."""
     import transformers  # noqa: F401  (pinned in the test extras: a missing one must fail, not skip)
+
     out = tmp_path / "llama.json"
-    proc = _cli("profile", str(DATA / "library_models.py"), "llama_forward", "--backend", "cpu",
-                "--include", "transformers.models.llama", "--wait", "1", "--warmup", "1",
-                "--active", "2", "--timing-calls", "3", "--no-store", "--json", str(out),
-                "--workspace", str(ROOT), cwd=ROOT)
+    proc = _cli(
+        "profile",
+        str(DATA / "library_models.py"),
+        "llama_forward",
+        "--backend",
+        "cpu",
+        "--include",
+        "transformers.models.llama",
+        "--wait",
+        "1",
+        "--warmup",
+        "1",
+        "--active",
+        "2",
+        "--timing-calls",
+        "3",
+        "--no-store",
+        "--json",
+        str(out),
+        "--workspace",
+        str(ROOT),
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = Result.from_dict(json.loads(out.read_text()))
     llama = "transformers/models/llama/modeling_llama.py"
@@ -164,9 +220,15 @@ def test_llama_with_include_attributes_modeling_llama(tmp_path):
 def test_include_torch_functional_looks_inside_multihead_attention(tmp_path):
     line = line_of(DATA / "library_models.py", "out, _ = mha(x, x, x")
     with_dir, without_dir = tmp_path / "with", tmp_path / "without"
-    code, events, stderr = run_harness(ROOT, "tests/data/library_models.py", with_dir,
-                                       functions=["attend"], protocol=QUICK, backend="cpu",
-                                       include=["torch.nn.functional"])
+    code, events, stderr = run_harness(
+        ROOT,
+        "tests/data/library_models.py",
+        with_dir,
+        functions=["attend"],
+        protocol=QUICK,
+        backend="cpu",
+        include=["torch.nn.functional"],
+    )
     assert code == 0, stderr[-3000:] + json.dumps(events[-2:])
     inside = _batch(with_dir)["attend"]
     functional = [s for s in inside.lines if s.file == "torch/nn/functional.py"]
@@ -174,8 +236,9 @@ def test_include_torch_functional_looks_inside_multihead_attention(tmp_path):
     assert any("scaled_dot_product_attention" in s.text for s in functional)
     assert not any("handle_torch_function" in s.text for s in functional)
 
-    code, events, stderr = run_harness(ROOT, "tests/data/library_models.py", without_dir,
-                                       functions=["attend"], protocol=QUICK, backend="cpu")
+    code, events, stderr = run_harness(
+        ROOT, "tests/data/library_models.py", without_dir, functions=["attend"], protocol=QUICK, backend="cpu"
+    )
     assert code == 0, stderr[-3000:]
     plain = _batch(without_dir)["attend"]
     assert {s.file for s in plain.lines} == {"tests/data/library_models.py"}
@@ -185,26 +248,32 @@ def test_include_torch_functional_looks_inside_multihead_attention(tmp_path):
 
 
 def test_inputs_device_parameter_and_nested_structures(tmp_path):
-    code, events, stderr = run_harness(ROOT, "tests/data/device_inputs.py", tmp_path / "run",
-                                       protocol=QUICK, backend="cpu")
+    code, events, stderr = run_harness(
+        ROOT, "tests/data/device_inputs.py", tmp_path / "run", protocol=QUICK, backend="cpu"
+    )
     assert code == 0, stderr[-3000:] + json.dumps(events[-2:])
 
 
-@pytest.mark.skipif(not __import__("torch").cuda.is_available(),
-                    reason="no CUDA device on this machine: the --backend cuda run needs a GPU")
+@pytest.mark.skipif(
+    not __import__("torch").cuda.is_available(),
+    reason="no CUDA device on this machine: the --backend cuda run needs a GPU",
+)
 def test_same_project_on_cuda(tmp_path):
-    code, events, stderr = run_harness(ROOT, "tests/data/device_inputs.py", tmp_path / "run",
-                                       protocol=QUICK, backend="cuda")
+    code, events, stderr = run_harness(
+        ROOT, "tests/data/device_inputs.py", tmp_path / "run", protocol=QUICK, backend="cuda"
+    )
     assert code == 0, stderr[-3000:] + json.dumps(events[-2:])
     workspace = tmp_path / "project"
     shutil.copytree(PROJECT, workspace)
-    code, events, stderr = run_harness(workspace, "src/tinygpt/bench.py", tmp_path / "gpt",
-                                       protocol=QUICK, backend="cuda")
+    code, events, stderr = run_harness(
+        workspace, "src/tinygpt/bench.py", tmp_path / "gpt", protocol=QUICK, backend="cuda"
+    )
     assert code == 0, stderr[-3000:] + json.dumps(events[-2:])
     assert {r.backend for r in _batch(tmp_path / "gpt").values()} == {"cuda"}
 
 
 # -- bad project input: one line, naming the line --------------------------------
+
 
 def test_nested_marked_function_is_an_error(tmp_path):
     code, events, _ = run_harness(ROOT, "tests/data/nested_marker.py", tmp_path / "run")
@@ -219,8 +288,9 @@ def test_include_naming_no_installed_package_is_an_error(tmp_path):
     error = _error(events)
     assert code == 1 and error["line"] == line_of(DATA / "bad_include.py", "# trainium: profile")
     assert "no_such_package_xyz.models" in error["message"]
-    code, events, _ = run_harness(ROOT, "tests/data/device_inputs.py", tmp_path / "run2",
-                                  include=["not_installed_anywhere"])
+    code, events, _ = run_harness(
+        ROOT, "tests/data/device_inputs.py", tmp_path / "run2", include=["not_installed_anywhere"]
+    )
     assert code == 1 and "--include not_installed_anywhere" in _error(events)["message"]
 
 

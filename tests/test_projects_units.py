@@ -15,7 +15,7 @@ from trainium_lens.harness.loader import package_name, resolve_include
 from trainium_lens.harness.markers import find_marked, misplaced_markers
 from trainium_lens.result import LibraryFile, Output
 
-SOURCE = '''import torch
+SOURCE = """import torch
 
 class Trainer:
     def __init__(self):
@@ -36,7 +36,7 @@ def helper():
         def method(self):
             return 2
     return nested
-'''
+"""
 
 
 def test_methods_are_marked_as_class_dot_method_and_nested_ones_are_misplaced():
@@ -68,17 +68,24 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 
 def test_package_roots(tmp_path):
-    _write(tmp_path, {
-        "src/pkg/__init__.py": "", "src/pkg/sub/__init__.py": "", "src/pkg/sub/mod.py": "x = 1\n",
-        "src/nspkg/deep/rel.py": "from .sibling import x\n",  # namespace package, src layout
-        "tools/nsrel.py": "from . import other\n",  # namespace package at the workspace root
-        "scripts/plain.py": "import os\n",  # a top-level script: loaded by path as before
-    })
+    _write(
+        tmp_path,
+        {
+            "src/pkg/__init__.py": "",
+            "src/pkg/sub/__init__.py": "",
+            "src/pkg/sub/mod.py": "x = 1\n",
+            "src/nspkg/deep/rel.py": "from .sibling import x\n",  # namespace package, src layout
+            "tools/nsrel.py": "from . import other\n",  # namespace package at the workspace root
+            "scripts/plain.py": "import os\n",  # a top-level script: loaded by path as before
+        },
+    )
     src = str((tmp_path / "src").resolve())
     assert package_name(str(tmp_path / "src/pkg/sub/mod.py"), str(tmp_path)) == (src, "pkg.sub.mod")
     assert package_name(str(tmp_path / "src/nspkg/deep/rel.py"), str(tmp_path)) == (src, "nspkg.deep.rel")
     assert package_name(str(tmp_path / "tools/nsrel.py"), str(tmp_path)) == (
-        str(tmp_path.resolve()), "tools.nsrel")
+        str(tmp_path.resolve()),
+        "tools.nsrel",
+    )
     assert package_name(str(tmp_path / "scripts/plain.py"), str(tmp_path)) is None
 
 

@@ -20,13 +20,18 @@ def client_names() -> dict[str, dict[str, str]]:
 
 def test_client_and_server_name_the_same_methods():
     names = client_names()
-    assert names["ServerCommand"] == {"profile": profile.COMMAND,
-                                      "compareWithPrevious": compare.COMMAND,
-                                      "openExplorer": explorer.COMMAND,
-                                      "releaseWorker": warm.RELEASE}
+    assert names["ServerCommand"] == {
+        "profile": profile.COMMAND,
+        "compareWithPrevious": compare.COMMAND,
+        "openExplorer": explorer.COMMAND,
+        "releaseWorker": warm.RELEASE,
+    }
     assert names["Request"] == {"runData": panel.REQUEST, "timeline": timeline.REQUEST}
-    assert names["Notification"] == {"heat": heat.NOTIFICATION, "runState": profile.RUN_STATE,
-                                     "worker": warm.NOTIFICATION}
+    assert names["Notification"] == {
+        "heat": heat.NOTIFICATION,
+        "runState": profile.RUN_STATE,
+        "worker": warm.NOTIFICATION,
+    }
     assert names["ClientCommand"]["showResults"] == codelens.SHOW
     server = lsp_server.create_server()
     assert set(names["ServerCommand"].values()) <= set(server.protocol.fm.commands)
@@ -41,6 +46,7 @@ def test_no_method_name_is_written_inline_in_the_client():
         for n, line in enumerate(path.read_text().splitlines(), 1):
             code = line.split("//", 1)[0]
             if re.search(r'"trainiumLens/\w+"', code) or any(
-                    f'"{name}"' in code for name in client_names()["ServerCommand"].values()):
+                f'"{name}"' in code for name in client_names()["ServerCommand"].values()
+            ):
                 inline.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not inline, "use extension/src/protocol.ts:\n" + "\n".join(inline)

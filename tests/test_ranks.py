@@ -14,47 +14,90 @@ from trainium_lens.result import Batch, LineStat, Result
 
 
 def _line(line: int, self_us: float, ops: list[tuple[str, float]]) -> dict:
-    return {"file": "t.py", "line": line, "self_time_us": self_us, "total_time_us": self_us,
-            "self_cpu_us": self_us, "calls": float(len(ops)), "self_time_us_min": self_us * 0.9,
-            "self_time_us_max": self_us * 1.1, "self_time_us_median": self_us,
-            "ops": [{"name": n, "calls": 1.0, "self_time_us": t, "self_cpu_us": t,
-                     "direct_calls": 1.0} for n, t in ops]}
+    return {
+        "file": "t.py",
+        "line": line,
+        "self_time_us": self_us,
+        "total_time_us": self_us,
+        "self_cpu_us": self_us,
+        "calls": float(len(ops)),
+        "self_time_us_min": self_us * 0.9,
+        "self_time_us_max": self_us * 1.1,
+        "self_time_us_median": self_us,
+        "ops": [
+            {"name": n, "calls": 1.0, "self_time_us": t, "self_cpu_us": t, "direct_calls": 1.0}
+            for n, t in ops
+        ],
+    }
 
 
 def _result(rank: int, mm_us: float, wait_us: float, extra_line: bool = False) -> dict:
-    lines = [_line(10, mm_us, [("aten::mm", mm_us)]),
-             _line(12, wait_us + 10, [("c10d::wait", wait_us), ("c10d::allreduce_", 10.0)])]
+    lines = [
+        _line(10, mm_us, [("aten::mm", mm_us)]),
+        _line(12, wait_us + 10, [("c10d::wait", wait_us), ("c10d::allreduce_", 10.0)]),
+    ]
     if extra_line:
         lines.append(_line(14, 5.0, [("aten::add", 5.0)]))
     total = sum(ln["self_time_us"] for ln in lines)
     return {
-        "schema_version": 1, "run_id": "b-0", "batch_id": "b", "created_at": "2026-11-30T00:00:00",
-        "backend": "cpu", "clock": "cpu", "host": "local",
+        "schema_version": 1,
+        "run_id": "b-0",
+        "batch_id": "b",
+        "created_at": "2026-11-30T00:00:00",
+        "backend": "cpu",
+        "clock": "cpu",
+        "host": "local",
         "function": {"file": "t.py", "name": "step", "line": 9},
-        "totals": {"self_time_us": total, "self_cpu_us": total, "wall_us_median": 2000.0 + rank,
-                   "steps": 3, "per_step_self_time_us": [total, total + 1, total + 2]},
-        "ops": [{"name": "aten::mm", "calls": 1.0, "self_time_us": mm_us, "total_time_us": mm_us,
-                 "self_cpu_us": mm_us}],
-        "lines": lines, "unattributed_us": 1.0 * rank,
-        "artifacts": {"location": "local", "run_dir": f"/runs/b/rank{rank}",
-                      "trace": f"/runs/b/rank{rank}/b-0.trace.json"},
+        "totals": {
+            "self_time_us": total,
+            "self_cpu_us": total,
+            "wall_us_median": 2000.0 + rank,
+            "steps": 3,
+            "per_step_self_time_us": [total, total + 1, total + 2],
+        },
+        "ops": [
+            {
+                "name": "aten::mm",
+                "calls": 1.0,
+                "self_time_us": mm_us,
+                "total_time_us": mm_us,
+                "self_cpu_us": mm_us,
+            }
+        ],
+        "lines": lines,
+        "unattributed_us": 1.0 * rank,
+        "artifacts": {
+            "location": "local",
+            "run_dir": f"/runs/b/rank{rank}",
+            "trace": f"/runs/b/rank{rank}/b-0.trace.json",
+        },
         "timeline": [{"file": "t.py", "line": 10, "windows": [{"start_us": 100.0 * rank, "dur_us": mm_us}]}],
         "signals": {"warnings": [f"only on rank {rank}"] if rank else []},
     }
 
 
 def _document(results: list[dict]) -> dict:
-    return {"schema_version": 1, "batch_id": "b", "world_size": len(results),
-            "results": [results[0]],
-            "rank_batches": [{"rank": k, "run_dir": f"/runs/b/rank{k}",
-                              "batch": {"schema_version": 1, "batch_id": "b", "results": [r]}}
-                             for k, r in enumerate(results)]}
+    return {
+        "schema_version": 1,
+        "batch_id": "b",
+        "world_size": len(results),
+        "results": [results[0]],
+        "rank_batches": [
+            {
+                "rank": k,
+                "run_dir": f"/runs/b/rank{k}",
+                "batch": {"schema_version": 1, "batch_id": "b", "results": [r]},
+            }
+            for k, r in enumerate(results)
+        ],
+    }
 
 
 def test_merge_medians_spread_slowest_and_wait():
     # rank 1 computes 3x longer; ranks 0 and 2 wait for it in the collective
-    doc = _document([_result(0, 100.0, 200.0), _result(1, 300.0, 0.0, extra_line=True),
-                     _result(2, 110.0, 190.0)])
+    doc = _document(
+        [_result(0, 100.0, 200.0), _result(1, 300.0, 0.0, extra_line=True), _result(2, 110.0, 190.0)]
+    )
     (merged,) = merge_document(doc)["results"]
     res = Result.from_dict(merged)
     assert res.world_size == 3 and [r.rank for r in res.ranks] == [0, 1, 2]
@@ -119,8 +162,14 @@ def test_rank_events_show_rank_zero_and_explain_a_hang():
         sink({"event": "stage", "stage": "profile", "message": "step 1 of 3", "rank": rank})
         sink({"event": "warning", "message": "same words", "rank": rank})
     sink({"event": "output", "text": "hello", "rank": 1})
-    sink({"event": "stage", "stage": "collective", "message": "rank 0 has waited 3 s in "
-          "all_reduce at t.py:12", "rank": 0})
+    sink(
+        {
+            "event": "stage",
+            "stage": "collective",
+            "message": "rank 0 has waited 3 s in all_reduce at t.py:12",
+            "rank": 0,
+        }
+    )
     assert [e.get("rank") for e in seen if e["event"] == "stage"] == [None, 0, 0]
     assert [e["message"] for e in seen if e["event"] == "warning"] == ["same words"]
     assert [e["text"] for e in seen if e["event"] == "output"] == ["[rank 1] hello"]
@@ -204,8 +253,9 @@ def test_torchrun_jobs_bypass_the_warm_worker(tmp_path):
     from trainium_lens.jobs import make_job, wants_ranks
 
     src = tmp_path / "m.py"
-    src.write_text("# trainium: profile nproc=2\ndef a():\n    pass\n\n"
-                   "# trainium: profile\ndef b():\n    pass\n")
+    src.write_text(
+        "# trainium: profile nproc=2\ndef a():\n    pass\n\n# trainium: profile\ndef b():\n    pass\n"
+    )
     assert wants_ranks(make_job(src, workspace=tmp_path))
     assert wants_ranks(make_job(src, functions=["a"], workspace=tmp_path))
     assert not wants_ranks(make_job(src, functions=["b"], workspace=tmp_path))

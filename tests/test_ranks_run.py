@@ -23,22 +23,51 @@ from trainium_lens.trace_export import STEP_RE, load_trace, local_trace_path
 from .conftest import workspace
 from .ranks_cases import DIES, HANGS, RAISES, UNEVEN, cancel_when_running, line_of, wait_gone
 
-QUICK = '''import torch
+QUICK = """import torch
 
 
 # trainium: profile wait=0 warmup=1 active=2 timing_calls=3
 def quick():
     x = torch.ones(64)
     return x * 2 + 1
-'''
+"""
 
 # The keys of a one-process result before torchrun jobs existed (schema 1).
-RESULT_KEYS = {"run_id", "created_at", "backend", "clock", "host", "function", "totals",
-               "environment", "ops", "lines", "regions", "unattributed_us", "findings",
-               "artifacts", "timeline", "signals", "output", "batch_id", "schema_version"}
-LINE_KEYS = {"file", "line", "self_time_us", "total_time_us", "self_cpu_us", "calls",
-             "self_time_us_min", "self_time_us_max", "self_time_us_median", "text", "function",
-             "ops"}
+RESULT_KEYS = {
+    "run_id",
+    "created_at",
+    "backend",
+    "clock",
+    "host",
+    "function",
+    "totals",
+    "environment",
+    "ops",
+    "lines",
+    "regions",
+    "unattributed_us",
+    "findings",
+    "artifacts",
+    "timeline",
+    "signals",
+    "output",
+    "batch_id",
+    "schema_version",
+}
+LINE_KEYS = {
+    "file",
+    "line",
+    "self_time_us",
+    "total_time_us",
+    "self_cpu_us",
+    "calls",
+    "self_time_us_min",
+    "self_time_us_max",
+    "self_time_us_median",
+    "text",
+    "function",
+    "ops",
+}
 RANK_LINE_KEYS = {"per_rank", "rank_min_us", "rank_max_us", "slowest_rank"}
 
 
@@ -67,8 +96,10 @@ def check_uneven(res: Result, source: str, file: str = "uneven.py") -> None:
     # Each rank's artifacts are its own: run folder and trace.
     dirs = [r.artifacts.run_dir for r in res.ranks]
     assert [Path(d).name for d in dirs] == ["rank0", "rank1"]
-    assert all(r.artifacts.trace and Path(r.artifacts.trace).parent.name == f"rank{r.rank}"
-               for r in res.ranks) or res.ranks[0].artifacts.location != "local"
+    assert (
+        all(r.artifacts.trace and Path(r.artifacts.trace).parent.name == f"rank{r.rank}" for r in res.ranks)
+        or res.ranks[0].artifacts.location != "local"
+    )
     assert all(r.timeline for r in res.ranks)
 
 
@@ -93,8 +124,11 @@ def test_uneven_ranks_merge_into_one_result(tmp_path, cache):
     groups = {lane.name.split(" · ")[0] for lane in trace.lanes}
     assert groups == {"rank 0", "rank 1"}
     for rank in ("rank 0", "rank 1"):
-        steps = [ev.start for ev in trace.events if STEP_RE.match(ev.name)
-                 and trace.lanes[ev.lane].name.startswith(rank + " ·")]
+        steps = [
+            ev.start
+            for ev in trace.events
+            if STEP_RE.match(ev.name) and trace.lanes[ev.lane].name.startswith(rank + " ·")
+        ]
         assert steps and min(steps) == 0.0
     mm_line = line_of(UNEVEN, "y = a @ w")
     panel = payload(trace, res, "uneven.py", mm_line)
@@ -102,8 +136,11 @@ def test_uneven_ranks_merge_into_one_result(tmp_path, cache):
     # The Perfetto export holds every rank's lanes too.
     out = tmp_path / "export.json"
     assert main(["export", res.run_id, "--workspace", str(ws), "-o", str(out)]) == 0
-    threads = {e["args"]["name"] for e in json.loads(out.read_text())["traceEvents"]
-               if e.get("name") == "thread_name"}
+    threads = {
+        e["args"]["name"]
+        for e in json.loads(out.read_text())["traceEvents"]
+        if e.get("name") == "thread_name"
+    }
     assert any(t.startswith("rank 0 · ") for t in threads)
     assert any(t.startswith("rank 1 · ") for t in threads)
     assert not wait_gone(f"{job.batch_id}/spec.json"), "a rank outlived the run"
@@ -117,8 +154,9 @@ def test_nproc_option_overrides_the_marker_and_one_rank_keeps_the_shape(tmp_path
     stored = json.loads((ws / ".trainium-lens" / "runs" / f"{res.run_id}.json").read_text())
     # today's shape: the one-process fields, no rank fields anywhere
     assert RESULT_KEYS <= set(stored) and not {"ranks", "world_size"} & set(stored)
-    assert stored["lines"] and all(LINE_KEYS <= set(line) and not RANK_LINE_KEYS & set(line)
-                                   for line in stored["lines"])
+    assert stored["lines"] and all(
+        LINE_KEYS <= set(line) and not RANK_LINE_KEYS & set(line) for line in stored["lines"]
+    )
     assert not res.ranks and all(not line.per_rank for line in res.lines)
     assert not (Path(res.artifacts.run_dir) / "rank0").exists()
     assert "nproc" not in make_job(ws / "quick.py", workspace=ws).to_spec("/w", "/r", "local")

@@ -22,8 +22,9 @@ pytestmark = pytest.mark.ssh
 
 
 def _target(sshd, work: Path) -> SshTarget:
-    return SshTarget("lens-test", ssh_config=str(sshd.config), remote_python=sys.executable,
-                     work_dir=str(work))
+    return SshTarget(
+        "lens-test", ssh_config=str(sshd.config), remote_python=sys.executable, work_dir=str(work)
+    )
 
 
 def test_uneven_ranks_over_ssh(sshd, ssh_control_dir, tmp_path):

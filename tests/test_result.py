@@ -19,9 +19,17 @@ def minimal(**over) -> dict:
         "host": "local",
         "function": {"file": "examples/rmsnorm.py", "name": "f", "line": 10},
         "totals": {"self_time_us": 12.5, "self_cpu_us": 12.5, "wall_us_median": 9.0, "steps": 5},
-        "lines": [{"file": "examples/rmsnorm.py", "line": 11, "self_time_us": 12.5,
-                   "total_time_us": 12.5, "self_cpu_us": 12.5, "calls": 2,
-                   "ops": [{"name": "aten::mul", "calls": 2, "self_time_us": 12.5}]}],
+        "lines": [
+            {
+                "file": "examples/rmsnorm.py",
+                "line": 11,
+                "self_time_us": 12.5,
+                "total_time_us": 12.5,
+                "self_cpu_us": 12.5,
+                "calls": 2,
+                "ops": [{"name": "aten::mul", "calls": 2, "self_time_us": 12.5}],
+            }
+        ],
     }
     doc.update(over)
     return doc
@@ -47,8 +55,7 @@ def test_malformed_json_is_one_line(tmp_path):
     assert "\n" not in msg and "not valid JSON" in msg and "line 2" in msg
 
 
-@pytest.mark.parametrize("drop, where", [("totals", "result: missing"),
-                                         ("run_id", "result: missing")])
+@pytest.mark.parametrize("drop, where", [("totals", "result: missing"), ("run_id", "result: missing")])
 def test_missing_field_is_named(tmp_path, drop, where):
     doc = minimal()
     del doc[drop]
@@ -88,8 +95,9 @@ def test_not_a_result():
 
 
 def test_batch_parses_each_result():
-    batch = R.Batch.from_dict({"schema_version": 1, "batch_id": "b",
-                               "results": [minimal(), minimal(run_id="x-1")]})
+    batch = R.Batch.from_dict(
+        {"schema_version": 1, "batch_id": "b", "results": [minimal(), minimal(run_id="x-1")]}
+    )
     assert [r.run_id for r in batch.results] == ["20261129-101500-abcd-0", "x-1"]
     with pytest.raises(R.ResultError, match="results"):
         R.Batch.from_dict({"batch_id": "b"})

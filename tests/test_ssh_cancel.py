@@ -55,8 +55,9 @@ def ws(tmp_path) -> Path:
 
 
 def _target(sshd, work: Path, **kw) -> SshTarget:
-    return SshTarget("lens-test", ssh_config=str(sshd.config), remote_python=sys.executable,
-                     work_dir=str(work), **kw)
+    return SshTarget(
+        "lens-test", ssh_config=str(sshd.config), remote_python=sys.executable, work_dir=str(work), **kw
+    )
 
 
 def host_processes(work: Path) -> list[str]:
@@ -115,13 +116,13 @@ def _run_until_compiling(target, job, store=None, act=None):
     return outcome
 
 
-def test_cancel_stops_the_remote_group_and_keeps_stored_results(sshd, ssh_control_dir, ws,
-                                                                tmp_path):
+def test_cancel_stops_the_remote_group_and_keeps_stored_results(sshd, ssh_control_dir, ws, tmp_path):
     work = tmp_path / "work"
     target = _target(sshd, work)
     store = RunStore(ws)
-    [earlier] = runner.profile(make_job(ws / "jobs.py", functions=["quick"], protocol=FAST),
-                               target, store=store)
+    [earlier] = runner.profile(
+        make_job(ws / "jobs.py", functions=["quick"], protocol=FAST), target, store=store
+    )
     saved = {p.name: p.read_bytes() for p in store.runs.iterdir()}
 
     job = make_job(ws / "jobs.py", functions=["slow"], protocol=FAST)
@@ -139,17 +140,41 @@ def test_cli_timeout_stops_the_remote_group(sshd, ssh_control_dir, ws, tmp_path)
     work = tmp_path / "work"
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "trainium_lens", "profile", str(ws / "jobs.py"), "slow",
-         "--host", "lens-test", "--ssh-config", str(sshd.config), "--remote-python",
-         sys.executable, "--work-dir", str(work), "--timeout", "10", "--warmup", "0",
-         "--active", "1", "--wait", "0"],
-        capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "trainium_lens",
+            "profile",
+            str(ws / "jobs.py"),
+            "slow",
+            "--host",
+            "lens-test",
+            "--ssh-config",
+            str(sshd.config),
+            "--remote-python",
+            sys.executable,
+            "--work-dir",
+            str(work),
+            "--timeout",
+            "10",
+            "--warmup",
+            "0",
+            "--active",
+            "1",
+            "--wait",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == TimedOut.exit_code, proc.stderr
     assert "timed out" in proc.stderr.strip().splitlines()[-1]
     assert time.monotonic() - started < 60
     assert _wait_gone(work, 2.0) == []
-    assert not (ws / ".trainium-lens" / "runs").exists() or \
-        not list((ws / ".trainium-lens" / "runs").iterdir())
+    assert not (ws / ".trainium-lens" / "runs").exists() or not list(
+        (ws / ".trainium-lens" / "runs").iterdir()
+    )
 
 
 def test_dropped_connection_then_next_run_works(sshd, ssh_control_dir, ws, tmp_path):
@@ -166,8 +191,7 @@ def test_dropped_connection_then_next_run_works(sshd, ssh_control_dir, ws, tmp_p
     assert "lost the SSH connection" in str(error) and "\n" not in str(error)
     # the wrapper on the host notices the dead channel and kills the harness group
     assert _wait_gone(work, 5.0) == []
-    [result] = runner.profile(make_job(ws / "jobs.py", functions=["quick"], protocol=FAST),
-                              target)
+    [result] = runner.profile(make_job(ws / "jobs.py", functions=["quick"], protocol=FAST), target)
     assert result.function.name == "quick"
 
 
@@ -194,8 +218,9 @@ def test_busy_work_dir_queues_then_runs_or_refuses(sshd, ssh_control_dir, ws, tm
                 queued.set()
 
         outcome: dict = {}
-        thread = threading.Thread(target=lambda: outcome.update(
-            batch=_target(sshd, work, lock_wait_s=60).run(job, on_event)))
+        thread = threading.Thread(
+            target=lambda: outcome.update(batch=_target(sshd, work, lock_wait_s=60).run(job, on_event))
+        )
         thread.start()
         assert queued.wait(60)
     finally:

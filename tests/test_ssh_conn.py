@@ -30,21 +30,34 @@ def test_master_makes_later_commands_fast(sshd, ssh_control_dir):
 
 def test_arguments_reach_the_remote_verbatim(sshd, ssh_control_dir, tmp_path):
     conn = SshConnection("lens-test", ssh_config=str(sshd.config))
-    hostile = ["a b", "it's", '"dq"', "$(touch pwned)", "`touch pwned`", "; touch pwned",
-               "ünï©ødé ✓", "*", "-n", ""]
+    hostile = [
+        "a b",
+        "it's",
+        '"dq"',
+        "$(touch pwned)",
+        "`touch pwned`",
+        "; touch pwned",
+        "ünï©ødé ✓",
+        "*",
+        "-n",
+        "",
+    ]
     out = conn.run('for a in "$@"; do printf "%s\\0" "$a"; done', hostile)
     assert out.stdout.decode().split("\0")[:-1] == hostile
     assert not list(tmp_path.glob("**/pwned"))
     assert not (sshd.home / "pwned").exists()
 
 
-@pytest.mark.parametrize("alias, words", [
-    ("lens-badauth", "authentication failed"),
-    ("lens-unknown", "host key not known"),
-    ("lens-changed", "host key has CHANGED"),
-    ("lens-refused", "connection refused"),
-    ("no-such-host.invalid", "does not resolve"),
-])
+@pytest.mark.parametrize(
+    "alias, words",
+    [
+        ("lens-badauth", "authentication failed"),
+        ("lens-unknown", "host key not known"),
+        ("lens-changed", "host key has CHANGED"),
+        ("lens-refused", "connection refused"),
+        ("no-such-host.invalid", "does not resolve"),
+    ],
+)
 def test_each_failure_is_one_clear_line(sshd, ssh_control_dir, alias, words):
     conn = SshConnection(alias, ssh_config=str(sshd.config))
     with pytest.raises(TargetError) as info:
@@ -55,17 +68,21 @@ def test_each_failure_is_one_clear_line(sshd, ssh_control_dir, alias, words):
     assert message.startswith(alias)
 
 
-def test_changed_key_is_refused_even_if_the_users_config_says_accept_new(sshd,
-                                                                         ssh_control_dir,
-                                                                         tmp_path):
+def test_changed_key_is_refused_even_if_the_users_config_says_accept_new(sshd, ssh_control_dir, tmp_path):
     # A user's config that weakens checking must not weaken ours.
     config = tmp_path / "config"
-    config.write_text(sshd.config.read_text().replace(
-        "Host lens-changed\n", "Host lens-changed\n  StrictHostKeyChecking no\n"))
+    config.write_text(
+        sshd.config.read_text().replace(
+            "Host lens-changed\n", "Host lens-changed\n  StrictHostKeyChecking no\n"
+        )
+    )
     with pytest.raises(TargetError, match="CHANGED"):
         SshConnection("lens-changed", ssh_config=str(config)).master()
-    config.write_text(sshd.config.read_text().replace(
-        "Host lens-unknown\n", "Host lens-unknown\n  StrictHostKeyChecking accept-new\n"))
+    config.write_text(
+        sshd.config.read_text().replace(
+            "Host lens-unknown\n", "Host lens-unknown\n  StrictHostKeyChecking accept-new\n"
+        )
+    )
     with pytest.raises(TargetError, match="not known"):
         SshConnection("lens-unknown", ssh_config=str(config)).master()
     assert (sshd.root / "known_hosts_empty").read_text() == ""
@@ -80,15 +97,17 @@ def test_bad_host_names_are_refused_before_ssh_runs(tmp_path):
     assert subprocess.run(["ls", str(tmp_path)], capture_output=True).stdout == b""
 
 
-@pytest.mark.parametrize("stderr, kind", [
-    # ssh's own words for failures loopback cannot produce (no routes to break here)
-    ("ssh: connect to host 10.1.2.3 port 22: Connection timed out\r\n", "timeout"),
-    ("ssh: connect to host 10.1.2.3 port 22: No route to host\r\n", "unreachable"),
-    ("ssh: connect to host 10.1.2.3 port 22: Network is unreachable\r\n", "unreachable"),
-    ("kex_exchange_identification: read: Connection reset by peer\r\n", "closed"),
-    ("Received disconnect from 10.1.2.3 port 22:2: Too many authentication failures\r\n",
-     "auth"),
-])
+@pytest.mark.parametrize(
+    "stderr, kind",
+    [
+        # ssh's own words for failures loopback cannot produce (no routes to break here)
+        ("ssh: connect to host 10.1.2.3 port 22: Connection timed out\r\n", "timeout"),
+        ("ssh: connect to host 10.1.2.3 port 22: No route to host\r\n", "unreachable"),
+        ("ssh: connect to host 10.1.2.3 port 22: Network is unreachable\r\n", "unreachable"),
+        ("kex_exchange_identification: read: Connection reset by peer\r\n", "closed"),
+        ("Received disconnect from 10.1.2.3 port 22:2: Too many authentication failures\r\n", "auth"),
+    ],
+)
 def test_failures_loopback_cannot_produce_are_classified(stderr, kind):
     from trainium_lens.targets.ssh_conn import classify_ssh_failure, explain_ssh_failure
 

@@ -41,8 +41,9 @@ SIBLING_HELPER = "def scale(x):\n    return x * 3\n"
 
 
 def _target(sshd, work: Path, **kw) -> SshTarget:
-    return SshTarget("lens-test", ssh_config=str(sshd.config), remote_python=sys.executable,
-                     work_dir=str(work), **kw)
+    return SshTarget(
+        "lens-test", ssh_config=str(sshd.config), remote_python=sys.executable, work_dir=str(work), **kw
+    )
 
 
 def _attribution(batch: dict) -> dict:
@@ -50,18 +51,26 @@ def _attribution(batch: dict) -> dict:
     out = {}
     for result in batch["results"]:
         out[result["function"]["name"]] = {
-            stat["line"]: sorted((op["name"], op["calls"]) for op in stat["ops"])
-            for stat in result["lines"]}
+            stat["line"]: sorted((op["name"], op["calls"]) for op in stat["ops"]) for stat in result["lines"]
+        }
     return out
 
 
 def test_rmsnorm_over_ssh_matches_a_local_run(sshd, ssh_control_dir, tmp_path):
-    job = make_job(ROOT / "examples" / "rmsnorm.py", functions=["rms_norm_naive"],
-                   workspace=ROOT / "examples", protocol=FAST)
+    job = make_job(
+        ROOT / "examples" / "rmsnorm.py",
+        functions=["rms_norm_naive"],
+        workspace=ROOT / "examples",
+        protocol=FAST,
+    )
     events: list[dict] = []
     remote = _target(sshd, tmp_path / "work").run(job, events.append, timeout=300)
-    local_job = make_job(ROOT / "examples" / "rmsnorm.py", functions=["rms_norm_naive"],
-                         workspace=ROOT / "examples", protocol=FAST)
+    local_job = make_job(
+        ROOT / "examples" / "rmsnorm.py",
+        functions=["rms_norm_naive"],
+        workspace=ROOT / "examples",
+        protocol=FAST,
+    )
     local = LocalTarget().run(local_job, lambda e: None, timeout=300)
     assert _attribution(remote) == _attribution(local)
     assert _attribution(remote)["rms_norm_naive"], "no lines attributed"
@@ -95,8 +104,21 @@ def test_sibling_module_and_hostile_names(sshd, ssh_control_dir, tmp_path):
     remote_trace = Path(result.artifacts.trace)
     assert remote_trace.is_file()
     dest = tmp_path / "fetched $(touch pwned) 'here'"
-    assert main(["fetch", result.run_id[:-2], "--workspace", str(ws), "--ssh-config",
-                 str(sshd.config), "--dest", str(dest)]) == 0
+    assert (
+        main(
+            [
+                "fetch",
+                result.run_id[:-2],
+                "--workspace",
+                str(ws),
+                "--ssh-config",
+                str(sshd.config),
+                "--dest",
+                str(dest),
+            ]
+        )
+        == 0
+    )
     local = dest / job.batch_id / remote_trace.relative_to(result.artifacts.run_dir)
     assert local.read_bytes() == remote_trace.read_bytes()
     for place in (tmp_path, sshd.home, Path.cwd()):
@@ -104,29 +126,47 @@ def test_sibling_module_and_hostile_names(sshd, ssh_control_dir, tmp_path):
 
 
 def _cli(*args: str) -> tuple[int, str]:
-    proc = subprocess.run([sys.executable, "-m", "trainium_lens", *args], capture_output=True,
-                          text=True, timeout=300, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainium_lens", *args], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
     return proc.returncode, proc.stderr
 
 
-@pytest.mark.parametrize("alias, words", [
-    ("lens-badauth", "authentication failed"),
-    ("lens-unknown", "host key not known"),
-    ("lens-changed", "host key has CHANGED"),
-    ("lens-refused", "connection refused"),
-])
+@pytest.mark.parametrize(
+    "alias, words",
+    [
+        ("lens-badauth", "authentication failed"),
+        ("lens-unknown", "host key not known"),
+        ("lens-changed", "host key has CHANGED"),
+        ("lens-refused", "connection refused"),
+    ],
+)
 def test_cli_connection_failures_are_one_line(sshd, ssh_control_dir, tmp_path, alias, words):
-    code, err = _cli("profile", "examples/rmsnorm.py", "--host", alias, "--ssh-config",
-                     str(sshd.config), "--no-store")
-    lines = [ln for ln in err.splitlines() if ln.startswith("trainium-lens: ") and
-             not ln.startswith("trainium-lens: connect")]
+    code, err = _cli(
+        "profile", "examples/rmsnorm.py", "--host", alias, "--ssh-config", str(sshd.config), "--no-store"
+    )
+    lines = [
+        ln
+        for ln in err.splitlines()
+        if ln.startswith("trainium-lens: ") and not ln.startswith("trainium-lens: connect")
+    ]
     assert code != 0
     assert len(lines) == 1 and words in lines[0], err
 
 
 def test_cli_remote_python_missing_and_torch_missing(sshd, ssh_control_dir, tmp_path):
-    base = ["profile", "examples/rmsnorm.py", "rms_norm_naive", "--host", "lens-test",
-            "--ssh-config", str(sshd.config), "--work-dir", str(tmp_path / "w"), "--no-store"]
+    base = [
+        "profile",
+        "examples/rmsnorm.py",
+        "rms_norm_naive",
+        "--host",
+        "lens-test",
+        "--ssh-config",
+        str(sshd.config),
+        "--work-dir",
+        str(tmp_path / "w"),
+        "--no-store",
+    ]
     code, err = _cli(*base, "--remote-python", "/opt/nothing/bin/python")
     assert code != 0 and "the remote Python /opt/nothing/bin/python does not exist" in err
     code, err = _cli(*base, "--remote-python", "/usr/bin/python3")  # no torch there

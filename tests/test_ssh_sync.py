@@ -17,7 +17,7 @@ from trainium_lens.targets.ssh import SshTarget
 
 pytestmark = pytest.mark.ssh
 
-HOSTILE = "dir with space/it's \"q\" $(touch pwned) ünï✓"
+HOSTILE = 'dir with space/it\'s "q" $(touch pwned) ünï✓'
 
 
 def _git(root: Path, *args: str) -> None:
@@ -72,15 +72,19 @@ def test_sync_copies_exactly_the_workspace(sshd, ssh_control_dir, tmp_path, use_
     same_second = 1_700_000_000_100_000_000
     os.utime(root / "helper.py", ns=(same_second, same_second))
     work = tmp_path / "remote work"
-    target = SshTarget("lens-test", ssh_config=str(sshd.config), work_dir=str(work),
-                       use_rsync=use_rsync)
+    target = SshTarget("lens-test", ssh_config=str(sshd.config), work_dir=str(work), use_rsync=use_rsync)
     events: list[dict] = []
     info = target.prepare(root)
     assert info["wd"] == str(work.resolve())
     target.sync(root, info, events.append)
     tree = _remote_tree(work / "src")
-    assert tree == {"main.py": "import helper\n", "helper.py": "X = 1\n",
-                    "pkg/mod.py": "Y = 2\n", HOSTILE: "hostile\n", ".gitignore": "*.ckpt\n"}
+    assert tree == {
+        "main.py": "import helper\n",
+        "helper.py": "X = 1\n",
+        "pkg/mod.py": "Y = 2\n",
+        HOSTILE: "hostile\n",
+        ".gitignore": "*.ckpt\n",
+    }
     assert (work / "lens" / "trainium_lens" / "__init__.py").is_file()
     assert (work / "lens" / "ssh_wrapper.py").is_file()
     assert any(e.get("stage") == "sync" for e in events)
@@ -109,12 +113,15 @@ def test_default_work_dir_is_under_the_remote_home(sshd, ssh_control_dir, tmp_pa
 
 
 def test_remote_python_missing_is_one_clear_line(sshd, ssh_control_dir, tmp_path):
-    target = SshTarget("lens-test", ssh_config=str(sshd.config), work_dir=str(tmp_path / "w"),
-                       remote_python="/nonexistent/py thon")
+    target = SshTarget(
+        "lens-test",
+        ssh_config=str(sshd.config),
+        work_dir=str(tmp_path / "w"),
+        remote_python="/nonexistent/py thon",
+    )
     with pytest.raises(TargetError) as info:
         target.prepare(tmp_path)
-    assert str(info.value) == ("lens-test: the remote Python /nonexistent/py thon does not "
-                               "exist on the host")
+    assert str(info.value) == ("lens-test: the remote Python /nonexistent/py thon does not exist on the host")
 
 
 def test_harness_bundle_hash_tracks_content():

@@ -15,12 +15,12 @@ from tests.conftest import ROOT
 
 CLEAN = {
     "server/pkg/__init__.py": "",
-    "server/pkg/mod.py": 'def double(x: int) -> int:\n    return 2 * x\n',
+    "server/pkg/mod.py": "def double(x: int) -> int:\n    return 2 * x\n",
     "tests/__init__.py": "",
     "extension/src/mod.ts": "export function double(x: number): number {\n  return 2 * x;\n}\n",
     "extension/test/mod.test.ts": 'import { double } from "../src/mod";\n\nexport const four = double(2);\n',
     "extension/media/timeline/page.js": "(function () {\n  'use strict';\n"
-                                        "  const M = self.TimelineModel;\n  M.formatUs(3);\n})();\n",
+    "  const M = self.TimelineModel;\n  M.formatUs(3);\n})();\n",
 }
 # One finding per check; each check must name itself in lint.sh's summary.
 BROKEN = {
@@ -30,16 +30,24 @@ BROKEN = {
     # strict: an implicit any parameter.
     "tsc": ("extension/src/loose.ts", "export function f(a) {\n  return a;\n}\n"),
     # checkJs: a function the timeline model does not have.
-    "tsc-media": ("extension/media/timeline/page.js",
-                  "(function () {\n  'use strict';\n  self.TimelineModel.noSuchFunction();\n})();\n"),
+    "tsc-media": (
+        "extension/media/timeline/page.js",
+        "(function () {\n  'use strict';\n  self.TimelineModel.noSuchFunction();\n})();\n",
+    ),
     # typescript-eslint's recommended rules: no explicit any.
     "eslint": ("extension/test/any.test.ts", "export const anything: any = 1;\n"),
 }
 
 
 def make_tree(root):
-    for name in ("pyproject.toml", "tsconfig.json", "eslint.config.mjs", "scripts/lint.sh",
-                 "extension/media/tsconfig.json", "extension/media/timeline/globals.d.ts"):
+    for name in (
+        "pyproject.toml",
+        "tsconfig.json",
+        "eslint.config.mjs",
+        "scripts/lint.sh",
+        "extension/media/tsconfig.json",
+        "extension/media/timeline/globals.d.ts",
+    ):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, root / name)
     for name in (".venv", "node_modules"):  # the tools, as installed for the real tree
@@ -51,8 +59,9 @@ def make_tree(root):
 
 def lint(root) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MYPY")}
-    return subprocess.run(["bash", "scripts/lint.sh"], cwd=root, capture_output=True, text=True,
-                          timeout=600, env=env)
+    return subprocess.run(
+        ["bash", "scripts/lint.sh"], cwd=root, capture_output=True, text=True, timeout=600, env=env
+    )
 
 
 @pytest.mark.slow

@@ -21,12 +21,19 @@ from trainium_lens.trace_export import parse_trace, to_chrome_trace
 from .conftest import EXAMPLES, ROOT
 
 
-def cli(*args: str, cwd: Path | None = None, env: dict | None = None,
-        timeout: float = 240) -> subprocess.CompletedProcess:
+def cli(
+    *args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 240
+) -> subprocess.CompletedProcess:
     environ = dict(os.environ, PYTHONPATH=str(ROOT / "server"), PYTHONIOENCODING="utf-8")
     environ.update(env or {})
-    return subprocess.run([sys.executable, "-m", "trainium_lens", *args], cwd=cwd, env=environ,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "trainium_lens", *args],
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +44,20 @@ def run(tmp_path_factory):
     shutil.copy(EXAMPLES / "rmsnorm.py", ws / "examples" / "rmsnorm.py")
     env = {"TRAINIUM_LENS_CACHE": str(tmp_path_factory.mktemp("cache"))}
     out = ws / "naive.json"
-    proc = cli("profile", str(ws / "examples" / "rmsnorm.py"), "rms_norm_naive",
-               "--workspace", str(ws), "--active", "3", "--timing-calls", "3",
-               "--json", str(out), env=env)
+    proc = cli(
+        "profile",
+        str(ws / "examples" / "rmsnorm.py"),
+        "rms_norm_naive",
+        "--workspace",
+        str(ws),
+        "--active",
+        "3",
+        "--timing-calls",
+        "3",
+        "--json",
+        str(out),
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     return ws, load(out)
 
@@ -55,8 +73,7 @@ def check_chrome_trace(doc: dict) -> dict[tuple, str]:
         assert e["ph"] in ("X", "M"), e
         assert isinstance(e["pid"], int) and isinstance(e["tid"], int)
         if e["ph"] == "M":
-            assert e["name"] in ("process_name", "process_sort_index", "thread_name",
-                                 "thread_sort_index")
+            assert e["name"] in ("process_name", "process_sort_index", "thread_name", "thread_sort_index")
             if e["name"] == "thread_name":
                 names[(e["pid"], e["tid"])] = e["args"]["name"]
             if e["name"] == "process_name":
@@ -111,8 +128,9 @@ def test_export_of_a_real_profile_opens_as_chrome_trace_with_the_line_ranges(run
     ops = [e for e in events if (e["pid"], e["tid"]) == lanes["ATen ops"]]
     aten = [e for e in ops if e["name"].startswith("aten::")]
     assert aten and all("source" in e["args"] for e in aten)
-    mul_on_22 = [e for e in ops if e["name"] == "aten::mul"
-                 and e["args"].get("source") == "examples/rmsnorm.py:22"]
+    mul_on_22 = [
+        e for e in ops if e["name"] == "aten::mul" and e["args"].get("source") == "examples/rmsnorm.py:22"
+    ]
     assert len(mul_on_22) == 2 * result.totals.steps  # labelled + plain twin
     rsqrt = [e for e in ops if e["name"] == "aten::rsqrt"]
     assert {e["args"]["source"] for e in rsqrt} == {"examples/rmsnorm.py:24"}
@@ -125,8 +143,7 @@ def test_export_of_a_real_profile_opens_as_chrome_trace_with_the_line_ranges(run
     assert len(inside) * 2 == len(aten)
 
 
-def test_export_fetches_a_trace_that_is_still_on_the_ssh_host(run, sshd, ssh_control_dir,
-                                                              tmp_path):
+def test_export_fetches_a_trace_that_is_still_on_the_ssh_host(run, sshd, ssh_control_dir, tmp_path):
     ws, result = run
     # The same run as if it had been made on the host: its trace is only there.
     remote_dir = sshd.home / "work" / "runs" / "remote-batch"
@@ -141,15 +158,31 @@ def test_export_fetches_a_trace_that_is_still_on_the_ssh_host(run, sshd, ssh_con
     store_ws = tmp_path / "ws"
     RunStore(store_ws).save(moved)
     dest = tmp_path / "remote.json"
-    proc = cli("export", "remote-batch", "-o", str(dest), "--workspace", str(store_ws),
-               "--ssh-config", str(sshd.config))
+    proc = cli(
+        "export",
+        "remote-batch",
+        "-o",
+        str(dest),
+        "--workspace",
+        str(store_ws),
+        "--ssh-config",
+        str(sshd.config),
+    )
     assert proc.returncode == 0, proc.stderr
     cached = store_ws / ".trainium-lens" / "artifacts" / "remote-batch-0" / remote_trace.name
     assert cached.read_bytes() == remote_trace.read_bytes()
     assert check_chrome_trace(json.loads(dest.read_text()))
     remote_trace.unlink()  # the second export reads the local copy
-    proc = cli("export", "remote-batch", "-o", str(dest), "--workspace", str(store_ws),
-               "--ssh-config", str(sshd.config))
+    proc = cli(
+        "export",
+        "remote-batch",
+        "-o",
+        str(dest),
+        "--workspace",
+        str(store_ws),
+        "--ssh-config",
+        str(sshd.config),
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -175,18 +208,51 @@ def test_a_broken_or_missing_trace_is_one_clear_line(run, tmp_path):
 def test_device_events_get_their_lane_and_the_line_that_launched_them():
     """A trace shaped like torch's CUDA traces (kernels on a GPU pid, linked to
     their op by External id): no GPU here, so this one is written by hand."""
-    trace = {"traceEvents": [
-        {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "GPU 0"}},
-        {"ph": "X", "cat": "cpu_op", "name": "a.py(3): f", "pid": 9, "tid": 9, "ts": 100, "dur": 50},
-        {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 9, "tid": 9, "ts": 110,
-         "dur": 20, "args": {"External id": 7}},
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 9,
-         "ts": 115, "dur": 5, "args": {"External id": 7, "correlation": 70}},
-        {"ph": "X", "cat": "kernel", "name": "mul_kernel", "pid": 0, "tid": 7, "ts": 140,
-         "dur": 30, "args": {"External id": 7, "correlation": 70}},
-        {"ph": "X", "cat": "python_function", "name": "a.py(1): f", "pid": 9, "tid": 9,
-         "ts": 90, "dur": 80},
-    ]}
+    trace = {
+        "traceEvents": [
+            {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "GPU 0"}},
+            {"ph": "X", "cat": "cpu_op", "name": "a.py(3): f", "pid": 9, "tid": 9, "ts": 100, "dur": 50},
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "aten::mul",
+                "pid": 9,
+                "tid": 9,
+                "ts": 110,
+                "dur": 20,
+                "args": {"External id": 7},
+            },
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": 9,
+                "tid": 9,
+                "ts": 115,
+                "dur": 5,
+                "args": {"External id": 7, "correlation": 70},
+            },
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "mul_kernel",
+                "pid": 0,
+                "tid": 7,
+                "ts": 140,
+                "dur": 30,
+                "args": {"External id": 7, "correlation": 70},
+            },
+            {
+                "ph": "X",
+                "cat": "python_function",
+                "name": "a.py(1): f",
+                "pid": 9,
+                "tid": 9,
+                "ts": 90,
+                "dur": 80,
+            },
+        ]
+    }
     t = parse_trace(trace)
     kinds = [lane.kind for lane in t.lanes]
     assert kinds == ["lines", "ops", "python", "runtime", "device"]
@@ -196,8 +262,10 @@ def test_device_events_get_their_lane_and_the_line_that_launched_them():
     assert by_name["aten::mul"].line == ("a.py", 3)
     assert by_name["a.py(1): f"].line is None  # a Python frame is not a line range
     doc = to_chrome_trace(t)
-    assert {e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "process_name"} \
-        == {"Trainium Lens run", "Device"}
+    assert {e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "process_name"} == {
+        "Trainium Lens run",
+        "Device",
+    }
 
 
 async def test_timeline_request_gives_the_lines_events_and_where_they_are_now(run):
@@ -231,6 +299,7 @@ async def test_timeline_request_gives_the_lines_events_and_where_they_are_now(ru
 
         # The file is edited above the line: the run's line 22 now sits one lower.
         from .lsp_client import change
+
         change(client, uri, 2, (0, 0), (0, 0), "# a new first line\n")
         moved = await request(client, "trainiumLens/timeline", {"uri": uri, "line": 22})
         assert moved["sources"][moved["focusSrc"]] == ["examples/rmsnorm.py", 22]
@@ -259,14 +328,39 @@ async def test_timeline_request_without_a_run_is_one_clear_line(tmp_path):
 def test_a_device_event_the_harness_tagged_takes_its_tag():
     """The xla harness tags each executed HLO instruction (a device event, no
     launching op) with its line, the same ``Source line`` tag as torch's ops."""
-    trace = {"traceEvents": [
-        {"ph": "X", "cat": "user_annotation", "name": "a.py(4): f", "pid": 1, "tid": 1,
-         "ts": 100, "dur": 10},
-        {"ph": "X", "cat": "device", "name": "fusion.1", "pid": 2, "tid": 1, "ts": 100,
-         "dur": 10, "args": {"hlo_op": "fusion.1", "Source line": "a.py:4"}},
-        {"ph": "X", "cat": "device", "name": "copy.2", "pid": 2, "tid": 1, "ts": 120,
-         "dur": 5, "args": {"hlo_op": "copy.2"}},
-    ]}
+    trace = {
+        "traceEvents": [
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": "a.py(4): f",
+                "pid": 1,
+                "tid": 1,
+                "ts": 100,
+                "dur": 10,
+            },
+            {
+                "ph": "X",
+                "cat": "device",
+                "name": "fusion.1",
+                "pid": 2,
+                "tid": 1,
+                "ts": 100,
+                "dur": 10,
+                "args": {"hlo_op": "fusion.1", "Source line": "a.py:4"},
+            },
+            {
+                "ph": "X",
+                "cat": "device",
+                "name": "copy.2",
+                "pid": 2,
+                "tid": 1,
+                "ts": 120,
+                "dur": 5,
+                "args": {"hlo_op": "copy.2"},
+            },
+        ]
+    }
     by_name = {e.name: e for e in parse_trace(trace).events}
     assert by_name["fusion.1"].line == ("a.py", 4)
     assert by_name["copy.2"].line is None

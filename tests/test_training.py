@@ -78,11 +78,13 @@ def test_example_linear_and_norm_lines_carry_their_backward(example):
             assert s.self_time_us > 0
             mm = [o for o in s.backward_ops if o.name == "aten::mm"]
             assert mm and {o.node for o in mm} == {"AddmmBackward0"}, (name, needle)
-        norms = (["return x * rstd * weight"] if name == "train_step_naive"
-                 else ["model.norm1, 1e-6", "model.norm2, 1e-6"])
+        norms = (
+            ["return x * rstd * weight"]
+            if name == "train_step_naive"
+            else ["model.norm1, 1e-6", "model.norm2, 1e-6"]
+        )
         for needle in norms:  # the norm weight's gradient
-            assert _line(r, EXAMPLE, needle, after=0 if "rstd" in needle else start
-                         ).backward_self_time_us > 0
+            assert _line(r, EXAMPLE, needle, after=0 if "rstd" in needle else start).backward_self_time_us > 0
         backward_line = _line(r, EXAMPLE, "loss.backward()", after=start)
         assert backward_line.backward_self_time_us <= 0.10 * r.totals.backward_time_us
         assert {o.node for o in backward_line.backward_ops} <= {"torch::autograd::AccumulateGrad"}
@@ -112,19 +114,26 @@ def test_example_optimizer_sits_on_its_line_and_the_loop_gets_a_finding(example)
 def test_helper_backward_self_on_the_helper_total_on_its_callers(training):
     r = training["step_main"]
     helper = _line(r, TRAINING, "return torch.tanh(lin(x))")
-    callers = [_line(r, TRAINING, n) for n in ('layer(x, model["a"])', 'layer(h, model["b"])',
-                                                "h = layer(h, lin)")]
+    callers = [
+        _line(r, TRAINING, n) for n in ('layer(x, model["a"])', 'layer(h, model["b"])', "h = layer(h, lin)")
+    ]
     assert helper.backward_self_time_us > 0
     assert all(c.backward_self_time_us == 0 and c.backward_total_time_us > 0 for c in callers)
     # the helper's backward, all of it, through the three calling lines (the loop's per call)
     assert sum(c.backward_total_time_us for c in callers) == pytest.approx(
-        helper.backward_self_time_us, rel=0.01)
+        helper.backward_self_time_us, rel=0.01
+    )
     addmm = {o.node: o.calls for o in helper.backward_ops if o.name == "aten::mm"}
     assert addmm == {"AddmmBackward0": 9}  # 5 layers, 2 mm each, but the input needs no grad
     head = _line(r, TRAINING, 'return model["head"](h)')
-    outer = _line(r, TRAINING, "loss = forward(model, x)", )
+    outer = _line(
+        r,
+        TRAINING,
+        "loss = forward(model, x)",
+    )
     assert outer.backward_total_time_us == pytest.approx(
-        helper.backward_self_time_us + head.backward_self_time_us, rel=0.01)
+        helper.backward_self_time_us + head.backward_self_time_us, rel=0.01
+    )
     _reconciles(r)
 
 
@@ -150,9 +159,11 @@ def test_no_op_event_of_any_thread_is_dropped():
     labeler = LineLabeler(UserCode(str(DATA)), run.invoke.__code__)
     args = module.make_training()
     config = torch._C._profiler._ExperimentalConfig(profile_all_threads=True)
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                schedule=torch.profiler.schedule(wait=0, warmup=1, active=4, repeat=1),
-                                experimental_config=config) as prof:
+    with torch.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU],
+        schedule=torch.profiler.schedule(wait=0, warmup=1, active=4, repeat=1),
+        experimental_config=config,
+    ) as prof:
         for step in range(5):
             if step and not step % 2:  # warmup, then labelled, plain, labelled, plain
                 run.invoke(module.step_thread, args, {})
@@ -223,7 +234,8 @@ def test_a_schema_1_result_still_opens(tmp_path):
     assert stored.schema_version == 1 and not stored.totals.has_backward
     assert stored.lines and all(s.backward_self_time_us == 0 for s in stored.lines)
     assert [(c.file, c.line, c.calls) for c in stored.signals.h2d_copies] == [
-        ("examples/rmsnorm.py", 22, 1.0)]
+        ("examples/rmsnorm.py", 22, 1.0)
+    ]
     text = render_result(stored, Style())
     assert "rms_norm_naive" in text and "bwd" not in text
     # and in the editor: hints read as before (no fwd/bwd split)

@@ -169,7 +169,8 @@ def test_an_edited_file_is_imported_anew(warm, ws):
     (ws / "uses_helper.py").write_text(
         "import torch\nfrom scale_helper import scale\n\n\ndef make_inputs():\n"
         "    return (torch.ones(16),)\n\n\n# trainium: profile inputs=make_inputs\n"
-        "def f(x):\n    return scale(x) + 1\n")
+        "def f(x):\n    return scale(x) + 1\n"
+    )
     (before,) = run(warm, ws, "uses_helper.py", "f")
     helper.write_text("import torch\n\n\ndef scale(x):\n    return torch.exp(x)\n")
     (after,) = run(warm, ws, "uses_helper.py", "f")
@@ -185,9 +186,14 @@ def cold_error(ws: Path, function: str) -> str:
     return str(err.value)
 
 
-@pytest.mark.parametrize("function, words", [("exits", "exit status 3"),
-                                              ("segfaults", "killed by SIGSEGV"),
-                                              ("oom_killed", "killed by SIGKILL (out of memory?)")])
+@pytest.mark.parametrize(
+    "function, words",
+    [
+        ("exits", "exit status 3"),
+        ("segfaults", "killed by SIGSEGV"),
+        ("oom_killed", "killed by SIGKILL (out of memory?)"),
+    ],
+)
 def test_a_crashing_job_gives_the_cold_error_and_the_next_job_runs(warm, ws, function, words):
     run(warm, ws, "rmsnorm.py", "rms_norm_naive")
     pid = worker_pid(warm)
@@ -258,13 +264,17 @@ def test_a_worker_that_died_between_jobs_is_replaced_silently(warm, ws):
 def test_a_user_error_is_the_cold_error(warm, ws):
     (ws / "raises.py").write_text(
         "def make_inputs():\n    return (1,)\n\n\n# trainium: profile inputs=make_inputs\n"
-        "def f(x):\n    raise ValueError('nope')\n")
+        "def f(x):\n    raise ValueError('nope')\n"
+    )
     with pytest.raises(HarnessError) as hot:
         run(warm, ws, "raises.py", "f")
     with pytest.raises(HarnessError) as cold:
         run(LocalTarget(python=PYTHON), ws, "raises.py", "f")
-    assert (hot.value.kind, str(hot.value), hot.value.line) == \
-        (cold.value.kind, str(cold.value), cold.value.line)
+    assert (hot.value.kind, str(hot.value), hot.value.line) == (
+        cold.value.kind,
+        str(cold.value),
+        cold.value.line,
+    )
 
 
 def test_the_idle_timeout_ends_the_worker(tmp_path, ws, monkeypatch):
@@ -333,12 +343,26 @@ def test_a_job_waits_for_the_hosts_lock_and_can_be_cancelled_while_waiting(warm,
     spec = job.to_spec(str(ws), str(tmp_path / "run"), "local")
     cancel, events, on_event = cancel_at("queue")
     with pytest.raises(Cancelled):
-        warm.warm.run(Launch(launch.argv, launch.key, launch.env), spec, on_event, cancel, 60,
-                      read_result=read_json_file, lock=str(lock))
+        warm.warm.run(
+            Launch(launch.argv, launch.key, launch.env),
+            spec,
+            on_event,
+            cancel,
+            60,
+            read_result=read_json_file,
+            lock=str(lock),
+        )
     assert [e["stage"] for e in events if e.get("event") == "stage"] == ["queue"]
     assert warm.warm.worker is worker and worker.alive()
     fcntl.flock(holder, fcntl.LOCK_UN)
     os.close(holder)
-    document = warm.warm.run(Launch(launch.argv, launch.key, launch.env), spec, None, None, 60,
-                             read_result=read_json_file, lock=str(lock))
+    document = warm.warm.run(
+        Launch(launch.argv, launch.key, launch.env),
+        spec,
+        None,
+        None,
+        60,
+        read_result=read_json_file,
+        lock=str(lock),
+    )
     assert document["results"] and warm.warm.worker is worker

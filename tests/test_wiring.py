@@ -12,11 +12,19 @@ from trainium_lens.lsp import server as lsp_server
 def test_the_server_registers_every_feature():
     server = lsp_server.create_server()
     commands = set(server.protocol.fm.commands)
-    assert {"trainiumLens.profile", "trainiumLens.compareWithPrevious",
-            "trainiumLens.openExplorer"} <= commands
+    assert {
+        "trainiumLens.profile",
+        "trainiumLens.compareWithPrevious",
+        "trainiumLens.openExplorer",
+    } <= commands
     features = set(server.protocol.fm.features)
-    assert {"textDocument/inlayHint", "textDocument/hover", "textDocument/codeLens",
-            "trainiumLens/runData", "trainiumLens/timeline"} <= features
+    assert {
+        "textDocument/inlayHint",
+        "textDocument/hover",
+        "textDocument/codeLens",
+        "trainiumLens/runData",
+        "trainiumLens/timeline",
+    } <= features
 
 
 def test_a_missing_feature_module_stops_the_server(monkeypatch):

@@ -46,27 +46,50 @@ def module_bytes() -> bytes:
     parent 2; 4 = model.py:30. Entry: dot (frame 1), a fusion whose root has no
     metadata but fuses lines 20, 20, 30; a reduce-window without metadata read by
     fusion.2's parameter 0, whose reader is at line 30."""
-    index = (f_bytes(1, USER) + f_bytes(1, LIB) + f_bytes(2, "forward") + f_bytes(2, "step")
-             + f_bytes(3, f_int(1, 2) + f_int(2, 1) + f_int(3, 134))   # loc 1: linear.py:134
-             + f_bytes(3, f_int(1, 1) + f_int(2, 2) + f_int(3, 10))    # loc 2: model.py:10
-             + f_bytes(3, f_int(1, 1) + f_int(2, 2) + f_int(3, 20))    # loc 3: model.py:20
-             + f_bytes(3, f_int(1, 1) + f_int(2, 2) + f_int(3, 30))    # loc 4: model.py:30
-             + f_bytes(4, f_int(1, 1) + f_int(2, 2))                   # frame 1 → 2
-             + f_bytes(4, f_int(1, 2))                                 # frame 2 (outermost)
-             + f_bytes(4, f_int(1, 3) + f_int(2, 2))                   # frame 3 → 2
-             + f_bytes(4, f_int(1, 4)))                                # frame 4
-    fused = (f_bytes(2, instr("p0", "parameter", 20, param=0)) + f_bytes(2, instr("m", "multiply", 21, 3))
-             + f_bytes(2, instr("a", "add", 22, 3)) + f_bytes(2, instr("t", "tanh", 23, 4))
-             + f_bytes(2, instr("root", "convert", 24)) + f_int(5, 2) + f_int(6, 24))
-    fused2 = (f_bytes(2, instr("q0", "parameter", 30, param=0))
-              + f_bytes(2, instr("r", "reduce", 31, 4, operands=(30,))) + f_int(5, 3) + f_int(6, 31))
-    entry = (f_bytes(2, instr("dot.1", "dot", 1, 1, op_type="aten__addmm"))
-             + f_bytes(2, instr("fusion", "fusion", 2, called=(2,)))
-             + f_bytes(2, instr("reduce-window", "reduce-window", 3, operands=(1,)))
-             + f_bytes(2, instr("fusion.2", "fusion", 4, 4, called=(3,), operands=(3,)))
-             + f_int(5, 1) + f_int(6, 4))
-    module = (f_bytes(1, "SyncTensorsGraph.9") + f_bytes(3, fused) + f_bytes(3, fused2)
-              + f_bytes(3, entry) + f_bytes(17, index))
+    index = (
+        f_bytes(1, USER)
+        + f_bytes(1, LIB)
+        + f_bytes(2, "forward")
+        + f_bytes(2, "step")
+        + f_bytes(3, f_int(1, 2) + f_int(2, 1) + f_int(3, 134))  # loc 1: linear.py:134
+        + f_bytes(3, f_int(1, 1) + f_int(2, 2) + f_int(3, 10))  # loc 2: model.py:10
+        + f_bytes(3, f_int(1, 1) + f_int(2, 2) + f_int(3, 20))  # loc 3: model.py:20
+        + f_bytes(3, f_int(1, 1) + f_int(2, 2) + f_int(3, 30))  # loc 4: model.py:30
+        + f_bytes(4, f_int(1, 1) + f_int(2, 2))  # frame 1 → 2
+        + f_bytes(4, f_int(1, 2))  # frame 2 (outermost)
+        + f_bytes(4, f_int(1, 3) + f_int(2, 2))  # frame 3 → 2
+        + f_bytes(4, f_int(1, 4))
+    )  # frame 4
+    fused = (
+        f_bytes(2, instr("p0", "parameter", 20, param=0))
+        + f_bytes(2, instr("m", "multiply", 21, 3))
+        + f_bytes(2, instr("a", "add", 22, 3))
+        + f_bytes(2, instr("t", "tanh", 23, 4))
+        + f_bytes(2, instr("root", "convert", 24))
+        + f_int(5, 2)
+        + f_int(6, 24)
+    )
+    fused2 = (
+        f_bytes(2, instr("q0", "parameter", 30, param=0))
+        + f_bytes(2, instr("r", "reduce", 31, 4, operands=(30,)))
+        + f_int(5, 3)
+        + f_int(6, 31)
+    )
+    entry = (
+        f_bytes(2, instr("dot.1", "dot", 1, 1, op_type="aten__addmm"))
+        + f_bytes(2, instr("fusion", "fusion", 2, called=(2,)))
+        + f_bytes(2, instr("reduce-window", "reduce-window", 3, operands=(1,)))
+        + f_bytes(2, instr("fusion.2", "fusion", 4, 4, called=(3,), operands=(3,)))
+        + f_int(5, 1)
+        + f_int(6, 4)
+    )
+    module = (
+        f_bytes(1, "SyncTensorsGraph.9")
+        + f_bytes(3, fused)
+        + f_bytes(3, fused2)
+        + f_bytes(3, entry)
+        + f_bytes(17, index)
+    )
     return f_bytes(1, module)  # HloProto.hlo_module
 
 

@@ -22,15 +22,28 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 
 
-
 def marker_line(path: Path, tag: str) -> int:
     return next(i for i, text in enumerate(path.read_text().splitlines(), 1) if f"# {tag}" in text)
 
 
 def profile(tmp_path, file: str, function: str, *extra: str) -> dict:
     out = tmp_path / f"{function}.json"
-    code = main(["profile", file, function, "--backend", "xla", "--python", str(XLA_PY),
-                 "--json", str(out), "--timing-calls", "3", *extra])
+    code = main(
+        [
+            "profile",
+            file,
+            function,
+            "--backend",
+            "xla",
+            "--python",
+            str(XLA_PY),
+            "--json",
+            str(out),
+            "--timing-calls",
+            "3",
+            *extra,
+        ]
+    )
     assert code == 0
     data = json.loads(out.read_text())
     return data[0] if isinstance(data, list) else data
@@ -103,10 +116,10 @@ def test_a_graph_that_recompiles_every_step_is_a_finding(tmp_path, in_root):
 
 def test_backend_xla_without_torch_xla_names_the_fix(tmp_path, in_root, capsys):
     # the main venv never has torch_xla (it lives in .venv-xla): the harness there must say so
-    assert subprocess.run([sys.executable, "-c", "import torch_xla"],
-                          capture_output=True).returncode != 0
-    code = main(["profile", "examples/rmsnorm.py", "rms_norm_naive", "--backend", "xla",
-                 "--python", sys.executable])
+    assert subprocess.run([sys.executable, "-c", "import torch_xla"], capture_output=True).returncode != 0
+    code = main(
+        ["profile", "examples/rmsnorm.py", "rms_norm_naive", "--backend", "xla", "--python", sys.executable]
+    )
     err = capsys.readouterr().err
     assert code != 0
     reason = [line for line in err.splitlines() if "torch_xla" in line]
@@ -140,12 +153,24 @@ def test_prepare_env_on_a_stand_in_trn1(tmp_path, monkeypatch):
     from trainium_lens.harness import xla
 
     real = xla.importlib.util.find_spec
-    monkeypatch.setattr(xla.importlib.util, "find_spec", lambda name, *a: (
-        importlib.machinery.ModuleSpec(name, None) if name == "torch_neuronx" else real(name, *a)))
-    for key in ("PJRT_DEVICE", "NEURON_RT_INSPECT_ENABLE", "NEURON_RT_INSPECT_DEVICE_PROFILE",
-                "NEURON_RT_INSPECT_OUTPUT_DIR", "NEURON_RT_INSPECT_DEVICE_PROFILE_NUM_WARMUP",
-                "NEURON_COMPILE_CACHE_URL", "XLA_IR_DEBUG",
-                "XLA_HLO_DEBUG", "NEURON_FRAMEWORK_DEBUG"):
+    monkeypatch.setattr(
+        xla.importlib.util,
+        "find_spec",
+        lambda name, *a: (
+            importlib.machinery.ModuleSpec(name, None) if name == "torch_neuronx" else real(name, *a)
+        ),
+    )
+    for key in (
+        "PJRT_DEVICE",
+        "NEURON_RT_INSPECT_ENABLE",
+        "NEURON_RT_INSPECT_DEVICE_PROFILE",
+        "NEURON_RT_INSPECT_OUTPUT_DIR",
+        "NEURON_RT_INSPECT_DEVICE_PROFILE_NUM_WARMUP",
+        "NEURON_COMPILE_CACHE_URL",
+        "XLA_IR_DEBUG",
+        "XLA_HLO_DEBUG",
+        "NEURON_FRAMEWORK_DEBUG",
+    ):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setattr(xla, "_PENDING_CAPTURE", None)  # restored after the test
     xla.prepare_env(str(tmp_path), [{"wait": 3, "warmup": 1}, {"wait": 0, "warmup": 1}])

@@ -87,13 +87,21 @@ def capture(inspect: Path, src: Path, schema: str = "7.4") -> tuple[Path, Path]:
     inspect.mkdir(parents=True, exist_ok=True)
     neff, ntff = inspect / "neff_4242424.neff", inspect / "4242424_instid_0_vnc_0.ntff"
     neff.write_bytes(b"stand-in NEFF")
-    ntff.write_text(json.dumps({
-        "schema": schema,
-        "files": [LIB, str(src / "model.py")],
-        "frames": [[1, 125, 2], [2, 10, 0], [2, 30, 4], [2, 11, 0]],
-        "instructions": [[0, 100, "pe", "dot.1", [1]], [50, 150, "act", "dot.1", [1]],
-                         [150, 170, "act", "fusion.2", [3, 2]], [200, 230, "pool", "copy.3", []]],
-    }))
+    ntff.write_text(
+        json.dumps(
+            {
+                "schema": schema,
+                "files": [LIB, str(src / "model.py")],
+                "frames": [[1, 125, 2], [2, 10, 0], [2, 30, 4], [2, 11, 0]],
+                "instructions": [
+                    [0, 100, "pe", "dot.1", [1]],
+                    [50, 150, "act", "dot.1", [1]],
+                    [150, 170, "act", "fusion.2", [3, 2]],
+                    [200, 230, "pool", "copy.3", []],
+                ],
+            }
+        )
+    )
     return neff, ntff
 
 
@@ -101,14 +109,26 @@ def host_result(src: Path, run_dir: Path, views: list[dict]) -> dict:
     """What the xla harness writes on Trn1 (host figures on its own clock) plus the views."""
     line = {"file": "model.py", "self_cpu_us": 7.0, "calls": 1.0}
     return {
-        "schema_version": 1, "run_id": "b1-0", "batch_id": "b1", "created_at": "2026-11-30T04:00:00+00:00",
-        "backend": "xla", "clock": "xla-neuron", "host": "local",
+        "schema_version": 1,
+        "run_id": "b1-0",
+        "batch_id": "b1",
+        "created_at": "2026-11-30T04:00:00+00:00",
+        "backend": "xla",
+        "clock": "xla-neuron",
+        "host": "local",
         "function": {"file": "model.py", "name": "step", "line": 9},
         "totals": {"self_time_us": 9.0, "self_cpu_us": 9.0, "wall_us_median": 30.0, "steps": 5},
-        "lines": [{**line, "line": 10, "self_time_us": 7.0, "total_time_us": 7.0},
-                  {**line, "line": 12, "self_time_us": 2.0, "total_time_us": 2.0, "self_cpu_us": 2.0}],
-        "artifacts": {"location": "local", "run_dir": str(run_dir), "source_root": str(src),
-                      "neuron_profile_dir": str(run_dir / "neuron-inspect"), "neuron_views": views},
+        "lines": [
+            {**line, "line": 10, "self_time_us": 7.0, "total_time_us": 7.0},
+            {**line, "line": 12, "self_time_us": 2.0, "total_time_us": 2.0, "self_cpu_us": 2.0},
+        ],
+        "artifacts": {
+            "location": "local",
+            "run_dir": str(run_dir),
+            "source_root": str(src),
+            "neuron_profile_dir": str(run_dir / "neuron-inspect"),
+            "neuron_views": views,
+        },
         "signals": {"device_time_reported": True},
     }
 
@@ -119,8 +139,13 @@ class HarnessStandIn(Target):
     def __init__(self, results: list[dict]) -> None:
         self.results = results
 
-    def run(self, job: Job, on_event: EventSink, cancel: threading.Event | None = None,
-            timeout: float | None = None) -> dict:
+    def run(
+        self,
+        job: Job,
+        on_event: EventSink,
+        cancel: threading.Event | None = None,
+        timeout: float | None = None,
+    ) -> dict:
         return {"batch_id": job.batch_id, "results": self.results}
 
     def fetch(self, remote_path: str, dest: Path) -> Path:
@@ -128,8 +153,12 @@ class HarnessStandIn(Target):
 
 
 def show(path: Path) -> str:
-    proc = subprocess.run([sys.executable, "-m", "trainium_lens", "show", str(path)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainium_lens", "show", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -144,7 +173,9 @@ def test_harness_pairs_by_the_runtime_hash_and_runs_the_view_per_pair(tmp_path, 
     (inspect / "77777_instid_0_vnc_0.ntff").write_text("{}")  # no NEFF for it
     views = device.process(str(tmp_path / "run" / "b1-0.neuron-view"))
     assert [(v["neff"], v["ntff"], v["error"] is None) for v in views] == [
-        (str(neff), str(ntff), True), (None, str(inspect / "77777_instid_0_vnc_0.ntff"), False)]
+        (str(neff), str(ntff), True),
+        (None, str(inspect / "77777_instid_0_vnc_0.ntff"), False),
+    ]
     assert "no NEFF pairs" in views[1]["error"]
     [call] = [json.loads(x) for x in log.read_text().splitlines()]
     assert call == ["view", "-n", str(neff), "-s", str(ntff), "--output-file", views[0]["parquet"]]
@@ -173,8 +204,9 @@ def test_device_time_per_line_reaches_the_result_and_the_cli(tmp_path, monkeypat
     device = xla_device.DeviceCapture(str(run_dir / "neuron-inspect"), None)
     views = device.process(str(run_dir / "b1-0.neuron-view"))
     store = RunStore(tmp_path / "ws")
-    [result] = profile(Job(tmp_path, "model.py"), HarnessStandIn([host_result(src, run_dir, views)]),
-                       store=store)
+    [result] = profile(
+        Job(tmp_path, "model.py"), HarnessStandIn([host_result(src, run_dir, views)]), store=store
+    )
     assert result.clock == "neuron" and result.signals.neuron_profile_error is None
     got = {s.line: s for s in result.lines}
     # line 10: dot.1 on pe [0,100] and act [50,150] → union 150 ns (not the 200 ns sum)
@@ -184,7 +216,9 @@ def test_device_time_per_line_reaches_the_result_and_the_cli(tmp_path, monkeypat
     # fusion.2: frames on line 30 (helper, called from 11) and 10 → tie: the first listed (30)
     assert got[30].self_time_us == pytest.approx(0.020) and got[11].total_time_us == pytest.approx(0.020)
     assert [(i.name, i.credited, i.line) for i in got[10].instructions] == [
-        ("dot.1", True, 10), ("fusion.2", False, 30)]
+        ("dot.1", True, 10),
+        ("fusion.2", False, 30),
+    ]
     assert got[12].self_time_us == 0.0  # on the host figures, no device instruction
     hover = hlo_section(got[10], " neuron") or ""
     assert "| `dot.1` | OP | 1 | 0.15 µs neuron |" in hover
@@ -204,9 +238,11 @@ def test_device_time_per_line_reaches_the_result_and_the_cli(tmp_path, monkeypat
     assert "clock: Neuron device time" in text and "self (neuron)" in text
     assert any(row.split()[:1] == ["10"] for row in text.splitlines()), text
     # the per-engine table: line 10's pe and act time (they overlap: union, not sum)
-    engines = text[text.index("per engine (Neuron device time"):]
-    header, row10 = engines.splitlines()[1], next(r for r in engines.splitlines()[2:]
-                                                  if r.split()[:1] == ["10"])
+    engines = text[text.index("per engine (Neuron device time") :]
+    header, row10 = (
+        engines.splitlines()[1],
+        next(r for r in engines.splitlines()[2:] if r.split()[:1] == ["10"]),
+    )
     assert header.split() == ["line", "device", "act", "pe"] and len(row10.split()) >= 4, engines
 
 
@@ -215,10 +251,12 @@ def test_an_unknown_schema_keeps_the_host_figures_and_says_why(tmp_path, monkeyp
     src, run_dir = tmp_path / "src", tmp_path / "run"
     capture(run_dir / "neuron-inspect", src, schema="9.1")
     views = xla_device.DeviceCapture(str(run_dir / "neuron-inspect"), None).process(
-        str(run_dir / "b1-0.neuron-view"))
+        str(run_dir / "b1-0.neuron-view")
+    )
     store = RunStore(tmp_path / "ws")
-    [result] = profile(Job(tmp_path, "model.py"), HarnessStandIn([host_result(src, run_dir, views)]),
-                       store=store)
+    [result] = profile(
+        Job(tmp_path, "model.py"), HarnessStandIn([host_result(src, run_dir, views)]), store=store
+    )
     assert result.clock == "xla-neuron"
     assert [(s.line, s.self_time_us) for s in result.lines] == [(10, 7.0), (12, 2.0)]
     assert "schema 9.1 is not one this reader knows" in (result.signals.neuron_profile_error or "")
@@ -247,7 +285,8 @@ def test_a_remote_runs_parquet_folder_is_fetched_over_ssh(sshd, ssh_control_dir,
     src, run_dir = sshd.home / "work" / "src", sshd.home / "work" / "runs" / "b9"
     capture(run_dir / "neuron-inspect", src)
     views = xla_device.DeviceCapture(str(run_dir / "neuron-inspect"), None).process(
-        str(run_dir / "b9-0.neuron-view"))
+        str(run_dir / "b9-0.neuron-view")
+    )
     doc = host_result(src, run_dir, views)
     doc["artifacts"]["location"] = doc["host"] = "lens-test"
     result = Result.from_dict(doc)
@@ -273,7 +312,7 @@ def test_a_remote_runs_parquet_folder_is_fetched_over_ssh(sshd, ssh_control_dir,
 # the harness turns device capture on) and a sitecustomize that plays the Neuron
 # runtime, dropping one step's NEFF/NTFF into the capture folder the harness set up
 # just before the harness looks for them (SCENARIO: "trace" or "none").
-SITECUSTOMIZE = '''\
+SITECUSTOMIZE = """\
 import json, os
 SCENARIO, FILE, LIB, L = {scenario!r}, {file!r}, {lib!r}, {lines!r}
 from trainium_lens.harness import xla_device
@@ -292,14 +331,16 @@ def process(self, out_root):
                                         [540, 600, "dve", "add.4", [6]]]}}, fh)
     return _process(self, out_root)
 xla_device.DeviceCapture.process = process
-'''
+"""
 DATA_FILE = Path(__file__).resolve().parent / "data" / "xla_lines.py"
 
 
 def data_lines() -> dict[str, int]:
     text = DATA_FILE.read_text().splitlines()
-    at = {tag: next(i for i, s in enumerate(text, 1) if f"# {tag}" in s)
-          for tag in ("HELPER-DOT", "CALL-1", "CALL-2", "ADD")}
+    at = {
+        tag: next(i for i, s in enumerate(text, 1) if f"# {tag}" in s)
+        for tag in ("HELPER-DOT", "CALL-1", "CALL-2", "ADD")
+    }
     return {"helper": at["HELPER-DOT"], "call1": at["CALL-1"], "call2": at["CALL-2"], "add": at["ADD"]}
 
 
@@ -307,22 +348,34 @@ def trn1_standin(tmp_path: Path, monkeypatch, scenario: str) -> None:
     site = tmp_path / "trn1-site"
     (site / "torch_neuronx").mkdir(parents=True)
     (site / "torch_neuronx" / "__init__.py").write_text('"""STAND-IN: only found, never used."""\n')
-    (site / "sitecustomize.py").write_text(SITECUSTOMIZE.format(
-        scenario=scenario, file=str(DATA_FILE), lib=LIB, lines=data_lines()))
+    (site / "sitecustomize.py").write_text(
+        SITECUSTOMIZE.format(scenario=scenario, file=str(DATA_FILE), lib=LIB, lines=data_lines())
+    )
     monkeypatch.setenv("PYTHONPATH", str(site))
     monkeypatch.setenv("PJRT_DEVICE", "CPU")  # a Neuron host would pick its own device
     monkeypatch.setenv("TRAINIUM_LENS_CACHE", str(tmp_path / "cache"))
     monkeypatch.chdir(DATA_FILE.parents[2])
 
 
-
-
 def run_cli(tmp_path: Path, capsys) -> tuple[dict, str]:
     from trainium_lens.cli import main
 
     out = tmp_path / "r.json"
-    code = main(["profile", "tests/data/xla_lines.py", "two_calls", "--backend", "xla",
-                 "--python", str(XLA_PY), "--json", str(out), "--timing-calls", "2"])
+    code = main(
+        [
+            "profile",
+            "tests/data/xla_lines.py",
+            "two_calls",
+            "--backend",
+            "xla",
+            "--python",
+            str(XLA_PY),
+            "--json",
+            str(out),
+            "--timing-calls",
+            "2",
+        ]
+    )
     assert code == 0
     data = json.loads(out.read_text())
     return (data[0] if isinstance(data, list) else data), capsys.readouterr().out
@@ -375,15 +428,22 @@ def test_the_xla_backend_lists_the_runs_neffs_and_ntffs_as_artifacts(tmp_path, m
     cache.mkdir()
     inspect.mkdir()
     assert XlaBackend.artifacts(None, str(tmp_path)) == {}  # type: ignore[arg-type]
-    for path in (cache / "MODULE_1" / "model.neff", cache / "MODULE_1" / "model.hlo_module.pb",
-                 inspect / "p" / "9_instid_0_vnc_1.ntff", inspect / "p" / "9_instid_0_vnc_0.ntff"):
+    for path in (
+        cache / "MODULE_1" / "model.neff",
+        cache / "MODULE_1" / "model.hlo_module.pb",
+        inspect / "p" / "9_instid_0_vnc_1.ntff",
+        inspect / "p" / "9_instid_0_vnc_0.ntff",
+    ):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("x")
     assert XlaBackend.artifacts(None, str(tmp_path)) == {  # type: ignore[arg-type]
         "neuron_profile_dir": str(inspect),
-        "neff_ntff": [{"neff": str(cache / "MODULE_1" / "model.neff"), "ntff": None},
-                      {"neff": None, "ntff": str(inspect / "p" / "9_instid_0_vnc_0.ntff")},
-                      {"neff": None, "ntff": str(inspect / "p" / "9_instid_0_vnc_1.ntff")}]}
+        "neff_ntff": [
+            {"neff": str(cache / "MODULE_1" / "model.neff"), "ntff": None},
+            {"neff": None, "ntff": str(inspect / "p" / "9_instid_0_vnc_0.ntff")},
+            {"neff": None, "ntff": str(inspect / "p" / "9_instid_0_vnc_1.ntff")},
+        ],
+    }
     for ntff in (inspect / "p").iterdir():
         ntff.unlink()
     assert XlaBackend.artifacts(None, str(tmp_path))["neuron_profile_dir"] == str(cache)  # type: ignore[arg-type]

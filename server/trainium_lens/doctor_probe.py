@@ -27,6 +27,7 @@ def _tool(name):
 def _version(dist):
     try:
         from importlib import metadata
+
         return metadata.version(dist)
     except Exception:
         return None
@@ -88,8 +89,9 @@ def probe_xla(facts):
     if importlib.util.find_spec("torch_xla") is None:
         return
     facts["torch_xla"] = _version("torch-xla") or _version("torch_xla") or "installed"
-    facts["xla_debug_env"] = {k: os.environ.get(k) for k in
-                              ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "NEURON_FRAMEWORK_DEBUG")}
+    facts["xla_debug_env"] = {
+        k: os.environ.get(k) for k in ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "NEURON_FRAMEWORK_DEBUG")
+    }
     try:
         torch_xla = importlib.import_module("torch_xla")
     except Exception as exc:
@@ -109,8 +111,12 @@ def _devices(doc):
         return [d for d in doc if isinstance(d, dict)]
     if isinstance(doc, dict):
         for value in doc.values():
-            if isinstance(value, list) and value and all(isinstance(d, dict) for d in value) \
-                    and any(k in value[0] for k in CORE_KEYS):
+            if (
+                isinstance(value, list)
+                and value
+                and all(isinstance(d, dict) for d in value)
+                and any(k in value[0] for k in CORE_KEYS)
+            ):
                 return value
     return []
 
@@ -137,8 +143,9 @@ def probe_devices(facts):
     error = None
     for flags in (["--output-format", "json"], ["--json-output"]):  # 2.34+, then older
         try:
-            out = subprocess.run([tool] + flags, capture_output=True, text=True, timeout=30,
-                                 stdin=subprocess.DEVNULL)
+            out = subprocess.run(
+                [tool] + flags, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+            )
             if out.returncode != 0:
                 error = (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1]
                 continue
@@ -174,8 +181,11 @@ def probe_host(facts, work_dir):
 
 def main():
     work_dir = sys.argv[1] if len(sys.argv) > 1 else "."
-    facts = {"python": sys.executable, "python_version": list(sys.version_info[:3]),
-             "work_dir": os.path.abspath(work_dir)}
+    facts = {
+        "python": sys.executable,
+        "python_version": list(sys.version_info[:3]),
+        "work_dir": os.path.abspath(work_dir),
+    }
     probe_host(facts, work_dir)
     probe_devices(facts)
     torch = probe_torch(facts)

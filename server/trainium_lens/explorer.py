@@ -52,8 +52,10 @@ class ExplorerSettings:
     ingest_timeout_s: float = 3600.0  # large NTFFs take many minutes to process
 
     def __str__(self) -> str:  # how a settings warning shows the default
-        return (f"UI port {self.ui_port}, API port {self.api_port} on the host, "
-                f"{self.local_ui_port}/{self.local_api_port} here")
+        return (
+            f"UI port {self.ui_port}, API port {self.api_port} on the host, "
+            f"{self.local_ui_port}/{self.local_api_port} here"
+        )
 
 
 class ExplorerError(LensError):
@@ -156,8 +158,9 @@ def line_window(result: Result, line: int | None) -> tuple[int, int] | None:
     """The line's events' span in trace time (ns), when the result has it."""
     if line is None:
         return None
-    windows = [w for lw in result.timeline if lw.line == line and lw.file == result.function.file
-               for w in lw.windows]
+    windows = [
+        w for lw in result.timeline if lw.line == line and lw.file == result.function.file for w in lw.windows
+    ]
     if not windows:
         return None
     start = min(w.start_us for w in windows)
@@ -165,16 +168,16 @@ def line_window(result: Result, line: int | None) -> tuple[int, int] | None:
     return int(round(start * 1000)), int(round(end * 1000))
 
 
-def profile_url(template: str, port: int, profile: str,
-                window: tuple[int, int] | None) -> str:
+def profile_url(template: str, port: int, profile: str, window: tuple[int, int] | None) -> str:
     """Fill the URL template; query parameters left empty (no window) are dropped."""
     start, end = (str(window[0]), str(window[1])) if window else ("", "")
     try:
-        url = template.format(port=port, profile=quote(profile, safe=""),
-                              start_ns=start, end_ns=end)
+        url = template.format(port=port, profile=quote(profile, safe=""), start_ns=start, end_ns=end)
     except (KeyError, IndexError, ValueError) as exc:
-        raise UsageError(f"bad Explorer URL template {template!r}: use {{port}}, {{profile}}, "
-                         f"{{start_ns}}, {{end_ns}} ({exc})") from None
+        raise UsageError(
+            f"bad Explorer URL template {template!r}: use {{port}}, {{profile}}, "
+            f"{{start_ns}}, {{end_ns}} ({exc})"
+        ) from None
     if not window and "?" in url:
         base, _, query = url.partition("?")
         kept = [p for p in query.split("&") if p and not p.endswith("=")]
@@ -193,6 +196,7 @@ def state_dir(result: Result) -> str:
 
 
 # -- the service --------------------------------------------------------------
+
 
 @dataclass
 class Opened:
@@ -218,6 +222,7 @@ class ExplorerService:
         if self._connection_factory:
             return self._connection_factory(host)
         from .targets.ssh_conn import SshConnection
+
         return SshConnection(host, ssh_config=self.settings.ssh_config)
 
     def open(self, result: Result, line: int | None = None) -> Opened:
@@ -225,9 +230,11 @@ class ExplorerService:
         s = self.settings
         art = result.artifacts
         if not art.neuron_profile_dir:
-            raise ExplorerError(f"run {result.run_id} ({result.backend}) has no Neuron profile: "
-                                f"Neuron Explorer shows Trainium runs; use the built-in "
-                                f"timeline (Open Timeline for Line) for this one")
+            raise ExplorerError(
+                f"run {result.run_id} ({result.backend}) has no Neuron profile: "
+                f"Neuron Explorer shows Trainium runs; use the built-in "
+                f"timeline (Open Timeline for Line) for this one"
+            )
         name = display_name(result)
         host = art.location or "local"
         local = host == "local"
@@ -240,8 +247,15 @@ class ExplorerService:
                 tunnel_state = self._ensure_tunnel(host, conn)
                 port = s.local_ui_port
         window = line_window(result, line)
-        return Opened(profile_url(s.url_template, port, name, window), name, host,
-                      info.get("server", "?"), info.get("ingest") == "now", tunnel_state, window)
+        return Opened(
+            profile_url(s.url_template, port, name, window),
+            name,
+            host,
+            info.get("server", "?"),
+            info.get("ingest") == "now",
+            tunnel_state,
+            window,
+        )
 
     def _on_host(self, conn, result: Result, name: str) -> dict:
         s = self.settings
@@ -249,15 +263,27 @@ class ExplorerService:
         art = result.artifacts
         # xla on Trn1: the first captured NEFF/NTFF pair, as a device profile
         pair = next((v for v in art.neuron_views if v.neff and v.ntff), None)
-        args = [state, str(s.api_port), s.binary, art.neuron_profile_dir or "",
-                name, str(int(s.start_timeout_s)), art.source_root or "",
-                (pair.neff or "") if pair else "", (pair.ntff or "") if pair else ""]
+        args = [
+            state,
+            str(s.api_port),
+            s.binary,
+            art.neuron_profile_dir or "",
+            name,
+            str(int(s.start_timeout_s)),
+            art.source_root or "",
+            (pair.neff or "") if pair else "",
+            (pair.ntff or "") if pair else "",
+        ]
         script = _HOST_SCRIPT
         timeout = s.start_timeout_s + s.ingest_timeout_s + 30
         try:
             if conn is None:
-                proc = subprocess.run(["sh", "-c", script, "sh", *args], capture_output=True,
-                                      stdin=subprocess.DEVNULL, timeout=timeout)
+                proc = subprocess.run(
+                    ["sh", "-c", script, "sh", *args],
+                    capture_output=True,
+                    stdin=subprocess.DEVNULL,
+                    timeout=timeout,
+                )
             else:
                 proc = conn.run(script, args, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -267,8 +293,10 @@ class ExplorerService:
         stderr = proc.stderr.decode("utf-8", "replace")
         where = "" if conn is None else f"{conn.host}: "
         if proc.returncode != 0:
-            reason = next((ln.split(MARK, 1)[1] for ln in reversed(stderr.splitlines())
-                           if MARK in ln), stderr.strip().splitlines()[-1:] or ["failed"])
+            reason = next(
+                (ln.split(MARK, 1)[1] for ln in reversed(stderr.splitlines()) if MARK in ln),
+                stderr.strip().splitlines()[-1:] or ["failed"],
+            )
             raise ExplorerError(where + (reason if isinstance(reason, str) else reason[0]))
         info = {}
         for ln in proc.stdout.decode("utf-8", "replace").splitlines():
@@ -284,11 +312,23 @@ class ExplorerService:
             return "reused"
         if tunnel:
             tunnel.close()
-        tunnel = Tunnel(conn, [
-            Forward(s.local_ui_port, s.ui_port, "Neuron Explorer UI",
-                    "set trainiumLens.explorer.localUiPort / --local-ui-port"),
-            Forward(s.local_api_port, s.api_port, "Neuron Explorer API",
-                    "set trainiumLens.explorer.localApiPort / --local-api-port")])
+        tunnel = Tunnel(
+            conn,
+            [
+                Forward(
+                    s.local_ui_port,
+                    s.ui_port,
+                    "Neuron Explorer UI",
+                    "set trainiumLens.explorer.localUiPort / --local-ui-port",
+                ),
+                Forward(
+                    s.local_api_port,
+                    s.api_port,
+                    "Neuron Explorer API",
+                    "set trainiumLens.explorer.localApiPort / --local-api-port",
+                ),
+            ],
+        )
         try:
             tunnel.start()
         except TunnelError as err:
@@ -308,20 +348,26 @@ class ExplorerService:
 
 def describe(opened: Opened) -> str:
     """One line for a status message or the terminal."""
-    parts = [f"{opened.profile} on {opened.host}",
-             "Explorer started" if opened.server == "started" else "Explorer already running",
-             "ingested now" if opened.ingested else "ingested before"]
+    parts = [
+        f"{opened.profile} on {opened.host}",
+        "Explorer started" if opened.server == "started" else "Explorer already running",
+        "ingested now" if opened.ingested else "ingested before",
+    ]
     if opened.tunnel != "none":
         parts.append(f"tunnel {opened.tunnel}")
     return ", ".join(parts)
 
 
-
 # -- settings (trainiumLens.explorer.*) ----------------------------------------
 
-_SETTING_FIELDS = {"uiPort": "ui_port", "apiPort": "api_port", "localUiPort": "local_ui_port",
-                   "localApiPort": "local_api_port", "urlTemplate": "url_template",
-                   "path": "binary"}
+_SETTING_FIELDS = {
+    "uiPort": "ui_port",
+    "apiPort": "api_port",
+    "localUiPort": "local_ui_port",
+    "localApiPort": "local_api_port",
+    "urlTemplate": "url_template",
+    "path": "binary",
+}
 
 
 def settings_from(value) -> ExplorerSettings:
@@ -330,8 +376,9 @@ def settings_from(value) -> ExplorerSettings:
     if value is None:
         return ExplorerSettings()
     if not isinstance(value, dict):
-        raise ValueError("expected an object with uiPort, apiPort, localUiPort, localApiPort, "
-                         "urlTemplate, path")
+        raise ValueError(
+            "expected an object with uiPort, apiPort, localUiPort, localApiPort, urlTemplate, path"
+        )
     out = {}
     for key, raw in value.items():
         if key not in _SETTING_FIELDS:

@@ -63,7 +63,9 @@ def workspace_root_for(path: Path) -> Path:
     try:
         out = subprocess.run(
             ["git", "-C", str(folder), "rev-parse", "--show-toplevel"],
-            capture_output=True, text=True, timeout=10,
+            capture_output=True,
+            text=True,
+            timeout=10,
         )
         if out.returncode == 0 and out.stdout.strip():
             return Path(out.stdout.strip()).resolve()
@@ -72,11 +74,17 @@ def workspace_root_for(path: Path) -> Path:
     return folder.resolve()
 
 
-def make_job(file: str | os.PathLike, *, functions: list[str] | None = None,
-             line: int | None = None, backend: str = "auto",
-             protocol: dict[str, int] | None = None,
-             workspace: str | os.PathLike | None = None,
-             include: list[str] | None = None, nproc: int | None = None) -> Job:
+def make_job(
+    file: str | os.PathLike,
+    *,
+    functions: list[str] | None = None,
+    line: int | None = None,
+    backend: str = "auto",
+    protocol: dict[str, int] | None = None,
+    workspace: str | os.PathLike | None = None,
+    include: list[str] | None = None,
+    nproc: int | None = None,
+) -> Job:
     """Validate a request against the local file system and build a ``Job``."""
     path = Path(file).expanduser().resolve()
     if not path.is_file():
@@ -93,18 +101,26 @@ def make_job(file: str | os.PathLike, *, functions: list[str] | None = None,
         if key not in PROTOCOL_KEYS:
             raise UsageError(f"unknown protocol option {key!r}")
         if value < (1 if key in ("active", "timing_calls") else 0):
-            raise UsageError(f"--{key.replace('_', '-')} must be at least "
-                             f"{1 if key in ('active', 'timing_calls') else 0}")
+            raise UsageError(
+                f"--{key.replace('_', '-')} must be at least {1 if key in ('active', 'timing_calls') else 0}"
+            )
     for name in include or []:
         if not name or not all(part.isidentifier() for part in name.split(".")):
-            raise UsageError(f"--include {name!r}: expected a dotted package name "
-                             f"(e.g. transformers.models.llama)")
+            raise UsageError(
+                f"--include {name!r}: expected a dotted package name (e.g. transformers.models.llama)"
+            )
     if nproc is not None and (isinstance(nproc, bool) or int(nproc) < 1):
         raise UsageError(f"--nproc must be at least 1, got {nproc}")
-    return Job(workspace=root, file=str(PurePosixPath(*rel.parts)),
-               functions=list(functions or []), line=line, backend=backend,
-               protocol=overrides, include=list(dict.fromkeys(include or [])),
-               nproc=None if nproc is None else int(nproc))
+    return Job(
+        workspace=root,
+        file=str(PurePosixPath(*rel.parts)),
+        functions=list(functions or []),
+        line=line,
+        backend=backend,
+        protocol=overrides,
+        include=list(dict.fromkeys(include or [])),
+        nproc=None if nproc is None else int(nproc),
+    )
 
 
 def wants_ranks(job: Job) -> bool:

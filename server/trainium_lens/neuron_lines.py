@@ -50,11 +50,13 @@ def fill(result: Result, fetch: Fetch | None = None) -> bool:
         return _keep_host(result, f"no device trace was processed on the host: {reason}")
     local = result.artifacts.location in ("", "local")
     if not local and fetch is None:
-        return _keep_host(result, f"the device profile is on {result.artifacts.location} and "
-                                  f"cannot be fetched from here")
+        return _keep_host(
+            result, f"the device profile is on {result.artifacts.location} and cannot be fetched from here"
+        )
     root = (result.artifacts.source_root or "").rstrip("/")
-    hlo_lines = {i.name: (s.file, i.line or s.line) for s in result.lines for i in s.instructions
-                 if i.credited}
+    hlo_lines = {
+        i.name: (s.file, i.line or s.line) for s in result.lines for i in s.instructions if i.credited
+    }
     try:
         with tempfile.TemporaryDirectory(prefix="trainium-lens-neuron-") as tmp:
             reports = []
@@ -65,8 +67,12 @@ def fill(result: Result, fetch: Fetch | None = None) -> bool:
         # NeuronProfileError (a schema we do not know) is a ValueError, as are pyarrow's
         # ArrowInvalid (a damaged file); bad values inside the tables raise the others
         text = str(exc).splitlines()[0] if str(exc) else ""
-        return _keep_host(result, text if isinstance(exc, (npf.NeuronProfileError, LensError))
-                          else f"cannot read the device profile: {type(exc).__name__}: {text}")
+        return _keep_host(
+            result,
+            text
+            if isinstance(exc, (npf.NeuronProfileError, LensError))
+            else f"cannot read the device profile: {type(exc).__name__}: {text}",
+        )
     _apply(result, reports, root)
     return True
 
@@ -74,20 +80,22 @@ def fill(result: Result, fetch: Fetch | None = None) -> bool:
 def _user(root: str) -> Callable[[str], bool]:
     def is_user(file: str) -> bool:
         inside = not root or file.startswith(root + "/")
-        return inside and not npf.is_library(file[len(root):] if root else file)
+        return inside and not npf.is_library(file[len(root) :] if root else file)
+
     return is_user
 
 
 def _rel(file: str, root: str) -> str:
     if root and file.startswith(root + "/"):
-        return posixpath.normpath(file[len(root) + 1:])
+        return posixpath.normpath(file[len(root) + 1 :])
     return file
 
 
 def _keep_host(result: Result, reason: str) -> bool:
     result.signals.neuron_profile_error = reason
-    result.signals.warnings.append(f"no per-line Neuron device time ({reason}); the figures are "
-                                   f"{result.clock} host time")
+    result.signals.warnings.append(
+        f"no per-line Neuron device time ({reason}); the figures are {result.clock} host time"
+    )
     return False
 
 
@@ -114,27 +122,50 @@ def _apply(result: Result, reports: list[npf.LineReport], root: str) -> None:
         stat.self_time_us = stat.self_time_us_min = stat.self_time_us_max = stat.self_time_us_median = us
         stat.total_time_us = max(acc.total_ns, acc.self_ns) / 1000.0
         stat.engines = [EngineTime(e, ns / 1000.0) for e, ns in sorted(acc.engines.items())]
-        stat.ops = [LineOp(name, 1.0, ns / 1000.0, 0.0, 1.0)
-                    for name, ns in sorted(acc.per_hlo.items(), key=lambda kv: -kv[1])]
-        stat.instructions = (
-            [HloRef(name, opcode=opcodes.get(name, ""), self_time_us=ns / 1000.0, calls=1.0, line=key[1])
-             for name, ns in sorted(acc.per_hlo.items(), key=lambda kv: -kv[1])]
-            + [HloRef(name, opcode=opcodes.get(name, ""), credited=False, line=credited_at[name][1],
-                      self_time_us=per_line[credited_at[name]].per_hlo[name] / 1000.0)
-               for name in sorted(acc.covered) if name in credited_at])
+        stat.ops = [
+            LineOp(name, 1.0, ns / 1000.0, 0.0, 1.0)
+            for name, ns in sorted(acc.per_hlo.items(), key=lambda kv: -kv[1])
+        ]
+        stat.instructions = [
+            HloRef(name, opcode=opcodes.get(name, ""), self_time_us=ns / 1000.0, calls=1.0, line=key[1])
+            for name, ns in sorted(acc.per_hlo.items(), key=lambda kv: -kv[1])
+        ] + [
+            HloRef(
+                name,
+                opcode=opcodes.get(name, ""),
+                credited=False,
+                line=credited_at[name][1],
+                self_time_us=per_line[credited_at[name]].per_hlo[name] / 1000.0,
+            )
+            for name in sorted(acc.covered)
+            if name in credited_at
+        ]
         lines.append(stat)
     result.lines = lines
-    result.ops = sorted((OpStat(name, 1.0, ns / 1000.0, ns / 1000.0, 0.0, ns / 1000.0)
-                         for acc in per_line.values() for name, ns in acc.per_hlo.items()),
-                        key=lambda o: (-o.self_time_us, o.name))
+    result.ops = sorted(
+        (
+            OpStat(name, 1.0, ns / 1000.0, ns / 1000.0, 0.0, ns / 1000.0)
+            for acc in per_line.values()
+            for name, ns in acc.per_hlo.items()
+        ),
+        key=lambda o: (-o.self_time_us, o.name),
+    )
     covers: dict[str, list[SourceLine]] = {}
     for key, acc in per_line.items():
         for name in acc.covered:
             covers.setdefault(name, []).append(SourceLine(*key))
-    result.regions = [Region(name, credited_at[name][0], credited_at[name][1],
-                             per_line[credited_at[name]].per_hlo[name] / 1000.0, 1.0,
-                             sorted(covered + [SourceLine(*credited_at[name])], key=lambda s: s.line))
-                      for name, covered in sorted(covers.items()) if name in credited_at]
+    result.regions = [
+        Region(
+            name,
+            credited_at[name][0],
+            credited_at[name][1],
+            per_line[credited_at[name]].per_hlo[name] / 1000.0,
+            1.0,
+            sorted(covered + [SourceLine(*credited_at[name])], key=lambda s: s.line),
+        )
+        for name, covered in sorted(covers.items())
+        if name in credited_at
+    ]
     busy = sum(r.busy_ns for r in reports) / 1000.0
     totals = result.totals
     totals.self_time_us = totals.self_time_us_min = totals.self_time_us_max = busy
@@ -147,4 +178,5 @@ def _apply(result: Result, reports: list[npf.LineReport], root: str) -> None:
     # the host figure stays beside the device one, as on the other backends
     result.signals.warnings.append(
         f"Neuron device time from {len(reports)} device trace(s), one per compiled graph, each of "
-        f"the first measured step; self (cpu) columns keep the host time")
+        f"the first measured step; self (cpu) columns keep the host time"
+    )

@@ -42,12 +42,23 @@ from .harness.intervals import union_length
 from .harness.stacks import user_places
 
 KNOWN_SCHEMAS = ("7.4",)
-TABLES = ("Instruction", "StackFrame", "StackFrameFileLocation", "StackFrameFileName",
-          "StackFrameFunctionName")
+TABLES = (
+    "Instruction",
+    "StackFrame",
+    "StackFrameFileLocation",
+    "StackFrameFileName",
+    "StackFrameFunctionName",
+)
 INSTRUCTION_COLUMNS = ("start_ts", "end_ts", "engine", "opcode", "hlo_name", "stack_frame_ids")
 _HLO_TEXT = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=")
-LIBRARY_PARTS = ("site-packages/", "dist-packages/", "/torch/", "/torch_xla/", "/torch_neuronx/",
-                 "/lib/python3")
+LIBRARY_PARTS = (
+    "site-packages/",
+    "dist-packages/",
+    "/torch/",
+    "/torch_xla/",
+    "/torch_neuronx/",
+    "/lib/python3",
+)
 
 
 class NeuronProfileError(ValueError):
@@ -104,20 +115,24 @@ def _check_schema(version: Any, where: str) -> str | None:
         return None
     text = version.decode() if isinstance(version, bytes) else str(version)
     if text not in KNOWN_SCHEMAS:
-        raise NeuronProfileError(f"{where}: Neuron profile schema {text} is not one this reader knows "
-                                 f"({', '.join(KNOWN_SCHEMAS)}); check the numbers against "
-                                 f"neuron-explorer before trusting them")
+        raise NeuronProfileError(
+            f"{where}: Neuron profile schema {text} is not one this reader knows "
+            f"({', '.join(KNOWN_SCHEMAS)}); check the numbers against "
+            f"neuron-explorer before trusting them"
+        )
     return text
 
 
 # -- Parquet -------------------------------------------------------------------------
 
+
 def _pyarrow() -> Any:
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise NeuronProfileError("reading a Neuron Parquet profile needs pyarrow: "
-                                 "pip install pyarrow") from None
+        raise NeuronProfileError(
+            "reading a Neuron Parquet profile needs pyarrow: pip install pyarrow"
+        ) from None
     return pq
 
 
@@ -125,8 +140,10 @@ def _table_path(folder: Path, name: str) -> Path:
     for candidate in (folder / f"{name}.parquet", folder / name):
         if candidate.exists():
             return candidate
-    raise NeuronProfileError(f"{folder}: no {name} table ({name}.parquet): not a neuron-explorer "
-                             f"Parquet export, or a schema this reader does not know")
+    raise NeuronProfileError(
+        f"{folder}: no {name} table ({name}.parquet): not a neuron-explorer "
+        f"Parquet export, or a schema this reader does not know"
+    )
 
 
 def _rows(folder: Path, name: str, columns: Iterable[str]) -> tuple[list[dict], dict]:
@@ -134,8 +151,10 @@ def _rows(folder: Path, name: str, columns: Iterable[str]) -> tuple[list[dict], 
     table = pq.read_table(_table_path(folder, name))
     missing = [c for c in columns if c not in table.column_names]
     if missing:
-        raise NeuronProfileError(f"{folder}: table {name} lacks column(s) {', '.join(missing)} "
-                                 f"(has {', '.join(table.column_names)})")
+        raise NeuronProfileError(
+            f"{folder}: table {name} lacks column(s) {', '.join(missing)} "
+            f"(has {', '.join(table.column_names)})"
+        )
     meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
     return table.to_pylist(), meta
 
@@ -146,23 +165,42 @@ def read_parquet(folder: str | Path) -> Profile:
     schema = _check_schema(meta.get("schema_version") or meta.get("version"), str(folder))
     names = {r["id"]: r["name"] for r in _rows(folder, "StackFrameFileName", ("id", "name"))[0]}
     funcs = {r["id"]: r["name"] for r in _rows(folder, "StackFrameFunctionName", ("id", "name"))[0]}
-    locs = {r["id"]: r for r in _rows(folder, "StackFrameFileLocation",
-                                      ("id", "file_name_id", "function_name_id", "line_number"))[0]}
+    locs = {
+        r["id"]: r
+        for r in _rows(
+            folder, "StackFrameFileLocation", ("id", "file_name_id", "function_name_id", "line_number")
+        )[0]
+    }
     frames = {}
     for r in _rows(folder, "StackFrame", ("id", "file_location_id", "parent_frame_id"))[0]:
         loc = locs.get(r["file_location_id"])
         if loc is None:
-            raise NeuronProfileError(f"{folder}: stack frame {r['id']} names file location "
-                                     f"{r['file_location_id']}, which is not in the table")
-        frames[r["id"]] = Frame(names.get(loc["file_name_id"], "?"), funcs.get(loc["function_name_id"], "?"),
-                                int(loc["line_number"]), int(r["parent_frame_id"] or 0))
-    instructions = [Instruction(int(r["start_ts"]), int(r["end_ts"]), str(r["engine"]), str(r["opcode"]),
-                                hlo_name(r["hlo_name"]), [int(i) for i in (r["stack_frame_ids"] or []) if i])
-                    for r in rows]
+            raise NeuronProfileError(
+                f"{folder}: stack frame {r['id']} names file location "
+                f"{r['file_location_id']}, which is not in the table"
+            )
+        frames[r["id"]] = Frame(
+            names.get(loc["file_name_id"], "?"),
+            funcs.get(loc["function_name_id"], "?"),
+            int(loc["line_number"]),
+            int(r["parent_frame_id"] or 0),
+        )
+    instructions = [
+        Instruction(
+            int(r["start_ts"]),
+            int(r["end_ts"]),
+            str(r["engine"]),
+            str(r["opcode"]),
+            hlo_name(r["hlo_name"]),
+            [int(i) for i in (r["stack_frame_ids"] or []) if i],
+        )
+        for r in rows
+    ]
     return Profile(instructions, frames, schema)
 
 
 # -- legacy JSON ---------------------------------------------------------------------
+
 
 def read_json(path: str | Path) -> Profile:
     path = Path(path)
@@ -171,7 +209,7 @@ def read_json(path: str | Path) -> Profile:
     except (OSError, json.JSONDecodeError) as exc:
         raise NeuronProfileError(f"cannot read {path}: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("instruction"), list):
-        raise NeuronProfileError(f"{path}: no \"instruction\" list: not a neuron-explorer JSON export")
+        raise NeuronProfileError(f'{path}: no "instruction" list: not a neuron-explorer JSON export')
     schema = _check_schema(doc.get("schema_version") or doc.get("version"), str(path))
     out = []
     for i, rec in enumerate(doc["instruction"]):
@@ -179,8 +217,15 @@ def read_json(path: str | Path) -> Profile:
             start, dur = int(rec["timestamp"]), int(rec["duration"])
         except (KeyError, TypeError, ValueError):
             raise NeuronProfileError(f"{path}: instruction {i} lacks a numeric timestamp/duration") from None
-        out.append(Instruction(start, start + dur, str(rec.get("label") or rec.get("engine") or "?"),
-                               str(rec.get("opcode", "")), hlo_name(rec.get("hlo_name"))))
+        out.append(
+            Instruction(
+                start,
+                start + dur,
+                str(rec.get("label") or rec.get("engine") or "?"),
+                str(rec.get("opcode", "")),
+                hlo_name(rec.get("hlo_name")),
+            )
+        )
     return Profile(out, {}, schema)
 
 
@@ -192,13 +237,16 @@ def read(path: str | Path) -> Profile:
 
 # -- lines ---------------------------------------------------------------------------
 
+
 def is_library(file: str) -> bool:
     return any(part in file.replace("\\", "/") for part in LIBRARY_PARTS)
 
 
-def user_frames(frames: dict[int, Frame], frame_id: int,
-                is_user: Callable[[str], bool]) -> list[tuple[str, int]]:
+def user_frames(
+    frames: dict[int, Frame], frame_id: int, is_user: Callable[[str], bool]
+) -> list[tuple[str, int]]:
     """The user frames of a stack, innermost first (walking parent ids outwards)."""
+
     def frame(frame_id: int) -> tuple[tuple[str, int] | None, int] | None:
         found = frames.get(frame_id)
         if found is None:
@@ -208,8 +256,9 @@ def user_frames(frames: dict[int, Frame], frame_id: int,
     return user_places(frame_id, frame)
 
 
-def user_frame(frames: dict[int, Frame], frame_id: int,
-               is_user: Callable[[str], bool]) -> tuple[str, int] | None:
+def user_frame(
+    frames: dict[int, Frame], frame_id: int, is_user: Callable[[str], bool]
+) -> tuple[str, int] | None:
     """The first frame in user code, walking from the innermost frame outwards."""
     found = user_frames(frames, frame_id, is_user)
     return found[0] if found else None
@@ -248,8 +297,11 @@ class LineReport:
     opcodes: dict[str, str] = field(default_factory=dict)  # instruction name → its opcode
 
 
-def line_times(profile: Profile, hlo_lines: dict[str, tuple[str, int]] | None = None,
-               is_user: Callable[[str], bool] | None = None) -> LineReport:
+def line_times(
+    profile: Profile,
+    hlo_lines: dict[str, tuple[str, int]] | None = None,
+    is_user: Callable[[str], bool] | None = None,
+) -> LineReport:
     """Per user line the union of the intervals of the instructions credited to it.
 
     Credit (one line per instruction, so the figures reconcile): each of the
@@ -257,6 +309,7 @@ def line_times(profile: Profile, hlo_lines: dict[str, tuple[str, int]] | None = 
     its first user frame; the line most of them reach gets the time, ties going to
     the frame listed first. The other lines are *covered* (listed, no time). Every
     user frame of its stacks gets it as *total* (a helper's callers)."""
+
     def default_user(f: str) -> bool:
         return not is_library(f)
 
@@ -291,12 +344,26 @@ def line_times(profile: Profile, hlo_lines: dict[str, tuple[str, int]] | None = 
     out = []
     for place in set(credited) | set(covered) | set(totals):
         items = credited.get(place, [])
-        out.append(LineTime(place[0], place[1], union_ns((i.start_ns, i.end_ns) for i in items),
-                            _per_engine(items), len(items), sorted({i.hlo_name for i in items}),
-                            union_ns(totals.get(place, [])),
-                            sorted(covered.get(place, set())), _per_name(items)))
+        out.append(
+            LineTime(
+                place[0],
+                place[1],
+                union_ns((i.start_ns, i.end_ns) for i in items),
+                _per_engine(items),
+                len(items),
+                sorted({i.hlo_name for i in items}),
+                union_ns(totals.get(place, [])),
+                sorted(covered.get(place, set())),
+                _per_name(items),
+            )
+        )
     out.sort(key=lambda t: (-t.time_ns, t.file, t.line))
     everything = profile.instructions
-    return LineReport(out, union_ns((i.start_ns, i.end_ns) for i in everything), _per_engine(everything),
-                      union_ns((i.start_ns, i.end_ns) for i in lost), _per_engine(lost),
-                      {i.hlo_name: i.opcode for i in everything})
+    return LineReport(
+        out,
+        union_ns((i.start_ns, i.end_ns) for i in everything),
+        _per_engine(everything),
+        union_ns((i.start_ns, i.end_ns) for i in lost),
+        _per_engine(lost),
+        {i.hlo_name: i.opcode for i in everything},
+    )

@@ -29,11 +29,18 @@ def merged_trace(result: Result, load: Callable[[Result], Trace]) -> Trace:
         origin = step_start(trace)
         base = len(lanes)
         for lane in trace.lanes:
-            lanes.append(Lane(lane.kind, f"rank {run.rank} · {lane.name}",
-                              (f"rank{run.rank}:{lane.source[0]}", lane.source[1]), lane.rows))
+            lanes.append(
+                Lane(
+                    lane.kind,
+                    f"rank {run.rank} · {lane.name}",
+                    (f"rank{run.rank}:{lane.source[0]}", lane.source[1]),
+                    lane.rows,
+                )
+            )
         for ev in trace.events:
-            events.append(Event(ev.lane + base, ev.start - origin, ev.dur, ev.name, ev.cat,
-                                ev.line, ev.depth, ev.args))
+            events.append(
+                Event(ev.lane + base, ev.start - origin, ev.dur, ev.name, ev.cat, ev.line, ev.depth, ev.args)
+            )
     t0 = min((ev.start for ev in events), default=0.0)
     t1 = max((ev.start + ev.dur for ev in events), default=0.0)
     return Trace(lanes, events, t0, t1, {"ranks": len(result.ranks)})

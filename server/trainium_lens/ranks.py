@@ -35,8 +35,7 @@ from .result import Result
 #: Op name prefixes of collectives (eager c10d, functional collectives).
 COLLECTIVE_PREFIXES = ("c10d::", "_c10d_functional::", "c10d_functional::")
 _LINE_NUMBERS = ("self_time_us", "total_time_us", "self_cpu_us", "calls")
-_OP_NUMBERS = ("calls", "self_time_us", "total_time_us", "self_cpu_us", "device_time_us",
-               "direct_calls")
+_OP_NUMBERS = ("calls", "self_time_us", "total_time_us", "self_cpu_us", "device_time_us", "direct_calls")
 
 
 def is_collective(op_name: str) -> bool:
@@ -63,11 +62,13 @@ def merge_document(document: dict) -> dict:
     count = min(len(results) for results in per_rank_results)
     merged = []
     for index in range(count):
-        entries = [(int(rb.get("rank", k)), per_rank_results[k][index])
-                   for k, rb in enumerate(ranked)]
+        entries = [(int(rb.get("rank", k)), per_rank_results[k][index]) for k, rb in enumerate(ranked)]
         merged.append(merge_results(entries))
-    return {"schema_version": document.get("schema_version", 1),
-            "batch_id": document.get("batch_id", ""), "results": merged}
+    return {
+        "schema_version": document.get("schema_version", 1),
+        "batch_id": document.get("batch_id", ""),
+        "results": merged,
+    }
 
 
 def merge_results(entries: list[tuple[int, dict]]) -> dict:
@@ -80,8 +81,7 @@ def merge_results(entries: list[tuple[int, dict]]) -> dict:
     base["ops"] = _merge_named([res.get("ops") or [] for _r, res in entries], len(entries))
     base["ops"].sort(key=lambda op: -op["self_time_us"])
     base["totals"] = _merge_totals([res.get("totals") or {} for _r, res in entries])
-    base["unattributed_us"] = _median([float(res.get("unattributed_us") or 0.0)
-                                       for _r, res in entries])
+    base["unattributed_us"] = _median([float(res.get("unattributed_us") or 0.0) for _r, res in entries])
     signals = dict(base.get("signals") or {})
     warnings: list[str] = []
     for rank, res in entries:
@@ -91,16 +91,19 @@ def merge_results(entries: list[tuple[int, dict]]) -> dict:
     signals["warnings"] = warnings
     base["signals"] = signals
     base["world_size"] = len(entries)
-    base["ranks"] = [{
-        "rank": rank,
-        "self_time_us": float((res.get("totals") or {}).get("self_time_us") or 0.0),
-        "self_cpu_us": float((res.get("totals") or {}).get("self_cpu_us") or 0.0),
-        "wall_us_median": (res.get("totals") or {}).get("wall_us_median"),
-        "wait_us": waits[rank][0],
-        "collective_us": waits[rank][1],
-        "artifacts": res.get("artifacts") or {},
-        "timeline": res.get("timeline") or [],
-    } for rank, res in entries]
+    base["ranks"] = [
+        {
+            "rank": rank,
+            "self_time_us": float((res.get("totals") or {}).get("self_time_us") or 0.0),
+            "self_cpu_us": float((res.get("totals") or {}).get("self_cpu_us") or 0.0),
+            "wall_us_median": (res.get("totals") or {}).get("wall_us_median"),
+            "wait_us": waits[rank][0],
+            "collective_us": waits[rank][1],
+            "artifacts": res.get("artifacts") or {},
+            "timeline": res.get("timeline") or [],
+        }
+        for rank, res in entries
+    ]
     return base
 
 
@@ -124,11 +127,17 @@ def _merge_lines(entries: list[tuple[int, dict]]) -> tuple[list[dict], dict[int,
         have = dict(present)
         merged = dict(present[0][1])
         for field in _LINE_NUMBERS:
-            merged[field] = _median([float(have[r].get(field) or 0.0) if r in have else 0.0
-                                     for r in ranks])
-        coll = {r: sum(float(op.get("self_time_us") or 0.0) for op in have[r].get("ops") or []
-                       if is_collective(str(op.get("name", "")))) if r in have else 0.0
-                for r in ranks}
+            merged[field] = _median([float(have[r].get(field) or 0.0) if r in have else 0.0 for r in ranks])
+        coll = {
+            r: sum(
+                float(op.get("self_time_us") or 0.0)
+                for op in have[r].get("ops") or []
+                if is_collective(str(op.get("name", "")))
+            )
+            if r in have
+            else 0.0
+            for r in ranks
+        }
         fastest = min(coll.values()) if any(coll.values()) else 0.0
         per_rank = []
         for r in ranks:
@@ -136,10 +145,15 @@ def _merge_lines(entries: list[tuple[int, dict]]) -> tuple[list[dict], dict[int,
             wait = coll[r] - fastest if fastest or coll[r] else 0.0
             waits[r] += wait
             colls[r] += coll[r]
-            per_rank.append({"rank": r,
-                             "self_time_us": float(line.get("self_time_us") or 0.0) if line else 0.0,
-                             "total_time_us": float(line.get("total_time_us") or 0.0) if line else 0.0,
-                             "wait_us": wait, "collective_us": coll[r]})
+            per_rank.append(
+                {
+                    "rank": r,
+                    "self_time_us": float(line.get("self_time_us") or 0.0) if line else 0.0,
+                    "total_time_us": float(line.get("total_time_us") or 0.0) if line else 0.0,
+                    "wait_us": wait,
+                    "collective_us": coll[r],
+                }
+            )
         selfs = [p["self_time_us"] for p in per_rank]
         merged["per_rank"] = per_rank
         merged["rank_min_us"] = min(selfs)
@@ -203,8 +217,9 @@ def rank_result(result: Result, rank: int) -> Result:
     if run is None:
         have = ", ".join(str(r.rank) for r in result.ranks) or "none: a one-process run"
         raise UsageError(f"run {result.run_id} has no rank {rank} (ranks: {have})")
-    return dataclasses.replace(result, artifacts=run.artifacts, timeline=run.timeline,
-                               run_id=f"{result.run_id}.rank{rank}")
+    return dataclasses.replace(
+        result, artifacts=run.artifacts, timeline=run.timeline, run_id=f"{result.run_id}.rank{rank}"
+    )
 
 
 class RankEvents:
@@ -255,8 +270,10 @@ class RankEvents:
         ranks = sorted(set(self.last) | set(range(self.world_size)))
         behind = [r for r in ranks if r not in self.waiting]
         if self.waiting and behind:
-            parts.append("never joined it: " + "; ".join(
-                f"rank {r} (last: {self.last.get(r, 'not started')})" for r in behind))
+            parts.append(
+                "never joined it: "
+                + "; ".join(f"rank {r} (last: {self.last.get(r, 'not started')})" for r in behind)
+            )
         elif not self.waiting:
             parts.extend(f"rank {r}: {self.last.get(r, 'not started')}" for r in ranks)
         return f"{reason}; " + "; ".join(parts)

@@ -449,8 +449,12 @@ def _upgrade_v1(data: dict) -> dict:
         for c in signals["h2d_copies"]:
             if isinstance(c, dict) and "name" in c and "file" not in c:
                 file, _, line = str(c["name"]).rpartition(":")
-                c = {"file": file, "line": int(line) if line.isdigit() else 0,
-                     "calls": c.get("calls", 0.0), "self_time_us": c.get("self_time_us", 0.0)}
+                c = {
+                    "file": file,
+                    "line": int(line) if line.isdigit() else 0,
+                    "calls": c.get("calls", 0.0),
+                    "self_time_us": c.get("self_time_us", 0.0),
+                }
             copies.append(c)
         data = {**data, "signals": {**signals, "h2d_copies": copies}}
     return data
@@ -532,8 +536,7 @@ def _make_converter(tp: Any) -> Any:
     if isinstance(tp, type) and is_dataclass(tp):
         hints = get_type_hints(tp)
         items = [(f.name, _converter(hints[f.name])) for f in fields(tp)]
-        required = [f.name for f in fields(tp)
-                     if f.default is MISSING and f.default_factory is MISSING]
+        required = [f.name for f in fields(tp) if f.default is MISSING and f.default_factory is MISSING]
 
         def conv_dataclass(value: Any) -> Any:
             if type(value) is not dict:
@@ -573,6 +576,7 @@ def _make_converter(tp: Any) -> Any:
         inner = _converter(inner_type)
         return lambda value: None if value is None else inner(value)
     if tp is float:
+
         def conv_float(value: Any) -> float:
             kind = type(value)
             if kind is float:
@@ -580,12 +584,15 @@ def _make_converter(tp: Any) -> Any:
             if kind is int:
                 return float(value)
             raise _Bad(f"expected a number, {_got(value)}")
+
         return conv_float
     simple = {int: "an integer", str: "a string", bool: "true/false"}
     if tp in simple:
+
         def conv_simple(value: Any) -> Any:
             if type(value) is not tp:
                 raise _Bad(f"expected {simple[tp]}, {_got(value)}")
             return value
+
         return conv_simple
     return lambda value: value

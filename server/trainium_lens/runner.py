@@ -18,9 +18,14 @@ from .store import RunStore
 from .targets.base import EventSink, Target
 
 
-def profile(job: Job, target: Target, on_event: EventSink | None = None,
-            cancel: threading.Event | None = None, timeout: float | None = None,
-            store: RunStore | None = None) -> list[Result]:
+def profile(
+    job: Job,
+    target: Target,
+    on_event: EventSink | None = None,
+    cancel: threading.Event | None = None,
+    timeout: float | None = None,
+    store: RunStore | None = None,
+) -> list[Result]:
     """Run ``job`` on ``target``; return its results (file order), analysed.
 
     Results are stored only once the whole batch has arrived and validated, so
@@ -48,6 +53,5 @@ def profile(job: Job, target: Target, on_event: EventSink | None = None,
             try:
                 store.save(result)
             except OSError as exc:  # read-only or full disk: say where, keep the rest
-                raise LensError(f"cannot store the result in {store.runs}: "
-                                f"{exc.strerror or exc}") from None
+                raise LensError(f"cannot store the result in {store.runs}: {exc.strerror or exc}") from None
     return batch.results

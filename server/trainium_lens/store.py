@@ -118,8 +118,7 @@ class RunStore:
 
     def history(self, file: str, function: str) -> list[Result]:
         """Stored runs of one function, oldest first."""
-        return [r for r in self.load_all()
-                if r.function.file == file and r.function.name == function]
+        return [r for r in self.load_all() if r.function.file == file and r.function.name == function]
 
     def latest(self, file: str, function: str) -> Result | None:
         runs = self.history(file, function)

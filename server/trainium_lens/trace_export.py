@@ -43,16 +43,20 @@ from .harness.trace_tags import PHASE_KEY, SOURCE_KEY
 
 STEP_RE = re.compile(r"^ProfilerStep#\d+$")
 
-DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation",
-               "privateuse1_runtime", "device"}
+DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "privateuse1_runtime", "device"}
 RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "privateuse1_driver", "runtime"}
 SKIP_CATS = {"Trace"}  # the profiler's own span around the whole recording
 
-KIND_ORDER = {"lines": 0, "steps": 1, "ops": 2, "python": 3, "runtime": 4,
-              "device": 5, "other": 6}
-KIND_TITLE = {"lines": "User lines", "steps": "Steps", "ops": "ATen ops",
-              "python": "Python", "runtime": "Runtime", "device": "Device",
-              "other": "Other"}
+KIND_ORDER = {"lines": 0, "steps": 1, "ops": 2, "python": 3, "runtime": 4, "device": 5, "other": 6}
+KIND_TITLE = {
+    "lines": "User lines",
+    "steps": "Steps",
+    "ops": "ATen ops",
+    "python": "Python",
+    "runtime": "Runtime",
+    "device": "Device",
+    "other": "Other",
+}
 
 
 class TraceError(LensError):
@@ -96,6 +100,7 @@ class Trace:
 
 
 # -- reading ------------------------------------------------------------------
+
 
 def read_trace_json(path: str | Path) -> dict:
     """The trace file as a dict (plain or gzipped JSON)."""
@@ -274,7 +279,8 @@ def _contained_lines(lanes: list[Lane], events: list[Event]) -> dict:
         if kind in ("lines", "ops", "runtime"):
             # Line ranges before ops that start at the same instant, outer before inner.
             by_thread.setdefault(source_of[ev.lane], []).append(
-                (ev.start, kind != "lines", -ev.dur, id(ev), ev))
+                (ev.start, kind != "lines", -ev.dur, id(ev), ev)
+            )
     launched: dict[Any, tuple[str, int]] = {}
     for items in by_thread.values():
         items.sort(key=itemgetter(0, 1, 2, 3))
@@ -314,8 +320,7 @@ def _name_lanes(lanes: list[Lane], names: dict) -> list[int]:
             lane.name = f"{title} · thread {tid}"
         else:
             lane.name = title
-    return sorted(range(len(lanes)),
-                  key=lambda i: (KIND_ORDER[lanes[i].kind], str(lanes[i].source)))
+    return sorted(range(len(lanes)), key=lambda i: (KIND_ORDER[lanes[i].kind], str(lanes[i].source)))
 
 
 def _nest(lanes: list[Lane], events: list[Event]) -> None:
@@ -334,8 +339,8 @@ def _nest(lanes: list[Lane], events: list[Event]) -> None:
 
 # -- export -------------------------------------------------------------------
 
-def to_chrome_trace(trace: Trace, title: str = "Trainium Lens run",
-                    other: dict | None = None) -> dict:
+
+def to_chrome_trace(trace: Trace, title: str = "Trainium Lens run", other: dict | None = None) -> dict:
     """A Chrome-trace document that Perfetto UI and chrome://tracing open.
 
     Host lanes become threads of one process named ``title``; device lanes
@@ -364,9 +369,18 @@ def to_chrome_trace(trace: Trace, title: str = "Trainium Lens run",
             args["source"] = f"{ev.line[0]}:{ev.line[1]}"
         if ev.phase is not None:
             args["phase"] = ev.phase
-        out.append({"ph": "X", "name": ev.name, "cat": ev.cat or trace.lanes[ev.lane].kind,
-                    "ts": round(ev.start, 3), "dur": round(ev.dur, 3),
-                    "pid": pid, "tid": tid, "args": args})
+        out.append(
+            {
+                "ph": "X",
+                "name": ev.name,
+                "cat": ev.cat or trace.lanes[ev.lane].kind,
+                "ts": round(ev.start, 3),
+                "dur": round(ev.dur, 3),
+                "pid": pid,
+                "tid": tid,
+                "args": args,
+            }
+        )
     doc: dict[str, Any] = {"traceEvents": out, "displayTimeUnit": "ns"}
     other_data = {"producer": "trainium-lens"}
     if trace.meta.get("baseTimeNanoseconds") is not None:
@@ -381,8 +395,11 @@ def _meta(name: str, pid: int, tid: int, args: dict) -> dict:
 
 
 def _plain(value: Any) -> bool:
-    return isinstance(value, (str, int, float, bool)) or value is None or (
-        isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value))
+    return (
+        isinstance(value, (str, int, float, bool))
+        or value is None
+        or (isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value))
+    )
 
 
 def write_export(trace: Trace, dest: str | Path, title: str, other: dict | None = None) -> Path:
@@ -397,6 +414,7 @@ def write_export(trace: Trace, dest: str | Path, title: str, other: dict | None 
 
 
 # -- where the trace is ---------------------------------------------------------
+
 
 def artifacts_cache(workspace: Path, run_id: str) -> Path:
     """Artifacts fetched from a host land here (git-ignored with the runs)."""
@@ -426,6 +444,7 @@ def local_trace_path(result, workspace: Path, target_factory=None) -> Path:
 
         def target_factory(host: str):
             return make_target(host)
+
     target = target_factory(art.location)
     try:
         fetched = Path(target.fetch(art.trace, cached))  # dest: the copy's own path

@@ -77,8 +77,7 @@ def port_owner(port: int) -> str | None:
 def busy_port_message(forward: Forward) -> str:
     owner = port_owner(forward.local)
     by = f" by {owner}" if owner else ""
-    return (f"local port {forward.local} ({forward.label}) is already in use{by}: stop it, "
-            f"or {forward.hint}")
+    return f"local port {forward.local} ({forward.label}) is already in use{by}: stop it, or {forward.hint}"
 
 
 def _connectable(port: int, timeout: float = 0.3) -> bool:
@@ -117,8 +116,9 @@ class Tunnel:
         for f in self.forwards:
             if not port_free(f.local):
                 raise TunnelError(busy_port_message(f))
-        self.proc = proc = subprocess.Popen(self.argv(), stdin=subprocess.PIPE,
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = proc = subprocess.Popen(
+            self.argv(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
         assert proc.stderr is not None  # stderr=PIPE
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -129,8 +129,7 @@ class Tunnel:
                 busy = [f for f in self.forwards if m and f.local == int(m[1])]
                 if busy:  # taken between our check and ssh's bind
                     raise TunnelError(busy_port_message(busy[0]))
-                raise TunnelError("cannot open the tunnel: "
-                                  + explain_ssh_failure(self.conn.host, err))
+                raise TunnelError("cannot open the tunnel: " + explain_ssh_failure(self.conn.host, err))
             if all(_connectable(f.local) for f in self.forwards):
                 return
             time.sleep(0.05)
@@ -138,8 +137,11 @@ class Tunnel:
         raise TunnelError(f"{self.conn.host}: the tunnel did not come up in {timeout:.0f} s")
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None and all(
-            _connectable(f.local) for f in self.forwards)
+        return (
+            self.proc is not None
+            and self.proc.poll() is None
+            and all(_connectable(f.local) for f in self.forwards)
+        )
 
     def close(self) -> None:
         proc, self.proc = self.proc, None

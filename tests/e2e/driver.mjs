@@ -9,8 +9,16 @@
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
-  chooseFromContextMenu, clearNotifications, editorOf, notificationTexts, openFromExplorer, openWorkbench,
-  runCommand, startDriver, waitForHint, waitForNotification,
+  chooseFromContextMenu,
+  clearNotifications,
+  editorOf,
+  notificationTexts,
+  openFromExplorer,
+  openWorkbench,
+  runCommand,
+  startDriver,
+  waitForHint,
+  waitForNotification,
 } from "./workbench.mjs";
 
 const { cfg, out, log, page, run } = await startDriver("driver", { errors: {}, profile: {}, timings: {} });
@@ -75,7 +83,9 @@ async function errorPhase() {
 
   // 4. the interpreter with torch, for profiling
   writeSettings({ "trainiumLens.python": cfg.goodPython });
-  await page.waitForSelector(`${STATUS} .codicon-loading`, { timeout: 10_000 }).catch(() => log("restart too quick to see"));
+  await page
+    .waitForSelector(`${STATUS} .codicon-loading`, { timeout: 10_000 })
+    .catch(() => log("restart too quick to see"));
   await waitForServerUp();
   log("restarted on the interpreter with torch");
 }
@@ -87,7 +97,10 @@ async function pickHostList() {
   // Wait for our quick pick to replace the command palette's list.
   await page.locator(".quick-input-title", { hasText: "where to profile" }).waitFor({ state: "visible" });
   const rows = page.locator(".quick-input-list .monaco-list-row");
-  await rows.filter({ hasText: /^local/ }).first().waitFor({ state: "visible" });
+  await rows
+    .filter({ hasText: /^local/ })
+    .first()
+    .waitFor({ state: "visible" });
   return rows;
 }
 
@@ -104,8 +117,15 @@ async function hostPhase() {
   out.host.saved = JSON.parse(readFileSync(cfg.settingsPath, "utf8"))["trainiumLens.host"];
   // back to local for the profile
   rows = await pickHostList();
-  await rows.filter({ hasText: /^local/ }).first().click();
-  await page.waitForFunction((status) => document.querySelector(status)?.textContent?.includes("Trainium: local"), STATUS, { timeout: 10_000 });
+  await rows
+    .filter({ hasText: /^local/ })
+    .first()
+    .click();
+  await page.waitForFunction(
+    (status) => document.querySelector(status)?.textContent?.includes("Trainium: local"),
+    STATUS,
+    { timeout: 10_000 },
+  );
   log(`host picker offered ${out.host.choices.join(", ")}`);
 }
 
@@ -127,24 +147,39 @@ async function hintsByLine(sel = editorSel) {
   const rows = await page.$$eval(`${sel} .view-lines .view-line`, (lines) =>
     lines.map((l) => {
       // An inlay hint is injected text: a span of its own after the code's tokens.
-      const hint = [...l.querySelectorAll("span[class*='dyn-rule']")].map((s) => s.textContent).find((t) => t.includes("⏱"));
+      const hint = [...l.querySelectorAll("span[class*='dyn-rule']")]
+        .map((s) => s.textContent)
+        .find((t) => t.includes("⏱"));
       return [parseFloat(l.style.top), hint?.replace(/\u00a0/g, " ")];
     }),
   );
-  return Object.fromEntries(rows.filter(([top, hint]) => hint && tops[top]).map(([top, hint]) => [tops[top], hint]));
+  return Object.fromEntries(
+    rows.filter(([top, hint]) => hint && tops[top]).map(([top, hint]) => [tops[top], hint]),
+  );
 }
 
 async function heatByLine() {
   const tops = await lineTops();
   const marks = await page.$$eval(`${editorSel} .cgmr[class*='TextEditorDecorationType']`, (els) =>
-    els.map((e) => [parseFloat(e.style.top), /TextEditorDecorationType(\d+)/.exec(e.className)[1], getComputedStyle(e).backgroundImage]),
+    els.map((e) => [
+      parseFloat(e.style.top),
+      /TextEditorDecorationType(\d+)/.exec(e.className)[1],
+      getComputedStyle(e).backgroundImage,
+    ]),
   );
-  const backgrounds = await page.$$eval(`${editorSel} .view-overlays .cdr[class*='TextEditorDecorationType']`, (els) =>
-    els.map((e) => [parseFloat(e.parentElement.style.top), getComputedStyle(e).backgroundColor]),
+  const backgrounds = await page.$$eval(
+    `${editorSel} .view-overlays .cdr[class*='TextEditorDecorationType']`,
+    (els) => els.map((e) => [parseFloat(e.parentElement.style.top), getComputedStyle(e).backgroundColor]),
   );
   return {
-    gutter: Object.fromEntries(marks.filter(([top]) => tops[top]).map(([top, type, img]) => [tops[top], { type: Number(type), svg: img.includes("svg") }])),
-    background: Object.fromEntries(backgrounds.filter(([top]) => tops[top]).map(([top, color]) => [tops[top], color])),
+    gutter: Object.fromEntries(
+      marks
+        .filter(([top]) => tops[top])
+        .map(([top, type, img]) => [tops[top], { type: Number(type), svg: img.includes("svg") }]),
+    ),
+    background: Object.fromEntries(
+      backgrounds.filter(([top]) => tops[top]).map(([top, color]) => [tops[top], color]),
+    ),
   };
 }
 
@@ -152,7 +187,13 @@ async function panelFrame(timeout = 30_000) {
   const until = Date.now() + timeout;
   while (Date.now() < until) {
     for (const frame of page.frames()) {
-      if (await frame.locator("#ops").count().catch(() => 0)) return frame;
+      if (
+        await frame
+          .locator("#ops")
+          .count()
+          .catch(() => 0)
+      )
+        return frame;
     }
     await page.waitForTimeout(300);
   }
@@ -162,7 +203,10 @@ async function panelFrame(timeout = 30_000) {
 /** The line of the editor's cursor, from the editor itself (focused or not). */
 async function cursorLine() {
   const tops = await lineTops();
-  const top = await page.locator(`${editorSel} .cursors-layer .cursor`).first().evaluate((c) => parseFloat(c.style.top));
+  const top = await page
+    .locator(`${editorSel} .cursors-layer .cursor`)
+    .first()
+    .evaluate((c) => parseFloat(c.style.top));
   return tops[top];
 }
 
@@ -175,17 +219,31 @@ async function hoverText(row) {
     const at = await row.evaluate((l) => {
       const token = l.querySelector("span > span"); // the first token: monospace code text
       const indent = l.textContent.length - l.textContent.trimStart().length;
-      return { indent, charWidth: token.getBoundingClientRect().width / Math.max(1, token.textContent.length) };
+      return {
+        indent,
+        charWidth: token.getBoundingClientRect().width / Math.max(1, token.textContent.length),
+      };
     });
     if (!box) continue;
-    await page.mouse.move(box.x + (at.indent + 1.5 + attempt) * at.charWidth, box.y + box.height / 2, { steps: 3 });
+    await page.mouse.move(box.x + (at.indent + 1.5 + attempt) * at.charWidth, box.y + box.height / 2, {
+      steps: 3,
+    });
     const ok = await page
-      .waitForFunction(() => [...document.querySelectorAll(".monaco-hover")].some((h) => h.textContent.includes("aten::")), null, { timeout: 4000 })
-      .then(() => true, () => false);
+      .waitForFunction(
+        () => [...document.querySelectorAll(".monaco-hover")].some((h) => h.textContent.includes("aten::")),
+        null,
+        { timeout: 4000 },
+      )
+      .then(
+        () => true,
+        () => false,
+      );
     if (ok) return (await page.locator(".monaco-hover").allTextContents()).join("\n");
     if (attempt === 0) {
       await page.screenshot({ path: join(cfg.shots, "hover-miss.png") });
-      log(`no op table in the hover yet: ${JSON.stringify(await page.locator(".monaco-hover").allTextContents())}`);
+      log(
+        `no op table in the hover yet: ${JSON.stringify(await page.locator(".monaco-hover").allTextContents())}`,
+      );
     }
     await page.mouse.move(box.x - 50, box.y - 80); // away, so the next rest is a new hover
   }
@@ -216,11 +274,17 @@ async function profilePhase() {
   const panel = await panelFrame();
   out.timings.commandToPanelMs = Date.now() - t0;
   out.profile.panelOps = await panel.locator("#ops tbody tr td:first-child").allTextContents();
-  out.profile.panelLines = (await panel.locator("#lines tbody tr").evaluateAll((rows) => rows.map((r) => Number(r.dataset.line))));
+  out.profile.panelLines = await panel
+    .locator("#lines tbody tr")
+    .evaluateAll((rows) => rows.map((r) => Number(r.dataset.line)));
   out.profile.panelFindings = await panel.locator("#findings tbody tr").count();
   out.profile.panelTitle = await panel.locator("h1").textContent();
   await page.screenshot({ path: join(cfg.shots, "editor-and-panel.png") });
-  await page.locator("iframe.webview.ready").first().screenshot({ path: join(cfg.shots, "results-panel.png") }).catch((e) => log(`panel shot: ${e}`));
+  await page
+    .locator("iframe.webview.ready")
+    .first()
+    .screenshot({ path: join(cfg.shots, "results-panel.png") })
+    .catch((e) => log(`panel shot: ${e}`));
 
   // Hover the hottest line: the op table from the server's hover.
   const hottest = out.profile.panelLines[0];
@@ -240,7 +304,10 @@ async function profilePhase() {
   log(`panel row ${target} revealed line ${out.profile.revealed.cursor}`);
   // Edit the revealed line: its figure no longer applies, so its heat goes and
   // its hint says "(stale)"; the other lines keep theirs.
-  await page.locator(`${editorSel} .view-line`).filter({ hasText: cfg.lineTexts[String(target)] }).click();
+  await page
+    .locator(`${editorSel} .view-line`)
+    .filter({ hasText: cfg.lineTexts[String(target)] })
+    .click();
   await page.keyboard.press("End");
   await page.keyboard.type("  # edited");
   const staleUntil = Date.now() + 15_000;

@@ -30,17 +30,21 @@ def timeline_session(tmp_path_factory):
     # this interpreter.
     workspace, result = stored_run(tmp_path_factory.mktemp("vscode-timeline"))
     settings = workspace / ".vscode" / "settings.json"
-    settings.write_text(json.dumps({**json.loads(settings.read_text()),
-                                    "trainiumLens.python": sys.executable}))
+    settings.write_text(
+        json.dumps({**json.loads(settings.read_text()), "trainiumLens.python": sys.executable})
+    )
     hot = hottest_line(result)
-    obs, _ = drive(tmp_path_factory, "vscode-timeline-server", "timeline_driver.mjs",
-                   "timeline-observed.json",
-                   lambda home: (installed_server(home, workspace)[0], {"hotLine": hot}))
+    obs, _ = drive(
+        tmp_path_factory,
+        "vscode-timeline-server",
+        "timeline_driver.mjs",
+        "timeline-observed.json",
+        lambda home: (installed_server(home, workspace)[0], {"hotLine": hot}),
+    )
     return obs, result, hot
 
 
-def test_hover_link_opens_the_timeline_zoomed_on_the_line_with_its_events_highlighted(
-        timeline_session):
+def test_hover_link_opens_the_timeline_zoomed_on_the_line_with_its_events_highlighted(timeline_session):
     obs, result, hot = timeline_session
     assert "Open timeline" in obs["hover"]
     view = obs["view"]

@@ -32,9 +32,13 @@ def restricted_session(tmp_path_factory):
     # The user's own settings (trusted): their interpreter, and no trust prompt,
     # so the folder simply opens in Restricted Mode.
     user = json.loads((tmp / "user-data" / "User" / "settings.json").read_text())
-    user.update({"trainiumLens.python": sys.executable,
-                 "security.workspace.trust.enabled": True,
-                 "security.workspace.trust.startupPrompt": "never"})
+    user.update(
+        {
+            "trainiumLens.python": sys.executable,
+            "security.workspace.trust.enabled": True,
+            "security.workspace.trust.startupPrompt": "never",
+        }
+    )
 
     def start(home):
         (home / "user-data" / "User").mkdir(parents=True)

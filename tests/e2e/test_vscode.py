@@ -51,13 +51,17 @@ def line_number(path: Path, needle: str, after: str = "") -> int:
         if seen and needle in text:
             return number
     raise AssertionError(f"{needle!r} not in {path}")
+
+
 FUNCTION = "rms_norm_naive"
 MISSING_PYTHON = "/nonexistent/bin/python3"
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.skipif(not CODE_SERVER.exists() or not shutil.which("chromium"),
-                       reason="run scripts/setup-e2e.sh first (code-server, chromium)"),
+    pytest.mark.skipif(
+        not CODE_SERVER.exists() or not shutil.which("chromium"),
+        reason="run scripts/setup-e2e.sh first (code-server, chromium)",
+    ),
 ]
 
 
@@ -70,8 +74,14 @@ def free_port() -> int:
 @functools.cache
 def build_vsix() -> Path:
     """The .vsix, built once per test session."""
-    done = subprocess.run(["bash", "scripts/package-vsix.sh"], cwd=ROOT, check=True,
-                          capture_output=True, text=True, env={**os.environ, "PYTHON": sys.executable})
+    done = subprocess.run(
+        ["bash", "scripts/package-vsix.sh"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHON": sys.executable},
+    )
     return ROOT / done.stdout.strip().splitlines()[-1]
 
 
@@ -95,19 +105,38 @@ class CodeServer:
         self.proc: subprocess.Popen | None = None
 
     def install(self, vsix: Path) -> Path:
-        subprocess.run([str(CODE_SERVER), *self.dirs, "--install-extension", str(vsix)],
-                       env=self.env, check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [str(CODE_SERVER), *self.dirs, "--install-extension", str(vsix)],
+            env=self.env,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         (installed,) = (self.tmp / "extensions").glob("trainium-lens.trainium-lens-*")
         return installed
 
     def start(self) -> str:
         self.log = open(self.tmp / "code-server.log", "w")
         self.proc = subprocess.Popen(
-            [str(CODE_SERVER), "--bind-addr", f"127.0.0.1:{self.port}", "--auth", "none",
-             "--disable-telemetry", "--disable-update-check",
-             *([] if self.workspace_trust else ["--disable-workspace-trust"]),
-             *self.dirs, "--vscode-option", "enable-smoke-test-driver", str(self.workspace)],
-            env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                str(CODE_SERVER),
+                "--bind-addr",
+                f"127.0.0.1:{self.port}",
+                "--auth",
+                "none",
+                "--disable-telemetry",
+                "--disable-update-check",
+                *([] if self.workspace_trust else ["--disable-workspace-trust"]),
+                *self.dirs,
+                "--vscode-option",
+                "enable-smoke-test-driver",
+                str(self.workspace),
+            ],
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
@@ -140,30 +169,37 @@ def prepare(tmp: Path) -> tuple[Path, dict]:
     # (not a host one can pick), two aliases of one block.
     ssh = tmp / "ssh"
     (ssh / "conf.d").mkdir(parents=True)
-    (ssh / "config").write_text("Host *\n  ServerAliveInterval 30\n"
-                                f"Include {ssh}/conf.d/*\n"
-                                "Host trn-e2e trn-e2e-alias\n  HostName 127.0.0.1\n  User ubuntu\n")
+    (ssh / "config").write_text(
+        "Host *\n  ServerAliveInterval 30\n"
+        f"Include {ssh}/conf.d/*\n"
+        "Host trn-e2e trn-e2e-alias\n  HostName 127.0.0.1\n  User ubuntu\n"
+    )
     (ssh / "conf.d" / "inf2").write_text("Host inf2-e2e\n  HostName inf2.example\n")
     user = tmp / "user-data" / "User"
     user.mkdir(parents=True)
-    (user / "settings.json").write_text(json.dumps({
-        "workbench.startupEditor": "none",
-        "chat.disableAIFeatures": True,
-        "workbench.secondarySideBar.defaultVisibility": "hidden",
-        "workbench.tips.enabled": False,
-        "extensions.ignoreRecommendations": True,
-        "telemetry.telemetryLevel": "off",
-        "editor.inlayHints.enabled": "on",
-        "window.commandCenter": False,
-        # machine-scoped: a workspace cannot point ssh at a config of its choosing
-        "trainiumLens.sshConfig": str(ssh / "config"),
-    }))
+    (user / "settings.json").write_text(
+        json.dumps(
+            {
+                "workbench.startupEditor": "none",
+                "chat.disableAIFeatures": True,
+                "workbench.secondarySideBar.defaultVisibility": "hidden",
+                "workbench.tips.enabled": False,
+                "extensions.ignoreRecommendations": True,
+                "telemetry.telemetryLevel": "off",
+                "editor.inlayHints.enabled": "on",
+                "window.commandCenter": False,
+                # machine-scoped: a workspace cannot point ssh at a config of its choosing
+                "trainiumLens.sshConfig": str(ssh / "config"),
+            }
+        )
+    )
     # 50 measured steps: per-step figures are means, and one preempted step on a
     # loaded machine weighs less among 50 (the op order is checked exactly).
     settings = {"trainiumLens.hintThreshold": 0, "trainiumLens.backend": "cpu", "trainiumLens.active": 50}
     (workspace / ".vscode").mkdir()
     (workspace / ".vscode" / "settings.json").write_text(
-        json.dumps({**settings, "trainiumLens.python": MISSING_PYTHON}))
+        json.dumps({**settings, "trainiumLens.python": MISSING_PYTHON})
+    )
     return workspace, settings
 
 
@@ -171,12 +207,33 @@ def stored_run(tmp: Path) -> tuple[Path, Result]:
     """prepare()'s workspace in TMP, holding a real CPU run of FUNCTION in EXAMPLE
     made and stored by the CLI (what the editor shows without running anything)."""
     workspace, _settings = prepare(tmp)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "server"), "OMP_NUM_THREADS": "1",
-           "TRAINIUM_LENS_CACHE": str(tmp / "cache")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT / "server"),
+        "OMP_NUM_THREADS": "1",
+        "TRAINIUM_LENS_CACHE": str(tmp / "cache"),
+    }
     out = tmp / "run.json"
-    subprocess.run([sys.executable, "-m", "trainium_lens", "profile", str(workspace / EXAMPLE),
-                    FUNCTION, "--workspace", str(workspace), "--active", "3", "--json", str(out)],
-                   env=env, check=True, capture_output=True, timeout=240)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainium_lens",
+            "profile",
+            str(workspace / EXAMPLE),
+            FUNCTION,
+            "--workspace",
+            str(workspace),
+            "--active",
+            "3",
+            "--json",
+            str(out),
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=240,
+    )
     return workspace, load(out)
 
 
@@ -227,8 +284,9 @@ def _start_session(tmp: Path) -> tuple[CodeServer, dict]:
     }
 
 
-def drive(tmp_path_factory, name: str, script: str, observed: str,
-          start: Callable[[Path], tuple[CodeServer, dict]]) -> tuple[dict, Path]:
+def drive(
+    tmp_path_factory, name: str, script: str, observed: str, start: Callable[[Path], tuple[CodeServer, dict]]
+) -> tuple[dict, Path]:
     """A code-server session driven by tests/e2e/SCRIPT, tried up to ATTEMPTS times,
     each in a fresh folder (NAME, numbered): ``start(folder)`` gives the installed
     server (not started) and the driver's config beyond what every driver gets (the
@@ -261,9 +319,13 @@ def run_driver(script: str, home: Path, config: dict, observed: Path, server: Co
     (home / "config.json").write_text(json.dumps(config))
     observed.unlink(missing_ok=True)
     try:
-        done = subprocess.run(["node", str(ROOT / "tests" / "e2e" / script),
-                               str(home / "config.json"), str(observed)],
-                              cwd=ROOT, capture_output=True, text=True, timeout=480)
+        done = subprocess.run(
+            ["node", str(ROOT / "tests" / "e2e" / script), str(home / "config.json"), str(observed)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=480,
+        )
     finally:
         server.stop()
     return done, (json.loads(observed.read_text()) if observed.exists() else {})
@@ -272,8 +334,10 @@ def run_driver(script: str, home: Path, config: dict, observed: Path, server: Co
 def failure_report(attempt: int, home: Path, done, obs: dict) -> str:
     """What a failed attempt says (printed at once, so a retry never hides it)."""
     log = (home / "code-server.log").read_text()[-3000:]
-    report = (f"attempt {attempt}: driver failed: {obs.get('failure') or done.stderr[-3000:]}\n"
-              f"driver log: {obs.get('log')}\ncode-server log tail:\n{log}")
+    report = (
+        f"attempt {attempt}: driver failed: {obs.get('failure') or done.stderr[-3000:]}\n"
+        f"driver log: {obs.get('log')}\ncode-server log tail:\n{log}"
+    )
     print(report, file=sys.stderr)
     return report
 
@@ -306,8 +370,11 @@ def the_result(session):
 
 
 def profiled_lines(result) -> dict[int, float]:
-    return {s.line: (s.self_time_us or s.total_time_us) for s in result.lines
-            if s.file == EXAMPLE and (s.self_time_us or s.total_time_us) > 0}
+    return {
+        s.line: (s.self_time_us or s.total_time_us)
+        for s in result.lines
+        if s.file == EXAMPLE and (s.self_time_us or s.total_time_us) > 0
+    }
 
 
 def test_context_menu_profiles_and_hints_land_on_the_attributed_lines(session):
@@ -319,8 +386,10 @@ def test_context_menu_profiles_and_hints_land_on_the_attributed_lines(session):
     assert sorted(hints) == sorted(expected)
     for line, t in expected.items():
         assert hints[line].startswith(f"⏱ {time_us(t)} cpu"), (line, hints[line])
-    print(f"\ncommand → hints: {session['timings']['commandToHintsMs']} ms, "
-          f"→ panel: {session['timings']['commandToPanelMs']} ms")
+    print(
+        f"\ncommand → hints: {session['timings']['commandToHintsMs']} ms, "
+        f"→ panel: {session['timings']['commandToPanelMs']} ms"
+    )
 
 
 def test_a_training_step_hint_shows_forward_and_backward(session):
@@ -375,8 +444,9 @@ def test_results_panel_lists_ops_by_self_time_and_reveals_lines(session):
     assert session["profile"]["panelFindings"] == len(result.findings)
     # The settings the client sends are all ones the server knows, and the run
     # produced no error message.
-    assert not [n for n in session["profile"]["notifications"]
-                if "setting" in n or "failed" in n or "cannot" in n], session["profile"]["notifications"]
+    assert not [
+        n for n in session["profile"]["notifications"] if "setting" in n or "failed" in n or "cannot" in n
+    ], session["profile"]["notifications"]
     revealed = session["profile"]["revealed"]
     assert revealed["before"] != revealed["clicked"] and revealed["cursor"] == revealed["clicked"]
     for shot in ("editor-hints.png", "editor-and-panel.png", "hover.png"):

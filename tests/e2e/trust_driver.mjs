@@ -9,8 +9,15 @@
 // CONFIG: {url, file, defText, hotLine, lineTexts, shots}
 import { join } from "node:path";
 import {
-  chooseFromContextMenu, clearNotifications, editorOf, notificationTexts, openWorkbench, runCommand,
-  startDriver, waitForHint, waitForNotification,
+  chooseFromContextMenu,
+  clearNotifications,
+  editorOf,
+  notificationTexts,
+  openWorkbench,
+  runCommand,
+  startDriver,
+  waitForHint,
+  waitForNotification,
 } from "./workbench.mjs";
 
 const { cfg, out, log, page, run } = await startDriver("trust driver");
@@ -23,9 +30,15 @@ await run(async () => {
   await waitForHint(page, editorSel);
   await page.waitForTimeout(500); // every visible line's hint rendered
   out.hintLines = await page.$$eval(`${editorSel} .view-lines .view-line`, (lines) =>
-    lines.filter((l) => [...l.querySelectorAll("span[class*='dyn-rule']")].some((s) => s.textContent.includes("⏱"))).map((l) => l.textContent.replace(/\u00a0/g, " ")),
+    lines
+      .filter((l) =>
+        [...l.querySelectorAll("span[class*='dyn-rule']")].some((s) => s.textContent.includes("⏱")),
+      )
+      .map((l) => l.textContent.replace(/\u00a0/g, " ")),
   );
-  out.restrictedIndicator = await page.locator("#status\\.workspaceTrust, .statusbar-item", { hasText: "Restricted Mode" }).count();
+  out.restrictedIndicator = await page
+    .locator("#status\\.workspaceTrust, .statusbar-item", { hasText: "Restricted Mode" })
+    .count();
   log(`hints on ${out.hintLines.length} lines; Restricted Mode shown: ${out.restrictedIndicator}`);
   await page.screenshot({ path: join(cfg.shots, "restricted-hints.png") });
   await clearNotifications(page); // from here on, any notification is news
@@ -39,7 +52,10 @@ await run(async () => {
   await clearNotifications(page);
 
   // Neuron Explorer from the palette, on the hot line: refused too.
-  await page.locator(`${editorSel} .view-line`, { hasText: cfg.lineTexts[String(cfg.hotLine)] }).first().click();
+  await page
+    .locator(`${editorSel} .view-line`, { hasText: cfg.lineTexts[String(cfg.hotLine)] })
+    .first()
+    .click();
   await runCommand(page, "Trainium Lens: Open Line in Neuron Explorer");
   out.explorerRefusal = await waitForNotification(page, /Neuron Explorer is off in Restricted Mode/);
   log(`explorer refused: ${out.explorerRefusal}`);

@@ -27,7 +27,14 @@ export async function startDriver(name, fields = {}) {
   const browser = await chromium.launch({
     executablePath: "/usr/bin/chromium",
     headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+    ],
   });
   const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
   async function run(steps, failureShot) {
@@ -68,7 +75,10 @@ export async function openFromExplorer(page, file) {
 /** Wait until an inlay hint holding `text` shows in the editor `sel`. */
 export async function waitForHint(page, sel, { text = "⏱", timeout = 90_000, polling } = {}) {
   await page.waitForFunction(
-    ([s, t]) => [...document.querySelectorAll(`${s} .view-lines span[class*='dyn-rule']`)].some((x) => x.textContent.includes(t)),
+    ([s, t]) =>
+      [...document.querySelectorAll(`${s} .view-lines span[class*='dyn-rule']`)].some((x) =>
+        x.textContent.includes(t),
+      ),
     [sel, text],
     { timeout, ...(polling ? { polling } : {}) },
   );
@@ -89,7 +99,10 @@ export async function notificationTexts(page) {
 export async function clearNotifications(page) {
   await notificationCenter(page);
   // disabled (nothing to clear) is fine too
-  await page.locator(".notifications-center-header .codicon-notifications-clear-all").click({ timeout: 2000 }).catch(() => {});
+  await page
+    .locator(".notifications-center-header .codicon-notifications-clear-all")
+    .click({ timeout: 2000 })
+    .catch(() => {});
   await page.keyboard.press("Escape");
 }
 
@@ -109,7 +122,10 @@ export async function waitForNotification(page, pattern, timeout = 30_000) {
 export async function runCommand(page, title) {
   await page.keyboard.press("F1");
   await page.locator(".quick-input-widget input").fill(`>${title}`);
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: title.split(": ").pop() }).first().click();
+  await page
+    .locator(".quick-input-list .monaco-list-row", { hasText: title.split(": ").pop() })
+    .first()
+    .click();
 }
 
 /**

@@ -37,8 +37,12 @@ def tolerance_for(dtype: str | None) -> tuple[float, float]:
     if not dtype:
         return DEFAULT_TOLERANCE
     key = dtype if dtype.startswith("torch.") else f"torch.{dtype}"
-    aliases = {"torch.half": "torch.float16", "torch.float": "torch.float32",
-               "torch.double": "torch.float64", "torch.bf16": "torch.bfloat16"}
+    aliases = {
+        "torch.half": "torch.float16",
+        "torch.float": "torch.float32",
+        "torch.double": "torch.float64",
+        "torch.bf16": "torch.bfloat16",
+    }
     return TOLERANCES.get(aliases.get(key, key), DEFAULT_TOLERANCE)
 
 
@@ -95,8 +99,11 @@ def _split(r: Result) -> dict:
     t = r.totals
     if not t.has_backward:
         return {}
-    return {"forward_us": t.forward_time_us + t.recompute_time_us, "backward_us": t.backward_time_us,
-            "optimizer_us": t.optimizer_time_us}
+    return {
+        "forward_us": t.forward_time_us + t.recompute_time_us,
+        "backward_us": t.backward_time_us,
+        "optimizer_us": t.optimizer_time_us,
+    }
 
 
 def compare_variants(results: list[Result]) -> Comparison:
@@ -112,25 +119,42 @@ def compare_variants(results: list[Result]) -> Comparison:
         else:
             verdict, bound = _verdict(r, reference)
         same_clock = r.clock == reference.clock
-        speedup = (reference.totals.self_time_us / r.totals.self_time_us
-                   if same_clock and r.totals.self_time_us > 0 else None)
+        speedup = (
+            reference.totals.self_time_us / r.totals.self_time_us
+            if same_clock and r.totals.self_time_us > 0
+            else None
+        )
         wall = r.totals.wall_us_median
         ref_wall = reference.totals.wall_us_median
-        rows.append(VariantRow(
-            variant=r.function.name, run_id=r.run_id, line=r.function.line, clock=r.clock,
-            time_us=r.totals.self_time_us, self_cpu_us=r.totals.self_cpu_us,
-            dispatches=r.totals.dispatches, wall_us_median=wall,
-            max_abs_diff=None if i == 0 else r.output.max_abs_diff,
-            tolerance=bound, verdict=verdict, speedup=speedup,
-            wall_speedup=(ref_wall / wall) if wall and ref_wall else None,
-            **_split(r),
-        ))
+        rows.append(
+            VariantRow(
+                variant=r.function.name,
+                run_id=r.run_id,
+                line=r.function.line,
+                clock=r.clock,
+                time_us=r.totals.self_time_us,
+                self_cpu_us=r.totals.self_cpu_us,
+                dispatches=r.totals.dispatches,
+                wall_us_median=wall,
+                max_abs_diff=None if i == 0 else r.output.max_abs_diff,
+                tolerance=bound,
+                verdict=verdict,
+                speedup=speedup,
+                wall_speedup=(ref_wall / wall) if wall and ref_wall else None,
+                **_split(r),
+            )
+        )
     fastest = min(rows, key=lambda row: row.time_us).variant if len(clocks) == 1 else None
-    return Comparison(clock=clocks.pop() if len(clocks) == 1 else "mixed",
-                      reference=reference.function.name, rows=rows, fastest=fastest)
+    return Comparison(
+        clock=clocks.pop() if len(clocks) == 1 else "mixed",
+        reference=reference.function.name,
+        rows=rows,
+        fastest=fastest,
+    )
 
 
 # -- which results are variants ---------------------------------------------------
+
 
 def _group_key(result: Result) -> str:
     """The harness's grouping of variants (``markers.variant_group``)."""
@@ -183,13 +207,22 @@ class SummaryRow:
 def summarize(results: list[Result]) -> list[SummaryRow]:
     """A plain row per result (no speedups, no output check): for functions
     that are not variants of each other."""
-    return [SummaryRow(function=r.function.name, run_id=r.run_id, line=r.function.line,
-                       clock=r.clock, time_us=r.totals.self_time_us,
-                       dispatches=r.totals.dispatches, wall_us_median=r.totals.wall_us_median)
-            for r in results]
+    return [
+        SummaryRow(
+            function=r.function.name,
+            run_id=r.run_id,
+            line=r.function.line,
+            clock=r.clock,
+            time_us=r.totals.self_time_us,
+            dispatches=r.totals.dispatches,
+            wall_us_median=r.totals.wall_us_median,
+        )
+        for r in results
+    ]
 
 
 # -- one run against another -----------------------------------------------------
+
 
 @dataclass
 class LineDelta:
@@ -280,28 +313,49 @@ def diff_runs(before: Result, after: Result) -> RunDiff:
     comparable = before.clock == after.clock
     note = None
     if not comparable:
-        note = (f"different clocks ({before.clock} before, {after.clock} after): "
-                f"the deltas compare unlike figures")
+        note = (
+            f"different clocks ({before.clock} before, {after.clock} after): "
+            f"the deltas compare unlike figures"
+        )
     elif before.host != after.host:
         note = f"different hosts ({before.host} before, {after.host} after)"
     rows = []
     for b, a, status in match_lines(before.lines, after.lines):
         b_us = b.self_time_us if b else None
         a_us = a.self_time_us if a else None
-        rows.append(LineDelta(
-            before_line=b.line if b else None, after_line=a.line if a else None,
-            text=(a or b).text if (a or b) else "", before_us=b_us, after_us=a_us,
-            delta_us=(a_us or 0.0) - (b_us or 0.0), ratio=_ratio(a_us, b_us), status=status,
-            before_calls=b.calls if b else None, after_calls=a.calls if a else None,
-        ))
+        rows.append(
+            LineDelta(
+                before_line=b.line if b else None,
+                after_line=a.line if a else None,
+                text=(a or b).text if (a or b) else "",
+                before_us=b_us,
+                after_us=a_us,
+                delta_us=(a_us or 0.0) - (b_us or 0.0),
+                ratio=_ratio(a_us, b_us),
+                status=status,
+                before_calls=b.calls if b else None,
+                after_calls=a.calls if a else None,
+            )
+        )
     rows.sort(key=lambda r: (-abs(r.delta_us), r.after_line or r.before_line or 0))
     bt, at = before.totals, after.totals
     totals = TotalsDelta(
-        before_us=bt.self_time_us, after_us=at.self_time_us,
-        delta_us=at.self_time_us - bt.self_time_us, ratio=_ratio(at.self_time_us, bt.self_time_us),
-        before_wall_us=bt.wall_us_median, after_wall_us=at.wall_us_median,
-        before_dispatches=bt.dispatches, after_dispatches=at.dispatches,
+        before_us=bt.self_time_us,
+        after_us=at.self_time_us,
+        delta_us=at.self_time_us - bt.self_time_us,
+        ratio=_ratio(at.self_time_us, bt.self_time_us),
+        before_wall_us=bt.wall_us_median,
+        after_wall_us=at.wall_us_median,
+        before_dispatches=bt.dispatches,
+        after_dispatches=at.dispatches,
     )
-    return RunDiff(before=before.run_id, after=after.run_id, function=after.function.name,
-                   clock=after.clock if comparable else "mixed", comparable=comparable,
-                   note=note, totals=totals, lines=rows)
+    return RunDiff(
+        before=before.run_id,
+        after=after.run_id,
+        function=after.function.name,
+        clock=after.clock if comparable else "mixed",
+        comparable=comparable,
+        note=note,
+        totals=totals,
+        lines=rows,
+    )

@@ -65,19 +65,60 @@ SEVERITY = {
 }
 
 # Ops that only change metadata: no kernel, nothing to fuse.
-VIEW_OPS = frozenset({
-    "view", "reshape", "_reshape_alias", "_unsafe_view", "expand", "expand_as", "t",
-    "transpose", "permute", "unsqueeze", "squeeze", "as_strided", "slice", "select",
-    "alias", "detach", "lift_fresh", "empty", "empty_like", "empty_strided",
-    "resolve_conj", "resolve_neg", "contiguous", "flatten", "unflatten", "narrow",
-    "split", "chunk", "unbind", "result_type", "is_nonzero", "item", "_local_scalar_dense",
-})
+VIEW_OPS = frozenset(
+    {
+        "view",
+        "reshape",
+        "_reshape_alias",
+        "_unsafe_view",
+        "expand",
+        "expand_as",
+        "t",
+        "transpose",
+        "permute",
+        "unsqueeze",
+        "squeeze",
+        "as_strided",
+        "slice",
+        "select",
+        "alias",
+        "detach",
+        "lift_fresh",
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "resolve_conj",
+        "resolve_neg",
+        "contiguous",
+        "flatten",
+        "unflatten",
+        "narrow",
+        "split",
+        "chunk",
+        "unbind",
+        "result_type",
+        "is_nonzero",
+        "item",
+        "_local_scalar_dense",
+    }
+)
 
 # Ops that usually run *inside* another op (dtype casts, output allocation).
-HELPER_OPS = frozenset({
-    "to", "_to_copy", "copy", "empty", "empty_like", "empty_strided", "fill", "zero",
-    "resize", "clone", "contiguous",
-})
+HELPER_OPS = frozenset(
+    {
+        "to",
+        "_to_copy",
+        "copy",
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "fill",
+        "zero",
+        "resize",
+        "clone",
+        "contiguous",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -91,24 +132,41 @@ class Pattern:
 # Checked in order; the first that matches a function wins (LayerNorm before
 # RMSNorm: LayerNorm also has mean, add, rsqrt and mul).
 PATTERNS = (
-    Pattern("layer_norm",
-            (frozenset({"mean"}), frozenset({"sub"}), frozenset({"rsqrt", "sqrt"}),
-             frozenset({"var", "pow", "mul"}), frozenset({"mul", "div"})),
-            "torch.nn.functional.layer_norm",
-            "compute LayerNorm op by op"),
-    Pattern("rms_norm",
-            (frozenset({"mean"}), frozenset({"mul", "pow", "square"}), frozenset({"add"}),
-             frozenset({"rsqrt", "sqrt", "reciprocal"})),
-            "torch.rms_norm",
-            "compute RMSNorm op by op"),
-    Pattern("softmax",
-            (frozenset({"exp"}), frozenset({"sum"}), frozenset({"div"})),
-            "torch.softmax",
-            "compute softmax op by op"),
-    Pattern("silu",
-            (frozenset({"sigmoid"}), frozenset({"mul"})),
-            "torch.nn.functional.silu",
-            "compute SiLU op by op"),
+    Pattern(
+        "layer_norm",
+        (
+            frozenset({"mean"}),
+            frozenset({"sub"}),
+            frozenset({"rsqrt", "sqrt"}),
+            frozenset({"var", "pow", "mul"}),
+            frozenset({"mul", "div"}),
+        ),
+        "torch.nn.functional.layer_norm",
+        "compute LayerNorm op by op",
+    ),
+    Pattern(
+        "rms_norm",
+        (
+            frozenset({"mean"}),
+            frozenset({"mul", "pow", "square"}),
+            frozenset({"add"}),
+            frozenset({"rsqrt", "sqrt", "reciprocal"}),
+        ),
+        "torch.rms_norm",
+        "compute RMSNorm op by op",
+    ),
+    Pattern(
+        "softmax",
+        (frozenset({"exp"}), frozenset({"sum"}), frozenset({"div"})),
+        "torch.softmax",
+        "compute softmax op by op",
+    ),
+    Pattern(
+        "silu",
+        (frozenset({"sigmoid"}), frozenset({"mul"})),
+        "torch.nn.functional.silu",
+        "compute SiLU op by op",
+    ),
 )
 
 
@@ -174,8 +232,17 @@ def analyze(result: Result) -> list[Finding]:
     findings: list[Finding] = []
     from .xla_findings import xla_findings
 
-    for check in (_device_time, _cpu_fallback, _compiles, _h2d_copies, _rt_inspect,
-                  _patterns, _dispatches, _overhead, xla_findings):
+    for check in (
+        _device_time,
+        _cpu_fallback,
+        _compiles,
+        _h2d_copies,
+        _rt_inspect,
+        _patterns,
+        _dispatches,
+        _overhead,
+        xla_findings,
+    ):
         findings.extend(check(result))
     findings = with_optimizer_findings(result, findings)
     findings.extend(rank_findings(result))  # torchrun jobs: the straggler
@@ -185,8 +252,7 @@ def analyze(result: Result) -> list[Finding]:
 
 
 def _finding(kind: str, file: str, line: int, message: str, fix: str | None = None) -> Finding:
-    return Finding(kind=kind, severity=SEVERITY[kind], file=file, line=line,
-                   message=message, fix=fix)
+    return Finding(kind=kind, severity=SEVERITY[kind], file=file, line=line, message=message, fix=fix)
 
 
 def _def_line(result: Result) -> tuple[str, int]:
@@ -197,25 +263,36 @@ def _device_time(result: Result) -> list[Finding]:
     if result.backend in ("cpu", "xla") or result.signals.device_time_reported:
         return []  # xla: analysis/xla_findings.py says it in its own words
     file, line = _def_line(result)
-    why = ("missing torch.neuron.synchronize() in the step, or a torch-neuronx build that "
-           "puts no device time into the trace" if result.backend == "neuron"
-           else "no CUDA kernel time in the trace (CUPTI unavailable?)")
-    return [_finding(
-        "no_device_time", file, line,
-        f"No {result.backend} device time was reported: every figure falls back to CPU "
-        f"time ({why}).",
-        fix="run `trainium-lens doctor` on the host")]
+    why = (
+        "missing torch.neuron.synchronize() in the step, or a torch-neuronx build that "
+        "puts no device time into the trace"
+        if result.backend == "neuron"
+        else "no CUDA kernel time in the trace (CUPTI unavailable?)"
+    )
+    return [
+        _finding(
+            "no_device_time",
+            file,
+            line,
+            f"No {result.backend} device time was reported: every figure falls back to CPU time ({why}).",
+            fix="run `trainium-lens doctor` on the host",
+        )
+    ]
 
 
 def _cpu_fallback(result: Result) -> list[Finding]:
     found = []
     for op in result.signals.cpu_fallback_ops:
         file, line = _line_of_op(result, op) or _def_line(result)
-        found.append(_finding(
-            "cpu_fallback", file, line,
-            f"{op} fell back to CPU: it runs on the host, with copies to and from "
-            f"the device around it.",
-            fix="use an op the device supports, or move this step out of the hot path"))
+        found.append(
+            _finding(
+                "cpu_fallback",
+                file,
+                line,
+                f"{op} fell back to CPU: it runs on the host, with copies to and from the device around it.",
+                fix="use an op the device supports, or move this step out of the hot path",
+            )
+        )
     return found
 
 
@@ -234,26 +311,41 @@ def _compiles(result: Result) -> list[Finding]:
     found = []
     if signals.compiles_in_active_steps > 0:
         n = signals.compiles_in_active_steps
-        found.append(_finding(
-            "compile_in_steps", file, line,
-            f"{n} compile{'s' if n != 1 else ''} happened inside the measured steps: "
-            f"the figures include compile time.",
-            fix=f"raise warmup (now {protocol.warmup}): warmup={protocol.warmup + 2} in the "
-                f"marker comment, or --warmup {protocol.warmup + 2}"))
+        found.append(
+            _finding(
+                "compile_in_steps",
+                file,
+                line,
+                f"{n} compile{'s' if n != 1 else ''} happened inside the measured steps: "
+                f"the figures include compile time.",
+                fix=f"raise warmup (now {protocol.warmup}): warmup={protocol.warmup + 2} in the "
+                f"marker comment, or --warmup {protocol.warmup + 2}",
+            )
+        )
     if signals.recompiles > 0:
         n = signals.recompiles
-        found.append(_finding(
-            "recompile", file, line,
-            f"{n} recompile{'s' if n != 1 else ''} after the first compile: inputs change "
-            f"shape or a guard fails each call.",
-            fix="keep input shapes fixed, or mark dynamic dimensions"))
+        found.append(
+            _finding(
+                "recompile",
+                file,
+                line,
+                f"{n} recompile{'s' if n != 1 else ''} after the first compile: inputs change "
+                f"shape or a guard fails each call.",
+                fix="keep input shapes fixed, or mark dynamic dimensions",
+            )
+        )
     if signals.graph_breaks > 0:
         n = signals.graph_breaks
-        found.append(_finding(
-            "graph_break", file, line,
-            f"{n} graph break{'s' if n != 1 else ''}: the compiled function runs as "
-            f"{n + 1} graphs with eager code between them.",
-            fix="compile with fullgraph=True to see where it breaks"))
+        found.append(
+            _finding(
+                "graph_break",
+                file,
+                line,
+                f"{n} graph break{'s' if n != 1 else ''}: the compiled function runs as "
+                f"{n + 1} graphs with eager code between them.",
+                fix="compile with fullgraph=True to see where it breaks",
+            )
+        )
     return found
 
 
@@ -268,11 +360,16 @@ def _h2d_copies(result: Result) -> list[Finding]:
     found = []
     for (file, line), (calls, time) in sorted(by_line.items()):
         per = f" ({calls:g} per call, {_us(time)})" if calls else ""
-        found.append(_finding(
-            "h2d_copy", file, line,
-            f"Host→device copy on this line{per}: a CPU tensor or Python value is moved "
-            f"to the device on every call.",
-            fix="create it on the device once (device=...), or pass a plain Python number"))
+        found.append(
+            _finding(
+                "h2d_copy",
+                file,
+                line,
+                f"Host→device copy on this line{per}: a CPU tensor or Python value is moved "
+                f"to the device on every call.",
+                fix="create it on the device once (device=...), or pass a plain Python number",
+            )
+        )
     return found
 
 
@@ -280,10 +377,16 @@ def _rt_inspect(result: Result) -> list[Finding]:
     if not result.signals.neuron_rt_inspect_clash:
         return []
     file, line = _def_line(result)
-    return [_finding(
-        "neuron_rt_inspect", file, line,
-        "NEURON_RT_INSPECT_ENABLE is set: it conflicts with torch.profiler and can "
-        "empty the device trace.", fix="unset NEURON_RT_INSPECT_ENABLE for profiling")]
+    return [
+        _finding(
+            "neuron_rt_inspect",
+            file,
+            line,
+            "NEURON_RT_INSPECT_ENABLE is set: it conflicts with torch.profiler and can "
+            "empty the device trace.",
+            fix="unset NEURON_RT_INSPECT_ENABLE for profiling",
+        )
+    ]
 
 
 def _function_total(result: Result) -> float:
@@ -324,12 +427,17 @@ def _patterns(result: Result) -> list[Finding]:
                 break
             first, last = involved[0].line, involved[-1].line
             where = f"lines {first}–{last}" if first != last else f"line {first}"
-            found.append(_finding(
-                "fused_op", involved[0].file, first,
-                f"{where} of {function}() {pattern.message}: {_dispatch_text(dispatches)} "
-                f"per {'execution' if any((s.hits or 1) > 1 for s in involved) else 'call'}, "
-                f"{_us(time)}; {pattern.fix} does it in one fused op.",
-                fix=pattern.fix))
+            found.append(
+                _finding(
+                    "fused_op",
+                    involved[0].file,
+                    first,
+                    f"{where} of {function}() {pattern.message}: {_dispatch_text(dispatches)} "
+                    f"per {'execution' if any((s.hits or 1) > 1 for s in involved) else 'call'}, "
+                    f"{_us(time)}; {pattern.fix} does it in one fused op.",
+                    fix=pattern.fix,
+                )
+            )
             break
     return found
 
@@ -352,10 +460,16 @@ def _dispatches(result: Result) -> list[Finding]:
         names = [op_base(o.name) for o in direct_ops(stat, result) if op_base(o.name) not in VIEW_OPS]
         ran = f", each of its {stat.hits:g} runs per call" if stat.hits and stat.hits > 1 else ""
         shown = ", ".join(dict.fromkeys(names)) or "ops"
-        found.append(_finding(
-            "dispatches", stat.file, stat.line,
-            f"{_dispatch_text(n)} on this line ({shown}{ran}): a fused op or torch.compile "
-            f"would make it one.", fix="torch.compile"))
+        found.append(
+            _finding(
+                "dispatches",
+                stat.file,
+                stat.line,
+                f"{_dispatch_text(n)} on this line ({shown}{ran}): a fused op or torch.compile "
+                f"would make it one.",
+                fix="torch.compile",
+            )
+        )
     return found
 
 
@@ -364,8 +478,13 @@ def _overhead(result: Result) -> list[Finding]:
     if ratio is None or ratio <= OVERHEAD_RATIO:
         return []
     file, line = _def_line(result)
-    return [_finding(
-        "instrumentation_overhead", file, line,
-        f"Line labelling made each call {ratio:.1f}× slower than a plain call: op times "
-        f"exclude it, but the gaps between ops on the timeline are stretched (the "
-        f"unprofiled wall time is not affected).")]
+    return [
+        _finding(
+            "instrumentation_overhead",
+            file,
+            line,
+            f"Line labelling made each call {ratio:.1f}× slower than a plain call: op times "
+            f"exclude it, but the gaps between ops on the timeline are stretched (the "
+            f"unprofiled wall time is not affected).",
+        )
+    ]

@@ -22,14 +22,23 @@ def optimizer_findings(result: Result) -> list[Finding]:
         if not opt.name.startswith("Optimizer.step#") or opt.fused_ops or opt.ops < LOOP_MIN_OPS:
             continue
         cls = opt.name.split("#", 1)[1].rsplit(".", 1)[0]
-        time = f", {opt.self_time_us / 1000:.3g} ms" if opt.self_time_us >= 1000 else (
-            f", {opt.self_time_us:.3g} µs" if opt.self_time_us else "")
-        found.append(Finding(
-            kind=KIND, severity="warning", file=opt.file, line=opt.line,
-            message=f"{cls}.step dispatched {opt.ops:g} ops per step{time} in per-parameter "
-                    f"loops (no _foreach_/_fused_ op): foreach=True runs each update term as "
-                    f"one _foreach_ op over all parameters, fused=True as one kernel.",
-            fix=f"{cls}(..., foreach=True) or fused=True"))
+        time = (
+            f", {opt.self_time_us / 1000:.3g} ms"
+            if opt.self_time_us >= 1000
+            else (f", {opt.self_time_us:.3g} µs" if opt.self_time_us else "")
+        )
+        found.append(
+            Finding(
+                kind=KIND,
+                severity="warning",
+                file=opt.file,
+                line=opt.line,
+                message=f"{cls}.step dispatched {opt.ops:g} ops per step{time} in per-parameter "
+                f"loops (no _foreach_/_fused_ op): foreach=True runs each update term as "
+                f"one _foreach_ op over all parameters, fused=True as one kernel.",
+                fix=f"{cls}(..., foreach=True) or fused=True",
+            )
+        )
     return found
 
 

@@ -43,12 +43,21 @@ def rank_findings(result: Result) -> list[Finding]:
     waiters = sorted(((r.wait_us, r.rank) for r in result.ranks if r.rank != slow), reverse=True)
     waiting = ", ".join(f"rank {k} {_ms(w)}" for w, k in waiters if w > 0)
     pct = 100.0 * excess / median if median > 0 else 0.0
-    message = (f"Rank {slow} is the straggler: {_ms(busy[slow])} of compute per step (outside "
-               f"collectives), {pct:.0f}% over the median rank ({_ms(median)}); it loses the most "
-               f"on this line "
-               f"(+{_ms(worst_loss)} against the median rank)")
+    message = (
+        f"Rank {slow} is the straggler: {_ms(busy[slow])} of compute per step (outside "
+        f"collectives), {pct:.0f}% over the median rank ({_ms(median)}); it loses the most "
+        f"on this line "
+        f"(+{_ms(worst_loss)} against the median rank)"
+    )
     message += f"; the others wait for it in collectives ({waiting})." if waiting else "."
-    return [Finding(kind="straggler", severity="warning", file=worst.file, line=worst.line,
-                    message=message,
-                    fix="balance the work across ranks (equal shards, equal sequence lengths), "
-                        "or look at why this rank's line is slower")]
+    return [
+        Finding(
+            kind="straggler",
+            severity="warning",
+            file=worst.file,
+            line=worst.line,
+            message=message,
+            fix="balance the work across ranks (equal shards, equal sequence lengths), "
+            "or look at why this rank's line is slower",
+        )
+    ]

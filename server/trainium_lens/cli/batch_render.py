@@ -10,12 +10,22 @@ from .render import CLOCK_NAMES, Style, finish, fmt_count, fmt_us, render_compar
 
 def render_summary(results: list[Result], style: Style | None = None) -> str:
     style = style or Style()
-    rows = [[r.function, str(r.line), fmt_us(r.time_us, style) + f" {r.clock}",
-             fmt_count(r.dispatches), fmt_us(r.wall_us_median, style)] for r in summarize(results)]
+    rows = [
+        [
+            r.function,
+            str(r.line),
+            fmt_us(r.time_us, style) + f" {r.clock}",
+            fmt_count(r.dispatches),
+            fmt_us(r.wall_us_median, style),
+        ]
+        for r in summarize(results)
+    ]
     clocks = {r.clock for r in results}
     clock = clocks.pop() if len(clocks) == 1 else "mixed"
-    out = [f"summary ({CLOCK_NAMES.get(clock, clock)} per call; not variants of each other, "
-           f"so not compared: variants share inputs= and output shape, or compare=NAME)"]
+    out = [
+        f"summary ({CLOCK_NAMES.get(clock, clock)} per call; not variants of each other, "
+        f"so not compared: variants share inputs= and output shape, or compare=NAME)"
+    ]
     out += table(["function", "line", "time", "dispatches", "wall median"], rows, "lrrrr")
     return finish("\n".join(out), style)
 

@@ -10,8 +10,12 @@ from ..jobs import workspace_root_for
 RUN_HELP = "a run id (or unique prefix), or a result .json"
 
 
-def add_run_arguments(p: argparse.ArgumentParser, run_help: str = RUN_HELP, *,
-                      ssh_config_help: str | None = "ssh config file to use") -> None:
+def add_run_arguments(
+    p: argparse.ArgumentParser,
+    run_help: str = RUN_HELP,
+    *,
+    ssh_config_help: str | None = "ssh config file to use",
+) -> None:
     """``RUN_ID``, ``--workspace`` and (unless None) ``--ssh-config``."""
     p.add_argument("run", metavar="RUN_ID", help=run_help)
     add_workspace_argument(p)
@@ -20,8 +24,11 @@ def add_run_arguments(p: argparse.ArgumentParser, run_help: str = RUN_HELP, *,
 
 
 def add_workspace_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workspace", metavar="DIR",
-                   help="workspace whose runs to look in (default: the current git work tree)")
+    p.add_argument(
+        "--workspace",
+        metavar="DIR",
+        help="workspace whose runs to look in (default: the current git work tree)",
+    )
 
 
 def workspace_path(workspace: str | None) -> Path:
@@ -32,10 +39,10 @@ def workspace_path(workspace: str | None) -> Path:
 def add_target_arguments(p: argparse.ArgumentParser, verb: str) -> None:
     """Where the harness runs: ``--host`` and the options that go with it, the
     same for every command that starts the harness (``verb``: what it does there)."""
-    p.add_argument("--host", metavar="HOST",
-                   help=f"{verb} this SSH host (as ~/.ssh/config names it); default local")
+    p.add_argument(
+        "--host", metavar="HOST", help=f"{verb} this SSH host (as ~/.ssh/config names it); default local"
+    )
     p.add_argument("--ssh-config", metavar="PATH", help="ssh config file to use")
     p.add_argument("--remote-python", metavar="PATH", help="python on the SSH host")
     p.add_argument("--work-dir", metavar="DIR", help="work dir on the SSH host")
-    p.add_argument("--python", metavar="PATH",
-                   help="local python with torch (default: this interpreter)")
+    p.add_argument("--python", metavar="PATH", help="local python with torch (default: this interpreter)")

@@ -14,9 +14,11 @@ from .show_cmd import resolve
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "compare", help="per-line differences between two runs",
+        "compare",
+        help="per-line differences between two runs",
         description="Compare two results (files, run ids or unique prefixes): per-line "
-                    "self time before and after, lines matched by their text and number.")
+        "self time before and after, lines matched by their text and number.",
+    )
     p.add_argument("before", metavar="A", help="the earlier run (RESULT.json or RUN_ID)")
     p.add_argument("after", metavar="B", help="the later run (RESULT.json or RUN_ID)")
     add_workspace_argument(p)

@@ -14,19 +14,25 @@ _MARKS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "doctor", help="check a target (SSH, Python, torch, Neuron) and say what to fix",
+        "doctor",
+        help="check a target (SSH, Python, torch, Neuron) and say what to fix",
         description="Check that a target can profile: SSH (reachable, host key, auth), "
-                    "Python, torch, torch-neuronx flavour, the Neuron profiling API, "
-                    "devices, neuron-explorer, free disk and the instance type.")
+        "Python, torch, torch-neuronx flavour, the Neuron profiling API, "
+        "devices, neuron-explorer, free disk and the instance type.",
+    )
     add_target_arguments(p, "check")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    report = run_doctor(args.host, ssh_config=args.ssh_config,
-                        remote_python=args.remote_python, work_dir=args.work_dir,
-                        python=args.python)
+    report = run_doctor(
+        args.host,
+        ssh_config=args.ssh_config,
+        remote_python=args.remote_python,
+        work_dir=args.work_dir,
+        python=args.python,
+    )
     if args.json:
         json.dump(report.to_dict(), sys.stdout, indent=1)
         sys.stdout.write("\n")

@@ -15,29 +15,44 @@ from .show_cmd import resolve
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "export", help="write a run's trace as Perfetto / Chrome-trace JSON",
+        "export",
+        help="write a run's trace as Perfetto / Chrome-trace JSON",
         description="Write the trace of a stored run, with one lane for the user-line ranges, "
-                    "one for ATen ops and one per device stream, as Chrome-trace JSON that "
-                    "Perfetto UI (ui.perfetto.dev, Open trace file) and chrome://tracing open. "
-                    "A trace that is still on the SSH host is fetched first.")
+        "one for ATen ops and one per device stream, as Chrome-trace JSON that "
+        "Perfetto UI (ui.perfetto.dev, Open trace file) and chrome://tracing open. "
+        "A trace that is still on the SSH host is fetched first.",
+    )
     add_run_arguments(p, ssh_config_help="ssh config file to fetch with")
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="where to write it (default: <run_id>.perfetto.json here)")
+    p.add_argument(
+        "-o", "--output", metavar="FILE", help="where to write it (default: <run_id>.perfetto.json here)"
+    )
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     result = resolve(args.run, args.workspace)
     workspace = workspace_path(args.workspace)
+
     def one(res: Result) -> Trace:
-        return load_trace(local_trace_path(res, workspace,
-                                           lambda host: make_target(host, ssh_config=args.ssh_config)))
+        return load_trace(
+            local_trace_path(res, workspace, lambda host: make_target(host, ssh_config=args.ssh_config))
+        )
+
     trace = merged_trace(result, one) if result.ranks else one(result)  # torchrun: every rank
     dest = Path(args.output or f"{result.run_id}.perfetto.json")
     title = f"{result.function.file}::{result.function.name} · run {result.run_id} ({result.backend})"
-    write_export(trace, dest, title, {"run_id": result.run_id, "backend": result.backend,
-                                      "host": result.host, "function": result.function.name,
-                                      "file": result.function.file})
+    write_export(
+        trace,
+        dest,
+        title,
+        {
+            "run_id": result.run_id,
+            "backend": result.backend,
+            "host": result.host,
+            "function": result.function.name,
+            "file": result.function.file,
+        },
+    )
     print(f"wrote {dest} ({len(trace.events)} events)")
     for line in summarize(trace):
         print(f"  {line}")

@@ -19,12 +19,15 @@ from .common import add_run_arguments, workspace_path
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "fetch", help="copy a run's artifacts (trace, Neuron profile) from its host",
+        "fetch",
+        help="copy a run's artifacts (trace, Neuron profile) from its host",
         description="Copy the artifacts of a stored run (trace, Neuron profile, NEFF/NTFF) "
-                    "from the host that ran it into a local folder.")
+        "from the host that ran it into a local folder.",
+    )
     add_run_arguments(p, "a run id (or a unique prefix)")
-    p.add_argument("--dest", metavar="DIR",
-                   help="where to put them (default: <workspace>/.trainium-lens/artifacts)")
+    p.add_argument(
+        "--dest", metavar="DIR", help="where to put them (default: <workspace>/.trainium-lens/artifacts)"
+    )
     p.set_defaults(handler=run)
 
 
@@ -34,8 +37,7 @@ def run(args: argparse.Namespace) -> int:
     art = result.artifacts
     if not art.run_dir:
         raise UsageError(f"run {result.run_id} lists no artifacts")
-    dest_root = Path(args.dest).expanduser() if args.dest else \
-        workspace / STORE_DIR / "artifacts"
+    dest_root = Path(args.dest).expanduser() if args.dest else workspace / STORE_DIR / "artifacts"
     target: Target
     if art.location in ("", "local"):
         from ..targets.local import LocalTarget
@@ -51,8 +53,10 @@ def run(args: argparse.Namespace) -> int:
         target.close()
     files = [p for p in local_dir.rglob("*") if p.is_file()]
     size = sum(p.stat().st_size for p in files)
-    print(f"fetched {len(files)} files ({size / 1e6:.1f} MB) of run {result.run_id} "
-          f"from {art.location or 'local'} to {local_dir}")
+    print(
+        f"fetched {len(files)} files ({size / 1e6:.1f} MB) of run {result.run_id} "
+        f"from {art.location or 'local'} to {local_dir}"
+    )
     for label, remote in (("trace", art.trace), ("neuron profile", art.neuron_profile_dir)):
         if remote:
             print(f"  {label}: {_local_path(remote, art.run_dir, local_dir)}")

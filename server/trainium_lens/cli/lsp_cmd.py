@@ -7,9 +7,11 @@ import argparse
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "lsp", help="run the language server on stdio",
+        "lsp",
+        help="run the language server on stdio",
         description="Run the Trainium Lens language server (LSP over stdin/stdout). "
-                    "Editors start this; settings come from the client (trainiumLens.*).")
+        "Editors start this; settings come from the client (trainiumLens.*).",
+    )
     p.set_defaults(handler=run)
 
 

@@ -34,35 +34,67 @@ PROTOCOL_HELP = {
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "profile", help="profile marked functions and print per-line device time",
+        "profile",
+        help="profile marked functions and print per-line device time",
         description="Profile the marked function(s) of FILE with torch.profiler and print, "
-                    "per source line, the time of the ATen ops it dispatched.")
+        "per source line, the time of the ATen ops it dispatched.",
+    )
     p.add_argument("file", metavar="FILE", help="a Python file with marked functions")
-    p.add_argument("function", metavar="FUNCTION", nargs="?",
-                   help="the marked function to profile (default: all, compared)")
-    p.add_argument("--line", type=int, metavar="N",
-                   help="profile the marked function containing line N (1-based)")
-    p.add_argument("--backend", choices=("auto", "neuron", "cuda", "cpu", "xla"), default="auto",
-                   help="where the function runs (default auto: neuron, else torch-neuronx's XLA "
-                        "flavour on Trn1, else cuda, else cpu; xla: any torch-xla install)")
+    p.add_argument(
+        "function",
+        metavar="FUNCTION",
+        nargs="?",
+        help="the marked function to profile (default: all, compared)",
+    )
+    p.add_argument(
+        "--line", type=int, metavar="N", help="profile the marked function containing line N (1-based)"
+    )
+    p.add_argument(
+        "--backend",
+        choices=("auto", "neuron", "cuda", "cpu", "xla"),
+        default="auto",
+        help="where the function runs (default auto: neuron, else torch-neuronx's XLA "
+        "flavour on Trn1, else cuda, else cpu; xla: any torch-xla install)",
+    )
     for key in PROTOCOL_KEYS:
-        p.add_argument(f"--{key.replace('_', '-')}", dest=key, type=int, metavar="N",
-                       help=PROTOCOL_HELP[key] + " (overrides the marker's option)")
-    p.add_argument("--include", action="append", metavar="PACKAGE", default=[],
-                   help="also attribute time to the lines of this installed package or module "
-                        "(e.g. transformers.models.llama); repeatable")
-    p.add_argument("--nproc", type=int, metavar="N",
-                   help="run on N ranks under torchrun (one result: per-line median across ranks, "
-                        "the spread and the slowest rank; overrides the marker's nproc=)")
-    p.add_argument("--json", metavar="PATH",
-                   help="also write the result (several functions: a JSON list) to PATH")
-    p.add_argument("--workspace", metavar="DIR",
-                   help="workspace root (default: the git work tree holding FILE)")
+        p.add_argument(
+            f"--{key.replace('_', '-')}",
+            dest=key,
+            type=int,
+            metavar="N",
+            help=PROTOCOL_HELP[key] + " (overrides the marker's option)",
+        )
+    p.add_argument(
+        "--include",
+        action="append",
+        metavar="PACKAGE",
+        default=[],
+        help="also attribute time to the lines of this installed package or module "
+        "(e.g. transformers.models.llama); repeatable",
+    )
+    p.add_argument(
+        "--nproc",
+        type=int,
+        metavar="N",
+        help="run on N ranks under torchrun (one result: per-line median across ranks, "
+        "the spread and the slowest rank; overrides the marker's nproc=)",
+    )
+    p.add_argument(
+        "--json", metavar="PATH", help="also write the result (several functions: a JSON list) to PATH"
+    )
+    p.add_argument(
+        "--workspace", metavar="DIR", help="workspace root (default: the git work tree holding FILE)"
+    )
     add_target_arguments(p, "profile on")
-    p.add_argument("--timeout", type=float, metavar="SECONDS",
-                   help="stop the run (and everything it started) after SECONDS")
-    p.add_argument("--no-store", action="store_true",
-                   help="do not save the results in <workspace>/.trainium-lens/runs")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="stop the run (and everything it started) after SECONDS",
+    )
+    p.add_argument(
+        "--no-store", action="store_true", help="do not save the results in <workspace>/.trainium-lens/runs"
+    )
     p.set_defaults(handler=run)
 
 
@@ -162,8 +194,12 @@ def one_line(err: LensError) -> LensError:
     """The same error with a one-line message; a user-code error names the user's line."""
     message = " ".join(str(err).split())
     if isinstance(err, HarnessError):
-        if (err.kind in ("user_code", "inputs") and err.file and err.line
-                and f"{err.file}:{err.line}" not in message):
+        if (
+            err.kind in ("user_code", "inputs")
+            and err.file
+            and err.line
+            and f"{err.file}:{err.line}" not in message
+        ):
             message = f"{err.file}:{err.line}: {message}"
     err.args = (message,)  # str(err) is args[0]; kind, file, line... stay
     return err
@@ -173,6 +209,7 @@ def _stop_on_signals() -> dict:
     """SIGTERM/SIGHUP (a closed terminal, a killed parent) stop the run the way
     Ctrl-C does: the exception unwinds through the target, which stops the
     harness's process group before the CLI exits."""
+
     def stop(signum, _frame):
         raise Cancelled(f"stopped by {signal.Signals(signum).name}")
 
@@ -195,11 +232,23 @@ def write_json(path: str, data) -> None:
 
 def run(args: argparse.Namespace) -> int:
     protocol = {k: getattr(args, k) for k in PROTOCOL_KEYS if getattr(args, k) is not None}
-    job = make_job(args.file, functions=[args.function] if args.function else [],
-                   line=args.line, backend=args.backend, protocol=protocol,
-                   workspace=args.workspace, include=args.include, nproc=args.nproc)
-    target = make_target(args.host, python=args.python, ssh_config=args.ssh_config,
-                         remote_python=args.remote_python, work_dir=args.work_dir)
+    job = make_job(
+        args.file,
+        functions=[args.function] if args.function else [],
+        line=args.line,
+        backend=args.backend,
+        protocol=protocol,
+        workspace=args.workspace,
+        include=args.include,
+        nproc=args.nproc,
+    )
+    target = make_target(
+        args.host,
+        python=args.python,
+        ssh_config=args.ssh_config,
+        remote_python=args.remote_python,
+        work_dir=args.work_dir,
+    )
     store = None if args.no_store else RunStore(job.workspace)
     progress = Progress(sys.stderr)
     progress.status(f"starting the harness on {target.host}")

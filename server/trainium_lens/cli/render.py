@@ -52,8 +52,9 @@ class Style:
 
 DEFAULT_STYLE = Style()  # (shared, never mutated)
 
-_ASCII = str.maketrans({"µ": "u", "·": "|", "–": "-", "—": "-", "×": "x", "…": "~",
-                        "≤": "<=", "→": "->", "←": "<-", "±": "+-"})
+_ASCII = str.maketrans(
+    {"µ": "u", "·": "|", "–": "-", "—": "-", "×": "x", "…": "~", "≤": "<=", "→": "->", "←": "<-", "±": "+-"}
+)
 
 
 def finish(text: str, style: Style) -> str:
@@ -63,6 +64,7 @@ def finish(text: str, style: Style) -> str:
 
 
 # -- numbers -----------------------------------------------------------------------
+
 
 def fmt_us(value: float | None, style: Style = DEFAULT_STYLE) -> str:
     """Human time, ~3 significant digits: ``0.42 µs``, ``12.3 µs``, ``1.23 ms``."""
@@ -130,9 +132,16 @@ def clock_label(result: Result) -> str:
 
 # -- tables ------------------------------------------------------------------------
 
-def table(headers: list[str], rows: list[list[str]], align: str, indent: str = "  ",
-          width: int | None = None, shrink: dict[int, int] | None = None,
-          ellipsis: str = "…") -> list[str]:
+
+def table(
+    headers: list[str],
+    rows: list[list[str]],
+    align: str,
+    indent: str = "  ",
+    width: int | None = None,
+    shrink: dict[int, int] | None = None,
+    ellipsis: str = "…",
+) -> list[str]:
     """Columns aligned per ``align`` ("l"/"r" per column); two spaces between.
 
     With ``width`` (a terminal's), the columns in ``shrink`` (index: narrowest
@@ -148,8 +157,10 @@ def table(headers: list[str], rows: list[list[str]], align: str, indent: str = "
             cut = min(over, max(0, widths[col] - max(narrowest, len(headers[col]))))
             widths[col] -= cut
             over -= cut
-        rows = [[c if len(c) <= widths[i] else c[: widths[i] - 1] + ellipsis
-                 for i, c in enumerate(row)] for row in rows]
+        rows = [
+            [c if len(c) <= widths[i] else c[: widths[i] - 1] + ellipsis for i, c in enumerate(row)]
+            for row in rows
+        ]
 
     def fmt(cells: list[str]) -> str:
         out = [c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(cells, widths, align, strict=False)]
@@ -159,6 +170,7 @@ def table(headers: list[str], rows: list[list[str]], align: str, indent: str = "
 
 
 # -- one result --------------------------------------------------------------------
+
 
 def line_ref(stat: LineStat, result: Result) -> str:
     """A line's number; a line of another file (a helper module, an --include'd
@@ -196,9 +208,12 @@ def render_result(result: Result, style: Style = DEFAULT_STYLE) -> str:
         f"figures are per call",
         f"  {headline(result, style)}",
         f"  unprofiled wall time {fmt_us(t.wall_us_median, style)} median over "
-        f"{p.timing_calls} calls" + (
+        f"{p.timing_calls} calls"
+        + (
             f" ({fmt_range(t.wall_us_min, t.wall_us_max, style)})"
-            if t.wall_us_min is not None and t.wall_us_max is not None else ""),
+            if t.wall_us_min is not None and t.wall_us_max is not None
+            else ""
+        ),
         f"  run {result.run_id}",
         "",
     ]
@@ -207,10 +222,12 @@ def render_result(result: Result, style: Style = DEFAULT_STYLE) -> str:
         out += ["", "  compiled regions"]
         for region in result.regions:
             covered = sorted({c.line for c in region.covered_lines})
-            span = (f"covers lines {_spans(covered, style)}" if covered else "covered lines unknown")
+            span = f"covers lines {_spans(covered, style)}" if covered else "covered lines unknown"
             nodes = f", {region.fx_nodes} ops fused" if region.fx_nodes else ""
-            out.append(f"    {region.name}: line {region.line}, "
-                       f"{fmt_us(region.self_time_us, style)} ({clock}), {span}{nodes}")
+            out.append(
+                f"    {region.name}: line {region.line}, "
+                f"{fmt_us(region.self_time_us, style)} ({clock}), {span}{nodes}"
+            )
     out += ["", *_ops_table(result, clock, style)]
     out += ["", *render_findings(result, style)]
     return finish("\n".join(out), style)
@@ -240,33 +257,46 @@ def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
     for s in sorted(result.lines, key=lambda s: (s.file != result.function.file, s.file, s.line)):
         cost = s.time_us if train else s.self_time_us
         share = cost / total if total > 0 else 0.0
-        spread = (fmt_range(s.self_time_us_min, s.self_time_us_max, style)
-                  if s.self_time_us_max else "")
+        spread = fmt_range(s.self_time_us_min, s.self_time_us_max, style) if s.self_time_us_max else ""
         direct = direct_ops(s, result)  # what the line itself called, then the rest
         ops = direct + sorted((o for o in s.ops if o not in direct), key=lambda o: -o.self_time_us)
-        top = ", ".join(f"{o.name.split('::')[-1]} {style.times}{fmt_count(o.calls)}"
-                        for o in ops[:TOP_OPS])
+        top = ", ".join(f"{o.name.split('::')[-1]} {style.times}{fmt_count(o.calls)}" for o in ops[:TOP_OPS])
         if len(ops) > TOP_OPS:
             top += f", +{len(ops) - TOP_OPS}"
-        row = [line_ref(s, result), truncate(s.text, SOURCE_WIDTH, style), fmt_us(s.self_time_us, style),
-               spread, fmt_us(s.total_time_us, style)]
+        row = [
+            line_ref(s, result),
+            truncate(s.text, SOURCE_WIDTH, style),
+            fmt_us(s.self_time_us, style),
+            spread,
+            fmt_us(s.total_time_us, style),
+        ]
         if train:
             bwd = fmt_us(s.backward_self_time_us, style) if s.backward_self_time_us else ""
             if s.recompute_time_us:
                 bwd += f" +{fmt_us(s.recompute_time_us, style)} re"
-            row += [bwd, fmt_us(s.backward_total_time_us, style) if s.backward_total_time_us else "",
-                    fmt_us(cost, style)]
+            row += [
+                bwd,
+                fmt_us(s.backward_total_time_us, style) if s.backward_total_time_us else "",
+                fmt_us(cost, style),
+            ]
         rows.append(row + [fmt_pct(share), bar(share, style), fmt_count(s.calls), top])
     if result.unattributed_us:
         share = result.unattributed_us / total if total > 0 else 0.0
-        rows.append(["", "(unattributed)", fmt_us(result.unattributed_us, style), "", ""]
-                    + (["", "", fmt_us(result.unattributed_us, style)] if train else [])
-                    + [fmt_pct(share), bar(share, style), "", ""])
+        rows.append(
+            ["", "(unattributed)", fmt_us(result.unattributed_us, style), "", ""]
+            + (["", "", fmt_us(result.unattributed_us, style)] if train else [])
+            + [fmt_pct(share), bar(share, style), "", ""]
+        )
     if not rows:
         return ["  (no ops were attributed to a line)"]
     fwd = "fwd " if train else ""
-    headers = ["line", "source", f"{fwd}self ({clock})", "min–max" if style.unicode else "min-max",
-               f"{fwd}total ({clock})"]
+    headers = [
+        "line",
+        "source",
+        f"{fwd}self ({clock})",
+        "min–max" if style.unicode else "min-max",
+        f"{fwd}total ({clock})",
+    ]
     align = "llrrr"
     if train:
         headers += [f"bwd self ({clock})", "bwd total", "fwd+bwd"]
@@ -279,19 +309,22 @@ def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
         for drop in (3, bar_col - 1):  # (indices after the first drop)
             if all(len(ln) <= style.width for ln in table(headers, rows, align)):
                 break
-            headers = headers[:drop] + headers[drop + 1:]
-            rows = [r[:drop] + r[drop + 1:] for r in rows]
-            align = align[:drop] + align[drop + 1:]
+            headers = headers[:drop] + headers[drop + 1 :]
+            rows = [r[:drop] + r[drop + 1 :] for r in rows]
+            align = align[:drop] + align[drop + 1 :]
     # Then the op names give way first, then the source text.
     last, source = len(headers) - 1, 1
-    out = table(headers, rows, align, width=style.width, shrink={last: 10, source: 16},
-                ellipsis=style.ellipsis)
+    out = table(
+        headers, rows, align, width=style.width, shrink={last: 10, source: 16}, ellipsis=style.ellipsis
+    )
     if train:
         t = result.totals
-        out.append(f"  step: forward {fmt_us(t.forward_time_us, style)} · backward "
-                   f"{fmt_us(t.backward_time_us, style)} · optimizer {fmt_us(t.optimizer_time_us, style)}"
-                   + (f" · recompute {fmt_us(t.recompute_time_us, style)}" if t.recompute_time_us else "")
-                   + f" ({clock})")
+        out.append(
+            f"  step: forward {fmt_us(t.forward_time_us, style)} · backward "
+            f"{fmt_us(t.backward_time_us, style)} · optimizer {fmt_us(t.optimizer_time_us, style)}"
+            + (f" · recompute {fmt_us(t.recompute_time_us, style)}" if t.recompute_time_us else "")
+            + f" ({clock})"
+        )
     return out
 
 
@@ -302,8 +335,7 @@ def _ops_table(result: Result, clock: str, style: Style) -> list[str]:
     show_cpu = clock != "cpu"
     rows = []
     for o in ops:
-        row = [o.name, fmt_count(o.calls), fmt_us(o.self_time_us, style),
-               fmt_us(o.total_time_us, style)]
+        row = [o.name, fmt_count(o.calls), fmt_us(o.self_time_us, style), fmt_us(o.total_time_us, style)]
         if show_cpu:
             row.append(fmt_us(o.self_cpu_us, style))
         rows.append(row)
@@ -321,13 +353,18 @@ def render_findings(result: Result, style: Style = DEFAULT_STYLE) -> list[str]:
         head = f"    {f.severity:<7}  {f.file}:{f.line}  "
         text = f.message + (f" Fix: {f.fix}." if f.fix and f.fix not in f.message else "")
         width = min(FINDINGS_WIDTH, style.width or FINDINGS_WIDTH)
-        out += textwrap.wrap(text, width=max(width, len(head) + 30),
-                             initial_indent=head, subsequent_indent=" " * len(head),
-                             break_on_hyphens=False)
+        out += textwrap.wrap(
+            text,
+            width=max(width, len(head) + 30),
+            initial_indent=head,
+            subsequent_indent=" " * len(head),
+            break_on_hyphens=False,
+        )
     return out
 
 
 # -- several results -----------------------------------------------------------------
+
 
 def render_comparison(comparison: Comparison, style: Style = DEFAULT_STYLE) -> str:
     clock = comparison.clock
@@ -335,19 +372,23 @@ def render_comparison(comparison: Comparison, style: Style = DEFAULT_STYLE) -> s
     train = any(r.backward_us is not None for r in comparison.rows)
     rows = []
     for r in comparison.rows:
-        speed = "1.00" + style.times if r.verdict == "reference" else (
-            f"{r.speedup:.2f}{style.times}" if r.speedup else "-")
+        speed = (
+            "1.00" + style.times
+            if r.verdict == "reference"
+            else (f"{r.speedup:.2f}{style.times}" if r.speedup else "-")
+        )
         diff = "-" if r.max_abs_diff is None else f"{r.max_abs_diff:.3g}"
         verdict = r.verdict
         le, gt = ("≤", ">") if style.unicode else ("<=", ">")
         if r.tolerance is not None:
-            verdict += {"ok": f" ({le} {r.tolerance:.2g})", "differs": f" ({gt} {r.tolerance:.2g})",
-                        "unchecked": f" ({gt} atol {r.tolerance:.2g}, magnitude unknown)",
-                        }.get(r.verdict, "")
+            verdict += {
+                "ok": f" ({le} {r.tolerance:.2g})",
+                "differs": f" ({gt} {r.tolerance:.2g})",
+                "unchecked": f" ({gt} atol {r.tolerance:.2g}, magnitude unknown)",
+            }.get(r.verdict, "")
         row = [r.variant, str(r.line), fmt_us(r.time_us, style), speed]
         if train:
-            row += [fmt_us(r.forward_us, style), fmt_us(r.backward_us, style),
-                    fmt_us(r.optimizer_us, style)]
+            row += [fmt_us(r.forward_us, style), fmt_us(r.backward_us, style), fmt_us(r.optimizer_us, style)]
         if show_cpu:
             row.append(fmt_us(r.self_cpu_us, style))
         rows.append(row + [fmt_count(r.dispatches), fmt_us(r.wall_us_median, style), diff, verdict])
@@ -357,8 +398,10 @@ def render_comparison(comparison: Comparison, style: Style = DEFAULT_STYLE) -> s
     if show_cpu:  # on the CPU backend the primary clock already is CPU self time
         headers.append("self (cpu)")
     headers += ["dispatches", "wall median", "max |diff|", "output"]
-    out = [f"comparison ({CLOCK_NAMES.get(clock, clock)} per call; speedup and output "
-           f"against {comparison.reference})"]
+    out = [
+        f"comparison ({CLOCK_NAMES.get(clock, clock)} per call; speedup and output "
+        f"against {comparison.reference})"
+    ]
     out += table(headers, rows, "lrrr" + "rrr" * train + "r" * show_cpu + "rrrl")
     return finish("\n".join(out), style)
 
@@ -369,19 +412,41 @@ def render_diff(diff: RunDiff, style: Style = DEFAULT_STYLE) -> str:
     out = [f"{diff.function}: {diff.before} → {diff.after}"]
     if diff.note:
         out.append(f"  note: {diff.note}")
-    out.append(f"  total ({diff.clock}) {fmt_us(t.before_us, style)} → {fmt_us(t.after_us, style)}"
-               f" ({fmt_signed_us(t.delta_us, style)}{ratio}); dispatches "
-               f"{fmt_count(t.before_dispatches)} → {fmt_count(t.after_dispatches)}; wall median "
-               f"{fmt_us(t.before_wall_us, style)} → {fmt_us(t.after_wall_us, style)}")
+    out.append(
+        f"  total ({diff.clock}) {fmt_us(t.before_us, style)} → {fmt_us(t.after_us, style)}"
+        f" ({fmt_signed_us(t.delta_us, style)}{ratio}); dispatches "
+        f"{fmt_count(t.before_dispatches)} → {fmt_count(t.after_dispatches)}; wall median "
+        f"{fmt_us(t.before_wall_us, style)} → {fmt_us(t.after_wall_us, style)}"
+    )
     rows = []
     for d in diff.lines:
-        where = (str(d.after_line) if d.before_line in (None, d.after_line)
-                 else f"{d.before_line}→{d.after_line}" if d.after_line is not None
-                 else str(d.before_line))
+        where = (
+            str(d.after_line)
+            if d.before_line in (None, d.after_line)
+            else f"{d.before_line}→{d.after_line}"
+            if d.after_line is not None
+            else str(d.before_line)
+        )
         ratio = f"{d.ratio:.2f}{style.times}" if d.ratio else ""
-        rows.append([where, truncate(d.text, SOURCE_WIDTH, style), fmt_us(d.before_us, style),
-                     fmt_us(d.after_us, style), fmt_signed_us(d.delta_us, style), ratio, d.status])
+        rows.append(
+            [
+                where,
+                truncate(d.text, SOURCE_WIDTH, style),
+                fmt_us(d.before_us, style),
+                fmt_us(d.after_us, style),
+                fmt_signed_us(d.delta_us, style),
+                ratio,
+                d.status,
+            ]
+        )
     out.append("")
-    out += table(["line", "source", f"before ({diff.clock})", f"after ({diff.clock})", "delta",
-                  "ratio", "status"], rows, "llrrrrl") if rows else ["  (no lines)"]
+    out += (
+        table(
+            ["line", "source", f"before ({diff.clock})", f"after ({diff.clock})", "delta", "ratio", "status"],
+            rows,
+            "llrrrrl",
+        )
+        if rows
+        else ["  (no lines)"]
+    )
     return finish("\n".join(out), style)

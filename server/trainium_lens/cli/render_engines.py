@@ -20,9 +20,13 @@ def render_engines(result: Result, style: Style | None = None) -> str:
     rows = []
     for s in sorted(lines, key=lambda s: -s.self_time_us):
         per = {e.engine: e.time_us for e in s.engines}
-        rows.append([f"{s.file}:{s.line}" if s.file != result.function.file else str(s.line),
-                     fmt_us(s.self_time_us, style),
-                     *[fmt_us(per[n], style) if n in per else "" for n in engines]])
+        rows.append(
+            [
+                f"{s.file}:{s.line}" if s.file != result.function.file else str(s.line),
+                fmt_us(s.self_time_us, style),
+                *[fmt_us(per[n], style) if n in per else "" for n in engines],
+            ]
+        )
     out = ["  per engine (Neuron device time; engines overlap, so they may add up to more)"]
     out += table(["line", "device", *engines], rows, "r" * (2 + len(engines)))
     return "\n\n" + "\n".join(out)

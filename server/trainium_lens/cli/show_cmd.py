@@ -26,9 +26,11 @@ from .render_ranks import render_ranks
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "show", help="re-print stored results",
+        "show",
+        help="re-print stored results",
         description="Print results saved by `profile` (a --json file, a run id or a unique "
-                    "prefix, or a batch id) as `profile` printed them.")
+        "prefix, or a batch id) as `profile` printed them.",
+    )
     p.add_argument("run", metavar="RESULT.json|RUN_ID")
     add_workspace_argument(p)
     p.set_defaults(handler=run)
@@ -71,8 +73,10 @@ def resolve_many(ref: str, workspace: str | None) -> list[Result]:
         batch = [r for r in store.load_all() if r.run_id.startswith(ref)]
         if len({r.batch_id for r in batch}) != 1:
             raise
-        return sorted(batch, key=lambda r: int(r.run_id.rsplit("-", 1)[-1])
-                      if r.run_id.rsplit("-", 1)[-1].isdigit() else 0)
+        return sorted(
+            batch,
+            key=lambda r: int(r.run_id.rsplit("-", 1)[-1]) if r.run_id.rsplit("-", 1)[-1].isdigit() else 0,
+        )
 
 
 def resolve(ref: str, workspace: str | None) -> Result:

@@ -55,8 +55,9 @@ def run(events) -> int:
     try:
         marked = find_marked(source)
     except SyntaxError as exc:
-        raise HarnessError("parse", f"{rel} does not parse: {exc.msg} (line {exc.lineno})",
-                           rel, exc.lineno) from None
+        raise HarnessError(
+            "parse", f"{rel} does not parse: {exc.msg} (line {exc.lineno})", rel, exc.lineno
+        ) from None
     check_misplaced(source, spec, rel)  # a marker on a nested function: one-line error
     chosen = select(marked, spec, rel)
     protocols = [protocol_for(m, spec, rel) for m in chosen]  # bad options fail before any work
@@ -66,13 +67,15 @@ def run(events) -> int:
         return launch.run(spec, events, spec_text, nproc)
     dist.early_setup()
     if spec.backend == "neuron" and importlib.util.find_spec("torch_neuronx") is None:
-        raise HarnessError("backend_unavailable", "backend neuron is not available here: "
-                           "torch_neuronx is not installed")
+        raise HarnessError(
+            "backend_unavailable", "backend neuron is not available here: torch_neuronx is not installed"
+        )
     from . import xla
 
     if spec.backend == "xla" and xla.unavailable_reason():
-        raise HarnessError("backend_unavailable", f"backend xla is not available here: "
-                           f"{xla.unavailable_reason()}")
+        raise HarnessError(
+            "backend_unavailable", f"backend xla is not available here: {xla.unavailable_reason()}"
+        )
     if spec.backend in ("auto", "xla") and importlib.util.find_spec("torch_xla") is not None:
         xla.prepare_env(spec.run_dir, protocols)  # before torch (which may autoload torch-neuronx) loads
 
@@ -80,8 +83,11 @@ def run(events) -> int:
     try:
         import torch  # noqa: F401  (lazy: a host without torch still gets an error event)
     except ImportError as exc:
-        raise HarnessError("torch_missing", f"torch is not importable by {sys.executable} "
-                           f"({exc}); install torch in the interpreter the target uses") from None
+        raise HarnessError(
+            "torch_missing",
+            f"torch is not importable by {sys.executable} "
+            f"({exc}); install torch in the interpreter the target uses",
+        ) from None
     from . import build
     from .choose import choose
     from .run import Session, profile_function
@@ -126,16 +132,29 @@ def main() -> int:
     try:
         return run(events)
     except HarnessError as exc:
-        events.emit("error", kind=exc.kind, message=exc.message, file=exc.file, line=exc.line,
-                    traceback=exc.traceback)
+        events.emit(
+            "error", kind=exc.kind, message=exc.message, file=exc.file, line=exc.line, traceback=exc.traceback
+        )
         return 1
     except SystemExit as exc:  # user code calling sys.exit() must not end us silently
-        events.emit("error", kind="user_code", message=f"user code called sys.exit({exc.code})",
-                    file=None, line=None, traceback=traceback.format_exc())
+        events.emit(
+            "error",
+            kind="user_code",
+            message=f"user code called sys.exit({exc.code})",
+            file=None,
+            line=None,
+            traceback=traceback.format_exc(),
+        )
         return 1
     except BaseException as exc:
-        events.emit("error", kind="internal", message=f"harness failed: {type(exc).__name__}: {exc}",
-                    file=None, line=None, traceback=traceback.format_exc())
+        events.emit(
+            "error",
+            kind="internal",
+            message=f"harness failed: {type(exc).__name__}: {exc}",
+            file=None,
+            line=None,
+            traceback=traceback.format_exc(),
+        )
         return 1
     finally:
         try:

@@ -41,8 +41,15 @@ from typing import Any
 from .steps import Forests, LabelIndex
 from .tallies import Attribution, LineOpFigures, OpFigures, OptimizerFigures
 
-__all__ = ["Attribution", "LineOpFigures", "OpFigures", "OptimizerFigures", "attribute", "classify",
-           "same_ops"]
+__all__ = [
+    "Attribution",
+    "LineOpFigures",
+    "OpFigures",
+    "OptimizerFigures",
+    "attribute",
+    "classify",
+    "same_ops",
+]
 
 OTHER, OP, REGION, STEP, LABEL, BACKWARD, OPTIM = 0, 1, 2, 3, 4, 5, 6
 FWD, BWD, RECOMPUTE, OPTIMIZER = 0, 1, 2, 3  # phases (OPTIMIZER: totals only)
@@ -75,8 +82,7 @@ def classify(name: str, labels: dict) -> int:
 class _Rec:
     """A measured event while its subtree is walked."""
 
-    __slots__ = ("name", "key", "labels", "step", "owner", "kind", "phase", "tphase", "stat", "lo",
-                 "opt")
+    __slots__ = ("name", "key", "labels", "step", "owner", "kind", "phase", "tphase", "stat", "lo", "opt")
 
     def __init__(self, name, key, labels, step, owner, kind, phase, tphase, stat, lo, opt):
         self.name = name
@@ -134,9 +140,15 @@ def same_ops(a: list, b: list, kinds: dict, labels: dict) -> bool:
     return True
 
 
-def attribute(events: Iterable[Any], labels: dict, device_clock: bool,
-              region_fallback: str | None = None, cpu_device_type: Any = None,
-              paired: bool = False, record_events: bool = False) -> Attribution:
+def attribute(
+    events: Iterable[Any],
+    labels: dict,
+    device_clock: bool,
+    region_fallback: str | None = None,
+    cpu_device_type: Any = None,
+    paired: bool = False,
+    record_events: bool = False,
+) -> Attribution:
     """Attribute the events of one profile (``prof.events()``).
 
     ``labels``: label names the harness opened; ``region_fallback``: the label a
@@ -164,8 +176,7 @@ def attribute(events: Iterable[Any], labels: dict, device_clock: bool,
     out = Attribution(steps=len(indices))
     out.paired_steps = len(indices) - mismatched if paired else 0
     out.mismatched_steps = mismatched
-    walk = _Walk(out, kinds, labels, device_clock, region_fallback, record_events,
-                 forests.main_thread)
+    walk = _Walk(out, kinds, labels, device_clock, region_fallback, record_events, forests.main_thread)
     threads: set[Any] = set()
     for step, i in enumerate(indices):
         forest = forests.forest(i)
@@ -180,8 +191,16 @@ def attribute(events: Iterable[Any], labels: dict, device_clock: bool,
 class _Walk:
     """The attribution pass proper (``attribute`` picks the forests it walks)."""
 
-    def __init__(self, out: Attribution, kinds: dict, labels: dict, device_clock: bool,
-                 region_fallback: str | None, record_events: bool, main_thread: Any):
+    def __init__(
+        self,
+        out: Attribution,
+        kinds: dict,
+        labels: dict,
+        device_clock: bool,
+        region_fallback: str | None,
+        record_events: bool,
+        main_thread: Any,
+    ):
         self.out, self.kinds, self.labels = out, kinds, labels
         self.device_clock = device_clock
         self.region_fallback = region_fallback
@@ -234,8 +253,7 @@ class _Walk:
                 elapsed = tr.end - tr.start
                 if ctx.bw_depth < 0 or len(chain) > ctx.bw_depth:
                     key = chain[-1] if chain else (self.region_fallback if kind == REGION else None)
-                    phase = FWD if ctx.bw_depth < 0 else (
-                        RECOMPUTE if e.sequence_nr >= 0 else BWD)
+                    phase = FWD if ctx.bw_depth < 0 else (RECOMPUTE if e.sequence_nr >= 0 else BWD)
                     node = "" if phase != BWD else ctx.node
                     if owner is not None and owner.key == key and owner.step == step:
                         tot = owner.labels
@@ -332,7 +350,7 @@ class _Walk:
         """The context under a backward range: the forward line its node belongs to."""
         out = self.out
         out.backward_nodes += 1
-        node = e.name[len(BACKWARD_PREFIX):]
+        node = e.name[len(BACKWARD_PREFIX) :]
         found = self.forward.get((e.sequence_nr, e.fwd_thread))
         if found is not None:
             key, labels = found

@@ -20,8 +20,18 @@ from .figures import lines_and_ops, optimizers
 
 SCHEMA_VERSION = 2  # result.SCHEMA_VERSION (a test keeps the two equal)
 
-__all__ = ["SCHEMA_VERSION", "Profiled", "SourceText", "batch_document", "document",
-           "lines_and_ops", "merge_windows", "result_document", "totals", "trace_offset_us"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Profiled",
+    "SourceText",
+    "batch_document",
+    "document",
+    "lines_and_ops",
+    "merge_windows",
+    "result_document",
+    "totals",
+    "trace_offset_us",
+]
 
 
 def merge_windows(windows: list[list[float]], offset: float) -> list[dict]:
@@ -32,8 +42,7 @@ def merge_windows(windows: list[list[float]], offset: float) -> list[dict]:
             merged[-1][1] = max(merged[-1][1], end)
         else:
             merged.append([start, end])
-    return [{"start_us": round(s + offset, 3), "dur_us": round(e - s, 3)}
-            for s, e in merged[:MAX_WINDOWS]]
+    return [{"start_us": round(s + offset, 3), "dur_us": round(e - s, 3)} for s, e in merged[:MAX_WINDOWS]]
 
 
 class SourceText:
@@ -99,10 +108,26 @@ class Profiled:
     labelled_calls: int = 1
 
 
-def document(*, run_id: str, batch_id: str, host: str, backend: str, clock: str,
-             environment: dict, function: dict, totals: dict, ops: list, lines: list,
-             regions: list, unattributed_us: float, artifacts: dict, timeline: list,
-             signals: dict, output: dict, **more: Any) -> dict:
+def document(
+    *,
+    run_id: str,
+    batch_id: str,
+    host: str,
+    backend: str,
+    clock: str,
+    environment: dict,
+    function: dict,
+    totals: dict,
+    ops: list,
+    lines: list,
+    regions: list,
+    unattributed_us: float,
+    artifacts: dict,
+    timeline: list,
+    signals: dict,
+    output: dict,
+    **more: Any,
+) -> dict:
     """The result document every backend writes (torch.profiler here, torch-xla in
     ``xla.py``); ``more``: backend-specific top-level fields (``optimizers``)."""
     doc = {
@@ -131,19 +156,30 @@ def document(*, run_id: str, batch_id: str, host: str, backend: str, clock: str,
     return doc
 
 
-def totals(*, self_time_us: float, self_cpu_us: float, wall_us: list[float], steps: int,
-           per_step: list[float], dispatches: float, **split: float) -> dict:
+def totals(
+    *,
+    self_time_us: float,
+    self_cpu_us: float,
+    wall_us: list[float],
+    steps: int,
+    per_step: list[float],
+    dispatches: float,
+    **split: float,
+) -> dict:
     """``Result.totals``: per-step figures, their spread, the unprofiled wall time;
     ``split``: forward/backward/optimizer/recompute where the backend tells them apart."""
     wall = sorted(wall_us)
     return {
-        "self_time_us": self_time_us, "self_cpu_us": self_cpu_us,
+        "self_time_us": self_time_us,
+        "self_cpu_us": self_cpu_us,
         "wall_us_median": statistics.median(wall) if wall else None,
-        "wall_us_min": wall[0] if wall else None, "wall_us_max": wall[-1] if wall else None,
+        "wall_us_min": wall[0] if wall else None,
+        "wall_us_max": wall[-1] if wall else None,
         "steps": steps,
         "self_time_us_min": min(per_step) if per_step else 0.0,
         "self_time_us_max": max(per_step) if per_step else 0.0,
-        "dispatches": dispatches, "per_step_self_time_us": per_step,
+        "dispatches": dispatches,
+        "per_step_self_time_us": per_step,
         **split,
     }
 
@@ -156,21 +192,35 @@ def result_document(p: Profiled) -> dict:
     signals["h2d_copies"] = _h2d(att, labels, p.h2d_calls, p.labelled_calls)
     signals["h2d_copy_lines"] = [{"file": h["file"], "line": h["line"]} for h in signals["h2d_copies"]]
     return document(
-        run_id=p.run_id, batch_id=p.batch_id, host=p.host, backend=p.backend, clock=p.clock,
-        environment=p.environment, function=p.function,
+        run_id=p.run_id,
+        batch_id=p.batch_id,
+        host=p.host,
+        backend=p.backend,
+        clock=p.clock,
+        environment=p.environment,
+        function=p.function,
         totals=totals(
-            self_time_us=figures["self_time_us"], self_cpu_us=figures["self_cpu_us"],
-            wall_us=p.wall_us, steps=att.steps, per_step=figures["per_step"],
+            self_time_us=figures["self_time_us"],
+            self_cpu_us=figures["self_cpu_us"],
+            wall_us=p.wall_us,
+            steps=att.steps,
+            per_step=figures["per_step"],
             dispatches=figures["dispatches"],
             forward_time_us=figures["forward_time_us"],
             backward_time_us=figures["backward_time_us"],
             optimizer_time_us=figures["optimizer_time_us"],
-            recompute_time_us=figures["recompute_time_us"]),
-        ops=figures["ops"], lines=figures["lines"],
+            recompute_time_us=figures["recompute_time_us"],
+        ),
+        ops=figures["ops"],
+        lines=figures["lines"],
         regions=_regions(att, labels, fallback, p.covered),
-        unattributed_us=figures["unattributed_us"], artifacts=p.artifacts,
-        timeline=_timeline(att, labels, p.offset_us), signals=signals, output=p.output,
-        optimizers=optimizers(att, labels, fallback))
+        unattributed_us=figures["unattributed_us"],
+        artifacts=p.artifacts,
+        timeline=_timeline(att, labels, p.offset_us),
+        signals=signals,
+        output=p.output,
+        optimizers=optimizers(att, labels, fallback),
+    )
 
 
 def batch_document(batch_id: str, results: list[dict]) -> dict:
@@ -183,12 +233,17 @@ def _regions(att: Attribution, labels: dict, fallback: tuple[str, int], covered:
     for (region, key), (calls, t) in sorted(att.regions.items(), key=lambda kv: -kv[1][1]):
         file, line = labels[key][:2] if key in labels else fallback
         graph = (covered(region) if covered else None) or {}
-        out.append({
-            "name": region, "file": file, "line": line,
-            "self_time_us": t / n, "calls": calls / n,
-            "covered_lines": [{"file": f, "line": ln} for f, ln in graph.get("lines", [])],
-            "fx_nodes": graph.get("nodes", 0),
-        })
+        out.append(
+            {
+                "name": region,
+                "file": file,
+                "line": line,
+                "self_time_us": t / n,
+                "calls": calls / n,
+                "covered_lines": [{"file": f, "line": ln} for f, ln in graph.get("lines", [])],
+                "fx_nodes": graph.get("nodes", 0),
+            }
+        )
     return out
 
 
@@ -215,6 +270,12 @@ def _h2d(att: Attribution, labels: dict, calls: dict, labelled_calls: int) -> li
     out = []
     for key, n in sorted(calls.items()):
         file, line, _fn = labels[key]
-        out.append({"file": file, "line": line, "calls": n / max(labelled_calls, 1),
-                    "self_time_us": copy_time.get(key, 0.0) / max(att.steps, 1)})
+        out.append(
+            {
+                "file": file,
+                "line": line,
+                "calls": n / max(labelled_calls, 1),
+                "self_time_us": copy_time.get(key, 0.0) / max(att.steps, 1),
+            }
+        )
     return out

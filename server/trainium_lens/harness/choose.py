@@ -42,9 +42,11 @@ def choose(torch: Any, requested: str) -> Backend:
         if torch.cuda.is_available():
             backend = CudaBackend(torch)
         elif requested == "cuda":
-            raise HarnessError("backend_unavailable",
-                               "backend cuda is not available here: torch.cuda.is_available() is "
-                               f"False (torch {torch.__version__})")
+            raise HarnessError(
+                "backend_unavailable",
+                "backend cuda is not available here: torch.cuda.is_available() is "
+                f"False (torch {torch.__version__})",
+            )
     backend = backend or CpuBackend(torch)
     backend.notes = notes
     if notes:

@@ -44,10 +44,22 @@ HANG_NOTE_S = float(os.environ.get("TRAINIUM_LENS_HANG_NOTE_S", "3"))
 #: The op-like range around a synchronous collective (the wait for the others).
 WAIT_OP = "c10d::wait"
 #: ``torch.distributed`` functions whose synchronous form waits for every rank.
-COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
-               "reduce_scatter_tensor", "broadcast", "barrier", "reduce", "all_to_all",
-               "all_to_all_single", "gather", "scatter", "all_gather_object",
-               "broadcast_object_list")
+COLLECTIVES = (
+    "all_reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "broadcast",
+    "barrier",
+    "reduce",
+    "all_to_all",
+    "all_to_all_single",
+    "gather",
+    "scatter",
+    "all_gather_object",
+    "broadcast_object_list",
+)
 PG_BACKENDS = {"cpu": "gloo", "cuda": "nccl", "neuron": "neuron"}
 
 
@@ -175,8 +187,7 @@ def init(torch: Any, backend_name: str, labeler_ref: Callable[[], Any], events: 
     if not tdist.is_initialized():
         tdist.init_process_group(backend=pg)
     _wrap_collectives(torch, tdist, labeler_ref)
-    threading.Thread(target=_watchdog, args=(events,), name="lens-collective-watchdog",
-                     daemon=True).start()
+    threading.Thread(target=_watchdog, args=(events,), name="lens-collective-watchdog", daemon=True).start()
 
 
 def _wrap_collectives(torch: Any, tdist: Any, labeler_ref: Callable[[], Any]) -> None:
@@ -184,8 +195,7 @@ def _wrap_collectives(torch: Any, tdist: Any, labeler_ref: Callable[[], Any]) ->
     ``distributed_c10d`` a collective hands itself to the active torch-function
     mode (the line labeller) by its module-level name, and one collective may
     call another; those inner calls must reach torch's own functions."""
-    record = getattr(torch._C._profiler, "_RecordFunctionFast", None) \
-        or torch.profiler.record_function
+    record = getattr(torch._C._profiler, "_RecordFunctionFast", None) or torch.profiler.record_function
     for name in COLLECTIVES:
         original = getattr(tdist, name, None)
         if original is None or getattr(original, "_lens_wrapped", False):
@@ -198,8 +208,9 @@ def _labels_on(torch: Any, labeler: Any) -> bool:
     return any(torch._C._get_function_stack_at(i) is labeler.mode for i in range(depth))
 
 
-def _wrapper(name: str, original: Callable, record: Any, torch: Any,
-             labeler_ref: Callable[[], Any]) -> Callable:
+def _wrapper(
+    name: str, original: Callable, record: Any, torch: Any, labeler_ref: Callable[[], Any]
+) -> Callable:
     def collective(*args: Any, **kwargs: Any) -> Any:
         if kwargs.get("async_op"):
             return original(*args, **kwargs)  # its wait is the user's ``work.wait()``
@@ -240,9 +251,13 @@ def _watchdog(events: Any) -> None:
         waited = time.monotonic() - t0
         if waited >= HANG_NOTE_S:
             reported = call
-            events.stage("collective", None,
-                         f"rank {rank()} has waited {waited:.0f} s in {name} at {_short(where)}",
-                         collective=name, where=_short(where))
+            events.stage(
+                "collective",
+                None,
+                f"rank {rank()} has waited {waited:.0f} s in {name} at {_short(where)}",
+                collective=name,
+                where=_short(where),
+            )
 
 
 def _short(where: str) -> str:

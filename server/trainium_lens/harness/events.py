@@ -24,8 +24,14 @@ class HarnessError(Exception):
     which extends this class): ``(kind, message, file, line, traceback)``.
     """
 
-    def __init__(self, kind: str, message: str, file: str | None = None,
-                 line: int | None = None, traceback: str | None = None):
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        file: str | None = None,
+        line: int | None = None,
+        traceback: str | None = None,
+    ):
         super().__init__(message)
         self.kind = kind
         self.message = message

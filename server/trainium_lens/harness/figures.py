@@ -52,8 +52,13 @@ def _line_ops(att: Attribution, n: int) -> dict[tuple[str, int], list[dict]]:
     for (key, op, phase, node), lo in att.line_ops.items():
         if key is None:
             continue
-        entry = {"name": op, "calls": lo.calls / n, "self_time_us": lo.self_time / n,
-                 "self_cpu_us": lo.cpu / n, "direct_calls": lo.direct / n}
+        entry = {
+            "name": op,
+            "calls": lo.calls / n,
+            "self_time_us": lo.self_time / n,
+            "self_cpu_us": lo.cpu / n,
+            "direct_calls": lo.direct / n,
+        }
         if phase == BWD:
             entry["node"] = node
         order = (0, lo.order) if lo.direct and phase != BWD else (1, -lo.self_time)
@@ -76,30 +81,50 @@ def lines_and_ops(att: Attribution, labels: dict, source: Any) -> dict:
         lo, hi, med = self_s.spread(key, FWD)
         blo, bhi, bmed = self_s.spread(key, BWD)
         # Backward ops merged over the nodes that ran them (the hover names the nodes).
-        lines.append({
-            "file": file, "line": line,
-            "self_time_us": self_s.get(key, FWD) / n,
-            "total_time_us": total_s.get(key, FWD) / n,
-            "self_cpu_us": cpu_s.get(key, FWD) / n,
-            "calls": att.line_calls.get(key, 0) / n,
-            "self_time_us_min": lo, "self_time_us_max": hi, "self_time_us_median": med,
-            "text": source.line(file, line), "function": function,
-            "ops": per_line_ops.get((key, FWD), []),
-            "backward_self_time_us": self_s.get(key, BWD) / n,
-            "backward_total_time_us": total_s.get(key, BWD) / n,
-            "backward_self_cpu_us": cpu_s.get(key, BWD) / n,
-            "backward_self_time_us_min": blo, "backward_self_time_us_max": bhi,
-            "backward_self_time_us_median": bmed,
-            "backward_ops": per_line_ops.get((key, BWD), []),
-            "recompute_time_us": self_s.get(key, RECOMPUTE) / n,
-            "recompute_ops": per_line_ops.get((key, RECOMPUTE), []),
-        })
-    lines.sort(key=lambda s: (-(s["self_time_us"] + s["backward_self_time_us"]),
-                              -s["total_time_us"], s["file"], s["line"]))
-    ops = [{"name": name, "calls": f.calls / n, "self_time_us": f.self_time / n,
-            "total_time_us": f.total_time / n, "self_cpu_us": f.cpu / n,
-            "device_time_us": f.device / n}
-           for name, f in att.ops.items()]
+        lines.append(
+            {
+                "file": file,
+                "line": line,
+                "self_time_us": self_s.get(key, FWD) / n,
+                "total_time_us": total_s.get(key, FWD) / n,
+                "self_cpu_us": cpu_s.get(key, FWD) / n,
+                "calls": att.line_calls.get(key, 0) / n,
+                "self_time_us_min": lo,
+                "self_time_us_max": hi,
+                "self_time_us_median": med,
+                "text": source.line(file, line),
+                "function": function,
+                "ops": per_line_ops.get((key, FWD), []),
+                "backward_self_time_us": self_s.get(key, BWD) / n,
+                "backward_total_time_us": total_s.get(key, BWD) / n,
+                "backward_self_cpu_us": cpu_s.get(key, BWD) / n,
+                "backward_self_time_us_min": blo,
+                "backward_self_time_us_max": bhi,
+                "backward_self_time_us_median": bmed,
+                "backward_ops": per_line_ops.get((key, BWD), []),
+                "recompute_time_us": self_s.get(key, RECOMPUTE) / n,
+                "recompute_ops": per_line_ops.get((key, RECOMPUTE), []),
+            }
+        )
+    lines.sort(
+        key=lambda s: (
+            -(s["self_time_us"] + s["backward_self_time_us"]),
+            -s["total_time_us"],
+            s["file"],
+            s["line"],
+        )
+    )
+    ops = [
+        {
+            "name": name,
+            "calls": f.calls / n,
+            "self_time_us": f.self_time / n,
+            "total_time_us": f.total_time / n,
+            "self_cpu_us": f.cpu / n,
+            "device_time_us": f.device / n,
+        }
+        for name, f in att.ops.items()
+    ]
     ops.sort(key=lambda o: (-o["self_time_us"], o["name"]))
     per_step = [0.0] * att.steps
     phases = [0.0, 0.0, 0.0, 0.0]
@@ -129,7 +154,16 @@ def optimizers(att: Attribution, labels: dict, fallback: tuple[str, int]) -> lis
     out = []
     for name, f in att.optimizers.items():
         file, line = labels[f.key][:2] if f.key in labels else fallback
-        out.append({"name": name, "file": file, "line": line, "calls": f.calls / n,
-                    "ops": f.ops / n, "fused_ops": f.fused_ops / n, "self_time_us": f.self_time / n})
+        out.append(
+            {
+                "name": name,
+                "file": file,
+                "line": line,
+                "calls": f.calls / n,
+                "ops": f.ops / n,
+                "fused_ops": f.fused_ops / n,
+                "self_time_us": f.self_time / n,
+            }
+        )
     out.sort(key=lambda o: (o["file"], o["line"], o["name"]))
     return out

@@ -33,18 +33,18 @@ def _plain(value: Any) -> bool:
         return True
     hook = getattr(kind, "__torch_function__", None)
     return hook is None or getattr(hook, "__func__", hook) in (
-        torch._C._disabled_torch_function_impl, getattr(torch.Tensor.__torch_function__, "__func__", None))
+        torch._C._disabled_torch_function_impl,
+        getattr(torch.Tensor.__torch_function__, "__func__", None),
+    )
 
 
 class _Checks:
     def __init__(self, mode: Any):
         self.mode = mode
-        self.originals: dict[str, Callable] = {
-            name: getattr(torch.overrides, name) for name in _NAMES}
+        self.originals: dict[str, Callable] = {name: getattr(torch.overrides, name) for name in _NAMES}
 
     def only_ours(self) -> bool:
-        return (torch._C._len_torch_function_stack() == 1
-                and torch._C._get_function_stack_at(0) is self.mode)
+        return torch._C._len_torch_function_stack() == 1 and torch._C._get_function_stack_at(0) is self.mode
 
     def make(self, name: str) -> Callable:
         original = self.originals[name]
@@ -52,16 +52,20 @@ class _Checks:
 
         check: Callable
         if name == "has_torch_function":
+
             def check_iterable(relevant):
                 if only_ours() and all(_plain(v) for v in relevant):
                     return False
                 return original(relevant)
+
             check = check_iterable
         else:
+
             def check_args(*relevant):
                 if only_ours() and all(_plain(v) for v in relevant):
                     return False
                 return original(*relevant)
+
             check = check_args
         check.__name__ = name
         check._trainium_lens = True  # type: ignore[attr-defined]

@@ -58,15 +58,26 @@ def nproc_for(spec: Any, chosen: list) -> int:
         if raw is None:
             continue
         if not raw.isdigit() or int(raw) < 1:
-            raise HarnessError("parse", f"marker of {m.name}: nproc must be a positive integer, "
-                               f"got {raw!r}", spec.file, m.marker_line)
+            raise HarnessError(
+                "parse",
+                f"marker of {m.name}: nproc must be a positive integer, got {raw!r}",
+                spec.file,
+                m.marker_line,
+            )
         values.append(int(raw))
     return max(values)
 
 
 def torchrun_argv(python: str, nproc: int) -> list[str]:
-    return [python, "-m", "torch.distributed.run", "--standalone",
-            f"--nproc-per-node={nproc}", "-m", "trainium_lens.harness"]
+    return [
+        python,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        "-m",
+        "trainium_lens.harness",
+    ]
 
 
 def _write_json(path: str, data: Any) -> None:
@@ -100,8 +111,13 @@ def run(spec: Any, events: Any, spec_text: str, nproc: int) -> int:
     env["PYTHONUNBUFFERED"] = "1"
     events.stage("launch", None, f"starting {nproc} ranks under torchrun")
     try:
-        proc = subprocess.Popen(torchrun_argv(sys.executable, nproc), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        proc = subprocess.Popen(
+            torchrun_argv(sys.executable, nproc),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
     except OSError as exc:
         raise HarnessError("backend_unavailable", f"cannot start torchrun: {exc}") from None
     tail: collections.deque[str] = collections.deque(maxlen=40)
@@ -141,13 +157,17 @@ def run(spec: Any, events: Any, spec_text: str, nproc: int) -> int:
         if root is not None:  # a rank died without a word and the agent stopped the rest
             rank, status = root
             raise HarnessError(
-                "user_code", f"rank {rank} exited during the run without an error (exit status "
+                "user_code",
+                f"rank {rank} exited during the run without an error (exit status "
                 f"{status}: killed, out of memory, or a crash); torchrun stopped rank(s) "
-                f"{', '.join(k for k in missing if k != str(rank)) or '-'}")
+                f"{', '.join(k for k in missing if k != str(rank)) or '-'}",
+            )
         last = next((ln for ln in reversed(tail) if ln.strip()), "")
         raise HarnessError(
-            "internal", f"torchrun ended (exit status {code}) before rank(s) {', '.join(missing)} "
-            f"reported a result" + (f": {last.strip()[:300]}" if last else ""))
+            "internal",
+            f"torchrun ended (exit status {code}) before rank(s) {', '.join(missing)} "
+            f"reported a result" + (f": {last.strip()[:300]}" if last else ""),
+        )
     finally:
         _stop(proc)
 
@@ -184,8 +204,11 @@ def _blame_the_dead(event: dict, pids: dict[int, int]) -> dict:
     if not dead:
         return event
     which = ", ".join(str(r) for r in dead)
-    return {**event, "message": f"rank {which} exited during the run without an error "
-                                f"(killed, out of memory, or a crash); then {event.get('message')}"}
+    return {
+        **event,
+        "message": f"rank {which} exited during the run without an error "
+        f"(killed, out of memory, or a crash); then {event.get('message')}",
+    }
 
 
 _ROOT_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)")
@@ -244,14 +267,15 @@ def _gather(spec: Any, paths: dict[int, str], nproc: int) -> str:
             with open(path, encoding="utf-8") as handle:
                 batch = json.load(handle)
         except (OSError, ValueError) as exc:
-            raise HarnessError("internal", f"rank {rank}: cannot read its batch {path}: {exc}") \
-                from None
-        rank_batches.append({"rank": rank, "run_dir": os.path.dirname(os.path.abspath(path)),
-                             "batch": batch})
-    document = {"schema_version": rank_batches[0]["batch"].get("schema_version", 1),
-                "batch_id": spec.batch_id, "world_size": nproc,
-                "results": rank_batches[0]["batch"].get("results", []),
-                "rank_batches": rank_batches}
+            raise HarnessError("internal", f"rank {rank}: cannot read its batch {path}: {exc}") from None
+        rank_batches.append({"rank": rank, "run_dir": os.path.dirname(os.path.abspath(path)), "batch": batch})
+    document = {
+        "schema_version": rank_batches[0]["batch"].get("schema_version", 1),
+        "batch_id": spec.batch_id,
+        "world_size": nproc,
+        "results": rank_batches[0]["batch"].get("results", []),
+        "rank_batches": rank_batches,
+    }
     out = os.path.join(spec.run_dir, "batch.json")
     _write_json(out, document)
     return os.path.abspath(out)

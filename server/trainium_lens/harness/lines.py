@@ -29,18 +29,48 @@ from .labels import format_label
 from .loader import UserCode
 
 # the cheap C++ range (what FX graphs use); the public one on torch builds without it
-_RecordFunction = getattr(torch._C._profiler, "_RecordFunctionFast", None) \
-    or torch.profiler.record_function
+_RecordFunction = getattr(torch._C._profiler, "_RecordFunctionFast", None) or torch.profiler.record_function
 
 # Torch calls that only read metadata: labelling them would add empty ranges.
 # (Not ``__bool__``/``item``: those dispatch ops and synchronize.)
-_SKIP = frozenset({"size", "dim", "numel", "stride", "is_contiguous", "data_ptr",
-                   "element_size", "__len__", "__repr__", "__format__", "__hash__",
-                   "ndimension", "nelement"})
+_SKIP = frozenset(
+    {
+        "size",
+        "dim",
+        "numel",
+        "stride",
+        "is_contiguous",
+        "data_ptr",
+        "element_size",
+        "__len__",
+        "__repr__",
+        "__format__",
+        "__hash__",
+        "ndimension",
+        "nelement",
+    }
+)
 # Properties read through ``__get__`` that dispatch nothing (``.T``, ``.mT`` do).
-_SKIP_PROPERTIES = frozenset({"shape", "dtype", "device", "requires_grad", "is_cuda", "ndim",
-                              "grad_fn", "layout", "is_leaf", "names", "grad", "is_sparse",
-                              "is_quantized", "is_meta", "itemsize", "nbytes"})
+_SKIP_PROPERTIES = frozenset(
+    {
+        "shape",
+        "dtype",
+        "device",
+        "requires_grad",
+        "is_cuda",
+        "ndim",
+        "grad_fn",
+        "layout",
+        "is_leaf",
+        "names",
+        "grad",
+        "is_sparse",
+        "is_quantized",
+        "is_meta",
+        "itemsize",
+        "nbytes",
+    }
+)
 
 
 class LineLabeler:
@@ -121,8 +151,10 @@ class _LineMode(TorchFunctionMode):
         if kwargs is None:
             kwargs = {}
         fname = getattr(func, "__name__", "")
-        if fname in _SKIP or (fname == "__get__" and getattr(
-                getattr(func, "__self__", None), "__name__", "") in _SKIP_PROPERTIES):
+        if fname in _SKIP or (
+            fname == "__get__"
+            and getattr(getattr(func, "__self__", None), "__name__", "") in _SKIP_PROPERTIES
+        ):
             return func(*args, **kwargs)
         names = self.labeler.chain(sys._getframe(1))
         if not names:

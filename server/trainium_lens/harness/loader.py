@@ -66,8 +66,9 @@ class UserCode:
                     self._files[filename] = rel
                     return rel
             parts = path.split(os.sep)
-            library = ("site-packages" in parts or "dist-packages" in parts
-                       or path.startswith(_HARNESS_DIR + os.sep))
+            library = (
+                "site-packages" in parts or "dist-packages" in parts or path.startswith(_HARNESS_DIR + os.sep)
+            )
             if not library and path.startswith(self.root + os.sep):
                 rel = os.path.relpath(path, self.root).replace(os.sep, "/")
                 if rel.startswith(".venv/") or "/.venv/" in rel:
@@ -214,15 +215,17 @@ def resolve_include(name: str) -> tuple[str, str] | None:
     return location, root
 
 
-def call_inputs(module: ModuleType, name: str, rel_file: str, for_fn: str,
-                user: UserCode, device: Any = None) -> tuple[tuple, dict]:
+def call_inputs(
+    module: ModuleType, name: str, rel_file: str, for_fn: str, user: UserCode, device: Any = None
+) -> tuple[tuple, dict]:
     """Run the ``inputs=`` function: a tuple is positional args, a dict keyword args.
     A function with a ``device`` parameter gets the backend's device (it may
     build its tensors and model there); it may require no other parameter."""
     make = getattr(module, name, None)
     if not callable(make):
-        raise HarnessError("inputs", f"inputs={name} (for {for_fn}) names no function in {rel_file}",
-                           rel_file, None)
+        raise HarnessError(
+            "inputs", f"inputs={name} (for {for_fn}) names no function in {rel_file}", rel_file, None
+        )
     takes_device = _takes_device(make)
     other = [p for p in required_params(make) if p not in ("device", "rank", "world_size")]
     if other:
@@ -230,10 +233,14 @@ def call_inputs(module: ModuleType, name: str, rel_file: str, for_fn: str,
         file = user.code_rel(code) if code is not None else None
         line = code.co_firstlineno if code is not None else None
         where = f"{file}:{line}: " if file else ""
-        raise HarnessError("inputs", f"{where}inputs function {name}() needs "
-                           f"{', '.join(other)}: it may take only `device` (the backend's device), "
-                           f"`rank` and `world_size`",
-                           file or rel_file, line)
+        raise HarnessError(
+            "inputs",
+            f"{where}inputs function {name}() needs "
+            f"{', '.join(other)}: it may take only `device` (the backend's device), "
+            f"`rank` and `world_size`",
+            file or rel_file,
+            line,
+        )
     try:
         extra = inputs_kwargs(make)  # rank/world_size when it declares them (torchrun jobs)
         value = make(device=device, **extra) if takes_device else make(**extra)
@@ -243,11 +250,15 @@ def call_inputs(module: ModuleType, name: str, rel_file: str, for_fn: str,
         return value, {}
     if isinstance(value, dict):
         if not all(isinstance(k, str) for k in value):
-            raise HarnessError("inputs", f"{name}() returned a dict with non-string keys",
-                               rel_file, None)
+            raise HarnessError("inputs", f"{name}() returned a dict with non-string keys", rel_file, None)
         return (), dict(value)
-    raise HarnessError("inputs", f"{name}() must return a tuple (positional arguments) or a "
-                       f"dict (keyword arguments), got {type(value).__name__}", rel_file, None)
+    raise HarnessError(
+        "inputs",
+        f"{name}() must return a tuple (positional arguments) or a "
+        f"dict (keyword arguments), got {type(value).__name__}",
+        rel_file,
+        None,
+    )
 
 
 def required_params(fn: Callable[..., Any]) -> list[str]:
@@ -257,9 +268,11 @@ def required_params(fn: Callable[..., Any]) -> list[str]:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return []
-    return [p.name for p in sig.parameters.values()
-            if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD,
-                                                   p.KEYWORD_ONLY)]
+    return [
+        p.name
+        for p in sig.parameters.values()
+        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
 
 
 def _takes_device(fn: Callable[..., Any]) -> bool:

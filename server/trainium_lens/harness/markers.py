@@ -90,13 +90,15 @@ def find_marked(source: str) -> list[Marked]:
         if hit is None:
             continue
         marker_line, match = hit
-        found.append(Marked(
-            name=name,
-            def_line=node.lineno,
-            marker_line=marker_line,
-            end_line=getattr(node, "end_lineno", None) or node.lineno,
-            options=parse_options(match.group("rest")),
-        ))
+        found.append(
+            Marked(
+                name=name,
+                def_line=node.lineno,
+                marker_line=marker_line,
+                end_line=getattr(node, "end_lineno", None) or node.lineno,
+                options=parse_options(match.group("rest")),
+            )
+        )
     return found
 
 

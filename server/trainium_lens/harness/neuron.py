@@ -34,6 +34,7 @@ INSPECT_ENV = "NEURON_RT_INSPECT_ENABLE"
 
 # -- pure helpers -------------------------------------------------------------
 
+
 def accepted_kwargs(fn: Callable[..., Any], wanted: dict, optional: tuple[str, ...]) -> tuple[dict, list]:
     """Keep ``optional`` keys only if ``fn``'s signature names them.
 
@@ -93,8 +94,9 @@ def inspect_clash(environ: dict) -> bool:
 
 # -- detection -----------------------------------------------------------------
 
+
 def flavour(torch: Any) -> str | None:
-    """"native" (TorchNeuron: device ``neuron`` through PrivateUse1), "xla" (the
+    """ "native" (TorchNeuron: device ``neuron`` through PrivateUse1), "xla" (the
     older torch-neuronx on Trn1, built on torch-xla), or None (not installed)."""
     if importlib.util.find_spec("torch_neuronx") is None:
         return None
@@ -119,8 +121,10 @@ def unavailable_reason(torch: Any) -> str | None:
         return "torch_neuronx is not installed (it ships with the Neuron DLAMI / AWS pip index)"
     kind = flavour(torch)
     if kind == "xla":
-        return ("torch-neuronx here is the XLA flavour (Trn1); per-op device profiling with "
-                "torch.profiler needs TorchNeuron (Trn2/Trn3); here use --backend xla (HLO-level time)")
+        return (
+            "torch-neuronx here is the XLA flavour (Trn1); per-op device profiling with "
+            "torch.profiler needs TorchNeuron (Trn2/Trn3); here use --backend xla (HLO-level time)"
+        )
     if kind != "native":
         return "torch_neuronx imported but registered no 'neuron' device"
     mod = getattr(torch, "neuron", None)
@@ -133,6 +137,7 @@ def unavailable_reason(torch: Any) -> str | None:
 
 
 # -- the backend ------------------------------------------------------------------
+
 
 class _Capture(logging.Handler):
     def __init__(self, sink: list[str]):
@@ -207,12 +212,15 @@ class NeuronBackend(Backend):
             warnings.showwarning = self._showwarning
             self._showwarning = None
         ops = fallback_ops(self.messages)
-        notes = [f"NeuronConfig here does not take {k}; device time may be missing from "
-                 f"key_averages()" for k in self.dropped]
+        notes = [
+            f"NeuronConfig here does not take {k}; device time may be missing from key_averages()"
+            for k in self.dropped
+        ]
         clash = inspect_clash(dict(os.environ))
         if clash:
-            notes.append(f"{INSPECT_ENV}=1 is set: it conflicts with torch.profiler on Neuron "
-                         f"(unset it for profiling)")
+            notes.append(
+                f"{INSPECT_ENV}=1 is set: it conflicts with torch.profiler on Neuron (unset it for profiling)"
+            )
         return {
             "cpu_fallback_ops": ops,
             "neuron_rt_inspect_clash": clash,
@@ -225,8 +233,9 @@ class NeuronBackend(Backend):
         files: list[str] = []
         if self.profile_dir and os.path.isdir(self.profile_dir):
             for folder, _dirs, names in os.walk(self.profile_dir):
-                files.extend(os.path.join(folder, n) for n in names
-                             if n.endswith(".neff") or n.endswith(".ntff"))
+                files.extend(
+                    os.path.join(folder, n) for n in names if n.endswith(".neff") or n.endswith(".ntff")
+                )
         return {"neuron_profile_dir": self.profile_dir, "neff_ntff": pair_neff_ntff(files)}
 
     def environment(self) -> dict:

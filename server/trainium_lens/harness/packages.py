@@ -18,9 +18,13 @@ def check_misplaced(source: str, spec: Spec, rel_file: str) -> None:
     for marker_line, name, end_line in misplaced_markers(source):
         if spec.line is None or marker_line <= spec.line <= end_line:
             raise HarnessError(
-                "parse", f"{rel_file}:{marker_line}: the marker is above {name}(), a nested "
+                "parse",
+                f"{rel_file}:{marker_line}: the marker is above {name}(), a nested "
                 f"function: only module-level functions and methods of module-level classes "
-                f"can be profiled (move it to module level)", rel_file, marker_line)
+                f"can be profiled (move it to module level)",
+                rel_file,
+                marker_line,
+            )
 
 
 def resolve_includes(spec: Spec, chosen: list[Marked], rel_file: str) -> list[tuple[str, str]]:
@@ -34,10 +38,15 @@ def resolve_includes(spec: Spec, chosen: list[Marked], rel_file: str) -> list[tu
         found = resolve_include(name)
         if found is None:
             if source is None:
-                raise HarnessError("spec", f"--include {name}: no installed package or module "
-                                   f"of that name for this Python")
-            raise HarnessError("parse", f"{rel_file}:{source.marker_line}: include={name} names no "
-                               f"installed package or module", rel_file, source.marker_line)
+                raise HarnessError(
+                    "spec", f"--include {name}: no installed package or module of that name for this Python"
+                )
+            raise HarnessError(
+                "parse",
+                f"{rel_file}:{source.marker_line}: include={name} names no installed package or module",
+                rel_file,
+                source.marker_line,
+            )
         if found not in out:
             out.append(found)
     return out

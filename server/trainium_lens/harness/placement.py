@@ -25,8 +25,22 @@ from typing import Any
 import torch
 
 # Types whose insides are never walked (no tensors worth moving, or not ours to move).
-_ATOMS = (str, bytes, int, float, complex, bool, type(None), type, torch.device, torch.dtype,
-          types.ModuleType, types.FunctionType, types.MethodType, types.BuiltinFunctionType)
+_ATOMS = (
+    str,
+    bytes,
+    int,
+    float,
+    complex,
+    bool,
+    type(None),
+    type,
+    torch.device,
+    torch.dtype,
+    types.ModuleType,
+    types.FunctionType,
+    types.MethodType,
+    types.BuiltinFunctionType,
+)
 
 
 def to_device(value: Any, device: Any) -> Any:
@@ -58,8 +72,11 @@ class _Mover:
         if isinstance(value, torch.Tensor):
             if self._on_device(value):
                 return value
-            out = value.detach().to(self.device) if isinstance(value, torch.nn.Parameter) else \
-                value.to(self.device)
+            out = (
+                value.detach().to(self.device)
+                if isinstance(value, torch.nn.Parameter)
+                else value.to(self.device)
+            )
             if isinstance(value, torch.nn.Parameter):
                 return torch.nn.Parameter(out, requires_grad=value.requires_grad)
             return out

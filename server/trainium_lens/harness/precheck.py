@@ -31,7 +31,7 @@ def _top_level_names(tree: ast.Module) -> set[str] | None:
 def _required(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     args = fn.args
     positional = args.posonlyargs + args.args
-    required = [a.arg for a in positional[:len(positional) - len(args.defaults)]]
+    required = [a.arg for a in positional[: len(positional) - len(args.defaults)]]
     required += [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is None]
     return required
 
@@ -45,13 +45,20 @@ def check(source: str, chosen: list[Marked], rel_file: str) -> None:
         inputs = m.options.get("inputs")
         if inputs:
             if names is not None and inputs not in names:
-                raise HarnessError("inputs", f"inputs={inputs} (for {m.name}) names no function "
-                                   f"in {rel_file}", rel_file, m.marker_line)
+                raise HarnessError(
+                    "inputs",
+                    f"inputs={inputs} (for {m.name}) names no function in {rel_file}",
+                    rel_file,
+                    m.marker_line,
+                )
         elif node is not None and not node.decorator_list:
             missing = _required(node)
             if missing:
-                raise HarnessError("inputs", f"{m.name} needs arguments ({', '.join(missing)}): "
-                                   f"add inputs=NAME to its marker, naming a function that "
-                                   f"returns them as a tuple or dict"
-                                   + (" (the instance first)" if "." in m.name else ""),
-                                   rel_file, m.marker_line)
+                raise HarnessError(
+                    "inputs",
+                    f"{m.name} needs arguments ({', '.join(missing)}): "
+                    f"add inputs=NAME to its marker, naming a function that "
+                    f"returns them as a tuple or dict" + (" (the instance first)" if "." in m.name else ""),
+                    rel_file,
+                    m.marker_line,
+                )

@@ -34,8 +34,9 @@ def invoke(fn: Any, args: tuple, kwargs: dict) -> Any:
 class Session:
     """State shared by the functions of one batch."""
 
-    def __init__(self, spec: Spec, events: EventStream, backend: Any, module: Any,
-                 user: UserCode, rel_file: str):
+    def __init__(
+        self, spec: Spec, events: EventStream, backend: Any, module: Any, user: UserCode, rel_file: str
+    ):
         self.spec = spec
         self.events = events
         self.backend = backend
@@ -61,17 +62,26 @@ def marked_function(s: Session, marked: Marked) -> Any:
     """The marked function, looked up in the imported module (both backends)."""
     fn = resolve(s.module, marked.name)
     if not callable(fn):
-        raise HarnessError("unknown_function", f"{marked.name} is marked but is not a function at "
-                           f"import time", s.rel_file, marked.def_line)
+        raise HarnessError(
+            "unknown_function",
+            f"{marked.name} is marked but is not a function at import time",
+            s.rel_file,
+            marked.def_line,
+        )
     return fn
 
 
 def function_record(s: Session, marked: Marked, protocol: dict) -> dict:
     """The result's ``function`` block (both backends)."""
-    return {"file": s.rel_file, "name": marked.name, "line": marked.def_line,
-            "marker_line": marked.marker_line, "protocol": dict(protocol),
-            "inputs": marked.options.get("inputs") or None,
-            "compare": marked.options.get("compare") or None}
+    return {
+        "file": s.rel_file,
+        "name": marked.name,
+        "line": marked.def_line,
+        "marker_line": marked.marker_line,
+        "protocol": dict(protocol),
+        "inputs": marked.options.get("inputs") or None,
+        "compare": marked.options.get("compare") or None,
+    }
 
 
 def _inputs(s: Session, marked: Marked, fn: Any) -> tuple[tuple, dict]:
@@ -79,9 +89,14 @@ def _inputs(s: Session, marked: Marked, fn: Any) -> tuple[tuple, dict]:
     if not name:
         missing = required_params(fn)
         if missing:
-            raise HarnessError("inputs", f"{marked.name} needs arguments ({', '.join(missing)}): "
-                               f"add inputs=NAME to its marker, naming a function that returns "
-                               f"them as a tuple or dict", s.rel_file, marked.marker_line)
+            raise HarnessError(
+                "inputs",
+                f"{marked.name} needs arguments ({', '.join(missing)}): "
+                f"add inputs=NAME to its marker, naming a function that returns "
+                f"them as a tuple or dict",
+                s.rel_file,
+                marked.marker_line,
+            )
         return (), {}
     if name not in s.inputs:  # one call per inputs function: variants share their inputs
         torch.manual_seed(0)
@@ -150,17 +165,34 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
     signals = _signals(call, steps, compiles_from, device_reported, overhead)
     artifacts = {"location": s.spec.host, "run_dir": os.path.abspath(s.spec.run_dir), "trace": trace}
     artifacts.update(s.backend.artifacts(s.spec.run_dir))
-    doc = build.result_document(build.Profiled(
-        run_id=run_id, batch_id=s.spec.batch_id, host=s.spec.host, backend=s.backend.name,
-        clock=clock, environment=s.backend.environment(),
-        function=function_record(s, marked, protocol),
-        att=att, labels=s.labeler.labels, source=s.source, wall_us=wall, signals=signals,
-        artifacts=artifacts, output=_output(s, marked.name, first, variant_key(marked)),
-        offset_us=offset, covered=s.watch.covered, h2d_calls=steps.h2d_calls,
-        labelled_calls=steps.labelled_calls))
+    doc = build.result_document(
+        build.Profiled(
+            run_id=run_id,
+            batch_id=s.spec.batch_id,
+            host=s.spec.host,
+            backend=s.backend.name,
+            clock=clock,
+            environment=s.backend.environment(),
+            function=function_record(s, marked, protocol),
+            att=att,
+            labels=s.labeler.labels,
+            source=s.source,
+            wall_us=wall,
+            signals=signals,
+            artifacts=artifacts,
+            output=_output(s, marked.name, first, variant_key(marked)),
+            offset_us=offset,
+            covered=s.watch.covered,
+            h2d_calls=steps.h2d_calls,
+            labelled_calls=steps.labelled_calls,
+        )
+    )
     add_hits(doc["lines"], s.labeler.labels, steps.hits, steps.labelled_calls)  # hits.py
-    doc["library_files"] = [{"file": f, "path": p} for f, p in sorted(s.user.library_files.items())
-                            if any(line["file"] == f for line in doc["lines"])]
+    doc["library_files"] = [
+        {"file": f, "path": p}
+        for f, p in sorted(s.user.library_files.items())
+        if any(line["file"] == f for line in doc["lines"])
+    ]
     return doc
 
 
@@ -217,8 +249,7 @@ def _profiler_kwargs(s: Session, run_dir: str, run_id: str) -> dict:
     kwargs = dict(s.backend.profiler_kwargs(run_dir, run_id))
     if "experimental_config" not in kwargs:
         try:
-            kwargs["experimental_config"] = torch._C._profiler._ExperimentalConfig(
-                profile_all_threads=True)
+            kwargs["experimental_config"] = torch._C._profiler._ExperimentalConfig(profile_all_threads=True)
         except (TypeError, AttributeError):
             pass
     return kwargs
@@ -233,16 +264,20 @@ def _profile_steps(call: Call, protocol: dict, run_id: str) -> Steps:
     unwatched = protocol["wait"] + protocol["warmup"]
     active = protocol["active"] * (2 if paired else 1)
     total = unwatched + active
-    schedule = torch.profiler.schedule(wait=protocol["wait"], warmup=protocol["warmup"],
-                                       active=active, repeat=1)
+    schedule = torch.profiler.schedule(
+        wait=protocol["wait"], warmup=protocol["warmup"], active=active, repeat=1
+    )
     at_active = s.watch.counters()
     s.labeler.h2d.clear()
     s.labeler.hits.clear()
     labelled_calls = 0
     s.backend.start_capture()
     try:
-        with torch.profiler.profile(activities=s.backend.activities(), schedule=schedule,
-                                    **_profiler_kwargs(s, s.spec.run_dir, run_id)) as prof:
+        with torch.profiler.profile(
+            activities=s.backend.activities(),
+            schedule=schedule,
+            **_profiler_kwargs(s, s.spec.run_dir, run_id),
+        ) as prof:
             for step in range(total):
                 s.events.stage("profile", name, f"step {step + 1} of {total}", step=step + 1, of=total)
                 if step == unwatched:
@@ -255,8 +290,16 @@ def _profile_steps(call: Call, protocol: dict, run_id: str) -> Steps:
                 prof.step()
     finally:
         backend_signals = s.backend.stop_capture()
-    return Steps(prof, paired, labelled_calls, dict(s.labeler.h2d), backend_signals, at_active,
-                 s.watch.counters(), dict(s.labeler.hits.hits))
+    return Steps(
+        prof,
+        paired,
+        labelled_calls,
+        dict(s.labeler.h2d),
+        backend_signals,
+        at_active,
+        s.watch.counters(),
+        dict(s.labeler.hits.hits),
+    )
 
 
 def _attribute(call: Call, steps: Steps, marked: Marked) -> tuple[Any, str, bool]:
@@ -267,18 +310,23 @@ def _attribute(call: Call, steps: Steps, marked: Marked) -> tuple[Any, str, bool
     labels = s.labeler.labels
     def_label = s.labeler.label(s.rel_file, marked.def_line, name)
     device_clock = s.backend.device_clock
-    att = attribute(events, labels, device_clock, def_label, cpu_type, paired=steps.paired,
-                    record_events=True)
+    att = attribute(
+        events, labels, device_clock, def_label, cpu_type, paired=steps.paired, record_events=True
+    )
     clock, device_reported = s.backend.name, True
     if device_clock and not any(f.device > 0 for f in att.ops.values()):
         # no device time at all: say so and show CPU time under its own name
         device_reported, clock = False, "cpu"
         att = attribute(events, labels, False, def_label, cpu_type, record_events=True)
-        s.events.warning(f"{name}: the {s.backend.name} profiler reported no device time; "
-                         f"figures for this run are CPU time (clock: cpu)")
+        s.events.warning(
+            f"{name}: the {s.backend.name} profiler reported no device time; "
+            f"figures for this run are CPU time (clock: cpu)"
+        )
     if att.mismatched_steps:
-        s.events.warning(f"{name}: {att.mismatched_steps} of {att.steps} steps ran different ops "
-                         f"with and without line labels; their CPU times include the labels' overhead")
+        s.events.warning(
+            f"{name}: {att.mismatched_steps} of {att.steps} steps ran different ops "
+            f"with and without line labels; their CPU times include the labels' overhead"
+        )
     return att, clock, device_reported
 
 
@@ -309,8 +357,7 @@ def _time_unprofiled(call: Call, protocol: dict) -> tuple[list[float], float | N
     return plain, (statistics.median(labelled) / wall if wall > 0 else None)
 
 
-def _signals(call: Call, steps: Steps, start: dict, device_reported: bool,
-             overhead: float | None) -> dict:
+def _signals(call: Call, steps: Steps, start: dict, device_reported: bool, overhead: float | None) -> dict:
     """Raw observations for the analysis (h2d copies are added by the builder)."""
     s = call.s
     warnings = list(steps.backend_signals.get("warnings", []))

@@ -62,8 +62,7 @@ def parse_spec(text: str) -> Spec:
         raise HarnessError("spec", "job spec: 'line' must be a 1-based line number or null")
     backend = data.get("backend") or "auto"
     if backend not in BACKENDS:
-        raise HarnessError("spec", f"job spec: unknown backend {backend!r} "
-                           f"(auto, neuron, cuda, cpu, xla)")
+        raise HarnessError("spec", f"job spec: unknown backend {backend!r} (auto, neuron, cuda, cpu, xla)")
     protocol = data.get("protocol") or {}
     if not isinstance(protocol, dict):
         raise HarnessError("spec", "job spec: 'protocol' must be an object")
@@ -109,9 +108,13 @@ def marker_includes(marked: Marked, rel_file: str) -> list[str]:
     names = [n for n in value.split(",") if n]
     bad = [n for n in names if not _dotted(n)]
     if not names or bad:
-        raise HarnessError("parse", f"{rel_file}:{marked.marker_line}: marker option include= needs "
-                           f"dotted package names separated by commas, got {value!r}",
-                           rel_file, marked.marker_line)
+        raise HarnessError(
+            "parse",
+            f"{rel_file}:{marked.marker_line}: marker option include= needs "
+            f"dotted package names separated by commas, got {value!r}",
+            rel_file,
+            marked.marker_line,
+        )
     return names
 
 
@@ -135,16 +138,18 @@ def protocol_for(marked: Marked, spec: Spec, rel_file: str) -> dict[str, int]:
         if key not in KNOWN_OPTIONS:
             raise HarnessError(
                 "parse",
-                f"unknown marker option {key!r} on {marked.name} "
-                f"(known: {', '.join(KNOWN_OPTIONS)})",
-                rel_file, marked.marker_line)
+                f"unknown marker option {key!r} on {marked.name} (known: {', '.join(KNOWN_OPTIONS)})",
+                rel_file,
+                marked.marker_line,
+            )
         if key == "nproc":  # read by the launcher (launch.nproc_for)
             continue
         if key in ("inputs", "compare"):
             if not value.isidentifier():
                 what = "a function name" if key == "inputs" else "a group name"
-                raise HarnessError("parse", f"marker option {key}= needs {what}, "
-                                   f"got {value!r}", rel_file, marked.marker_line)
+                raise HarnessError(
+                    "parse", f"marker option {key}= needs {what}, got {value!r}", rel_file, marked.marker_line
+                )
             continue
         if key == "include":
             marker_includes(marked, rel_file)
@@ -160,24 +165,33 @@ def protocol_for(marked: Marked, spec: Spec, rel_file: str) -> dict[str, int]:
 def select(marked: list[Marked], spec: Spec, rel_file: str) -> list[Marked]:
     """The functions this job profiles, in file order."""
     if not marked:
-        raise HarnessError("no_marked_function",
-                           f"{rel_file} has no function marked with '# trainium: profile'",
-                           rel_file, None)
+        raise HarnessError(
+            "no_marked_function",
+            f"{rel_file} has no function marked with '# trainium: profile'",
+            rel_file,
+            None,
+        )
     names = ", ".join(m.name for m in marked)
     if spec.functions:
         by_name = {m.name: m for m in marked}
         for name in spec.functions:
             if name not in by_name:
-                raise HarnessError("unknown_function",
-                                   f"no marked function {name!r} in {rel_file} (marked: {names})",
-                                   rel_file, None)
+                raise HarnessError(
+                    "unknown_function",
+                    f"no marked function {name!r} in {rel_file} (marked: {names})",
+                    rel_file,
+                    None,
+                )
         wanted = set(spec.functions)
         return [m for m in marked if m.name in wanted]
     if spec.line is not None:
         for m in marked:
             if m.marker_line <= spec.line <= m.end_line:
                 return [m]
-        raise HarnessError("unknown_function",
-                           f"line {spec.line} of {rel_file} is not inside a marked function "
-                           f"(marked: {names})", rel_file, spec.line)
+        raise HarnessError(
+            "unknown_function",
+            f"line {spec.line} of {rel_file} is not inside a marked function (marked: {names})",
+            rel_file,
+            spec.line,
+        )
     return list(marked)

@@ -26,10 +26,10 @@ class Forests:
 
     def __init__(self, events: Iterable[Any], cpu_device_type: Any = None):
         cpu = cpu_device_type
-        roots = [e for e in events
-                 if e.cpu_parent is None and (cpu is None or e.device_type == cpu)]
-        steps = sorted((e for e in roots if e.name.startswith("ProfilerStep")),
-                       key=lambda e: e.time_range.start)
+        roots = [e for e in events if e.cpu_parent is None and (cpu is None or e.device_type == cpu)]
+        steps = sorted(
+            (e for e in roots if e.name.startswith("ProfilerStep")), key=lambda e: e.time_range.start
+        )
         self.steps = steps
         self.main_thread = steps[0].thread if steps and hasattr(steps[0], "thread") else None
         starts = [s.time_range.start for s in steps]

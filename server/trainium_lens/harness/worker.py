@@ -64,7 +64,7 @@ class Worker:
     def emit(self, event: str, **fields) -> None:
         data = (json.dumps({"event": event, **fields}) + "\n").encode("utf-8")
         while data:
-            data = data[os.write(self.events_fd, data):]
+            data = data[os.write(self.events_fd, data) :]
 
     # -- input ----------------------------------------------------------------------
     def orphaned(self) -> bool:
@@ -225,8 +225,12 @@ def _take_lock(path, worker: Worker):
             return fd
         except BlockingIOError:
             if not announced:
-                worker.emit("stage", stage="queue", function=None,
-                            message="another run is using this host's work dir: waiting")
+                worker.emit(
+                    "stage",
+                    stage="queue",
+                    function=None,
+                    message="another run is using this host's work dir: waiting",
+                )
                 announced = True
         command = worker.read_command(0.1) if not worker.orphaned() else None
         if command is not None and command.get("op") not in ("cancel", "quit"):
@@ -297,10 +301,11 @@ def _send_batch(fd: int, spec: dict) -> None:
             document = json.load(handle)
     except (OSError, ValueError):
         return  # the client reads the file itself
-    data = (json.dumps({"event": "batch", "path": os.path.abspath(path),
-                        "document": document}) + "\n").encode("utf-8")
+    data = (
+        json.dumps({"event": "batch", "path": os.path.abspath(path), "document": document}) + "\n"
+    ).encode("utf-8")
     while data:
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
 
 
 def warm_imports() -> dict:

@@ -82,8 +82,9 @@ def prepare_neuron_capture(run_dir: str, protocol: dict) -> DeviceCapture | None
         return None
     for key, value in capture_env(run_dir, protocol).items():
         os.environ.setdefault(key, value)
-    return DeviceCapture(os.environ["NEURON_RT_INSPECT_OUTPUT_DIR"],
-                         os.environ.get("NEURON_COMPILE_CACHE_URL"))
+    return DeviceCapture(
+        os.environ["NEURON_RT_INSPECT_OUTPUT_DIR"], os.environ.get("NEURON_COMPILE_CACHE_URL")
+    )
 
 
 class XlaBackend(Backend):
@@ -136,13 +137,16 @@ class XlaBackend(Backend):
         # and NTFFs as found; neuron-explorer is told which pair to view.
         pairs = [{"neff": n, "ntff": None} for n in neffs] + [{"neff": None, "ntff": t} for t in ntffs]
         inspect = os.environ.get("NEURON_RT_INSPECT_OUTPUT_DIR")
-        return {"neuron_profile_dir": inspect if ntffs and inspect else
-                os.environ.get("NEURON_COMPILE_CACHE_URL"), "neff_ntff": pairs}
+        return {
+            "neuron_profile_dir": inspect
+            if ntffs and inspect
+            else os.environ.get("NEURON_COMPILE_CACHE_URL"),
+            "neff_ntff": pairs,
+        }
 
     def environment(self) -> dict:
         env = super().environment()
-        env["device_name"] = f"torch-xla {getattr(self.torch_xla, '__version__', '')} " \
-                             f"PJRT {self.device_type}"
+        env["device_name"] = f"torch-xla {getattr(self.torch_xla, '__version__', '')} PJRT {self.device_type}"
         if self.neuron_flavour:
             try:
                 from importlib import metadata
@@ -153,8 +157,9 @@ class XlaBackend(Backend):
         return env
 
 
-def _steps(s: Any, fn: Any, args: tuple, kwargs: dict, count: int, name: str,
-           marker: bool, first: int = 0) -> list[float]:
+def _steps(
+    s: Any, fn: Any, args: tuple, kwargs: dict, count: int, name: str, marker: bool, first: int = 0
+) -> list[float]:
     from .run import invoke
 
     backend, times = s.backend, []
@@ -233,35 +238,68 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     views = [] if device is None else device.process(os.path.join(spec.run_dir, f"{run_id}.neuron-view"))
     if device is not None and not views:
         # an entry with only an error: the core side says so in a finding
-        views = [{"neff": None, "ntff": None, "parquet": None,
-                  "error": f"the Neuron runtime wrote no device trace (NTFF) under {device.inspect_dir}"}]
+        views = [
+            {
+                "neff": None,
+                "ntff": None,
+                "parquet": None,
+                "error": f"the Neuron runtime wrote no device trace (NTFF) under {device.inspect_dir}",
+            }
+        ]
     if any(v["error"] for v in views):
         failed = next(v for v in views if v["error"])
-        warnings.append(f"{sum(1 for v in views if v['error'])} of {len(views)} device trace(s) not "
-                        f"processed: {failed['error']}")
+        warnings.append(
+            f"{sum(1 for v in views if v['error'])} of {len(views)} device trace(s) not "
+            f"processed: {failed['error']}"
+        )
     if att.unknown:
-        warnings.append(f"{len(att.unknown)} executed instruction(s) matched no compiled module "
-                        f"({', '.join(sorted(att.unknown)[:3])}): their time is not attributed")
+        warnings.append(
+            f"{len(att.unknown)} executed instruction(s) matched no compiled module "
+            f"({', '.join(sorted(att.unknown)[:3])}): their time is not attributed"
+        )
     if not cap.executed:
-        warnings.append(f"the torch_xla profiler recorded no HLO instruction on PJRT "
-                        f"{backend.device_type}: no per-line time on this device")
+        warnings.append(
+            f"the torch_xla profiler recorded no HLO instruction on PJRT "
+            f"{backend.device_type}: no per-line time on this device"
+        )
     for w in warnings:
         ev.warning(f"{name}: {w}")
-    timeline = [{"file": f, "line": ln, "windows": build.merge_windows(
-        [[a / 1000.0, b / 1000.0] for a, b in spans], 0.0)}
-        for (f, ln, _fn), spans in sorted(att.windows.items())]
+    timeline = [
+        {
+            "file": f,
+            "line": ln,
+            "windows": build.merge_windows([[a / 1000.0, b / 1000.0] for a, b in spans], 0.0),
+        }
+        for (f, ln, _fn), spans in sorted(att.windows.items())
+    ]
     return build.document(
-        run_id=run_id, batch_id=spec.batch_id, host=spec.host, backend="xla",
-        clock=backend.clock, environment=backend.environment(),
+        run_id=run_id,
+        batch_id=spec.batch_id,
+        host=spec.host,
+        backend="xla",
+        clock=backend.clock,
+        environment=backend.environment(),
         function=function_record(s, marked, protocol),
-        totals=build.totals(self_time_us=fig["self_time_us"], self_cpu_us=fig["self_time_us"],
-                            wall_us=plain, steps=att.steps, per_step=fig["per_step"],
-                            dispatches=fig["dispatches"]),
-        ops=fig["ops"], lines=fig["lines"], regions=fig["regions"],
+        totals=build.totals(
+            self_time_us=fig["self_time_us"],
+            self_cpu_us=fig["self_time_us"],
+            wall_us=plain,
+            steps=att.steps,
+            per_step=fig["per_step"],
+            dispatches=fig["dispatches"],
+        ),
+        ops=fig["ops"],
+        lines=fig["lines"],
+        regions=fig["regions"],
         unattributed_us=fig["unattributed_us"],
-        artifacts={"location": spec.host, "run_dir": os.path.abspath(spec.run_dir),
-                   "trace": trace, **backend.artifacts(spec.run_dir),
-                   "source_root": spec.workspace_root, "neuron_views": views},
+        artifacts={
+            "location": spec.host,
+            "run_dir": os.path.abspath(spec.run_dir),
+            "trace": trace,
+            **backend.artifacts(spec.run_dir),
+            "source_root": spec.workspace_root,
+            "neuron_views": views,
+        },
         timeline=timeline,
         signals={
             "device_time_reported": bool(cap.executed),
@@ -271,7 +309,8 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
             "warnings": warnings,
             "instrumentation_overhead": (statistics.median(step_wall) / wall) if wall > 0 else None,
         },
-        output=output)
+        output=output,
+    )
 
 
 def write_trace(path: str, att: Any, cap: Any) -> str | None:
@@ -288,12 +327,30 @@ def write_trace(path: str, att: Any, cap: Any) -> str | None:
         if credit is not None and credit.stack:
             file, line, function = credit.stack[0]
             args[SOURCE_KEY] = source_ref(file, line)
-            events.append({"ph": "X", "cat": "user_annotation", "name": format_label(file, line, function),
-                           "pid": 1, "tid": 1, "ts": ex.start_ns / 1000.0,
-                           "dur": (ex.end_ns - ex.start_ns) / 1000.0})
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "user_annotation",
+                    "name": format_label(file, line, function),
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": ex.start_ns / 1000.0,
+                    "dur": (ex.end_ns - ex.start_ns) / 1000.0,
+                }
+            )
         tid = threads.setdefault(ex.thread, len(threads) + 1)
-        events.append({"ph": "X", "cat": "device", "name": ex.hlo_op, "pid": 2, "tid": tid,
-                       "ts": ex.start_ns / 1000.0, "dur": (ex.end_ns - ex.start_ns) / 1000.0, "args": args})
+        events.append(
+            {
+                "ph": "X",
+                "cat": "device",
+                "name": ex.hlo_op,
+                "pid": 2,
+                "tid": tid,
+                "ts": ex.start_ns / 1000.0,
+                "dur": (ex.end_ns - ex.start_ns) / 1000.0,
+                "args": args,
+            }
+        )
     for thread, tid in threads.items():
         events.append({"ph": "M", "name": "thread_name", "pid": 2, "tid": tid, "args": {"name": thread}})
     try:

@@ -60,6 +60,7 @@ class Credit:
 
 def user_stack(module: HloModule, frame_id: int, relpath: Callable[[str], str | None]) -> list[Place]:
     """User frames of a stack, innermost first, one entry per distinct line."""
+
     def frame(frame_id: int) -> tuple[Place | None, int] | None:
         if frame_id > len(module.stack_frames):
             return None
@@ -77,8 +78,9 @@ def user_stack(module: HloModule, frame_id: int, relpath: Callable[[str], str | 
     return user_places(frame_id, frame)
 
 
-def _fused_places(module: HloModule, ins: HloInstr, relpath: Callable[[str], str | None]
-                  ) -> tuple[list[list[Place]], int]:
+def _fused_places(
+    module: HloModule, ins: HloInstr, relpath: Callable[[str], str | None]
+) -> tuple[list[list[Place]], int]:
     """User stacks of the instructions fused into ``ins``, in computation order."""
     stacks, count = [], 0
     for comp_id in ins.called:
@@ -92,8 +94,7 @@ def _fused_places(module: HloModule, ins: HloInstr, relpath: Callable[[str], str
     return stacks, count
 
 
-def _consumer_stack(module: HloModule, ins: HloInstr, relpath: Callable[[str], str | None]
-                    ) -> list[Place]:
+def _consumer_stack(module: HloModule, ins: HloInstr, relpath: Callable[[str], str | None]) -> list[Place]:
     """The user stack of the first instruction that reads ``ins``'s result (inside a
     fusion: the fused instruction that reads the matching parameter)."""
     for user in module.users(ins.id):
@@ -150,8 +151,7 @@ class XlaAttribution:
     unknown: set[str] = field(default_factory=set)  # executed names not in any module
 
 
-def attribute(cap: Capture, step_starts: list[float], relpath: Callable[[str], str | None]
-              ) -> XlaAttribution:
+def attribute(cap: Capture, step_starts: list[float], relpath: Callable[[str], str | None]) -> XlaAttribution:
     """Join executed instructions with the optimized HLO; ``step_starts``: the
     start (ns, profiler clock) of each measured step, in order."""
     att = XlaAttribution(steps=len(step_starts))
@@ -221,12 +221,20 @@ def figures(att: XlaAttribution, text: Callable[[str, int], str]) -> dict:
             continue
         place = c.stack[0]
         calls_t[place] = calls_t.get(place, 0.0) + calls
-        ref = {"name": name, "module": module, "opcode": ins.opcode if ins else "",
-               "op_type": ins.op_type if ins else "", "self_time_us": t, "calls": calls,
-               "credited": True, "line": place[1]}
+        ref = {
+            "name": name,
+            "module": module,
+            "opcode": ins.opcode if ins else "",
+            "op_type": ins.op_type if ins else "",
+            "self_time_us": t,
+            "calls": calls,
+            "credited": True,
+            "line": place[1],
+        }
         refs.setdefault(place, []).append(ref)
-        line_ops.setdefault(place, []).append({"name": name, "calls": calls, "self_time_us": t,
-                                               "self_cpu_us": t, "direct_calls": calls})
+        line_ops.setdefault(place, []).append(
+            {"name": name, "calls": calls, "self_time_us": t, "self_cpu_us": t, "direct_calls": calls}
+        )
         for other in c.covered:
             if other != place:
                 refs.setdefault(other, []).append(dict(ref, credited=False))
@@ -236,22 +244,37 @@ def figures(att: XlaAttribution, text: Callable[[str, int], str]) -> dict:
         steps = self_t.get(place, [0.0] * att.steps)
         med = statistics.median(steps) if steps else 0.0
         self_sum = sum(steps) / n
-        lines.append({
-            "file": file, "line": line, "self_time_us": self_sum,
-            "total_time_us": total_t.get(place, 0.0) / n, "self_cpu_us": self_sum,
-            "calls": calls_t.get(place, 0.0),
-            "self_time_us_min": min(steps) if steps else 0.0,
-            "self_time_us_max": max(steps) if steps else 0.0, "self_time_us_median": med,
-            "text": text(file, line), "function": function,
-            "ops": sorted(line_ops.get(place, []), key=lambda o: -o["self_time_us"]),
-            "instructions": sorted(refs.get(place, []), key=_ref_order),
-        })
+        lines.append(
+            {
+                "file": file,
+                "line": line,
+                "self_time_us": self_sum,
+                "total_time_us": total_t.get(place, 0.0) / n,
+                "self_cpu_us": self_sum,
+                "calls": calls_t.get(place, 0.0),
+                "self_time_us_min": min(steps) if steps else 0.0,
+                "self_time_us_max": max(steps) if steps else 0.0,
+                "self_time_us_median": med,
+                "text": text(file, line),
+                "function": function,
+                "ops": sorted(line_ops.get(place, []), key=lambda o: -o["self_time_us"]),
+                "instructions": sorted(refs.get(place, []), key=_ref_order),
+            }
+        )
     lines.sort(key=lambda s: (-s["self_time_us"], -s["total_time_us"], s["file"], s["line"]))
     ops: list[dict[str, Any]] = []
     for key, t in per_key.items():
         calls = att.calls.get(key, 0) / n
-        ops.append({"name": key[1], "calls": calls, "self_time_us": t / n, "total_time_us": t / n,
-                    "self_cpu_us": t / n, "device_time_us": 0.0})
+        ops.append(
+            {
+                "name": key[1],
+                "calls": calls,
+                "self_time_us": t / n,
+                "total_time_us": t / n,
+                "self_cpu_us": t / n,
+                "device_time_us": 0.0,
+            }
+        )
     ops.sort(key=lambda o: (-o["self_time_us"], o["name"]))
     regions: list[dict[str, Any]] = []
     for key, c in att.credits.items():
@@ -259,13 +282,22 @@ def figures(att: XlaAttribution, text: Callable[[str, int], str]) -> dict:
         if ins is None or ins.opcode != "fusion" or not c.stack:
             continue
         file, line, _fn = c.stack[0]
-        regions.append({"name": key[1], "file": file, "line": line,
-                        "self_time_us": per_key.get(key, 0.0) / n, "calls": att.calls.get(key, 0) / n,
-                        "covered_lines": [{"file": f, "line": ln} for f, ln, _ in c.covered],
-                        "fx_nodes": c.fused})
+        regions.append(
+            {
+                "name": key[1],
+                "file": file,
+                "line": line,
+                "self_time_us": per_key.get(key, 0.0) / n,
+                "calls": att.calls.get(key, 0) / n,
+                "covered_lines": [{"file": f, "line": ln} for f, ln, _ in c.covered],
+                "fx_nodes": c.fused,
+            }
+        )
     regions.sort(key=lambda r: -r["self_time_us"])
     return {
-        "lines": lines, "ops": ops, "regions": regions,
+        "lines": lines,
+        "ops": ops,
+        "regions": regions,
         "unattributed_us": unattributed / n,
         "self_time_us": sum(o["self_time_us"] for o in ops),
         "dispatches": sum(calls_t.values()),

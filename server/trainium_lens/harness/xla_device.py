@@ -70,8 +70,14 @@ def pair(neffs: list[str], ntffs: list[str]) -> list[dict[str, Any]]:
         if m is None and len(by_folder.get(os.path.dirname(ntff), [])) == 1:
             neff = by_folder[os.path.dirname(ntff)][0]
         if neff is None:
-            out.append({"neff": None, "ntff": ntff, "error": "no NEFF pairs with this NTFF "
-                        "(neither by the runtime's hash nor alone in its folder)"})
+            out.append(
+                {
+                    "neff": None,
+                    "ntff": ntff,
+                    "error": "no NEFF pairs with this NTFF "
+                    "(neither by the runtime's hash nor alone in its folder)",
+                }
+            )
         elif neff not in seen:
             seen.add(neff)
             out.append({"neff": neff, "ntff": ntff, "error": None})
@@ -100,15 +106,16 @@ def view(pairs: list[dict[str, Any]], out_root: str, timeout: float = VIEW_TIMEO
         if entry["error"]:
             continue
         if exe is None:
-            entry["error"] = (f"neuron-explorer is not installed on this host (not on PATH, not "
-                              f"{DEFAULT_BINARY}): install aws-neuronx-tools")
+            entry["error"] = (
+                f"neuron-explorer is not installed on this host (not on PATH, not "
+                f"{DEFAULT_BINARY}): install aws-neuronx-tools"
+            )
             continue
         stem = os.path.splitext(os.path.basename(p["ntff"]))[0]
         dest = os.path.join(out_root, f"{k}-{stem}")
         argv = [exe, "view", "-n", p["neff"], "-s", p["ntff"], "--output-file", dest]
         try:
-            proc = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL,
-                                  timeout=timeout)
+            proc = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, timeout=timeout)
         except subprocess.TimeoutExpired:
             entry["error"] = f"neuron-explorer view did not finish in {timeout:.0f} s"
             continue
@@ -117,8 +124,9 @@ def view(pairs: list[dict[str, Any]], out_root: str, timeout: float = VIEW_TIMEO
             continue
         if proc.returncode != 0:
             last = [ln for ln in proc.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
-            entry["error"] = (f"neuron-explorer view failed (exit {proc.returncode}): "
-                              f"{(last[-1] if last else '')[:200]}")
+            entry["error"] = (
+                f"neuron-explorer view failed (exit {proc.returncode}): {(last[-1] if last else '')[:200]}"
+            )
         elif not os.path.isdir(dest):
             entry["error"] = f"neuron-explorer view wrote no Parquet folder {dest}"
         else:

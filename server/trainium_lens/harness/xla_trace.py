@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 # -- protobuf wire format -------------------------------------------------------------
 
+
 def _varint(buf: bytes, i: int) -> tuple[int, int]:
     shift = result = 0
     while True:
@@ -49,13 +50,13 @@ def fields(buf: bytes) -> list[tuple[int, int | bytes]]:
             value, i = _varint(buf, i)
         elif wire == 2:
             size, i = _varint(buf, i)
-            value = buf[i:i + size]
+            value = buf[i : i + size]
             i += size
         elif wire == 1:
-            value = int.from_bytes(buf[i:i + 8], "little")
+            value = int.from_bytes(buf[i : i + 8], "little")
             i += 8
         elif wire == 5:
-            value = int.from_bytes(buf[i:i + 4], "little")
+            value = int.from_bytes(buf[i : i + 4], "little")
             i += 4
         else:
             raise ValueError(f"unsupported protobuf wire type {wire}")
@@ -82,6 +83,7 @@ def _str(value: int | bytes) -> str:
 
 
 # -- HLO ----------------------------------------------------------------------------------
+
 
 @dataclass
 class HloInstr:
@@ -212,6 +214,7 @@ def parse_hlo_proto(buf: bytes) -> HloModule:
 
 # -- XSpace ----------------------------------------------------------------------------
 
+
 @dataclass
 class Executed:
     """One executed HLO instruction (or fusion) on the host CPU clock."""
@@ -316,8 +319,13 @@ def _read_plane(plane: bytes, cap: Capture, marker_prefix: str) -> None:
         _read_line(line, cap, stat_names, event_meta, marker_prefix)
 
 
-def _read_line(line: bytes, cap: Capture, stat_names: dict[int, str],
-               event_meta: dict[int, tuple[str, list[bytes]]], marker_prefix: str) -> None:
+def _read_line(
+    line: bytes,
+    cap: Capture,
+    stat_names: dict[int, str],
+    event_meta: dict[int, tuple[str, list[bytes]]],
+    marker_prefix: str,
+) -> None:
     base_ns, thread, events = 0, "", []
     decoded: dict[int, dict[str, object]] = {}
     for n, v in fields(line):
@@ -353,8 +361,16 @@ def _read_line(line: bytes, cap: Capture, stat_names: dict[int, str],
         end = start + duration_ps / 1000.0
         if "hlo_op" in stats:
             pid = stats.get("program_id")
-            cap.executed.append(Executed(start, end, str(stats["hlo_op"]), str(stats.get("hlo_module", "")),
-                                         pid if isinstance(pid, int) else None, thread))
+            cap.executed.append(
+                Executed(
+                    start,
+                    end,
+                    str(stats["hlo_op"]),
+                    str(stats.get("hlo_module", "")),
+                    pid if isinstance(pid, int) else None,
+                    thread,
+                )
+            )
         elif ev_name.startswith(marker_prefix):
             cap.markers.append((ev_name, start, end))
 

@@ -36,21 +36,30 @@ def lenses(ls: LensServer, uri: str) -> list[types.CodeLens]:
     out = []
     for m in marked:
         line = m.marker_line - 1
-        where = types.Range(start=types.Position(line=line, character=0),
-                            end=types.Position(line=line, character=0))
+        where = types.Range(
+            start=types.Position(line=line, character=0), end=types.Position(line=line, character=0)
+        )
         arg = {"uri": uri, "function": m.name}
-        title = (f"⏳ Profiling on {ls.settings.host}…" if m.name in busy
-                 else "▶ Profile on Trainium")
-        out.append(types.CodeLens(range=where, command=types.Command(
-            title=title, command=PROFILE, arguments=[arg])))
+        title = f"⏳ Profiling on {ls.settings.host}…" if m.name in busy else "▶ Profile on Trainium"
+        out.append(
+            types.CodeLens(range=where, command=types.Command(title=title, command=PROFILE, arguments=[arg]))
+        )
         history = histories.get(m.name, [])
         if history:
-            out.append(types.CodeLens(range=where, command=types.Command(
-                title=fmt.headline(history[-1]), command=SHOW, arguments=[arg])))
+            out.append(
+                types.CodeLens(
+                    range=where,
+                    command=types.Command(title=fmt.headline(history[-1]), command=SHOW, arguments=[arg]),
+                )
+            )
             out.extend(timeline.code_lenses(ls, uri, history[-1], where))
         if len(history) >= 2:
-            out.append(types.CodeLens(range=where, command=types.Command(
-                title="Compare with previous", command=COMPARE, arguments=[arg])))
+            out.append(
+                types.CodeLens(
+                    range=where,
+                    command=types.Command(title="Compare with previous", command=COMPARE, arguments=[arg]),
+                )
+            )
     return out
 
 

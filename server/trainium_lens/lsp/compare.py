@@ -32,8 +32,7 @@ def line_times(before: Result, after: Result) -> dict[int, float]:
         return cached
     if len(_TIMES) > 256:
         _TIMES.clear()
-    out = {a.line: b.self_time_us
-           for b, a, _status in match_lines(before.lines, after.lines) if a and b}
+    out = {a.line: b.self_time_us for b, a, _status in match_lines(before.lines, after.lines) if a and b}
     _TIMES[key] = out
     return out
 
@@ -61,16 +60,20 @@ def variants(results: list[Result]) -> dict | None:
 def diff_markdown(before: Result, after: Result) -> str:
     """Line by line, before → after, for a hover or the panel's fallback."""
     times = line_times(before, after)
-    head = (f"**{after.function.name}**: {fmt.time_us(before.totals.self_time_us)} → "
-            f"{fmt.time_us(after.totals.self_time_us)} {after.clock}"
-            f" ({fmt.delta(before.totals.self_time_us, after.totals.self_time_us) or 'n/a'})")
+    head = (
+        f"**{after.function.name}**: {fmt.time_us(before.totals.self_time_us)} → "
+        f"{fmt.time_us(after.totals.self_time_us)} {after.clock}"
+        f" ({fmt.delta(before.totals.self_time_us, after.totals.self_time_us) or 'n/a'})"
+    )
     rows = ["| line | source | before | after | Δ |", "| ---: | --- | ---: | ---: | ---: |"]
     for stat in sorted(after.lines, key=lambda s: s.line):
         now = stat.self_time_us or stat.total_time_us
         was = times.get(stat.line)
-        rows.append(f"| {stat.line} | `{_cell(stat.text.strip())}` | "
-                    f"{fmt.time_us(was) if was is not None else 'new'} | {fmt.time_us(now)} | "
-                    f"{(fmt.delta(was, now) or '') if was is not None else ''} |")
+        rows.append(
+            f"| {stat.line} | `{_cell(stat.text.strip())}` | "
+            f"{fmt.time_us(was) if was is not None else 'new'} | {fmt.time_us(now)} | "
+            f"{(fmt.delta(was, now) or '') if was is not None else ''} |"
+        )
     return head + "\n\n" + "\n".join(rows)
 
 
@@ -79,8 +82,10 @@ def variants_markdown(results: list[Result]) -> str:
     if not results:
         return "_no runs_"
     base = results[0].totals.self_time_us
-    rows = ["| variant | time | vs first | cpu self | dispatches | wall median | max abs diff |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    rows = [
+        "| variant | time | vs first | cpu self | dispatches | wall median | max abs diff |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for r in results:
         wall = r.totals.wall_us_median
         diff_ = r.output.max_abs_diff
@@ -88,7 +93,8 @@ def variants_markdown(results: list[Result]) -> str:
             f"| {r.function.name} | {fmt.time_us(r.totals.self_time_us)} {r.clock} | "
             f"{fmt.delta(base, r.totals.self_time_us) or ''} | {fmt.time_us(r.totals.self_cpu_us)} | "
             f"{fmt.count(r.totals.dispatches)} | {fmt.time_us(wall) if wall is not None else '–'} | "
-            f"{f'{diff_:.3g}' if diff_ is not None else '–'} |")
+            f"{f'{diff_:.3g}' if diff_ is not None else '–'} |"
+        )
     return "\n".join(rows)
 
 
@@ -105,8 +111,9 @@ def file_variants(histories: dict[str, list[Result]]) -> list[Result]:
     """The latest runs of the file's first group of variants (functions sharing
     ``inputs=`` and output shape, or ``compare=``; analysis.compare.variant_groups),
     in file order; empty when no two functions are variants."""
-    latest = sorted((runs[-1] for runs in histories.values() if runs),
-                    key=lambda r: (r.function.line, r.function.name))
+    latest = sorted(
+        (runs[-1] for runs in histories.values() if runs), key=lambda r: (r.function.line, r.function.name)
+    )
     groups, _others = variant_groups(latest)
     return groups[0] if groups else []
 
@@ -126,13 +133,14 @@ def compare_command(ls: LensServer, args: tuple) -> dict:
     if function:
         history = histories.get(function, [])
         if len(history) < 2:
-            message = (f"{function} has {len(history)} run{'s' if len(history) != 1 else ''}: "
-                       f"profile it again to compare")
+            message = (
+                f"{function} has {len(history)} run{'s' if len(history) != 1 else ''}: "
+                f"profile it again to compare"
+            )
             ls.show(f"Trainium Lens: {message}", types.MessageType.Info)
             return {"error": message}
         before, after = history[-2], history[-1]
-        return {"function": function, "diff": diff(before, after),
-                "markdown": diff_markdown(before, after)}
+        return {"function": function, "diff": diff(before, after), "markdown": diff_markdown(before, after)}
     results = file_variants(histories)
     if len(results) < 2:
         message = f"{runs.file} has no runs to compare yet: profile its functions first"

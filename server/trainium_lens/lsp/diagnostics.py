@@ -23,8 +23,10 @@ SEVERITY = {
 def _line_range(lines: list[str], line: int, units) -> types.Range:
     text = lines[line] if 0 <= line < len(lines) else ""
     start = len(text) - len(text.lstrip())
-    return types.Range(start=types.Position(line=line, character=units(text[:start])),
-                       end=types.Position(line=line, character=units(text)))
+    return types.Range(
+        start=types.Position(line=line, character=units(text[:start])),
+        end=types.Position(line=line, character=units(text)),
+    )
 
 
 def diagnostics_for(ls: LensServer, uri: str) -> list[types.Diagnostic]:
@@ -40,20 +42,33 @@ def diagnostics_for(ls: LensServer, uri: str) -> list[types.Diagnostic]:
         message = f.message + (f"\nFix: {f.fix}" if f.fix else "")
         if placed.stale:
             message += "\n(stale: the line changed since this run)"
-        out.append(types.Diagnostic(
-            range=_line_range(lines, placed.line, units), message=message, source=SOURCE,
-            severity=SEVERITY.get(f.severity, types.DiagnosticSeverity.Information),
-            code=f.kind, data={"run_id": placed.result.run_id}))
+        out.append(
+            types.Diagnostic(
+                range=_line_range(lines, placed.line, units),
+                message=message,
+                source=SOURCE,
+                severity=SEVERITY.get(f.severity, types.DiagnosticSeverity.Information),
+                code=f.kind,
+                data={"run_id": placed.result.run_id},
+            )
+        )
     for line, message, _origin in runs.errors:
-        out.append(types.Diagnostic(
-            range=_line_range(lines, line, units), message=message, source=SOURCE,
-            severity=types.DiagnosticSeverity.Error, code="profile_failed"))
+        out.append(
+            types.Diagnostic(
+                range=_line_range(lines, line, units),
+                message=message,
+                source=SOURCE,
+                severity=types.DiagnosticSeverity.Error,
+                code="profile_failed",
+            )
+        )
     return out
 
 
 def publish(ls: LensServer, uri: str) -> None:
-    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-        uri=uri, diagnostics=diagnostics_for(ls, uri)))
+    ls.text_document_publish_diagnostics(
+        types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics_for(ls, uri))
+    )
 
 
 def register(server: LensServer) -> None:

@@ -34,8 +34,9 @@ def register(server: LensServer) -> None:
         for change in params.content_changes:
             if isinstance(change, types.TextDocumentContentChangePartial):
                 r = change.range
-                runs.apply_change((r.start.line, r.start.character),
-                                  (r.end.line, r.end.character), change.text)
+                runs.apply_change(
+                    (r.start.line, r.start.character), (r.end.line, r.end.character), change.text
+                )
             else:
                 runs.replace_all(ls.doc_lines(uri)[0])
         ls.views_changed_soon(uri)

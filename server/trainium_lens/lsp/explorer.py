@@ -35,6 +35,7 @@ def explorer_settings(ls: LensServer) -> ExplorerSettings:
     """The server's ``trainiumLens.explorer.*`` settings, with the SSH config."""
     base = getattr(ls.settings, "explorer", None) or ExplorerSettings()
     from dataclasses import replace
+
     return replace(base, ssh_config=ls.settings.ssh_config)
 
 
@@ -67,15 +68,18 @@ class ExplorerFeature:
         result, _file, run_line = pick_run(ls, uri, line)
         service = self.service_for(explorer_settings(ls))
         ls.log_line(f"Neuron Explorer: opening run {result.run_id} on {result.artifacts.location}")
-        opened = await asyncio.get_running_loop().run_in_executor(
-            None, service.open, result, run_line)
+        opened = await asyncio.get_running_loop().run_in_executor(None, service.open, result, run_line)
         ls.log_line(f"Neuron Explorer: {describe(opened)}: {opened.url}")
-        shown = await ls.window_show_document_async(
-            types.ShowDocumentParams(uri=opened.url, external=True))
-        return {"url": opened.url, "profile": opened.profile, "tunnel": opened.tunnel,
-                "server": opened.server, "ingested": opened.ingested,
-                "window_ns": list(opened.window_ns) if opened.window_ns else None,
-                "shown": bool(shown and shown.success)}
+        shown = await ls.window_show_document_async(types.ShowDocumentParams(uri=opened.url, external=True))
+        return {
+            "url": opened.url,
+            "profile": opened.profile,
+            "tunnel": opened.tunnel,
+            "server": opened.server,
+            "ingested": opened.ingested,
+            "window_ns": list(opened.window_ns) if opened.window_ns else None,
+            "shown": bool(shown and shown.success),
+        }
 
 
 def register(server: LensServer) -> None:

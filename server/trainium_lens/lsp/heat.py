@@ -16,14 +16,19 @@ def payload(ls: LensServer, uri: str) -> dict:
     annotations = ls.annotations(uri)
     _, version = ls.doc_lines(uri)
     threshold = ls.settings.hint_threshold  # no heat where there is no hint
-    shown = [] if annotations is None else [
-        a for a in annotations.lines if threshold.passes(a.time_us, a.result.totals.self_time_us)]
+    shown = (
+        []
+        if annotations is None
+        else [a for a in annotations.lines if threshold.passes(a.time_us, a.result.totals.self_time_us)]
+    )
     hottest = max((a.time_us for a in shown), default=0.0)
     return {
         "uri": uri,
         "version": version,
-        "lines": [{"line": a.line, "intensity": round(a.time_us / hottest, 4) if hottest else 0.0,
-                   "stale": a.stale} for a in shown],
+        "lines": [
+            {"line": a.line, "intensity": round(a.time_us / hottest, 4) if hottest else 0.0, "stale": a.stale}
+            for a in shown
+        ],
     }
 
 

@@ -29,6 +29,9 @@ def hlo_section(stat: LineStat, clock: str) -> str | None:
     if more > 0:
         rows.append(f"| … {more} more | | | |")
     if stat.engines:  # Neuron device time (Trn1): engines run in parallel, each a union
-        rows += ["", "Per engine (union of this line's instructions on each): " + " · ".join(
-            f"{e.engine} {fmt.time_us(e.time_us)}" for e in stat.engines)]
+        rows += [
+            "",
+            "Per engine (union of this line's instructions on each): "
+            + " · ".join(f"{e.engine} {fmt.time_us(e.time_us)}" for e in stat.engines),
+        ]
     return "\n".join(rows)

@@ -58,8 +58,9 @@ class HintView:
     for its viewport, again after every keystroke."""
 
     def __init__(self, annotations: Annotations, threshold) -> None:
-        self.shown = [a for a in annotations.lines
-                      if threshold.passes(a.time_us, a.result.totals.self_time_us)]
+        self.shown = [
+            a for a in annotations.lines if threshold.passes(a.time_us, a.result.totals.self_time_us)
+        ]
         self.at = [a.line for a in self.shown]
         self.made: dict[int, types.InlayHint] = {}
 
@@ -84,7 +85,9 @@ class HintView:
                     continue
                 hint = self.made[i] = types.InlayHint(
                     position=types.Position(line=a.line, character=units(lines[a.line])),
-                    label=label(a), padding_left=True)
+                    label=label(a),
+                    padding_left=True,
+                )
             out.append(hint)
         return out
 

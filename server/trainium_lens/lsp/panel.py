@@ -50,8 +50,7 @@ def run_data(ls: LensServer, params: Any) -> dict:
             continue
         a = placed.get(stat.line)
         current = tracker.current(stat.line) if tracker else None
-        lines.append({"line": stat.line, "current": current,
-                      "stale": a.stale if a else current is None})
+        lines.append({"line": stat.line, "current": current, "stale": a.stale if a else current is None})
     return {
         "result": result.to_dict(),
         "comparison": compare.variants(variants),

@@ -37,8 +37,17 @@ RUN_STATE = "trainiumLens/runState"
 TITLE = "Profile on Trainium"
 
 # Where each stage sits in the progress bar of one function (percent).
-STAGES = {"connect": 0, "sync": 3, "import": 6, "inputs": 10, "compile": 14,
-          "profile": 30, "export": 82, "timing": 90, "done": 98}
+STAGES = {
+    "connect": 0,
+    "sync": 3,
+    "import": 6,
+    "inputs": 10,
+    "compile": 14,
+    "profile": 30,
+    "export": 82,
+    "timing": 90,
+    "done": 98,
+}
 
 
 @dataclass
@@ -85,16 +94,18 @@ def choose_functions(req: Request, source: str) -> list[str]:
         marked = find_marked(source)
     except SyntaxError as err:
         where = f"{req.path.name}:{err.lineno}" if err.lineno else req.path.name
-        raise HarnessError("parse", f"{where}: {err.msg}", file=str(req.path),
-                           line=err.lineno) from None
+        raise HarnessError("parse", f"{where}: {err.msg}", file=str(req.path), line=err.lineno) from None
     if not marked:
-        raise HarnessError("no_marked_function", f"{req.path.name} has no marked function: put "
-                           f"'# trainium: profile' on the line above a def")
+        raise HarnessError(
+            "no_marked_function",
+            f"{req.path.name} has no marked function: put '# trainium: profile' on the line above a def",
+        )
     names = [m.name for m in marked]
     if req.function:
         if req.function not in names:
-            raise UsageError(f"{req.function} is not a marked function of {req.path.name} "
-                             f"(marked: {', '.join(names)})")
+            raise UsageError(
+                f"{req.function} is not a marked function of {req.path.name} (marked: {', '.join(names)})"
+            )
         return [req.function]
     if req.line is not None:
         line = req.line + 1
@@ -103,11 +114,14 @@ def choose_functions(req: Request, source: str) -> list[str]:
                 return [m.name]
         for marker_line, name, end_line in misplaced_markers(source):
             if marker_line <= line <= end_line:
-                raise UsageError(f"{req.path.name}:{marker_line}: the marker is above {name}(), a "
-                                 f"nested function: only module-level functions and methods of "
-                                 f"module-level classes can be profiled")
-        raise UsageError(f"line {line} of {req.path.name} is not inside a marked function "
-                         f"(marked: {', '.join(names)})")
+                raise UsageError(
+                    f"{req.path.name}:{marker_line}: the marker is above {name}(), a "
+                    f"nested function: only module-level functions and methods of "
+                    f"module-level classes can be profiled"
+                )
+        raise UsageError(
+            f"line {line} of {req.path.name} is not inside a marked function (marked: {', '.join(names)})"
+        )
     return names
 
 
@@ -121,8 +135,10 @@ class Reporter:
 
     def begin(self, message: str) -> None:
         if self.token is not None:
-            self.ls.work_done_progress.begin(self.token, types.WorkDoneProgressBegin(
-                title=TITLE, message=message, cancellable=True, percentage=0))
+            self.ls.work_done_progress.begin(
+                self.token,
+                types.WorkDoneProgressBegin(title=TITLE, message=message, cancellable=True, percentage=0),
+            )
 
     def end(self, message: str) -> None:
         if self.token is not None:
@@ -152,14 +168,16 @@ class Reporter:
             return
         start = STAGES.get(stage, self.percent)
         if stage == "profile" and event.get("of"):
-            start += (STAGES["export"] - STAGES["profile"]) * int(event.get("step", 0)) \
-                // max(1, int(event["of"]))
+            start += (
+                (STAGES["export"] - STAGES["profile"]) * int(event.get("step", 0)) // max(1, int(event["of"]))
+            )
         n = max(1, len(self.functions))
         index = self.functions.index(function) if function in self.functions else 0
         overall = (index * 100 + start) // n if stage not in ("connect", "sync") else start // n
         self.percent = max(self.percent, min(99, overall))  # never goes backwards
-        self.ls.work_done_progress.report(self.token, types.WorkDoneProgressReport(
-            message=label, percentage=self.percent, cancellable=True))
+        self.ls.work_done_progress.report(
+            self.token, types.WorkDoneProgressReport(message=label, percentage=self.percent, cancellable=True)
+        )
 
 
 async def run_profile(ls: LensServer, *args: Any) -> dict:
@@ -178,8 +196,10 @@ async def run_profile(ls: LensServer, *args: Any) -> dict:
     key = str(req.path)
     if key in ls.running:
         busy = ls.running[key]
-        message = (f"{req.path.name} is already being profiled ({', '.join(busy.functions)}): "
-                   f"wait for it or cancel it first")
+        message = (
+            f"{req.path.name} is already being profiled ({', '.join(busy.functions)}): "
+            f"wait for it or cancel it first"
+        )
         ls.show(f"Trainium Lens: {message}", types.MessageType.Warning)
         return {"run_ids": [], "error": message, "kind": "busy"}
     running = ls.running[key] = Running(runs.file, [])
@@ -207,11 +227,19 @@ async def _run(ls: LensServer, req: Request, runs, running: Running) -> dict:
         # A line comes from the editor: resolve it in the text the user sees.
         running.functions = choose_functions(req, buffer if req.line is not None else disk)
         if buffer != disk:
-            ls.show(f"Trainium Lens: {req.path.name} has unsaved changes; profiling the "
-                    f"saved file", types.MessageType.Warning)
-        job = make_job(req.path, functions=running.functions, backend=settings.backend,
-                       protocol=settings.protocol, workspace=runs.index.workspace,
-                       include=list(settings.include), nproc=settings.nproc)
+            ls.show(
+                f"Trainium Lens: {req.path.name} has unsaved changes; profiling the saved file",
+                types.MessageType.Warning,
+            )
+        job = make_job(
+            req.path,
+            functions=running.functions,
+            backend=settings.backend,
+            protocol=settings.protocol,
+            workspace=runs.index.workspace,
+            include=list(settings.include),
+            nproc=settings.nproc,
+        )
         target = ls.target()
     except Exception as err:  # noqa: BLE001 - every failure becomes a message
         if not isinstance(err, (LensError, OSError)):
@@ -227,6 +255,7 @@ async def _run(ls: LensServer, req: Request, runs, running: Running) -> dict:
             reporter.token = running.token = token
             future = ls.work_done_progress.tokens.get(token)
             if future is not None:  # the user pressed cancel on the progress
+
                 def on_done(f: concurrent.futures.Future) -> None:
                     if f.cancelled():
                         running.cancel.set()
@@ -244,8 +273,10 @@ async def _run(ls: LensServer, req: Request, runs, running: Running) -> dict:
     def on_event(event: dict) -> None:  # worker thread → event loop
         loop.call_soon_threadsafe(reporter.on_event, event)
 
-    work = loop.run_in_executor(None, lambda: profile(
-        job, target, on_event, running.cancel, settings.timeout_seconds, runs.index.store))
+    work = loop.run_in_executor(
+        None,
+        lambda: profile(job, target, on_event, running.cancel, settings.timeout_seconds, runs.index.store),
+    )
     try:
         results = await asyncio.shield(work)
     except asyncio.CancelledError:  # $/cancelRequest for the command itself
@@ -269,12 +300,12 @@ async def _run(ls: LensServer, req: Request, runs, running: Running) -> dict:
     await asyncio.sleep(0)
     runs.index.add(results)
     headline = " | ".join(
-        (f"{r.function.name}: " if len(results) > 1 else "") + fmt.headline(r) for r in results)
+        (f"{r.function.name}: " if len(results) > 1 else "") + fmt.headline(r) for r in results
+    )
     reporter.end(headline)
     _run_state(ls, "ok", host, headline)
     ls.views_changed(refresh=True)
-    return {"run_ids": [r.run_id for r in results], "backend": results[0].backend,
-            "headline": headline}
+    return {"run_ids": [r.run_id for r in results], "backend": results[0].backend, "headline": headline}
 
 
 def _failed(ls: LensServer, req: Request, runs, err: Exception, host: str) -> dict:
@@ -313,7 +344,7 @@ def _error_diagnostic(ls: LensServer, runs, err: HarnessError) -> None:
         # A remote path: the part after the synced ``src/`` is workspace-relative.
         parts = path.parts
         if "src" in parts:
-            candidates.append(workspace.joinpath(*parts[len(parts) - parts[::-1].index("src"):]))
+            candidates.append(workspace.joinpath(*parts[len(parts) - parts[::-1].index("src") :]))
         for candidate in candidates:
             if candidate.is_file():
                 target_uri = from_fs_path(str(candidate.resolve())) or runs.uri

@@ -25,17 +25,29 @@ def hover_table(stat: LineStat, clock: str = "") -> str | None:
         return None
     median = stat.self_time_us
     waits = any(p.wait_us > 0 for p in stat.per_rank)
-    head = f"{len(stat.per_rank)} ranks: median **{fmt.time_us(median)}{clock}**, " \
-           f"{fmt.time_us(stat.rank_min_us or 0.0)}–{fmt.time_us(stat.rank_max_us or 0.0)}, " \
-           f"slowest rank {stat.slowest_rank}"
-    rows = ["| rank | self | total | " + ("wait | " if waits else "") + "vs median |",
-            "| ---: | ---: | ---: | " + ("---: | " if waits else "") + "---: |"]
+    head = (
+        f"{len(stat.per_rank)} ranks: median **{fmt.time_us(median)}{clock}**, "
+        f"{fmt.time_us(stat.rank_min_us or 0.0)}–{fmt.time_us(stat.rank_max_us or 0.0)}, "
+        f"slowest rank {stat.slowest_rank}"
+    )
+    rows = [
+        "| rank | self | total | " + ("wait | " if waits else "") + "vs median |",
+        "| ---: | ---: | ---: | " + ("---: | " if waits else "") + "---: |",
+    ]
     for p in stat.per_rank:
         vs = f"{100.0 * (p.self_time_us - median) / median:+.0f}%" if median > 0 else "n/a"
         mark = " (slowest)" if p.rank == stat.slowest_rank else ""
         wait = f"{fmt.time_us(p.wait_us)} | " if waits else ""
-        rows.append(f"| {p.rank}{mark} | {fmt.time_us(p.self_time_us)}{clock} | "
-                    f"{fmt.time_us(p.total_time_us)}{clock} | {wait}{vs} |")
-    note = ("\n\n_wait: the rank's time in this line's collectives beyond the fastest "
-            "rank's, i.e. waiting for the others._") if waits else ""
+        rows.append(
+            f"| {p.rank}{mark} | {fmt.time_us(p.self_time_us)}{clock} | "
+            f"{fmt.time_us(p.total_time_us)}{clock} | {wait}{vs} |"
+        )
+    note = (
+        (
+            "\n\n_wait: the rank's time in this line's collectives beyond the fastest "
+            "rank's, i.e. waiting for the others._"
+        )
+        if waits
+        else ""
+    )
     return head + "\n\n" + "\n".join(rows) + note

@@ -86,8 +86,11 @@ class RunIndex:
             if not runs:
                 continue
             latest = runs[-1]
-            if f == file or any(s.file == file for s in latest.lines) \
-                    or any(x.file == file for x in latest.findings):
+            if (
+                f == file
+                or any(s.file == file for s in latest.lines)
+                or any(x.file == file for x in latest.findings)
+            ):
                 out.append(latest)
         return out
 
@@ -235,7 +238,9 @@ class DocumentRuns:
         if prepared is None:
             prepared = self._prep[result.run_id] = [
                 (s.line, s.text.strip(), s, s.function == result.function.name)
-                for s in result.lines if s.file == self.file]
+                for s in result.lines
+                if s.file == self.file
+            ]
             if len(self._prep) > 64:
                 self._prep = {k: v for k, v in self._prep.items() if k in self.trackers}
         return prepared
@@ -304,11 +309,15 @@ class DocumentRuns:
             for placed in annotations.findings:
                 if placed.line == line:
                     owner = annotations.by_line.get(line)
-                    same = owner is not None and owner.result is placed.result \
+                    same = (
+                        owner is not None
+                        and owner.result is placed.result
                         and owner.stat.line == placed.finding.line
+                    )
                     touched = placed.finding.line in self.trackers[placed.result.run_id].touched
-                    placed.stale = is_stale(owner.stat.text if owner is not None and same else "",
-                                            text, touched)
+                    placed.stale = is_stale(
+                        owner.stat.text if owner is not None and same else "", text, touched
+                    )
         for view in annotations.views.values():
             view.forget(dirty)
 

@@ -55,8 +55,9 @@ ViewListener = Callable[["LensServer", str], None]
 
 class LensServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("trainium-lens", __version__,
-                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "trainium-lens", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental
+        )
         self.settings = Settings()
         self.indexes: dict[Path, RunIndex] = {}
         self.documents: dict[str, DocumentRuns] = {}
@@ -99,8 +100,13 @@ class LensServer(LanguageServer):
             from ..targets import make_target
 
             s = self.settings
-            self._target = make_target(s.host, python=s.python, ssh_config=s.ssh_config,
-                                       remote_python=s.remote_python, work_dir=s.work_dir)
+            self._target = make_target(
+                s.host,
+                python=s.python,
+                ssh_config=s.ssh_config,
+                remote_python=s.remote_python,
+                work_dir=s.work_dir,
+            )
             self._target_key = key
             for hook in self.on_new_target:
                 try:

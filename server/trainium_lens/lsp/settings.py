@@ -152,6 +152,7 @@ def _int_range(low: int, high: int):
         if not low <= value <= high:
             raise ValueError(f"must be between {low} and {high}")
         return value
+
     return parse
 
 
@@ -254,8 +255,9 @@ def parse(payload: Any) -> tuple[Settings, list[str]]:
             values[name] = parser(raw)
         except ValueError as err:
             default = getattr(defaults, name)
-            warnings.append(f"Trainium Lens: invalid setting {SECTION}.{key}: {err}; "
-                            f"using the default ({_show(default)})")
+            warnings.append(
+                f"Trainium Lens: invalid setting {SECTION}.{key}: {err}; using the default ({_show(default)})"
+            )
     extra = {k: v for k, v in section.items() if k not in _PARSERS and k not in PROTOCOL_KEYS}
     return replace(defaults, extra=extra, **values), warnings
 
@@ -277,6 +279,7 @@ assert {f.name for f in fields(Settings)} - {"extra"} == {name for name, _ in _P
 
 
 # -- wiring: initializationOptions and workspace/didChangeConfiguration --------
+
 
 def register(server: LensServer) -> None:
     from lsprotocol import types
@@ -309,8 +312,9 @@ def register(server: LensServer) -> None:
             caps = ls.client_capabilities.workspace
             if not (caps and caps.configuration):
                 return
-            items = await ls.workspace_configuration_async(types.ConfigurationParams(
-                items=[types.ConfigurationItem(section=SECTION)]))
+            items = await ls.workspace_configuration_async(
+                types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+            )
             payload = {SECTION: items[0] if items and isinstance(items[0], dict) else {}}
         for warning in apply(payload):
             ls.show(warning, types.MessageType.Warning)

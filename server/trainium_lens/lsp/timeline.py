@@ -62,8 +62,13 @@ class TraceCache:
         return trace
 
 
-def payload(trace: Trace, result: Result, file: str | None, line: int | None,
-            targets: dict[tuple[str, int], dict] | None = None) -> dict[str, Any]:
+def payload(
+    trace: Trace,
+    result: Result,
+    file: str | None,
+    line: int | None,
+    targets: dict[tuple[str, int], dict] | None = None,
+) -> dict[str, Any]:
     """The panel's data for ``trace``, focused on ``file:line`` (run numbering)."""
     names: dict[str, int] = {}
     sources: dict[tuple[str, int], int] = {}
@@ -83,21 +88,27 @@ def payload(trace: Trace, result: Result, file: str | None, line: int | None,
     if focus_src >= 0:
         # The line's first range: zoomed there, one occurrence fills the view and
         # the status line counts every occurrence.
-        first = next((ev for ev in trace.events if ev.line == (file, line)
-                      and trace.lanes[ev.lane].kind == "lines"), None)
+        first = next(
+            (ev for ev in trace.events if ev.line == (file, line) and trace.lanes[ev.lane].kind == "lines"),
+            None,
+        )
         first = first or next(ev for ev in trace.events if ev.line == (file, line))
         focus = {"start": round(first.start - t0, 3), "end": round(first.start + first.dur - t0, 3)}
     targets = targets or {}
     return {
-        "title": f"{result.function.file}::{result.function.name} · run {result.run_id} "
-                 f"({result.backend})",
-        "file": file, "line": line, "run_id": result.run_id, "backend": result.backend,
+        "title": f"{result.function.file}::{result.function.name} · run {result.run_id} ({result.backend})",
+        "file": file,
+        "line": line,
+        "run_id": result.run_id,
+        "backend": result.backend,
         "t0": t0,
         "lanes": [{"name": lane.name, "kind": lane.kind, "rows": lane.rows} for lane in trace.lanes],
         "names": list(names),
         "sources": [list(src) for src in sources],
         "targets": [targets.get(src) for src in sources],
-        "events": cols, "focus": focus, "focusSrc": focus_src,
+        "events": cols,
+        "focus": focus,
+        "focusSrc": focus_src,
     }
 
 
@@ -151,10 +162,13 @@ async def timeline(ls: LensServer, params: Any, cache: TraceCache) -> dict:
 
     def load() -> Trace:  # off the event loop: a fetch over SSH, a big JSON parse
         from ..targets import make_target
+
         def one(res: Result) -> Trace:
-            path = local_trace_path(res, runs.index.workspace,
-                                    lambda host: make_target(host, ssh_config=ssh_config))
+            path = local_trace_path(
+                res, runs.index.workspace, lambda host: make_target(host, ssh_config=ssh_config)
+            )
             return cache.get(res.run_id, path)
+
         return merged_trace(result, one) if result.ranks else one(result)  # torchrun: per rank
 
     trace = await asyncio.get_running_loop().run_in_executor(None, load)
@@ -162,7 +176,7 @@ async def timeline(ls: LensServer, params: Any, cache: TraceCache) -> dict:
 
 
 def code_lenses(ls: LensServer, uri: str, result: Result, where) -> list:
-    """"Timeline" (and "Neuron Explorer" for a Neuron run) above a profiled
+    """ "Timeline" (and "Neuron Explorer" for a Neuron run) above a profiled
     function, opened on its hottest line; for codelens.py to add after the
     function's headline lens."""
     from lsprotocol import types
@@ -173,12 +187,23 @@ def code_lenses(ls: LensServer, uri: str, result: Result, where) -> list:
         return []
     hot = max(mine, key=lambda a: a.time_us)
     arg = {"uri": uri, "line": hot.line}
-    out = [types.CodeLens(range=where, command=types.Command(
-        title=f"Timeline (line {hot.line + 1})", command="trainiumLens.openTimeline",
-        arguments=[arg]))]
+    out = [
+        types.CodeLens(
+            range=where,
+            command=types.Command(
+                title=f"Timeline (line {hot.line + 1})", command="trainiumLens.openTimeline", arguments=[arg]
+            ),
+        )
+    ]
     if result.artifacts.neuron_profile_dir:
-        out.append(types.CodeLens(range=where, command=types.Command(
-            title="Neuron Explorer", command="trainiumLens.openExplorer", arguments=[arg])))
+        out.append(
+            types.CodeLens(
+                range=where,
+                command=types.Command(
+                    title="Neuron Explorer", command="trainiumLens.openExplorer", arguments=[arg]
+                ),
+            )
+        )
     return out
 
 

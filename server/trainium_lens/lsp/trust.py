@@ -15,10 +15,14 @@ from lsprotocol import types
 from .server import LensServer
 
 _HINT = "Trust the workspace (Manage Workspace Trust) to use it."
-PROFILE_REFUSED = ("Trainium Lens: profiling is off in Restricted Mode: it runs this workspace's code, "
-                   "with the interpreter and on the hosts its settings name. " + _HINT)
-EXPLORER_REFUSED = ("Trainium Lens: Neuron Explorer is off in Restricted Mode: it starts a program "
-                    "on the host and opens an SSH tunnel. " + _HINT)
+PROFILE_REFUSED = (
+    "Trainium Lens: profiling is off in Restricted Mode: it runs this workspace's code, "
+    "with the interpreter and on the hosts its settings name. " + _HINT
+)
+EXPLORER_REFUSED = (
+    "Trainium Lens: Neuron Explorer is off in Restricted Mode: it starts a program "
+    "on the host and opens an SSH tunnel. " + _HINT
+)
 
 
 def refused(ls: LensServer, message: str) -> bool:

@@ -77,8 +77,11 @@ def register(server) -> None:
     async def release_command(ls, *args: Any) -> dict:
         loop = asyncio.get_running_loop()
         reply = await loop.run_in_executor(None, release, ls)
-        ls.show(f"Trainium Lens: released the warm worker on {reply['host']}" if reply["released"]
-                else "Trainium Lens: no warm worker is held")
+        ls.show(
+            f"Trainium Lens: released the warm worker on {reply['host']}"
+            if reply["released"]
+            else "Trainium Lens: no warm worker is held"
+        )
         return reply
 
     def settings_changed(ls) -> None:

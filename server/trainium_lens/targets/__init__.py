@@ -5,9 +5,14 @@ from __future__ import annotations
 from .base import Target
 
 
-def make_target(host: str | None = None, *, python: str | None = None,
-                ssh_config: str | None = None, remote_python: str | None = None,
-                work_dir: str | None = None) -> Target:
+def make_target(
+    host: str | None = None,
+    *,
+    python: str | None = None,
+    ssh_config: str | None = None,
+    remote_python: str | None = None,
+    work_dir: str | None = None,
+) -> Target:
     """``host`` None or "local": a subprocess here; anything else: an SSH host
     as the user's ``~/.ssh/config`` (or ``ssh_config``) names it."""
     if not host or host == "local":
@@ -16,5 +21,4 @@ def make_target(host: str | None = None, *, python: str | None = None,
         return LocalTarget(python=python)
     from .ssh import SshTarget
 
-    return SshTarget(host, ssh_config=ssh_config, remote_python=remote_python,
-                     work_dir=work_dir)
+    return SshTarget(host, ssh_config=ssh_config, remote_python=remote_python, work_dir=work_dir)

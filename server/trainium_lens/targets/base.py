@@ -24,8 +24,13 @@ class Target(ABC):
     host: str = "local"
 
     @abstractmethod
-    def run(self, job: Job, on_event: EventSink, cancel: threading.Event | None = None,
-            timeout: float | None = None) -> dict:
+    def run(
+        self,
+        job: Job,
+        on_event: EventSink,
+        cancel: threading.Event | None = None,
+        timeout: float | None = None,
+    ) -> dict:
         """Run the job; return the harness's batch document (a dict).
 
         Raises ``HarnessError`` (the harness reported an error event),

@@ -76,28 +76,39 @@ class LocalTarget(Target):
     def run_dir(self, job: Job) -> Path:
         return cache_root() / workspace_id(job.workspace) / "runs" / job.batch_id
 
-    def run(self, job: Job, on_event: EventSink, cancel: threading.Event | None = None,
-            timeout: float | None = None) -> dict:
+    def run(
+        self,
+        job: Job,
+        on_event: EventSink,
+        cancel: threading.Event | None = None,
+        timeout: float | None = None,
+    ) -> dict:
         python = self._python_path()
         run_dir = self.run_dir(job)
         spec = job.to_spec(str(job.workspace), str(run_dir), self.host)
         env = dict(os.environ)
         # Ours first, so the harness matches this server; the user's entries
         # stay (their code may need them).
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(PACKAGE_PARENT), env.get("PYTHONPATH", "")) if p)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_PARENT), env.get("PYTHONPATH", "")) if p)
         env.setdefault("PYTHONUNBUFFERED", "1")
         if self.warm is not None and self.warm.takes(job):
             from .warm import Launch
 
-            launch = Launch([python, "-m", "trainium_lens.harness.worker",
-                             "--idle", f"{self.warm.idle_s:g}"],
-                            key=(python, str(PACKAGE_PARENT), self.warm.idle_s), env=env)
-            return self.warm.run(launch, spec, on_event, cancel, timeout,
-                                 read_result=read_json_file)
+            launch = Launch(
+                [python, "-m", "trainium_lens.harness.worker", "--idle", f"{self.warm.idle_s:g}"],
+                key=(python, str(PACKAGE_PARENT), self.warm.idle_s),
+                env=env,
+            )
+            return self.warm.run(launch, spec, on_event, cancel, timeout, read_result=read_json_file)
         return run_harness_process(
-            [python, "-m", "trainium_lens.harness"], spec, on_event, cancel, timeout,
-            read_result=read_json_file, env=env, cwd=job.workspace,
+            [python, "-m", "trainium_lens.harness"],
+            spec,
+            on_event,
+            cancel,
+            timeout,
+            read_result=read_json_file,
+            env=env,
+            cwd=job.workspace,
         )
 
     def close(self) -> None:

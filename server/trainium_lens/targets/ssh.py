@@ -95,8 +95,10 @@ _RUN = 'exec "$1" -S "$2/lens/ssh_wrapper.py" "$2" "$3"'
 
 # The warm worker (harness/worker.py): $1 python, $2 work dir, $3 idle seconds. It
 # ends when this channel closes (its stdin), so it never outlives the client.
-_WARM = ('cd "$2" && PYTHONPATH="$2/lens${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 '
-         'exec "$1" -m trainium_lens.harness.worker --idle "$3"')
+_WARM = (
+    'cd "$2" && PYTHONPATH="$2/lens${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 '
+    'exec "$1" -m trainium_lens.harness.worker --idle "$3"'
+)
 
 # $1 pgid, $2 wrapper pid: TERM both, wait for the group, then KILL what is left.
 _KILL = r"""
@@ -113,14 +115,20 @@ def _no_events(_event: dict) -> None:
 
 
 class SshTarget(Target):
-    def __init__(self, host: str, ssh_config: str | None = None,
-                 remote_python: str | None = None, work_dir: str | None = None, *,
-                 control_path_dir: Path | None = None,
-                 sync_cap_bytes: int = sync.DEFAULT_CAP_BYTES,
-                 lock_wait_s: float = LOCK_WAIT_S, use_rsync: bool = True) -> None:
+    def __init__(
+        self,
+        host: str,
+        ssh_config: str | None = None,
+        remote_python: str | None = None,
+        work_dir: str | None = None,
+        *,
+        control_path_dir: Path | None = None,
+        sync_cap_bytes: int = sync.DEFAULT_CAP_BYTES,
+        lock_wait_s: float = LOCK_WAIT_S,
+        use_rsync: bool = True,
+    ) -> None:
         self.host = host
-        self.conn = SshConnection(host, ssh_config=ssh_config,
-                                  control_path_dir=control_path_dir)
+        self.conn = SshConnection(host, ssh_config=ssh_config, control_path_dir=control_path_dir)
         self.remote_python = remote_python
         self.work_dir = work_dir
         self.sync_cap_bytes = sync_cap_bytes
@@ -133,13 +141,18 @@ class SshTarget(Target):
 
     # -- steps ------------------------------------------------------------------
     def prepare_args(self, ws_id: str, mode: str) -> list[str]:
-        return [self.work_dir or "", self.remote_python or "", "0" if self.use_rsync else "1",
-                ws_id, DEFAULT_PYTHONS, mode]
+        return [
+            self.work_dir or "",
+            self.remote_python or "",
+            "0" if self.use_rsync else "1",
+            ws_id,
+            DEFAULT_PYTHONS,
+            mode,
+        ]
 
     def prepare(self, workspace: Path) -> dict:
         """One round trip: the work dir (absolute), the Python, rsync, harness hash."""
-        proc = self.conn.run(PREPARE_SCRIPT, self.prepare_args(workspace_id(workspace), "run"),
-                             timeout=60)
+        proc = self.conn.run(PREPARE_SCRIPT, self.prepare_args(workspace_id(workspace), "run"), timeout=60)
         err = proc.stderr.decode("utf-8", "replace")
         if proc.returncode != 0:
             raise TargetError(f"{self.host}: " + _remote_reason(err, proc.returncode))
@@ -158,25 +171,35 @@ class SshTarget(Target):
             raise TargetError(f"{self.host}: unexpected answer from the host: {text[:200]!r}")
         return info
 
-    def sync(self, workspace: Path, info: dict, on_event: EventSink,
-             fs: sync.FileSet | None = None) -> None:
+    def sync(self, workspace: Path, info: dict, on_event: EventSink, fs: sync.FileSet | None = None) -> None:
         fs = fs or sync.workspace_files(workspace, self.sync_cap_bytes)
         wd = info["wd"]
-        on_event({"event": "stage", "stage": "sync",
-                  "message": f"syncing {len(fs.files)} files to {self.host}"})
+        on_event(
+            {"event": "stage", "stage": "sync", "message": f"syncing {len(fs.files)} files to {self.host}"}
+        )
         if self.use_rsync and info.get("rsync") == "yes":
             sync.rsync_files(self.conn, fs, f"{wd}/src")
         else:
-            sync.tar_files(self.conn, fs, info["python"], f"{wd}/src",
-                           f"{wd}/src.manifest.json", info.get("manifest") or {})
+            sync.tar_files(
+                self.conn,
+                fs,
+                info["python"],
+                f"{wd}/src",
+                f"{wd}/src.manifest.json",
+                info.get("manifest") or {},
+            )
         digest, bundle = sync.harness_bundle()
         if info.get("lens") != digest:
-            on_event({"event": "stage", "stage": "sync",
-                      "message": f"installing the harness on {self.host}"})
+            on_event({"event": "stage", "stage": "sync", "message": f"installing the harness on {self.host}"})
             sync.upload_harness(self.conn, wd, digest, bundle)
 
-    def run(self, job: Job, on_event: EventSink, cancel: threading.Event | None = None,
-            timeout: float | None = None) -> dict:
+    def run(
+        self,
+        job: Job,
+        on_event: EventSink,
+        cancel: threading.Event | None = None,
+        timeout: float | None = None,
+    ) -> dict:
         if on_event is None:  # tolerated: some callers want no events
             on_event = _no_events
         started = time.monotonic()
@@ -232,9 +255,9 @@ class SshTarget(Target):
             left = None if timeout is None else max(timeout - (time.monotonic() - started), 0.1)
             if self.warm is not None and self.warm.takes(job):
                 return self._run_warm(info, spec, on_event, cancel, left)
-            return run_harness_process(argv, spec, forward, cancel, left,
-                                       read_result=read_result,
-                                       kill=lambda: self._kill(remote))
+            return run_harness_process(
+                argv, spec, forward, cancel, left, read_result=read_result, kill=lambda: self._kill(remote)
+            )
         except TimedOut:  # stream counted from the harness start; the user, from ours
             raise TimedOut(f"timed out after {timeout:g} s") from None
         except TargetError as err:
@@ -244,21 +267,35 @@ class SshTarget(Target):
                 raise HarnessError(err.kind, f"{self.host}: {err} (or pass --remote-python PATH)") from None
             raise
 
-    def _run_warm(self, info: dict, spec: dict, on_event: EventSink,
-                  cancel: threading.Event | None, timeout: float | None) -> dict:
+    def _run_warm(
+        self,
+        info: dict,
+        spec: dict,
+        on_event: EventSink,
+        cancel: threading.Event | None,
+        timeout: float | None,
+    ) -> dict:
         """The job on the host's warm worker (started there on first use, over the
         master; a new harness version or Python starts a new one)."""
         from .warm import Launch
 
         assert self.warm is not None
         wd, idle = info["wd"], self.warm.idle_s
-        launch = Launch(self.conn.argv(_WARM, [info["python"], wd, f"{idle:g}"]),
-                        key=(info["python"], wd, sync.harness_bundle()[0], idle))
+        launch = Launch(
+            self.conn.argv(_WARM, [info["python"], wd, f"{idle:g}"]),
+            key=(info["python"], wd, sync.harness_bundle()[0], idle),
+        )
         return self.warm.run(
-            launch, spec, on_event, cancel, timeout,
+            launch,
+            spec,
+            on_event,
+            cancel,
+            timeout,
             read_result=lambda path: _mark_remote(self._read_json(path), self.host),
             read_batch=lambda _path, document: _mark_remote(document, self.host),
-            lock=f"{wd}/lock", inline_batch=True)
+            lock=f"{wd}/lock",
+            inline_batch=True,
+        )
 
     # -- failure handling ---------------------------------------------------------------
     def _kill(self, remote: dict) -> None:
@@ -282,7 +319,8 @@ class SshTarget(Target):
             return TargetError(
                 f"{self.host}: lost the SSH connection during the run ({now}); the host "
                 f"side stops the run when its connection drops, and results stored "
-                f"earlier are untouched: run again once the host is reachable")
+                f"earlier are untouched: run again once the host is reachable"
+            )
         return TargetError(f"{self.host}: {text}")
 
     def _read_json(self, path: str) -> dict:
@@ -292,8 +330,7 @@ class SshTarget(Target):
         try:
             data = json.loads(proc.stdout)
         except json.JSONDecodeError as exc:
-            raise TargetError(f"{self.host}: the result {path} is not valid JSON: {exc.msg}") \
-                from None
+            raise TargetError(f"{self.host}: the result {path} is not valid JSON: {exc.msg}") from None
         if not isinstance(data, dict):
             raise TargetError(f"{self.host}: the result {path} is not a JSON object")
         return data
@@ -310,10 +347,10 @@ class SshTarget(Target):
         dest.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=dest.parent))
         try:
-            argv = self.conn.argv('cd -- "$1" && exec tar -cf - -- "$2"',
-                                  [str(path.parent), path.name])
-            with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE) as proc:
+            argv = self.conn.argv('cd -- "$1" && exec tar -cf - -- "$2"', [str(path.parent), path.name])
+            with subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            ) as proc:
                 try:
                     with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
                         if hasattr(tarfile, "data_filter"):  # refuse links/paths out of staging
@@ -361,4 +398,4 @@ def _remote_reason(stderr: str, code: int) -> str:
         if MARK in line:
             return line.split(MARK, 1)[1].strip()
     last = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-    return (last[-1][:200] if last else f"the remote command failed (exit {code})")
+    return last[-1][:200] if last else f"the remote command failed (exit {code})"

@@ -52,8 +52,9 @@ def control_dir() -> Path:
             return folder
         except OSError:
             continue
-    raise TargetError("no private folder for the SSH control socket "
-                      "(set TRAINIUM_LENS_SSH_CONTROL_DIR to a short path)")
+    raise TargetError(
+        "no private folder for the SSH control socket (set TRAINIUM_LENS_SSH_CONTROL_DIR to a short path)"
+    )
 
 
 class SshFailure(TargetError):
@@ -67,8 +68,13 @@ class SshFailure(TargetError):
 class SshConnection:
     """``ssh HOST`` with our options; ``master()`` starts the shared connection."""
 
-    def __init__(self, host: str, ssh_config: str | None = None,
-                 control_path_dir: Path | None = None, ssh_binary: str = "ssh"):
+    def __init__(
+        self,
+        host: str,
+        ssh_config: str | None = None,
+        control_path_dir: Path | None = None,
+        ssh_binary: str = "ssh",
+    ):
         if not host or host.startswith("-") or any(c.isspace() for c in host):
             raise TargetError(f"not a valid SSH host name: {host!r}")
         self.host = host
@@ -93,14 +99,20 @@ class SshConnection:
         if self.ssh_config:
             opts += ["-F", str(Path(self.ssh_config).expanduser())]
         opts += [
-            "-o", "BatchMode=yes",
+            "-o",
+            "BatchMode=yes",
             # Command-line options win over the user's config: a config that says
             # "no" or "accept-new" cannot weaken the check for our runs.
-            "-o", "StrictHostKeyChecking=yes",
-            "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}",
-            "-o", "ServerAliveInterval=15",
-            "-o", "ServerAliveCountMax=3",
-            "-o", f"ControlPath={self.control_path()}",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            f"ConnectTimeout={CONNECT_TIMEOUT_S}",
+            "-o",
+            "ServerAliveInterval=15",
+            "-o",
+            "ServerAliveCountMax=3",
+            "-o",
+            f"ControlPath={self.control_path()}",
         ]
         if master:
             opts += ["-o", "ControlMaster=yes", "-o", f"ControlPersist={PERSIST_S}"]
@@ -108,8 +120,9 @@ class SshConnection:
             opts += ["-o", "ControlMaster=no"]
         return opts
 
-    def argv(self, script: str | None = None, args: Sequence[str] = (), *,
-             extra: Sequence[str] = ()) -> list[str]:
+    def argv(
+        self, script: str | None = None, args: Sequence[str] = (), *, extra: Sequence[str] = ()
+    ) -> list[str]:
         """``ssh ... HOST sh -c SCRIPT sh ARGS...``, every word quoted for the remote shell.
 
         ``extra`` options go before ours: ssh keeps the first value it sees of an
@@ -138,14 +151,19 @@ class SshConnection:
             with tempfile.TemporaryFile() as err:
                 cmd = [self.ssh_binary, *self.options(master=True), "-N", "-f", "--", self.host]
                 try:
-                    proc = subprocess.run(cmd, stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.DEVNULL, stderr=err,
-                                          timeout=CONNECT_TIMEOUT_S * 3)
+                    proc = subprocess.run(
+                        cmd,
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL,
+                        stderr=err,
+                        timeout=CONNECT_TIMEOUT_S * 3,
+                    )
                 except FileNotFoundError:
                     raise TargetError("the OpenSSH client `ssh` is not installed here") from None
                 except subprocess.TimeoutExpired:
-                    raise TargetError(f"{self.host}: the SSH connection did not come up in "
-                                      f"{CONNECT_TIMEOUT_S * 3} s") from None
+                    raise TargetError(
+                        f"{self.host}: the SSH connection did not come up in {CONNECT_TIMEOUT_S * 3} s"
+                    ) from None
                 err.seek(0)
                 text = err.read().decode("utf-8", "replace")
             if proc.returncode != 0:
@@ -168,22 +186,30 @@ class SshConnection:
 
     def close(self) -> None:
         """Stop the master (``ssh -O exit``); later calls start a new one."""
-        subprocess.run([self.ssh_binary, *self.options(), "-O", "exit", "--", self.host],
-                       stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+        subprocess.run(
+            [self.ssh_binary, *self.options(), "-O", "exit", "--", self.host],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=10,
+        )
         self._master_checked = False
 
     # -- commands ----------------------------------------------------------------
-    def run(self, script: str, args: Sequence[str] = (), *, input: bytes | None = None,
-            timeout: float | None = 60) -> subprocess.CompletedProcess:
+    def run(
+        self, script: str, args: Sequence[str] = (), *, input: bytes | None = None, timeout: float | None = 60
+    ) -> subprocess.CompletedProcess:
         """Run a fixed remote script (over the master); raise on SSH failure (255)."""
         self.master()
         try:
-            proc = subprocess.run(self.argv(script, list(args)), input=input,
-                                  stdin=None if input is not None else subprocess.DEVNULL,
-                                  capture_output=True, timeout=timeout)
+            proc = subprocess.run(
+                self.argv(script, list(args)),
+                input=input,
+                stdin=None if input is not None else subprocess.DEVNULL,
+                capture_output=True,
+                timeout=timeout,
+            )
         except subprocess.TimeoutExpired:
-            raise TargetError(f"{self.host}: a remote command did not finish in "
-                              f"{timeout:.0f} s") from None
+            raise TargetError(f"{self.host}: a remote command did not finish in {timeout:.0f} s") from None
         if proc.returncode == 255:
             raise SshFailure(self.host, proc.stderr.decode("utf-8", "replace"))
         return proc
@@ -194,13 +220,15 @@ def classify_ssh_failure(stderr: str) -> str:
     """Which step failed: ``host_key_changed``, ``host_key_unknown``, ``resolve``,
     ``refused``, ``timeout``, ``unreachable``, ``auth``, ``closed`` or ``other``."""
     low = (stderr or "").lower()
-    if "remote host identification has changed" in low or (
-            "host key for" in low and "has changed" in low):
+    if "remote host identification has changed" in low or ("host key for" in low and "has changed" in low):
         return "host_key_changed"
     if ("no " in low and "host key is known" in low) or "host key verification failed" in low:
         return "host_key_unknown"
-    if "could not resolve hostname" in low or "name or service not known" in low \
-            or "temporary failure in name resolution" in low:
+    if (
+        "could not resolve hostname" in low
+        or "name or service not known" in low
+        or "temporary failure in name resolution" in low
+    ):
         return "resolve"
     if "connection refused" in low:
         return "refused"
@@ -210,8 +238,12 @@ def classify_ssh_failure(stderr: str) -> str:
         return "unreachable"
     if "permission denied" in low or "too many authentication failures" in low:
         return "auth"
-    if "connection closed" in low or "connection reset" in low or "broken pipe" in low \
-            or "closed by remote host" in low:
+    if (
+        "connection closed" in low
+        or "connection reset" in low
+        or "broken pipe" in low
+        or "closed by remote host" in low
+    ):
         return "closed"
     return "other"
 
@@ -220,26 +252,31 @@ def explain_ssh_failure(host: str, stderr: str) -> str:
     """One line: what went wrong and how to fix it, from ssh's own messages."""
     kind = classify_ssh_failure(stderr)
     if kind == "host_key_changed":
-        return (f"{host}: the host key has CHANGED since it was recorded in known_hosts "
-                f"(refused: this can mean an attack, or the host was rebuilt); if you trust "
-                f"the new key, remove the old one with `ssh-keygen -R <host>` and connect once "
-                f"with `ssh {host}` to check and accept it")
+        return (
+            f"{host}: the host key has CHANGED since it was recorded in known_hosts "
+            f"(refused: this can mean an attack, or the host was rebuilt); if you trust "
+            f"the new key, remove the old one with `ssh-keygen -R <host>` and connect once "
+            f"with `ssh {host}` to check and accept it"
+        )
     if kind == "host_key_unknown":
-        return (f"{host}: host key not known (no known_hosts entry): connect once with "
-                f"`ssh {host}` and check the fingerprint, or add it with `ssh-keyscan`; "
-                f"Trainium Lens never accepts host keys itself")
+        return (
+            f"{host}: host key not known (no known_hosts entry): connect once with "
+            f"`ssh {host}` and check the fingerprint, or add it with `ssh-keyscan`; "
+            f"Trainium Lens never accepts host keys itself"
+        )
     if kind == "resolve":
         return f"{host}: the host name does not resolve: check the name and your ssh config"
     if kind == "refused":
-        return (f"{host}: connection refused: is sshd running there, and is the port "
-                f"in your ssh config right?")
+        return f"{host}: connection refused: is sshd running there, and is the port in your ssh config right?"
     if kind == "timeout":
         return f"{host}: the connection timed out: is the host up and reachable?"
     if kind == "unreachable":
         return f"{host}: no route to the host: check the network (VPN?) and the address"
     if kind == "auth":
-        return (f"{host}: authentication failed (no password prompts: BatchMode): load your "
-                f"key into ssh-agent or set User/IdentityFile for this host in your ssh config")
+        return (
+            f"{host}: authentication failed (no password prompts: BatchMode): load your "
+            f"key into ssh-agent or set User/IdentityFile for this host in your ssh config"
+        )
     if kind == "closed":
         return f"{host}: the SSH connection was closed by the host"
     last = _last_line(stderr or "")

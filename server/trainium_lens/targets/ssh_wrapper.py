@@ -89,13 +89,17 @@ def take_lock(work_dir, wait_s, chan):
             pass
         waited = time.monotonic() - start
         if not announced and waited > min(QUIET_WAIT_S, wait_s):
-            chan.event(event="stage", stage="queue",
-                       message="another run is using this host's work dir: waiting "
-                               f"(up to {wait_s:.0f} s)")
+            chan.event(
+                event="stage",
+                stage="queue",
+                message=f"another run is using this host's work dir: waiting (up to {wait_s:.0f} s)",
+            )
             announced = True
         if waited > wait_s:
-            sys.stderr.write(MARK + f"another run kept this host's work dir busy for {wait_s:.0f} s: "
-                             "try again when it ends\n")
+            sys.stderr.write(
+                MARK + f"another run kept this host's work dir busy for {wait_s:.0f} s: "
+                "try again when it ends\n"
+            )
             sys.exit(EXIT_BUSY)
         if time.monotonic() - last_beat > HEARTBEAT_S:
             chan.event(event="heartbeat")
@@ -117,8 +121,7 @@ def send_batch(chan, line, harness_s):
             document = json.load(handle)
     except (ValueError, KeyError, TypeError, OSError):
         return False  # the client reads the file itself
-    chan.event(event="batch", path=event["path"], document=document,
-               harness_s=round(harness_s, 4))
+    chan.event(event="batch", path=event["path"], document=document, harness_s=round(harness_s, 4))
     return not chan.gone.is_set()
 
 
@@ -174,10 +177,16 @@ def main():
     env["PYTHONPATH"] = os.pathsep.join(p for p in (lens, env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "trainium_lens.harness"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=spec["workspace_root"], env=env,
-                            start_new_session=True, pass_fds=(lock_fd,))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainium_lens.harness"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=spec["workspace_root"],
+        env=env,
+        start_new_session=True,
+        pass_fds=(lock_fd,),
+    )
     pgid = proc.pid
     with open(os.path.join(run_dir, "harness.pgid"), "w") as handle:
         handle.write(f"{pgid}\n")

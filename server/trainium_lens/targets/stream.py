@@ -159,30 +159,37 @@ class Watch:
             raise reason
 
 
-def start_process(argv: Sequence[str], env: dict[str, str] | None,
-                  cwd: str | os.PathLike | None) -> subprocess.Popen:
+def start_process(
+    argv: Sequence[str], env: dict[str, str] | None, cwd: str | os.PathLike | None
+) -> subprocess.Popen:
     """``argv`` in a session (process group) of its own, all three streams piped."""
     try:
         return subprocess.Popen(
-            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True, env=env,
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env=env,
             cwd=None if cwd is None else str(cwd),
         )
     except OSError as exc:
         raise TargetError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
 
 
-def start_readers(proc: subprocess.Popen, tail: StderrTail,
-                  on_stderr: Callable[[str], None] | None = None,
-                  ) -> tuple[queue.Queue, threading.Thread]:
+def start_readers(
+    proc: subprocess.Popen,
+    tail: StderrTail,
+    on_stderr: Callable[[str], None] | None = None,
+) -> tuple[queue.Queue, threading.Thread]:
     """Daemon threads pumping stdout lines into the returned queue (``_EOF`` last)
     and stderr lines into ``tail`` (or ``on_stderr``); returns the queue and the
     stderr thread (join it for a dead process's last words)."""
     lines: queue.Queue = queue.Queue()
-    threading.Thread(target=_pump, args=(proc.stdout, lines.put, lambda: lines.put(_EOF)),
-                     daemon=True).start()
-    errors = threading.Thread(target=_pump, args=(proc.stderr, on_stderr or tail.add),
-                              daemon=True)
+    threading.Thread(
+        target=_pump, args=(proc.stdout, lines.put, lambda: lines.put(_EOF)), daemon=True
+    ).start()
+    errors = threading.Thread(target=_pump, args=(proc.stderr, on_stderr or tail.add), daemon=True)
     errors.start()
     return lines, errors
 
@@ -216,8 +223,13 @@ class _Outcome:
         return kind in ("error", "result")
 
 
-def _read_events(proc: subprocess.Popen, lines: queue.Queue, emit: Callable[[dict], None],
-                 watch: Watch, stop: Callable[[Exception], Exception]) -> _Outcome:
+def _read_events(
+    proc: subprocess.Popen,
+    lines: queue.Queue,
+    emit: Callable[[dict], None],
+    watch: Watch,
+    stop: Callable[[Exception], Exception],
+) -> _Outcome:
     """Forward events until the final one (then hand the process to a reaper) or
     until stdout closes."""
     outcome = _Outcome()
@@ -236,14 +248,12 @@ def _read_events(proc: subprocess.Popen, lines: queue.Queue, emit: Callable[[dic
         emit(event)
         if final:
             # All said; the interpreter may take seconds to tear torch down.
-            threading.Thread(target=_reap, args=(proc,), name="harness-reaper",
-                             daemon=False).start()
+            threading.Thread(target=_reap, args=(proc,), name="harness-reaper", daemon=False).start()
             outcome.handed_off = True
             return outcome
 
 
-def _await_exit(proc: subprocess.Popen, watch: Watch,
-                stop: Callable[[Exception], Exception]) -> None:
+def _await_exit(proc: subprocess.Popen, watch: Watch, stop: Callable[[Exception], Exception]) -> None:
     """stdout closed without a final event: the process is exiting (or closed
     stdout and lingers)."""
     exit_deadline = time.monotonic() + EXIT_GRACE_S

@@ -34,8 +34,18 @@ from .ssh_conn import SshConnection, explain_ssh_failure
 DEFAULT_CAP_BYTES = 200 * 1024 * 1024
 MAX_FILES = 50_000
 # Folders never worth shipping when the workspace is not a git repo.
-_SKIP_DIRS = {"__pycache__", "node_modules", ".venv", "venv", ".tox", ".mypy_cache",
-              ".pytest_cache", ".trainium-lens", "build", "dist"}
+_SKIP_DIRS = {
+    "__pycache__",
+    "node_modules",
+    ".venv",
+    "venv",
+    ".tox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".trainium-lens",
+    "build",
+    "dist",
+}
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # .../trainium_lens
 
 
@@ -66,14 +76,18 @@ def workspace_files(root: Path, cap_bytes: int = DEFAULT_CAP_BYTES) -> FileSet:
         raise TargetError(
             f"the workspace is too big to sync ({len(fs.files)} files, {_mb(fs.total)}; cap "
             f"{_mb(cap_bytes)}); biggest: {names}: git-ignore large files or profile from a "
-            f"smaller folder")
+            f"smaller folder"
+        )
     return fs
 
 
 def _git_files(root: Path) -> list[str] | None:
     try:
-        proc = subprocess.run(["git", "-C", str(root), "ls-files", "-co", "--exclude-standard",
-                               "-z"], capture_output=True, timeout=30)
+        proc = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-co", "--exclude-standard", "-z"],
+            capture_output=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if proc.returncode != 0:
@@ -110,8 +124,11 @@ def _walk(root: Path, cap_bytes: int) -> dict[str, int]:
             name = f"{rel}{entry.name}"
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    if not entry.name.startswith(".") and entry.name not in _SKIP_DIRS \
-                            and not entry.name.endswith(".egg-info"):
+                    if (
+                        not entry.name.startswith(".")
+                        and entry.name not in _SKIP_DIRS
+                        and not entry.name.endswith(".egg-info")
+                    ):
                         todo.append((name + "/", entry.path))
                     continue
                 st = entry.stat(follow_symlinks=False)
@@ -137,15 +154,24 @@ def local_rsync_ok() -> bool:
     return match is not None and int(match.group(1)) >= 3
 
 
-def rsync_files(conn: SshConnection, fs: FileSet, remote_src: str,
-                timeout: float = 600) -> None:
+def rsync_files(conn: SshConnection, fs: FileSet, remote_src: str, timeout: float = 600) -> None:
     listing = b"".join(n.encode("utf-8", "surrogateescape") + b"\0" for n in fs.files)
     # --modify-window=-1: compare mtimes to the nanosecond. The default (whole
     # seconds) skips a same-size edit saved within a second of the last sync,
     # which would profile stale code.
-    argv = ["rsync", "-a", "-s", "--modify-window=-1", "--from0", "--files-from=-",
-            "-e", conn.rsync_shell(),
-            "--", str(fs.root) + "/", f"{conn.host}:{remote_src.rstrip('/')}/"]
+    argv = [
+        "rsync",
+        "-a",
+        "-s",
+        "--modify-window=-1",
+        "--from0",
+        "--files-from=-",
+        "-e",
+        conn.rsync_shell(),
+        "--",
+        str(fs.root) + "/",
+        f"{conn.host}:{remote_src.rstrip('/')}/",
+    ]
     try:
         proc = subprocess.run(argv, input=listing, capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -217,8 +243,15 @@ os.replace(tmp, manifest_path)
 """
 
 
-def tar_files(conn: SshConnection, fs: FileSet, python: str, remote_src: str,
-              manifest_path: str, remote_manifest: dict, timeout: float = 600) -> int:
+def tar_files(
+    conn: SshConnection,
+    fs: FileSet,
+    python: str,
+    remote_src: str,
+    manifest_path: str,
+    remote_manifest: dict,
+    timeout: float = 600,
+) -> int:
     """Send what changed as a tar stream; return how many files were sent."""
     send, delete, manifest = plan_tar(fs, remote_manifest)
     if not send and not delete and manifest == remote_manifest:
@@ -228,9 +261,12 @@ def tar_files(conn: SshConnection, fs: FileSet, python: str, remote_src: str,
     with tarfile.open(fileobj=buf, mode="w|", format=tarfile.PAX_FORMAT) as tar:
         for name in send:
             tar.add(fs.root / name, arcname=name, recursive=False)
-    proc = conn.run('exec "$1" -c "$2" "$3" "$4"',
-                    [python, _TAR_RECEIVER, remote_src, manifest_path],
-                    input=buf.getvalue(), timeout=timeout)
+    proc = conn.run(
+        'exec "$1" -c "$2" "$3" "$4"',
+        [python, _TAR_RECEIVER, remote_src, manifest_path],
+        input=buf.getvalue(),
+        timeout=timeout,
+    )
     if proc.returncode != 0:
         last = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["?"]
         raise TargetError(f"{conn.host}: copying the workspace failed: {last[0][:200]}")
@@ -276,5 +312,4 @@ def upload_harness(conn: SshConnection, work_dir: str, digest: str, data: bytes)
     proc = conn.run(_LENS_INSTALL, [work_dir, digest], input=data, timeout=120)
     if proc.returncode != 0:
         last = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["?"]
-        raise TargetError(f"{conn.host}: could not install the harness in {work_dir}: "
-                          f"{last[0][:200]}")
+        raise TargetError(f"{conn.host}: could not install the harness in {work_dir}: {last[0][:200]}")

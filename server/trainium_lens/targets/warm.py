@@ -171,8 +171,9 @@ class Worker:
 class WarmSlot:
     """The warm worker a target holds (at most one)."""
 
-    def __init__(self, host: str, idle_s: Callable[[], float] | float = 300.0,
-                 on_change: ChangeSink | None = None) -> None:
+    def __init__(
+        self, host: str, idle_s: Callable[[], float] | float = 300.0, on_change: ChangeSink | None = None
+    ) -> None:
         self.host = host
         self._idle = idle_s
         self.on_change = on_change
@@ -206,17 +207,25 @@ class WarmSlot:
         if self.on_change is None:
             return
         try:
-            self.on_change({"state": state, "host": self.host,
-                            "pid": worker.pid if worker else None, "idle_s": self.idle_s})
+            self.on_change(
+                {
+                    "state": state,
+                    "host": self.host,
+                    "pid": worker.pid if worker else None,
+                    "idle_s": self.idle_s,
+                }
+            )
         except Exception:  # noqa: BLE001 - a status display must never fail a run
             pass
 
     def _watch_exit(self, worker: Worker) -> None:
         """Tell the status display when the worker ends by itself (idle)."""
+
         def wait() -> None:
             worker.proc.wait()
             if self.worker is worker or self.worker is None:
                 self._notify("none", None)
+
         threading.Thread(target=wait, name="warm-worker-exit", daemon=True).start()
 
     def close(self) -> bool:
@@ -232,14 +241,21 @@ class WarmSlot:
     # -- jobs -----------------------------------------------------------------------------
     def _worker_for(self, launch: Launch, emit: Callable[[dict], None], watch: Watch) -> Worker:
         worker = self.worker
-        if worker is not None and (worker.launch.key != launch.key or not worker.alive()
-                                   or not worker.drain()):
+        if worker is not None and (
+            worker.launch.key != launch.key or not worker.alive() or not worker.drain()
+        ):
             self.worker = None
             worker.stop()
             worker = None
         if worker is None:
-            emit({"event": "stage", "stage": "import", "function": None,
-                  "message": f"starting a warm worker on {self.host} (importing torch)"})
+            emit(
+                {
+                    "event": "stage",
+                    "stage": "import",
+                    "function": None,
+                    "message": f"starting a warm worker on {self.host} (importing torch)",
+                }
+            )
             started = time.monotonic()
             worker = Worker(launch, self.host)
             try:
@@ -253,11 +269,19 @@ class WarmSlot:
             self._notify("warm", worker)
         return worker
 
-    def run(self, launch: Launch, spec: dict, on_event: Callable[[dict], None] | None,
-            cancel: threading.Event | None, timeout: float | None, *,
-            read_result: Callable[[str], dict], lock: str | None = None,
-            inline_batch: bool = False,
-            read_batch: Callable[[str, dict], dict] | None = None) -> dict:
+    def run(
+        self,
+        launch: Launch,
+        spec: dict,
+        on_event: Callable[[dict], None] | None,
+        cancel: threading.Event | None,
+        timeout: float | None,
+        *,
+        read_result: Callable[[str], dict],
+        lock: str | None = None,
+        inline_batch: bool = False,
+        read_batch: Callable[[str, dict], dict] | None = None,
+    ) -> dict:
         """Run one job on the warm worker (started or replaced as needed); the
         same outcomes as ``stream.run_harness_process``. With ``inline_batch`` the
         worker sends the batch document after the result; ``read_batch(path,
@@ -282,8 +306,7 @@ class WarmSlot:
                 return read_result(document)
             raise AssertionError("unreachable")
 
-    def _job(self, worker: Worker, command: dict, emit: Callable[[dict], None],
-             watch: Watch) -> str | dict:
+    def _job(self, worker: Worker, command: dict, emit: Callable[[dict], None], watch: Watch) -> str | dict:
         """Run the command; the result path, or the worker's ``batch`` event."""
         worker.tail = StderrTail()  # this job's last words only
         try:
@@ -311,8 +334,9 @@ class WarmSlot:
                     raise _Replaced() from None
                 self.worker = None
                 self._notify("none", None)
-                raise TargetError(f"the harness ended without a result: the warm worker "
-                                  f"ended ({worker.why()})") from None
+                raise TargetError(
+                    f"the harness ended without a result: the warm worker ended ({worker.why()})"
+                ) from None
             if event is None:
                 continue
             kind = event.get("event")
@@ -336,10 +360,10 @@ class WarmSlot:
         if error_event is not None:
             raise HarnessError.from_event(error_event)
         if result_path is None:
-            raise TargetError(f"the harness ended without a result: "
-                              f"{describe_exit(status, worker.tail.last_line())}")
-        if batch is not None and batch.get("path") == result_path \
-                and isinstance(batch.get("document"), dict):
+            raise TargetError(
+                f"the harness ended without a result: {describe_exit(status, worker.tail.last_line())}"
+            )
+        if batch is not None and batch.get("path") == result_path and isinstance(batch.get("document"), dict):
             return batch
         return result_path
 
