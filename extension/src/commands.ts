@@ -19,7 +19,9 @@ interface ProfileReply {
 function pythonEditor(): vscode.TextEditor | undefined {
   const editor = vscode.window.activeTextEditor;
   if (editor?.document.languageId === "python") return editor;
-  void vscode.window.showWarningMessage("Trainium Lens: open a Python file with a '# trainium: profile' function first.");
+  void vscode.window.showWarningMessage(
+    "Trainium Lens: open a Python file with a '# trainium: profile' function first.",
+  );
   return undefined;
 }
 
@@ -38,7 +40,9 @@ export function registerCommands(ctx: LensContext): void {
     const editor = pythonEditor();
     if (!editor || !(await saved(editor))) return;
     const uri = editor.document.uri;
-    const args = withLine ? { uri: uri.toString(), line: editor.selection.active.line } : { uri: uri.toString() };
+    const args = withLine
+      ? { uri: uri.toString(), line: editor.selection.active.line }
+      : { uri: uri.toString() };
     const reply = await servers.executeCommand<ProfileReply>(ServerCommand.profile, args);
     if (!reply || reply.error || !reply.run_ids?.length) return;
     if (reply.headline) vscode.window.setStatusBarMessage(`Trainium Lens: ${reply.headline}`, 10_000);
@@ -50,7 +54,10 @@ export function registerCommands(ctx: LensContext): void {
     const state = (params as { state?: string } | undefined)?.state;
     const editor = vscode.window.activeTextEditor;
     if (state !== "ok" || editor?.document.languageId !== "python") return;
-    if (panel.isOpen() || vscode.workspace.getConfiguration("trainiumLens").get<boolean>("openResultsAfterRun", true)) {
+    if (
+      panel.isOpen() ||
+      vscode.workspace.getConfiguration("trainiumLens").get<boolean>("openResultsAfterRun", true)
+    ) {
       void panel.show({ uri: editor.document.uri });
     }
   };

@@ -11,7 +11,14 @@ import { registerStatusBar } from "./statusBar";
 import { registerTimeline } from "./timelinePanel";
 import { registerTrust } from "./trust";
 
-const FEATURES: Feature[] = [registerStatusBar, registerHeat, registerCommands, registerHostPicker, registerTimeline, registerTrust];
+const FEATURES: Feature[] = [
+  registerStatusBar,
+  registerHeat,
+  registerCommands,
+  registerHostPicker,
+  registerTimeline,
+  registerTrust,
+];
 
 let servers: ServerManager | undefined;
 

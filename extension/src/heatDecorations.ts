@@ -29,11 +29,15 @@ export function registerHeat(ctx: LensContext): void {
     const heat = heatByUri.get(editor.document.uri.toString());
     const buckets = bucketLines(heat?.lines ?? [], editor.document.lineCount);
     for (let b = 1; b <= HEAT_BUCKETS; b++) {
-      editor.setDecorations(types[b], buckets[b].map((line) => new vscode.Range(line, 0, line, 0)));
+      editor.setDecorations(
+        types[b],
+        buckets[b].map((line) => new vscode.Range(line, 0, line, 0)),
+      );
     }
   };
   const drawUri = (uri: string): void => {
-    for (const editor of vscode.window.visibleTextEditors) if (editor.document.uri.toString() === uri) draw(editor);
+    for (const editor of vscode.window.visibleTextEditors)
+      if (editor.document.uri.toString() === uri) draw(editor);
   };
 
   ctx.extension.subscriptions.push(

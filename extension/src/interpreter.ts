@@ -31,7 +31,9 @@ async function pythonApi(): Promise<PythonApi | undefined> {
 }
 
 export async function resolveInterpreter(resource?: vscode.Uri): Promise<Interpreter> {
-  const folder = resource ? vscode.workspace.getWorkspaceFolder(resource) : vscode.workspace.workspaceFolders?.[0];
+  const folder = resource
+    ? vscode.workspace.getWorkspaceFolder(resource)
+    : vscode.workspace.workspaceFolders?.[0];
   const configured = vscode.workspace.getConfiguration("trainiumLens", resource).get<string>("python", "");
   if (configured.trim()) {
     return { path: expandPath(configured, folder?.uri.fsPath), source: "setting trainiumLens.python" };
@@ -41,7 +43,9 @@ export async function resolveInterpreter(resource?: vscode.Uri): Promise<Interpr
   const api = vscode.workspace.isTrusted ? await pythonApi() : undefined;
   if (api) {
     try {
-      const env = await api.environments.resolveEnvironment(api.environments.getActiveEnvironmentPath(folder?.uri));
+      const env = await api.environments.resolveEnvironment(
+        api.environments.getActiveEnvironmentPath(folder?.uri),
+      );
       const exe = env?.executable.uri?.fsPath;
       if (exe) return { path: exe, source: "the Python extension's selected interpreter" };
     } catch {

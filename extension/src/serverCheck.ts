@@ -9,8 +9,7 @@ export interface ServerPaths {
 }
 
 export type CheckResult =
-  | { ok: true; python: string; version: string }
-  | { ok: false; message: string; fix: string };
+  { ok: true; python: string; version: string } | { ok: false; message: string; fix: string };
 
 export function launcherArgs(paths: ServerPaths, check = false): string[] {
   const args = [paths.launcher, "--server-path", paths.serverPath, "--libs", paths.libs];
@@ -32,12 +31,20 @@ const SELECT_FIX =
 export function verdict(
   python: string,
   source: string,
-  outcome: { error?: NodeJS.ErrnoException; code: number | null; stdout: string; stderr: string; timedOut?: boolean },
+  outcome: {
+    error?: NodeJS.ErrnoException;
+    code: number | null;
+    stdout: string;
+    stderr: string;
+    timedOut?: boolean;
+  },
 ): CheckResult {
   const who = `the Python interpreter '${python}' (${source})`;
   if (outcome.error) {
-    if (outcome.error.code === "ENOENT") return { ok: false, message: `${who} was not found.`, fix: SELECT_FIX };
-    if (outcome.error.code === "EACCES") return { ok: false, message: `${who} is not executable.`, fix: SELECT_FIX };
+    if (outcome.error.code === "ENOENT")
+      return { ok: false, message: `${who} was not found.`, fix: SELECT_FIX };
+    if (outcome.error.code === "EACCES")
+      return { ok: false, message: `${who} is not executable.`, fix: SELECT_FIX };
     return { ok: false, message: `${who} could not be started: ${outcome.error.message}.`, fix: SELECT_FIX };
   }
   if (outcome.timedOut) return { ok: false, message: `${who} did not answer within 30 s.`, fix: SELECT_FIX };
@@ -54,7 +61,11 @@ export function verdict(
   }
   if (report.ok) return { ok: true, python: report.python, version: report.version };
   if (report.problem === "version") {
-    return { ok: false, message: `${who} is Python ${report.version}; Trainium Lens needs Python 3.11 or newer.`, fix: SELECT_FIX };
+    return {
+      ok: false,
+      message: `${who} is Python ${report.version}; Trainium Lens needs Python 3.11 or newer.`,
+      fix: SELECT_FIX,
+    };
   }
   return {
     ok: false,
@@ -67,7 +78,12 @@ function lastLine(text: string): string {
   return text.trim().split(/\r?\n/).pop()?.trim() ?? "";
 }
 
-export function checkServer(python: string, source: string, paths: ServerPaths, timeoutMs = 30_000): Promise<CheckResult> {
+export function checkServer(
+  python: string,
+  source: string,
+  paths: ServerPaths,
+  timeoutMs = 30_000,
+): Promise<CheckResult> {
   return new Promise((resolve) => {
     let stdout = "";
     let stderr = "";
@@ -79,7 +95,10 @@ export function checkServer(python: string, source: string, paths: ServerPaths, 
       clearTimeout(timer);
       resolve(verdict(python, source, outcome));
     };
-    const child = spawn(python, launcherArgs(paths, true), { stdio: ["ignore", "pipe", "pipe"], windowsHide: true });
+    const child = spawn(python, launcherArgs(paths, true), {
+      stdio: ["ignore", "pipe", "pipe"],
+      windowsHide: true,
+    });
     const timer = setTimeout(() => {
       timedOut = true;
       child.kill("SIGKILL");

@@ -103,7 +103,10 @@ export class ServerManager implements vscode.Disposable {
     await this.pending;
     if (this.client && this.state === "running") return this.client;
     if (this.lastFailure) void this.showFailure(this.lastFailure);
-    else void vscode.window.showErrorMessage("Trainium Lens: the language server is not running. See 'Trainium Lens: Show Output'.");
+    else
+      void vscode.window.showErrorMessage(
+        "Trainium Lens: the language server is not running. See 'Trainium Lens: Show Output'.",
+      );
     return undefined;
   }
 
@@ -142,7 +145,9 @@ export class ServerManager implements vscode.Disposable {
       return;
     }
     this.lastFailure = this.lastShown = undefined;
-    this.output.info(`Starting the language server with ${check.python} (Python ${check.version}, ${this.interpreter.source})`);
+    this.output.info(
+      `Starting the language server with ${check.python} (Python ${check.version}, ${this.interpreter.source})`,
+    );
     const folder = vscode.workspace.workspaceFolders?.[0];
     const serverOptions: ServerOptions = {
       command: this.interpreter.path,
@@ -174,8 +179,12 @@ export class ServerManager implements vscode.Disposable {
     };
     const client = new LanguageClient("trainiumLens", "Trainium Lens", serverOptions, clientOptions);
     this.client = client;
-    this.clientDisposables.push(client.onNotification(Notification.runState, (p: unknown) => this.runStateEmitter.fire(p)));
-    this.clientDisposables.push(client.onNotification(Notification.worker, (p: unknown) => this.workerEmitter.fire(p)));
+    this.clientDisposables.push(
+      client.onNotification(Notification.runState, (p: unknown) => this.runStateEmitter.fire(p)),
+    );
+    this.clientDisposables.push(
+      client.onNotification(Notification.worker, (p: unknown) => this.workerEmitter.fire(p)),
+    );
     for (const hook of this.hooks) this.clientDisposables.push(...hook(client));
     try {
       await client.start();
@@ -210,13 +219,17 @@ export class ServerManager implements vscode.Disposable {
 
   private async sendSettings(): Promise<void> {
     if (!this.client || this.state !== "running") return;
-    await this.client.sendNotification(DidChangeConfigurationNotification.type, settingsPayload(this.settings()));
+    await this.client.sendNotification(
+      DidChangeConfigurationNotification.type,
+      settingsPayload(this.settings()),
+    );
   }
 
   private async showFailure(f: { message: string; fix: string }): Promise<void> {
     const text = `Trainium Lens cannot start: ${f.message} ${f.fix}`;
     const pick = await vscode.window.showErrorMessage(text, "Open Settings", "Show Output");
-    if (pick === "Open Settings") void vscode.commands.executeCommand("workbench.action.openSettings", "trainiumLens.python");
+    if (pick === "Open Settings")
+      void vscode.commands.executeCommand("workbench.action.openSettings", "trainiumLens.python");
     if (pick === "Show Output") this.output.show(true);
   }
 

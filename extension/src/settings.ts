@@ -35,7 +35,9 @@ function str(v: unknown): string {
 
 /** `trainiumLens.include`: sent only when it names something (absent: the workspace only). */
 function includeSetting(v: unknown): { include?: string[] } {
-  const names = Array.isArray(v) ? v.filter((x): x is string => typeof x === "string" && x.trim() !== "").map((x) => x.trim()) : [];
+  const names = Array.isArray(v)
+    ? v.filter((x): x is string => typeof x === "string" && x.trim() !== "").map((x) => x.trim())
+    : [];
   return names.length ? { include: names } : {};
 }
 

@@ -39,7 +39,10 @@ export function isPattern(alias: string): boolean {
 }
 
 function globToRegExp(glob: string): RegExp {
-  const body = glob.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".");
+  const body = glob
+    .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+    .replace(/\*/g, ".*")
+    .replace(/\?/g, ".");
   return new RegExp(`^${body}$`);
 }
 
@@ -139,11 +142,16 @@ function expandHome(path: string, home: string): string {
 }
 
 /** The quick pick's rows: "local" first, then the SSH hosts; the current one marked. */
-export function hostChoices(hosts: SshHost[], current: string): { label: string; description: string; host: string }[] {
+export function hostChoices(
+  hosts: SshHost[],
+  current: string,
+): { label: string; description: string; host: string }[] {
   const rows = [{ label: "local", description: "this machine (CPU or CUDA)", host: "local" }];
   for (const h of hosts) {
     const target = h.hostName ? `${h.user ? h.user + "@" : ""}${h.hostName}` : "";
     rows.push({ label: h.alias, description: target, host: h.alias });
   }
-  return rows.map((r) => (r.host === current ? { ...r, description: `${r.description} (current)`.trim() } : r));
+  return rows.map((r) =>
+    r.host === current ? { ...r, description: `${r.description} (current)`.trim() } : r,
+  );
 }

@@ -7,7 +7,8 @@ export function registerStatusBar(ctx: LensContext): void {
   const item = vscode.window.createStatusBarItem("trainiumLens.status", vscode.StatusBarAlignment.Left, 50);
   item.name = "Trainium Lens";
   item.command = "trainiumLens.selectHost";
-  const host = (): string => vscode.workspace.getConfiguration("trainiumLens").get<string>("host", "local") || "local";
+  const host = (): string =>
+    vscode.workspace.getConfiguration("trainiumLens").get<string>("host", "local") || "local";
   let state: RunState = { state: "idle", host: host() };
   let warm: { text: string; tooltip: string } = { text: "", tooltip: "" }; // `trainiumLens/worker`
   const render = (): void => {

@@ -50,8 +50,12 @@ export interface RevealMessage {
 
 /** Where to reveal a clicked event: the server's mapping to the editor now, else the
  * run's own file:line (resolved against the workspace by the caller). */
-export function revealTarget(data: TimelineData | undefined, m: RevealMessage): LineRef | { file: string; line: number } | undefined {
+export function revealTarget(
+  data: TimelineData | undefined,
+  m: RevealMessage,
+): LineRef | { file: string; line: number } | undefined {
   if (typeof m.src === "number" && data?.targets?.[m.src]) return data.targets[m.src]!;
-  if (typeof m.file === "string" && typeof m.line === "number") return { file: m.file, line: Math.max(0, m.line - 1) };
+  if (typeof m.file === "string" && typeof m.line === "number")
+    return { file: m.file, line: Math.max(0, m.line - 1) };
   return undefined;
 }

@@ -19,7 +19,9 @@ export class TimelinePanel implements vscode.Disposable {
 
   async open(arg: unknown): Promise<void> {
     const editor = vscode.window.activeTextEditor;
-    const active = editor ? { uri: editor.document.uri.toString(), line: editor.selection.active.line } : undefined;
+    const active = editor
+      ? { uri: editor.document.uri.toString(), line: editor.selection.active.line }
+      : undefined;
     const where = timelineArgs(arg, active);
     if (!where) {
       void vscode.window.showWarningMessage("Trainium Lens: put the cursor on a profiled line first.");
@@ -100,7 +102,9 @@ export class TimelinePanel implements vscode.Disposable {
     }
     const doc = await vscode.workspace.openTextDocument(uri);
     const line = Math.max(0, Math.min(doc.lineCount - 1, target.line));
-    const visible = vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === uri.toString());
+    const visible = vscode.window.visibleTextEditors.find(
+      (e) => e.document.uri.toString() === uri.toString(),
+    );
     const editor = await vscode.window.showTextDocument(doc, {
       viewColumn: visible?.viewColumn ?? vscode.ViewColumn.One,
       preserveFocus: false,

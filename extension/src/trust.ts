@@ -22,6 +22,8 @@ export function refuseUntrusted(command: string): boolean {
 
 export function registerTrust(ctx: LensContext): void {
   ctx.extension.subscriptions.push(
-    vscode.workspace.onDidGrantWorkspaceTrust(() => ctx.servers.scheduleRestart("the workspace is trusted now")),
+    vscode.workspace.onDidGrantWorkspaceTrust(() =>
+      ctx.servers.scheduleRestart("the workspace is trusted now"),
+    ),
   );
 }

@@ -3,7 +3,10 @@ import { test } from "node:test";
 import { HEAT_BUCKETS, bucketLines, bucketOf, gutterSvg } from "../src/heat";
 
 test("bucketOf: 0 means nothing drawn, 1..5 by intensity", () => {
-  assert.deepEqual([0, -1, Number.NaN, 0.001, 0.2, 0.21, 0.5, 0.99, 1, 7].map(bucketOf), [0, 0, 0, 1, 1, 2, 3, 5, 5, 5]);
+  assert.deepEqual(
+    [0, -1, Number.NaN, 0.001, 0.2, 0.21, 0.5, 0.99, 1, 7].map(bucketOf),
+    [0, 0, 0, 1, 1, 2, 3, 5, 5, 5],
+  );
 });
 
 test("bucketLines: every bucket present, stale/out-of-range/duplicate lines dropped", () => {
@@ -29,7 +32,8 @@ test("bucketLines of nothing clears every bucket", () => {
 });
 
 test("gutterSvg: a data URI whose bar widens with the bucket", () => {
-  const width = (b: number) => Number(/width="(\d+)" height="16" fill/.exec(decodeURIComponent(gutterSvg(b, "#ff5a1f")))![1]);
+  const width = (b: number) =>
+    Number(/width="(\d+)" height="16" fill/.exec(decodeURIComponent(gutterSvg(b, "#ff5a1f")))![1]);
   assert.ok(gutterSvg(3, "#ff5a1f").startsWith("data:image/svg+xml;utf8,"));
   assert.ok(width(1) < width(3) && width(3) < width(5));
 });

@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { RunData, ResultDoc, currentLine, formatCell, formatUs, genericTable, sortedFindings, sortedOps } from "../src/panel/format";
+import {
+  RunData,
+  ResultDoc,
+  currentLine,
+  formatCell,
+  formatUs,
+  genericTable,
+  sortedFindings,
+  sortedOps,
+} from "../src/panel/format";
 import { contentSecurityPolicy, escapeHtml, makeNonce, renderBody, renderPage } from "../src/panel/html";
 
 const result: ResultDoc = {
@@ -16,22 +25,56 @@ const result: ResultDoc = {
     { name: "aten::mean", calls: 1, self_time_us: 300 },
   ],
   lines: [
-    { file: "examples/rmsnorm.py", line: 22, self_time_us: 300, calls: 2, text: "    v = x.pow(2).mean(-1, keepdim=True)", ops: [] },
-    { file: "examples/rmsnorm.py", line: 23, self_time_us: 700, calls: 2.5, text: "    return x * torch.rsqrt(v) * w <script>", ops: [{ name: "aten::mul", calls: 2, self_time_us: 500 }] },
+    {
+      file: "examples/rmsnorm.py",
+      line: 22,
+      self_time_us: 300,
+      calls: 2,
+      text: "    v = x.pow(2).mean(-1, keepdim=True)",
+      ops: [],
+    },
+    {
+      file: "examples/rmsnorm.py",
+      line: 23,
+      self_time_us: 700,
+      calls: 2.5,
+      text: "    return x * torch.rsqrt(v) * w <script>",
+      ops: [{ name: "aten::mul", calls: 2, self_time_us: 500 }],
+    },
   ],
   findings: [
     { kind: "x", severity: "info", file: "examples/rmsnorm.py", line: 22, message: "later" },
-    { kind: "dispatches", severity: "warning", file: "examples/rmsnorm.py", line: 23, message: "3 dispatches <b>" },
+    {
+      kind: "dispatches",
+      severity: "warning",
+      file: "examples/rmsnorm.py",
+      line: 23,
+      message: "3 dispatches <b>",
+    },
   ],
 };
 
 test("formatUs picks the unit and three significant digits", () => {
-  assert.deepEqual([0.5, 12.34, 403.2, 2356, 23_550, 1_200_000, null].map(formatUs), ["0.50 µs", "12.3 µs", "403 µs", "2.36 ms", "23.6 ms", "1.20 s", "–"]);
+  assert.deepEqual([0.5, 12.34, 403.2, 2356, 23_550, 1_200_000, null].map(formatUs), [
+    "0.50 µs",
+    "12.3 µs",
+    "403 µs",
+    "2.36 ms",
+    "23.6 ms",
+    "1.20 s",
+    "–",
+  ]);
 });
 
 test("ops sorted by self time, findings by severity", () => {
-  assert.deepEqual(sortedOps(result).map((o) => o.name), ["aten::mul", "aten::mean", "aten::pow"]);
-  assert.deepEqual(sortedFindings(result).map((f) => f.severity), ["warning", "info"]);
+  assert.deepEqual(
+    sortedOps(result).map((o) => o.name),
+    ["aten::mul", "aten::mean", "aten::pow"],
+  );
+  assert.deepEqual(
+    sortedFindings(result).map((f) => f.severity),
+    ["warning", "info"],
+  );
 });
 
 test("the body: op table hottest first, lines clickable, user text escaped", () => {
@@ -53,7 +96,12 @@ test("no result: a hint instead of empty tables", () => {
 test("the page: strict CSP with the nonce, no inline or remote script", () => {
   const nonce = makeNonce((n) => new Uint8Array(n).map((_, i) => i * 7));
   assert.equal(nonce.length, 32);
-  const assets = { cspSource: "https://x.vscode-cdn.net", nonce, scriptUri: "https://x/panel.js", styleUri: "https://x/panel.css" };
+  const assets = {
+    cspSource: "https://x.vscode-cdn.net",
+    nonce,
+    scriptUri: "https://x/panel.js",
+    styleUri: "https://x/panel.css",
+  };
   const page = renderPage({ result }, assets);
   const csp = contentSecurityPolicy(assets);
   assert.match(csp, /^default-src 'none'/);
@@ -68,7 +116,15 @@ test("variants and diff tables from the server's comparison shapes", () => {
     clock: "cpu",
     reference: "rms_norm_naive",
     rows: [
-      { variant: "rms_norm_naive", run_id: "r0", line: 20, time_us: 2355, speedup: 1, verdict: "reference", extra: { nested: 1 } },
+      {
+        variant: "rms_norm_naive",
+        run_id: "r0",
+        line: 20,
+        time_us: 2355,
+        speedup: 1,
+        verdict: "reference",
+        extra: { nested: 1 },
+      },
       { variant: "rms_norm_fused", run_id: "r1", line: 30, time_us: 403, speedup: 5.84, verdict: "ok" },
     ],
   };
@@ -84,7 +140,13 @@ test("variants and diff tables from the server's comparison shapes", () => {
 });
 
 test("currentLine follows a profiled line the user moved", () => {
-  const data: RunData = { result, lines: [{ line: 23, current: 30, stale: false }, { line: 22, current: null, stale: true }] };
+  const data: RunData = {
+    result,
+    lines: [
+      { line: 23, current: 30, stale: false },
+      { line: 22, current: null, stale: true },
+    ],
+  };
   assert.equal(currentLine(data, "examples/rmsnorm.py", 23), 30);
   assert.equal(currentLine(data, "examples/rmsnorm.py", 22), 21);
   assert.equal(currentLine(data, "other.py", 23), 22);
@@ -97,11 +159,33 @@ test("escapeHtml covers attributes too", () => {
 test("a training step: forward and backward columns, lines by forward + backward", () => {
   const train: ResultDoc = {
     ...result,
-    totals: { self_time_us: 2000, steps: 5, forward_time_us: 800, backward_time_us: 1100, optimizer_time_us: 100 },
+    totals: {
+      self_time_us: 2000,
+      steps: 5,
+      forward_time_us: 800,
+      backward_time_us: 1100,
+      optimizer_time_us: 100,
+    },
     lines: [
-      { file: "examples/t.py", line: 5, self_time_us: 500, text: "h = self.c_fc(x)", backward_self_time_us: 100, backward_ops: [] },
-      { file: "examples/t.py", line: 6, self_time_us: 300, text: "y = attn(h)", backward_self_time_us: 900,
-        backward_ops: [{ name: "aten::mm", calls: 2, self_time_us: 600, node: "AddmmBackward0" }, { name: "aten::mm", calls: 1, self_time_us: 300, node: "MmBackward0" }] },
+      {
+        file: "examples/t.py",
+        line: 5,
+        self_time_us: 500,
+        text: "h = self.c_fc(x)",
+        backward_self_time_us: 100,
+        backward_ops: [],
+      },
+      {
+        file: "examples/t.py",
+        line: 6,
+        self_time_us: 300,
+        text: "y = attn(h)",
+        backward_self_time_us: 900,
+        backward_ops: [
+          { name: "aten::mm", calls: 2, self_time_us: 600, node: "AddmmBackward0" },
+          { name: "aten::mm", calls: 1, self_time_us: 300, node: "MmBackward0" },
+        ],
+      },
     ],
   };
   const html = renderBody({ result: train });

@@ -19,7 +19,10 @@ test("an interpreter path that does not exist: named, with the fix", async () =>
   const r = await checkServer("/nonexistent/bin/python", "setting trainiumLens.python", paths);
   assert.equal(r.ok, false);
   if (r.ok) return;
-  assert.equal(r.message, "the Python interpreter '/nonexistent/bin/python' (setting trainiumLens.python) was not found.");
+  assert.equal(
+    r.message,
+    "the Python interpreter '/nonexistent/bin/python' (setting trainiumLens.python) was not found.",
+  );
   assert.match(r.fix, /trainiumLens\.python/);
 });
 
@@ -46,10 +49,21 @@ test("an interpreter without pygls and no bundled libs: the missing module is na
 test("verdict: too old, and a crash before the check could answer", () => {
   const old = verdict("/usr/bin/python3.8", "test", {
     code: 0,
-    stdout: '{"ok": false, "python": "/usr/bin/python3.8", "version": "3.8.10", "problem": "version", "detail": "Python 3.8.10"}\n',
+    stdout:
+      '{"ok": false, "python": "/usr/bin/python3.8", "version": "3.8.10", "problem": "version", "detail": "Python 3.8.10"}\n',
     stderr: "",
   });
-  assert.deepEqual(old.ok ? undefined : old.message, "the Python interpreter '/usr/bin/python3.8' (test) is Python 3.8.10; Trainium Lens needs Python 3.11 or newer.");
-  const crash = verdict("py", "test", { code: 1, stdout: "", stderr: "Traceback...\nSyntaxError: invalid syntax\n" });
-  assert.equal(crash.ok ? "" : crash.message, "the Python interpreter 'py' (test) failed to run the server check: SyntaxError: invalid syntax.");
+  assert.deepEqual(
+    old.ok ? undefined : old.message,
+    "the Python interpreter '/usr/bin/python3.8' (test) is Python 3.8.10; Trainium Lens needs Python 3.11 or newer.",
+  );
+  const crash = verdict("py", "test", {
+    code: 1,
+    stdout: "",
+    stderr: "Traceback...\nSyntaxError: invalid syntax\n",
+  });
+  assert.equal(
+    crash.ok ? "" : crash.message,
+    "the Python interpreter 'py' (test) failed to run the server check: SyntaxError: invalid syntax.",
+  );
 });

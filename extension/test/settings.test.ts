@@ -23,9 +23,15 @@ test("defaults when nothing is set", () => {
 });
 
 test("the warm worker's idle seconds: 0 turns it off, junk falls back", () => {
-  assert.deepEqual(serverSettings(from({ "warmWorker.idleSeconds": 0 }), "py").warmWorker, { idleSeconds: 0 });
-  assert.deepEqual(serverSettings(from({ "warmWorker.idleSeconds": -5 }), "py").warmWorker, { idleSeconds: 0 });
-  assert.deepEqual(serverSettings(from({ "warmWorker.idleSeconds": "x" }), "py").warmWorker, { idleSeconds: 300 });
+  assert.deepEqual(serverSettings(from({ "warmWorker.idleSeconds": 0 }), "py").warmWorker, {
+    idleSeconds: 0,
+  });
+  assert.deepEqual(serverSettings(from({ "warmWorker.idleSeconds": -5 }), "py").warmWorker, {
+    idleSeconds: 0,
+  });
+  assert.deepEqual(serverSettings(from({ "warmWorker.idleSeconds": "x" }), "py").warmWorker, {
+    idleSeconds: 300,
+  });
 });
 
 test("values are trimmed, clamped, and junk falls back", () => {
@@ -67,7 +73,8 @@ test("expandPath: ~, ${userHome}, ${workspaceFolder}", () => {
 });
 
 test("include: installed packages whose lines get figures, sent only when set", () => {
-  assert.deepEqual(serverSettings(from({ include: [" transformers.models.llama ", "", 3] }), "py").include,
-    ["transformers.models.llama"]);
+  assert.deepEqual(serverSettings(from({ include: [" transformers.models.llama ", "", 3] }), "py").include, [
+    "transformers.models.llama",
+  ]);
   assert.equal("include" in serverSettings(from({ include: [] }), "py"), false);
 });

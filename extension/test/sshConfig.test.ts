@@ -16,7 +16,10 @@ function fakeHome(files: Record<string, string>): string {
 
 test("tokenize: Key value, Key=value, quotes, comments", () => {
   assert.deepEqual(tokenize("  Host trn1 trn2  # two"), { key: "host", args: ["trn1", "trn2"] });
-  assert.deepEqual(tokenize("HostName=ec2-1.compute.amazonaws.com"), { key: "hostname", args: ["ec2-1.compute.amazonaws.com"] });
+  assert.deepEqual(tokenize("HostName=ec2-1.compute.amazonaws.com"), {
+    key: "hostname",
+    args: ["ec2-1.compute.amazonaws.com"],
+  });
   assert.deepEqual(tokenize('Include "my configs/*.conf"'), { key: "include", args: ["my configs/*.conf"] });
   assert.equal(tokenize("# only a comment"), undefined);
   assert.equal(tokenize("   "), undefined);
@@ -57,9 +60,15 @@ test("hosts of a config with Include, wildcards skipped, HostName/User kept", ()
 });
 
 test("an explicit config path, a missing one, an absolute Include", () => {
-  const home = fakeHome({ "elsewhere/extra": "Host extra\n", "cfg": "" });
-  writeFileSync(join(home, "cfg"), `Host a\nInclude ${join(home, "elsewhere/extra")}\nInclude does-not-exist\n`);
-  assert.deepEqual(readSshHosts(join(home, "cfg"), home).map((h) => h.alias), ["a", "extra"]);
+  const home = fakeHome({ "elsewhere/extra": "Host extra\n", cfg: "" });
+  writeFileSync(
+    join(home, "cfg"),
+    `Host a\nInclude ${join(home, "elsewhere/extra")}\nInclude does-not-exist\n`,
+  );
+  assert.deepEqual(
+    readSshHosts(join(home, "cfg"), home).map((h) => h.alias),
+    ["a", "extra"],
+  );
   assert.deepEqual(readSshHosts(join(home, "nope"), home), []);
   assert.deepEqual(readSshHosts(undefined, home), []); // no ~/.ssh/config at all
 });
@@ -73,8 +82,17 @@ test("expandInclude: globs in directory parts, sorted, files only", () => {
 });
 
 test("hostChoices: local first, current marked, user@hostname described", () => {
-  const rows = hostChoices([{ alias: "trn1", hostName: "h", user: "u", file: "f" }, { alias: "bare", file: "f" }], "trn1");
-  assert.deepEqual(rows.map((r) => r.host), ["local", "trn1", "bare"]);
+  const rows = hostChoices(
+    [
+      { alias: "trn1", hostName: "h", user: "u", file: "f" },
+      { alias: "bare", file: "f" },
+    ],
+    "trn1",
+  );
+  assert.deepEqual(
+    rows.map((r) => r.host),
+    ["local", "trn1", "bare"],
+  );
   assert.equal(rows[1].description, "u@h (current)");
   assert.equal(rows[2].description, "");
   assert.equal(rows[0].description, "this machine (CPU or CUDA)");

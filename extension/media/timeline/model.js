@@ -15,10 +15,10 @@
  * bounds a frame's work by the canvas width, not by the event count.
  */
 (function (root, factory) {
-  if (typeof module === 'object' && module.exports) module.exports = factory();
+  if (typeof module === "object" && module.exports) module.exports = factory();
   else root.TimelineModel = factory();
-})(/** @type {typeof globalThis} */ (typeof self !== 'undefined' ? self : this), function () {
-  'use strict';
+})(/** @type {typeof globalThis} */ (typeof self !== "undefined" ? self : this), function () {
+  "use strict";
 
   /** First index i in [lo, hi) with arr[i] >= value (hi when none). */
   function lowerBound(arr, value, lo, hi) {
@@ -36,7 +36,9 @@
   function buildModel(data) {
     const ev = data.events;
     const n = ev.start.length;
-    const lanes = data.lanes.map(function (l) { return { name: l.name, kind: l.kind, rows: Math.max(1, l.rows | 0), tracks: [] }; });
+    const lanes = data.lanes.map(function (l) {
+      return { name: l.name, kind: l.kind, rows: Math.max(1, l.rows | 0), tracks: [] };
+    });
     const counts = new Map();
     for (let i = 0; i < n; i++) {
       const key = ev.lane[i] * 4096 + ev.depth[i];
@@ -48,8 +50,11 @@
       for (let d = 0; d < lane.rows; d++) {
         const size = counts.get(li * 4096 + d) || 0;
         const t = {
-          lane: li, depth: d, size: 0,
-          start: new Float64Array(size), end: new Float64Array(size),
+          lane: li,
+          depth: d,
+          size: 0,
+          start: new Float64Array(size),
+          end: new Float64Array(size),
           index: new Int32Array(size), // event index in the payload arrays
           hl: new Int32Array(size + 1), // prefix count of highlighted events
         };
@@ -72,8 +77,13 @@
     }
     if (!sorted) tracks.forEach(sortTrack);
     const model = {
-      data: data, lanes: lanes, tracks: tracks, count: n,
-      t0: 0, t1: 0, focusSrc: typeof data.focusSrc === 'number' ? data.focusSrc : -1,
+      data: data,
+      lanes: lanes,
+      tracks: tracks,
+      count: n,
+      t0: 0,
+      t1: 0,
+      focusSrc: typeof data.focusSrc === "number" ? data.focusSrc : -1,
     };
     let t1 = 0;
     for (let i = 0; i < n; i++) t1 = Math.max(t1, ev.start[i] + ev.dur[i]);
@@ -83,12 +93,24 @@
   }
 
   function sortTrack(t) {
-    const order = Array.from({ length: t.size }, function (_, k) { return k; });
-    order.sort(function (a, b) { return t.start[a] - t.start[b]; });
-    const s = Float64Array.from(order, function (k) { return t.start[k]; });
-    const e = Float64Array.from(order, function (k) { return t.end[k]; });
-    const ix = Int32Array.from(order, function (k) { return t.index[k]; });
-    t.start = s; t.end = e; t.index = ix;
+    const order = Array.from({ length: t.size }, function (_, k) {
+      return k;
+    });
+    order.sort(function (a, b) {
+      return t.start[a] - t.start[b];
+    });
+    const s = Float64Array.from(order, function (k) {
+      return t.start[k];
+    });
+    const e = Float64Array.from(order, function (k) {
+      return t.end[k];
+    });
+    const ix = Int32Array.from(order, function (k) {
+      return t.index[k];
+    });
+    t.start = s;
+    t.end = e;
+    t.index = ix;
   }
 
   /** Mark the events of one source line (index into data.sources) highlighted. */
@@ -128,11 +150,25 @@
     let i = lowerBound(t.end, ta);
     let drawn = 0;
     // Pending runs of merged columns: plain [px, pxe, pi] and highlighted [hx, hxe, hi].
-    let px = 0, pxe = -1, pi = -1, popen = false;
-    let hx = 0, hxe = -1, hi = -1, hopen = false;
+    let px = 0,
+      pxe = -1,
+      pi = -1,
+      popen = false;
+    let hx = 0,
+      hxe = -1,
+      hi = -1,
+      hopen = false;
     function flush() {
-      if (popen) { emit(px, pxe - px, t, pi, false); drawn++; popen = false; }
-      if (hopen) { emit(hx, hxe - hx, t, hi, true); drawn++; hopen = false; }
+      if (popen) {
+        emit(px, pxe - px, t, pi, false);
+        drawn++;
+        popen = false;
+      }
+      if (hopen) {
+        emit(hx, hxe - hx, t, hi, true);
+        drawn++;
+        hopen = false;
+      }
     }
     while (i < t.size && t.start[i] <= tb) {
       const x0 = (t.start[i] - ta) * scale;
@@ -151,16 +187,32 @@
       if (j - 1 > i && (t.end[j - 1] - t.start[j - 1]) * scale >= 1) j--;
       const xe = Math.max(col + 1, (t.end[j - 1] - ta) * scale);
       const single = j - i === 1 ? t.index[i] : -1;
-      if (popen && col <= pxe) { pxe = Math.max(pxe, xe); pi = -1; }
-      else {
-        if (popen) { emit(px, pxe - px, t, pi, false); drawn++; }
-        px = col; pxe = xe; pi = single; popen = true;
+      if (popen && col <= pxe) {
+        pxe = Math.max(pxe, xe);
+        pi = -1;
+      } else {
+        if (popen) {
+          emit(px, pxe - px, t, pi, false);
+          drawn++;
+        }
+        px = col;
+        pxe = xe;
+        pi = single;
+        popen = true;
       }
       if (t.hl[j] - t.hl[i] > 0) {
-        if (hopen && col <= hxe) { hxe = Math.max(hxe, col + 1); hi = -1; }
-        else {
-          if (hopen) { emit(hx, hxe - hx, t, hi, true); drawn++; }
-          hx = col; hxe = col + 1; hi = single; hopen = true;
+        if (hopen && col <= hxe) {
+          hxe = Math.max(hxe, col + 1);
+          hi = -1;
+        } else {
+          if (hopen) {
+            emit(hx, hxe - hx, t, hi, true);
+            drawn++;
+          }
+          hx = col;
+          hxe = col + 1;
+          hi = single;
+          hopen = true;
         }
       }
       i = j;
@@ -177,7 +229,10 @@
     let bestDist = Infinity;
     for (; i < t.size && t.start[i] <= tm + slack; i++) {
       const d = tm < t.start[i] ? t.start[i] - tm : tm > t.end[i] ? tm - t.end[i] : 0;
-      if (d < bestDist) { bestDist = d; best = t.index[i]; }
+      if (d < bestDist) {
+        bestDist = d;
+        best = t.index[i];
+      }
       if (d === 0) break;
     }
     return best;
@@ -217,9 +272,15 @@
   function ticks(ta, tb, width, target) {
     const span = tb - ta;
     if (!(span > 0) || width <= 0) return [];
-    const raw = span * (target || 100) / width;
+    const raw = (span * (target || 100)) / width;
     const p = Math.pow(10, Math.floor(Math.log10(raw)));
-    const step = [1, 2, 5, 10].map(function (m) { return m * p; }).find(function (s) { return s >= raw; });
+    const step = [1, 2, 5, 10]
+      .map(function (m) {
+        return m * p;
+      })
+      .find(function (s) {
+        return s >= raw;
+      });
     const out = [];
     for (let t = Math.ceil(ta / step) * step; t <= tb; t += step) out.push(t);
     return out;
@@ -228,10 +289,10 @@
   /** "12.3 µs", "1.20 ms", "2.50 s", "850 ns". */
   function formatUs(us) {
     const a = Math.abs(us);
-    if (a >= 1e6) return (us / 1e6).toFixed(2) + ' s';
-    if (a >= 1e3) return (us / 1e3).toFixed(a >= 1e5 ? 0 : 2) + ' ms';
-    if (a >= 1 || a === 0) return (Math.round(us * 10) / 10) + ' µs';
-    return Math.round(us * 1000) + ' ns';
+    if (a >= 1e6) return (us / 1e6).toFixed(2) + " s";
+    if (a >= 1e3) return (us / 1e3).toFixed(a >= 1e5 ? 0 : 2) + " ms";
+    if (a >= 1 || a === 0) return Math.round(us * 10) / 10 + " µs";
+    return Math.round(us * 1000) + " ns";
   }
 
   /** What the panel needs to describe one event (tooltip, reveal). */
@@ -242,24 +303,39 @@
     return {
       name: model.data.names[ev.name[i]],
       lane: model.lanes[ev.lane[i]].name,
-      start: ev.start[i], dur: ev.dur[i], src: src,
-      file: source ? source[0] : null, line: source ? source[1] : null,
+      start: ev.start[i],
+      dur: ev.dur[i],
+      src: src,
+      file: source ? source[0] : null,
+      line: source ? source[1] : null,
       // 1: backward, 2: recompute; the line is then the forward line that caused it
-      phase: ev.phase ? (ev.phase[i] === 1 ? 'backward' : ev.phase[i] === 2 ? 'recompute' : null) : null,
+      phase: ev.phase ? (ev.phase[i] === 1 ? "backward" : ev.phase[i] === 2 ? "recompute" : null) : null,
     };
   }
 
   /** A stable hue per name so one op keeps its colour across the timeline. */
   function hue(name) {
     let h = 2166136261;
-    for (let k = 0; k < name.length; k++) { h ^= name.charCodeAt(k); h = Math.imul(h, 16777619); }
+    for (let k = 0; k < name.length; k++) {
+      h ^= name.charCodeAt(k);
+      h = Math.imul(h, 16777619);
+    }
     return (h >>> 0) % 360;
   }
 
   return {
-    lowerBound: lowerBound, buildModel: buildModel, setHighlight: setHighlight,
-    isHighlighted: isHighlighted, visitTrack: visitTrack, hitTest: hitTest,
-    initialView: initialView, zoom: zoom, pan: pan, ticks: ticks, formatUs: formatUs,
-    describe: describe, hue: hue,
+    lowerBound: lowerBound,
+    buildModel: buildModel,
+    setHighlight: setHighlight,
+    isHighlighted: isHighlighted,
+    visitTrack: visitTrack,
+    hitTest: hitTest,
+    initialView: initialView,
+    zoom: zoom,
+    pan: pan,
+    ticks: ticks,
+    formatUs: formatUs,
+    describe: describe,
+    hue: hue,
   };
 });

@@ -7,7 +7,7 @@
  * stays smooth however many events the run has.
  */
 (function (root) {
-  'use strict';
+  "use strict";
   const M = root.TimelineModel;
 
   const AXIS_H = 24;
@@ -23,24 +23,38 @@
 
   function create(canvas, model, options) {
     options = options || {};
-    const ctx = canvas.getContext('2d', { alpha: false });
+    const ctx = canvas.getContext("2d", { alpha: false });
     const colors = {
-      bg: cssVar('--vscode-editor-background', '#1e1e1e'),
-      fg: cssVar('--vscode-editor-foreground', '#d4d4d4'),
-      dim: cssVar('--vscode-descriptionForeground', '#9d9d9d'),
-      grid: cssVar('--vscode-editorIndentGuide-background1', cssVar('--vscode-editorIndentGuide-background', '#404040')),
-      hl: cssVar('--vscode-editorWarning-foreground', '#ff9f1a'),
-      font: cssVar('--vscode-font-family', 'sans-serif'),
+      bg: cssVar("--vscode-editor-background", "#1e1e1e"),
+      fg: cssVar("--vscode-editor-foreground", "#d4d4d4"),
+      dim: cssVar("--vscode-descriptionForeground", "#9d9d9d"),
+      grid: cssVar(
+        "--vscode-editorIndentGuide-background1",
+        cssVar("--vscode-editorIndentGuide-background", "#404040"),
+      ),
+      hl: cssVar("--vscode-editorWarning-foreground", "#ff9f1a"),
+      font: cssVar("--vscode-font-family", "sans-serif"),
     };
     const state = {
-      model: model, view: M.initialView(model), scrollY: 0,
-      width: 0, height: 0, dpr: 1, pending: false, hover: -1,
-      frames: [], firstDrawMs: null, created: performance.now(),
+      model: model,
+      view: M.initialView(model),
+      scrollY: 0,
+      width: 0,
+      height: 0,
+      dpr: 1,
+      pending: false,
+      hover: -1,
+      frames: [],
+      firstDrawMs: null,
+      created: performance.now(),
     };
     const nameColor = new Map();
 
-    const phaseColor = [null, ['hsl(275,45%,45%)', 'hsla(275,30%,45%,0.45)'],
-      ['hsl(35,70%,45%)', 'hsla(35,45%,45%,0.45)']];
+    const phaseColor = [
+      null,
+      ["hsl(275,45%,45%)", "hsla(275,30%,45%,0.45)"],
+      ["hsl(35,70%,45%)", "hsla(35,45%,45%,0.45)"],
+    ];
 
     function colorOf(i) {
       const phase = state.model.data.events.phase;
@@ -49,8 +63,8 @@
       const nameIdx = state.model.data.events.name[i];
       let c = nameColor.get(nameIdx);
       if (!c) {
-        const h = M.hue(state.model.data.names[nameIdx] || '');
-        c = ['hsl(' + h + ',55%,52%)', 'hsla(' + h + ',35%,50%,0.45)'];
+        const h = M.hue(state.model.data.names[nameIdx] || "");
+        c = ["hsl(" + h + ",55%,52%)", "hsla(" + h + ",35%,50%,0.45)"];
         nameColor.set(nameIdx, c);
       }
       return state.model.focusSrc >= 0 ? c[1] : c[0];
@@ -90,20 +104,23 @@
     function draw() {
       state.pending = false;
       const t0 = performance.now();
-      const W = state.width, H = state.height;
+      const W = state.width,
+        H = state.height;
       const plotW = Math.max(1, W - GUTTER_W);
       const v = state.view;
       ctx.setTransform(state.dpr, 0, 0, state.dpr, 0, 0);
       ctx.fillStyle = colors.bg;
       ctx.fillRect(0, 0, W, H);
-      ctx.font = '11px ' + colors.font;
-      ctx.textBaseline = 'middle';
+      ctx.font = "11px " + colors.font;
+      ctx.textBaseline = "middle";
 
       // Grid and axis.
       const marks = M.ticks(v.ta, v.tb, plotW, 110);
       const scale = plotW / (v.tb - v.ta);
       ctx.fillStyle = colors.grid;
-      marks.forEach(function (t) { ctx.fillRect(GUTTER_W + Math.round((t - v.ta) * scale), AXIS_H, 1, H - AXIS_H); });
+      marks.forEach(function (t) {
+        ctx.fillRect(GUTTER_W + Math.round((t - v.ta) * scale), AXIS_H, 1, H - AXIS_H);
+      });
 
       // Events, clipped to the plot area.
       ctx.save();
@@ -122,22 +139,28 @@
         L.lane.tracks.forEach(function (t) {
           const y = top + t.depth * ROW_H;
           rects += M.visitTrack(t, v.ta, v.tb, plotW, function (x, w, _t, i, hl) {
-            if (hl) { highlighted.push(GUTTER_W + x, y + 1, Math.max(w, 2), ROW_H - 2); }
-            else {
+            if (hl) {
+              highlighted.push(GUTTER_W + x, y + 1, Math.max(w, 2), ROW_H - 2);
+            } else {
               const color = i >= 0 ? colorOf(i) : colors.dim;
               let b = buckets.get(color);
-              if (!b) { b = []; buckets.set(color, b); }
+              if (!b) {
+                b = [];
+                buckets.set(color, b);
+              }
               b.push(GUTTER_W + x, y + 1, w, ROW_H - 2);
             }
             if (i >= 0 && w > 40) labels.push(i, GUTTER_W + x, y, w, hl);
           });
         });
       });
-      buckets.forEach(function (b, color) { fillAll(color, b); });
+      buckets.forEach(function (b, color) {
+        fillAll(color, b);
+      });
       // The selected line's events on top, so merging never hides them.
       fillAll(colors.hl, highlighted);
       for (let k = 0; k < labels.length; k += 5) {
-        label(labels[k], labels[k + 1], labels[k + 2], labels[k + 3], labels[k + 4] ? '#000' : colors.bg);
+        label(labels[k], labels[k + 1], labels[k + 2], labels[k + 3], labels[k + 4] ? "#000" : colors.bg);
       }
       if (state.hover >= 0) outline(state.hover);
       ctx.restore();
@@ -180,11 +203,15 @@
     }
 
     function label(i, x, y, w, color) {
-      const name = state.model.data.names[state.model.data.events.name[i]] || '';
+      const name = state.model.data.names[state.model.data.events.name[i]] || "";
       const max = Math.floor((w - 6) / 6.2);
       if (max < 3) return;
       ctx.fillStyle = color;
-      ctx.fillText(name.length > max ? name.slice(0, max - 1) + '…' : name, Math.max(x, GUTTER_W) + 3, y + ROW_H / 2);
+      ctx.fillText(
+        name.length > max ? name.slice(0, max - 1) + "…" : name,
+        Math.max(x, GUTTER_W) + 3,
+        y + ROW_H / 2,
+      );
     }
 
     function outline(i) {
@@ -202,7 +229,9 @@
     function eventAt(px, py) {
       if (px < GUTTER_W || py < AXIS_H) return -1;
       const y = py + state.scrollY;
-      const L = lanesLayout.find(function (l) { return y >= l.top && y < l.bottom; });
+      const L = lanesLayout.find(function (l) {
+        return y >= l.top && y < l.bottom;
+      });
       if (!L) return -1;
       const t = L.lane.tracks[Math.floor((y - L.top) / ROW_H)];
       if (!t) return -1;
@@ -212,7 +241,7 @@
     }
 
     function timeAt(px) {
-      return state.view.ta + (px - GUTTER_W) * (state.view.tb - state.view.ta) / (state.width - GUTTER_W);
+      return state.view.ta + ((px - GUTTER_W) * (state.view.tb - state.view.ta)) / (state.width - GUTTER_W);
     }
 
     // -- interaction ---------------------------------------------------------
@@ -230,7 +259,8 @@
     function onMove(e) {
       const p = local(e);
       if (drag) {
-        const dx = p[0] - drag.x, dy = p[1] - drag.y;
+        const dx = p[0] - drag.x,
+          dy = p[1] - drag.y;
         if (Math.abs(dx) + Math.abs(dy) > CLICK_SLOP) drag.moved = true;
         if (!drag.moved) return;
         const perPx = (drag.view.tb - drag.view.ta) / (state.width - GUTTER_W);
@@ -243,7 +273,7 @@
       const i = eventAt(p[0], p[1]);
       if (i !== state.hover) {
         state.hover = i;
-        canvas.style.cursor = i >= 0 ? 'pointer' : 'default';
+        canvas.style.cursor = i >= 0 ? "pointer" : "default";
         if (options.onHover) options.onHover(i >= 0 ? M.describe(state.model, i) : null, e);
         schedule();
       } else if (i >= 0 && options.onHover) options.onHover(M.describe(state.model, i), e);
@@ -272,29 +302,52 @@
       schedule();
     }
     function onLeave() {
-      if (state.hover >= 0) { state.hover = -1; schedule(); }
+      if (state.hover >= 0) {
+        state.hover = -1;
+        schedule();
+      }
       if (options.onHover) options.onHover(null);
     }
 
-    canvas.addEventListener('pointerdown', onDown);
-    canvas.addEventListener('pointermove', onMove);
-    canvas.addEventListener('pointerup', onUp);
-    canvas.addEventListener('pointerleave', onLeave);
-    canvas.addEventListener('wheel', onWheel, { passive: false });
+    canvas.addEventListener("pointerdown", onDown);
+    canvas.addEventListener("pointermove", onMove);
+    canvas.addEventListener("pointerup", onUp);
+    canvas.addEventListener("pointerleave", onLeave);
+    canvas.addEventListener("wheel", onWheel, { passive: false });
     const ro = new ResizeObserver(resize);
     ro.observe(canvas);
     resize();
 
     return {
       state: state,
-      setView: function (v) { state.view = M.pan(v, 0, state.model); schedule(); },
-      pan: function (dt) { state.view = M.pan(state.view, dt, state.model); schedule(); },
-      zoom: function (factor) { state.view = M.zoom(state.view, factor, (state.view.ta + state.view.tb) / 2, state.model); schedule(); },
-      fitFocus: function () { state.view = M.initialView(state.model); schedule(); },
-      fitAll: function () { state.view = { ta: 0, tb: state.model.t1 }; schedule(); },
+      setView: function (v) {
+        state.view = M.pan(v, 0, state.model);
+        schedule();
+      },
+      pan: function (dt) {
+        state.view = M.pan(state.view, dt, state.model);
+        schedule();
+      },
+      zoom: function (factor) {
+        state.view = M.zoom(state.view, factor, (state.view.ta + state.view.tb) / 2, state.model);
+        schedule();
+      },
+      fitFocus: function () {
+        state.view = M.initialView(state.model);
+        schedule();
+      },
+      fitAll: function () {
+        state.view = { ta: 0, tb: state.model.t1 };
+        schedule();
+      },
       setModel: function (m) {
-        state.model = m; nameColor.clear(); lanesLayout = layoutLanes();
-        state.view = M.initialView(m); state.scrollY = 0; state.hover = -1; schedule();
+        state.model = m;
+        nameColor.clear();
+        lanesLayout = layoutLanes();
+        state.view = M.initialView(m);
+        state.scrollY = 0;
+        state.hover = -1;
+        schedule();
       },
       eventAt: eventAt,
       /** Canvas-relative centre of event i when it is on screen (for tests). */
@@ -309,17 +362,19 @@
       },
       redraw: schedule,
       /** Draw now, synchronously (the benchmark times draw + raster this way). */
-      drawNow: function () { draw(); },
+      drawNow: function () {
+        draw();
+      },
       destroy: function () {
         ro.disconnect();
-        canvas.removeEventListener('pointerdown', onDown);
-        canvas.removeEventListener('pointermove', onMove);
-        canvas.removeEventListener('pointerup', onUp);
-        canvas.removeEventListener('pointerleave', onLeave);
-        canvas.removeEventListener('wheel', onWheel);
+        canvas.removeEventListener("pointerdown", onDown);
+        canvas.removeEventListener("pointermove", onMove);
+        canvas.removeEventListener("pointerup", onUp);
+        canvas.removeEventListener("pointerleave", onLeave);
+        canvas.removeEventListener("wheel", onWheel);
       },
     };
   }
 
   root.TimelineView = { create: create, GUTTER_W: GUTTER_W, AXIS_H: AXIS_H, ROW_H: ROW_H };
-})(typeof self !== 'undefined' ? self : this);
+})(typeof self !== "undefined" ? self : this);

@@ -44,8 +44,14 @@ export interface ResultDoc {
   host: string;
   function: { file: string; name: string; line: number };
   totals: {
-    self_time_us: number; wall_us_median?: number | null; steps?: number; dispatches?: number;
-    forward_time_us?: number; backward_time_us?: number; optimizer_time_us?: number; recompute_time_us?: number;
+    self_time_us: number;
+    wall_us_median?: number | null;
+    steps?: number;
+    dispatches?: number;
+    forward_time_us?: number;
+    backward_time_us?: number;
+    optimizer_time_us?: number;
+    recompute_time_us?: number;
   };
   ops?: OpRow[];
   lines?: LineRow[];
@@ -114,7 +120,9 @@ export function clockLabel(clock: string): string {
 
 /** The `key_averages()` view: ATen ops by self time, hottest first. */
 export function sortedOps(result: ResultDoc): OpRow[] {
-  return [...(result.ops ?? [])].sort((a, b) => b.self_time_us - a.self_time_us || a.name.localeCompare(b.name));
+  return [...(result.ops ?? [])].sort(
+    (a, b) => b.self_time_us - a.self_time_us || a.name.localeCompare(b.name),
+  );
 }
 
 /** Forward + backward + recompute self time: what a line costs a step. */
@@ -144,13 +152,16 @@ export function sortedFindings(result: ResultDoc): FindingRow[] {
  * the first array of objects found under `rows`/`variants`/`lines` (or the value
  * itself), with the union of their scalar keys as columns.
  */
-export function genericTable(doc: unknown): { columns: string[]; rows: Record<string, unknown>[] } | undefined {
+export function genericTable(
+  doc: unknown,
+): { columns: string[]; rows: Record<string, unknown>[] } | undefined {
   let rows: unknown = doc;
   if (doc && typeof doc === "object" && !Array.isArray(doc)) {
     const d = doc as Record<string, unknown>;
     rows = d.rows ?? d.variants ?? d.lines ?? d.results;
   }
-  if (!Array.isArray(rows) || rows.length === 0 || typeof rows[0] !== "object" || rows[0] === null) return undefined;
+  if (!Array.isArray(rows) || rows.length === 0 || typeof rows[0] !== "object" || rows[0] === null)
+    return undefined;
   const columns: string[] = [];
   for (const row of rows as Record<string, unknown>[]) {
     for (const [k, v] of Object.entries(row)) {

@@ -59,13 +59,16 @@ function table(id: string, head: string[], rows: string[]): string {
 
 export function renderBody(data: RunData): string {
   const r = data.result;
-  if (!r) return `<p class="empty">No run yet for this file. Right-click a marked function → <b>Profile on Trainium</b>.</p>`;
+  if (!r)
+    return `<p class="empty">No run yet for this file. Right-click a marked function → <b>Profile on Trainium</b>.</p>`;
   const total = r.totals.self_time_us;
   const parts: string[] = [];
   parts.push(
     `<header><h1>${escapeHtml(r.function.name)} <span class="muted">${escapeHtml(r.function.file)}:${r.function.line}</span></h1>` +
       `<p><b>${escapeHtml(formatUs(total))}</b> ${escapeHtml(clockLabel(r.clock))} per call` +
-      (r.totals.wall_us_median ? ` · wall ${escapeHtml(formatUs(r.totals.wall_us_median))} (unprofiled median)` : "") +
+      (r.totals.wall_us_median
+        ? ` · wall ${escapeHtml(formatUs(r.totals.wall_us_median))} (unprofiled median)`
+        : "") +
       (r.totals.steps ? ` · ${r.totals.steps} measured steps` : "") +
       ` · backend <b>${escapeHtml(r.backend)}</b> on <b>${escapeHtml(r.host)}</b>` +
       ` · <span class="muted">run ${escapeHtml(r.run_id)}</span></p></header>`,
@@ -89,7 +92,8 @@ export function renderBody(data: RunData): string {
     parts.push(
       `<p>forward <b>${escapeHtml(formatUs(t.forward_time_us))}</b> · backward <b>${escapeHtml(formatUs(t.backward_time_us))}</b>` +
         ` · optimizer <b>${escapeHtml(formatUs(t.optimizer_time_us))}</b>` +
-        (t.recompute_time_us ? ` · recompute ${escapeHtml(formatUs(t.recompute_time_us))}` : "") + `</p>`,
+        (t.recompute_time_us ? ` · recompute ${escapeHtml(formatUs(t.recompute_time_us))}` : "") +
+        `</p>`,
     );
   }
   const lines = sortedLines(r);
@@ -117,7 +121,8 @@ export function renderBody(data: RunData): string {
         lineRows,
       ),
   );
-  if (r.unattributed_us) parts.push(`<p class="muted">Unattributed: ${escapeHtml(formatUs(r.unattributed_us))}</p>`);
+  if (r.unattributed_us)
+    parts.push(`<p class="muted">Unattributed: ${escapeHtml(formatUs(r.unattributed_us))}</p>`);
 
   const opRows = sortedOps(r).map(
     (o) =>
@@ -125,7 +130,10 @@ export function renderBody(data: RunData): string {
       `<td class="num">${escapeHtml(formatUs(o.self_time_us))}</td><td class="num">${escapeHtml(formatShare(o.self_time_us, total))}</td>` +
       `<td class="num">${escapeHtml(formatUs(o.total_time_us))}</td></tr>`,
   );
-  parts.push(`<h2>Ops <span class="muted">by self time</span></h2>` + table("ops", ["op", "calls", "self", "share", "total"], opRows));
+  parts.push(
+    `<h2>Ops <span class="muted">by self time</span></h2>` +
+      table("ops", ["op", "calls", "self", "share", "total"], opRows),
+  );
 
   for (const [id, title, doc] of [
     ["comparison", "Variants", data.comparison],
@@ -135,7 +143,12 @@ export function renderBody(data: RunData): string {
     if (!t) continue;
     const rows = t.rows.map((row) => {
       const cells = t.columns.map((c) => `<td>${escapeHtml(formatCell(c, row[c]))}</td>`).join("");
-      const line = typeof row.line === "number" ? row.line : typeof row.after_line === "number" ? row.after_line : undefined;
+      const line =
+        typeof row.line === "number"
+          ? row.line
+          : typeof row.after_line === "number"
+            ? row.after_line
+            : undefined;
       const file = typeof row.file === "string" ? row.file : r.function.file;
       return line !== undefined ? `<tr ${revealAttrs(file, line)}>${cells}</tr>` : `<tr>${cells}</tr>`;
     });

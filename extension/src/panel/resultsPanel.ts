@@ -35,7 +35,9 @@ export class ResultsPanel implements vscode.Disposable {
         function: target.function,
       });
     } catch (e) {
-      void vscode.window.showErrorMessage(`Trainium Lens: cannot read the run data: ${e instanceof Error ? e.message : e}`);
+      void vscode.window.showErrorMessage(
+        `Trainium Lens: cannot read the run data: ${e instanceof Error ? e.message : e}`,
+      );
       return;
     }
     this.target = target;
@@ -70,20 +72,27 @@ export class ResultsPanel implements vscode.Disposable {
       cspSource: webview.cspSource,
       nonce: makeNonce((n) => randomBytes(n)),
       scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(root, "extension", "dist", "panel.js")).toString(),
-      styleUri: webview.asWebviewUri(vscode.Uri.joinPath(root, "extension", "src", "panel", "panel.css")).toString(),
+      styleUri: webview
+        .asWebviewUri(vscode.Uri.joinPath(root, "extension", "src", "panel", "panel.css"))
+        .toString(),
     });
   }
 
   /** A row was clicked: open its file at its line (1-based in results). */
   private async onMessage(message: unknown): Promise<void> {
     const m = message as { type?: string; file?: string; line?: number };
-    if (m?.type !== "reveal" || typeof m.file !== "string" || typeof m.line !== "number" || !this.target) return;
+    if (m?.type !== "reveal" || typeof m.file !== "string" || typeof m.line !== "number" || !this.target)
+      return;
     const uri = this.resolveFile(m.file);
     const doc = await vscode.workspace.openTextDocument(uri);
     const wanted = this.data ? currentLine(this.data, m.file, m.line) : m.line - 1;
     const line = Math.max(0, Math.min(doc.lineCount - 1, wanted));
-    const visible = vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === uri.toString());
-    const editor = await vscode.window.showTextDocument(doc, { viewColumn: visible?.viewColumn ?? vscode.ViewColumn.One });
+    const visible = vscode.window.visibleTextEditors.find(
+      (e) => e.document.uri.toString() === uri.toString(),
+    );
+    const editor = await vscode.window.showTextDocument(doc, {
+      viewColumn: visible?.viewColumn ?? vscode.ViewColumn.One,
+    });
     const range = doc.lineAt(line).range;
     editor.selection = new vscode.Selection(range.start, range.start);
     editor.revealRange(range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
