@@ -33,10 +33,11 @@ sys.path.insert(0, str(HERE.parent / "server"))
 
 import torch  # noqa: E402
 
-from trainium_lens.harness import build, run  # noqa: E402
-from trainium_lens.harness.attribution import attribute  # noqa: E402
-from trainium_lens.harness.lines import LineLabeler  # noqa: E402
-from trainium_lens.harness.loader import UserCode  # noqa: E402
+from trainium_lens.harness.attribution import build  # noqa: E402
+from trainium_lens.harness.attribution.tree import attribute  # noqa: E402
+from trainium_lens.harness.eager import run  # noqa: E402
+from trainium_lens.harness.eager.lines import LineLabeler  # noqa: E402
+from trainium_lens.harness.job.loader import UserCode  # noqa: E402
 
 
 def many_small_ops(xs, ws):

@@ -1,4 +1,4 @@
-"""Cost of counting line hits (harness/hits.py) in the line labeler.
+"""Cost of counting line hits (harness/eager/hits.py) in the line labeler.
 
 The GPT-style model of tests/data/project (2 layers, 64 wide: small ops, so the
 labeler's per-call work weighs the most it can), its forward called with the
@@ -20,10 +20,10 @@ sys.path.insert(0, str(ROOT / "server"))
 
 import torch  # noqa: E402
 
-from trainium_lens.harness.hits import HitCounter  # noqa: E402
-from trainium_lens.harness.lines import LineLabeler  # noqa: E402
-from trainium_lens.harness.loader import UserCode, load_module  # noqa: E402
-from trainium_lens.harness.run import invoke  # noqa: E402
+from trainium_lens.harness.eager.hits import HitCounter  # noqa: E402
+from trainium_lens.harness.eager.lines import LineLabeler  # noqa: E402
+from trainium_lens.harness.eager.run import invoke  # noqa: E402
+from trainium_lens.harness.job.loader import UserCode, load_module  # noqa: E402
 
 
 def main(rounds: int = 30) -> None:

@@ -30,9 +30,18 @@ sys.path.insert(0, str(ROOT))
 
 from lsprotocol import types  # noqa: E402
 
-from tests.lsp_client import change, open_doc, start, stop  # noqa: E402
-from trainium_lens.result import Finding, FunctionRef, LineOp, LineStat, LineWindows, Result, Totals, Window  # noqa: E402
-from trainium_lens.store import RunStore  # noqa: E402
+from tests.support.lsp_client import change, open_doc, start, stop  # noqa: E402
+from trainium_lens.model.result import (  # noqa: E402
+    Finding,
+    FunctionRef,
+    LineOp,
+    LineStat,
+    LineWindows,
+    Result,
+    Totals,
+    Window,
+)
+from trainium_lens.model.store import RunStore  # noqa: E402
 
 N_LINES, N_ANNOTATED, ROUNDS = 5000, 2000, 200
 FIRST = 1000  # 1-based line of the def
@@ -227,7 +236,7 @@ async def over_lsp(ws: Path) -> list[str]:
 def in_process(ws: Path) -> list[str]:
     from pygls.workspace import Workspace
 
-    from trainium_lens.lsp import hover, inlay_hints
+    from trainium_lens.lsp.features import hover, inlay_hints
     from trainium_lens.lsp.server import create_server
 
     server = create_server()

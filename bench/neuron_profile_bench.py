@@ -74,7 +74,7 @@ def main() -> None:
     if sys.argv[1] == "--make":
         make(Path(sys.argv[2]))
         return
-    from trainium_lens import neuron_profile as npf
+    from trainium_lens.traces import neuron_profile as npf
 
     t0 = time.perf_counter()
     profile = npf.read(sys.argv[1])

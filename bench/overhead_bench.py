@@ -26,9 +26,9 @@ sys.path.insert(0, str(ROOT / "server"))
 
 import torch  # noqa: E402
 
-from trainium_lens.harness import run  # noqa: E402
-from trainium_lens.harness.lines import LineLabeler  # noqa: E402
-from trainium_lens.harness.loader import UserCode, load_module  # noqa: E402
+from trainium_lens.harness.eager import run  # noqa: E402
+from trainium_lens.harness.eager.lines import LineLabeler  # noqa: E402
+from trainium_lens.harness.job.loader import UserCode, load_module  # noqa: E402
 
 sys.path.insert(0, str(HERE))
 from attribution_bench import many_small_ops  # noqa: E402

@@ -74,7 +74,7 @@ class _TimedPopen(subprocess.Popen):
 
 
 def overhead(host: str, config: str, python: str, tmp: Path, repeat: int, repeat_cli: int) -> None:
-    from trainium_lens.jobs import make_job
+    from trainium_lens.engine.jobs import make_job
     from trainium_lens.targets import stream
     from trainium_lens.targets.local import LocalTarget
 
@@ -232,7 +232,7 @@ def main() -> None:
         server = None
         host, config = args.host, args.ssh_config
         if not host:
-            from tests.sshd import start_loopback_sshd
+            from tests.support.sshd import start_loopback_sshd
 
             server = start_loopback_sshd(tmp / "sshd")
             host, config = "lens-test", str(server.config)

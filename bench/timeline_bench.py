@@ -18,9 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from trainium_lens.lsp.timeline import payload
-from trainium_lens.result import FunctionRef, Result, Totals
-from trainium_lens.trace_export import load_trace, to_chrome_trace
+from trainium_lens.lsp.features.timeline import payload
+from trainium_lens.model.result import FunctionRef, Result, Totals
+from trainium_lens.traces.chrome import load_trace
+from trainium_lens.traces.export import to_chrome_trace
 
 
 def synth(total: int) -> dict:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from lsprotocol import types  # noqa: E402
 
-from tests.lsp_client import open_doc, start, stop  # noqa: E402
+from tests.support.lsp_client import open_doc, start, stop  # noqa: E402
 
 CASES = [
     ("rmsnorm.py", ROOT / "examples" / "rmsnorm.py", "rms_norm_naive"),
@@ -118,7 +118,7 @@ async def main_async(args) -> None:
         try:
             host, config = args.host, args.ssh_config
             if not host:
-                from tests.sshd import start_loopback_sshd
+                from tests.support.sshd import start_loopback_sshd
 
                 server = start_loopback_sshd(tmp / "sshd")
                 host, config = "lens-test", str(server.config)

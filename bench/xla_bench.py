@@ -29,8 +29,8 @@ import torch_xla  # noqa: E402
 import torch_xla.core.xla_model as xm  # noqa: E402
 import torch_xla.debug.profiler as xp  # noqa: E402
 
-from trainium_lens.harness.xla_attribution import attribute, figures  # noqa: E402
-from trainium_lens.harness.xla_trace import find_xplanes, read_xspace  # noqa: E402
+from trainium_lens.harness.xla.attribution import attribute, figures  # noqa: E402
+from trainium_lens.harness.xla.xplane import find_xplanes, read_xspace  # noqa: E402
 
 MARK = "bench step "
 

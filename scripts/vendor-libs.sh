@@ -3,7 +3,7 @@
 # exactly the wheels pinned in extension/requirements-vsix.txt, checked against
 # their hashes (pip --require-hashes). They are pure Python (any platform, any
 # Python >= 3.11) and installed without byte-compiling, so two runs of one commit
-# produce byte-identical trees (tests/test_packaging.py checks it).
+# produce byte-identical trees (tests/integration/test_packaging.py checks it).
 #
 #   bash scripts/vendor-libs.sh [DIR]
 set -euo pipefail

@@ -10,9 +10,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
+SERVER = ROOT / "server"
+DATA = ROOT / "tests" / "data"  # fixture sources (line numbers matter: never reformatted)
 
 # Fixtures of one area live in their own module; pytest loads them from here.
-pytest_plugins = ["tests.sshd"]
+pytest_plugins = ["tests.support.sshd"]
 
 # The harness runs as a subprocess with the same interpreter as the tests.
 PYTHON = sys.executable

@@ -18,7 +18,7 @@ export interface ServerSettings {
   python: string; // the interpreter actually used (resolved), for local profiling
   include?: string[]; // trainiumLens.include: installed packages whose lines get figures (the server checks the names)
   warmWorker: { idleSeconds: number }; // 0: no warm worker (every run cold)
-  // trainiumLens.explorer.* (ports, URL template, path): validated by the server (explorer.py)
+  // trainiumLens.explorer.* (ports, URL template, path): validated by the server (hosttools/explorer.py)
   explorer?: Record<string, unknown>;
   // Workspace Trust (trust.ts): false in Restricted Mode, where the server runs nothing.
   trusted?: boolean;

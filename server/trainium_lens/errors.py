@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .harness.events import HarnessError as HarnessFailure
+from trainium_lens.harness.events import HarnessError as HarnessFailure
 
 
 class LensError(Exception):

@@ -1,4 +1,4 @@
-"""Fixture: user helpers, loops, recursion, modules and print (see tests/test_harness_lines.py)."""
+"""Fixture: user helpers, loops, recursion, modules and print (see tests/integration/harness/test_lines.py)."""
 
 import os
 

@@ -1,4 +1,4 @@
-"""Training steps for the backward-attribution tests (tests/test_training.py)."""
+"""Training steps for the backward-attribution tests (tests/integration/harness/test_training.py)."""
 
 import threading
 

@@ -1,4 +1,4 @@
-"""Fixture for the xla backend (tests/test_xla_backend.py): a helper called from
+"""Fixture for the xla backend (tests/integration/harness/test_xla_backend.py): a helper called from
 two lines, and a linear layer. Matmuls, because XLA does not fuse a dot with its
 neighbours: each call stays one instruction with its own stack."""
 

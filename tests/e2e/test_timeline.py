@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from trainium_lens.trace_export import load_trace
+from trainium_lens.traces.chrome import load_trace
 
 from . import test_vscode
 from .test_vscode import EXAMPLE, RESULTS, drive, hottest_line, installed_server, stored_run

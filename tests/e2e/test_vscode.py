@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from trainium_lens.lsp.format import time_us
-from trainium_lens.result import Result, load
+from trainium_lens.lsp.present.format import time_us
+from trainium_lens.model.result import Result, load
 
 ROOT = Path(__file__).resolve().parents[2]
 E2E = ROOT / ".e2e"

@@ -1,5 +1,5 @@
 // Numbers and rows for the results panel (pure: tested under node --test).
-// The result's fields are documented in server/trainium_lens/result.py; every
+// The result's fields are documented in server/trainium_lens/model/result.py; every
 // time is per step (per call of the profiled function), on the run's clock.
 
 export interface OpRow {

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from ..harness.markers import variant_group
-from ..result import LineStat, Result
+from trainium_lens.harness.markers import variant_group
+from trainium_lens.model.result import LineStat, Result
 
 # dtype -> (atol, rtol)
 TOLERANCES = {

@@ -41,9 +41,9 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..result import Finding, LineOp, LineStat, Result
-from .optimizer_findings import with_optimizer_findings
-from .rank_findings import rank_findings
+from trainium_lens.analysis.optimizer_findings import with_optimizer_findings
+from trainium_lens.analysis.rank_findings import rank_findings
+from trainium_lens.model.result import Finding, LineOp, LineStat, Result
 
 DISPATCH_MIN = 2
 DISPATCH_SHARE = 0.05
@@ -230,7 +230,7 @@ def direct_ops(line: LineStat, result: Result) -> list[LineOp]:
 def analyze(result: Result) -> list[Finding]:
     """Every finding for one result, most severe first, then by line."""
     findings: list[Finding] = []
-    from .xla_findings import xla_findings
+    from trainium_lens.analysis.xla_findings import xla_findings
 
     for check in (
         _device_time,

@@ -10,7 +10,7 @@ dispatched many ops and not one ``_foreach_``/``_fused_`` op ran the loop.
 
 from __future__ import annotations
 
-from ..result import Finding, Result
+from trainium_lens.model.result import Finding, Result
 
 LOOP_MIN_OPS = 24  # fewer ops per step: too few parameters for the loop to matter
 KIND = "optimizer_loop"

@@ -1,11 +1,11 @@
 """Findings of a torchrun job (``--nproc N``): the straggler, and where the
-other ranks wait for it. A pure function of the merged result (ranks.py)."""
+other ranks wait for it. A pure function of the merged result (engine/ranks.py)."""
 
 from __future__ import annotations
 
 import statistics
 
-from ..result import Finding, Result
+from trainium_lens.model.result import Finding, Result
 
 #: A rank this much busier than the median rank is a straggler.
 STRAGGLER_RATIO = 1.10

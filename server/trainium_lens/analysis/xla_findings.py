@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..result import Finding, Result
+from trainium_lens.model.result import Finding, Result
 
 
 def xla_findings(result: Result) -> list[Finding]:

@@ -12,8 +12,8 @@ import argparse
 import importlib
 import sys
 
-from .. import __version__
-from ..errors import LensError
+from trainium_lens import __version__
+from trainium_lens.errors import LensError
 
 # In the order ``--help`` lists them.
 COMMANDS = ("profile", "show", "compare", "fetch", "doctor", "explorer", "export", "lsp")

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from ..analysis.compare import compare_variants, summarize, variant_groups
-from ..result import Result
-from .render import CLOCK_NAMES, Style, finish, fmt_count, fmt_us, render_comparison, table
+from trainium_lens.analysis.compare import compare_variants, summarize, variant_groups
+from trainium_lens.cli.render import CLOCK_NAMES, Style, finish, fmt_count, fmt_us, render_comparison, table
+from trainium_lens.model.result import Result
 
 
 def render_summary(results: list[Result], style: Style | None = None) -> str:

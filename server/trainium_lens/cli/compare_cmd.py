@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..analysis.compare import diff_runs
-from .common import add_workspace_argument
-from .profile_cmd import style_for
-from .render import render_diff
-from .show_cmd import resolve
+from trainium_lens.analysis.compare import diff_runs
+from trainium_lens.cli.common import add_workspace_argument
+from trainium_lens.cli.profile_cmd import style_for
+from trainium_lens.cli.render import render_diff
+from trainium_lens.cli.show_cmd import resolve
 
 
 def register(subparsers) -> None:

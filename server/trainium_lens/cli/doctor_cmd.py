@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from ..doctor import run_doctor
-from .common import add_target_arguments
+from trainium_lens.cli.common import add_target_arguments
+from trainium_lens.hosttools.doctor import run_doctor
 
 _MARKS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
 

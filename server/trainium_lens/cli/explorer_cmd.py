@@ -8,10 +8,10 @@ import sys
 import threading
 import webbrowser
 
-from ..explorer import DEFAULT_URL_TEMPLATE, ExplorerService, ExplorerSettings, describe
-from ..ranks import rank_result
-from .common import add_run_arguments
-from .show_cmd import resolve
+from trainium_lens.cli.common import add_run_arguments
+from trainium_lens.cli.show_cmd import resolve
+from trainium_lens.engine.ranks import rank_result
+from trainium_lens.hosttools.explorer import DEFAULT_URL_TEMPLATE, ExplorerService, ExplorerSettings, describe
 
 
 def register(subparsers) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..rank_trace import merged_trace
-from ..result import Result
-from ..targets import make_target
-from ..trace_export import Trace, load_trace, local_trace_path, summarize, write_export
-from .common import add_run_arguments, workspace_path
-from .show_cmd import resolve
+from trainium_lens.cli.common import add_run_arguments, workspace_path
+from trainium_lens.cli.show_cmd import resolve
+from trainium_lens.model.result import Result
+from trainium_lens.targets import make_target
+from trainium_lens.traces.artifacts import local_trace_path
+from trainium_lens.traces.chrome import Trace, load_trace
+from trainium_lens.traces.export import summarize, write_export
+from trainium_lens.traces.ranks import merged_trace
 
 
 def register(subparsers) -> None:

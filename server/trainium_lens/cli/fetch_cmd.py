@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path, PurePosixPath
 
-from ..errors import UsageError
-from ..store import STORE_DIR, RunStore
-from ..targets.base import Target
-from .common import add_run_arguments, workspace_path
+from trainium_lens.cli.common import add_run_arguments, workspace_path
+from trainium_lens.errors import UsageError
+from trainium_lens.model.store import STORE_DIR, RunStore
+from trainium_lens.targets.base import Target
 
 
 def register(subparsers) -> None:
@@ -40,11 +40,11 @@ def run(args: argparse.Namespace) -> int:
     dest_root = Path(args.dest).expanduser() if args.dest else workspace / STORE_DIR / "artifacts"
     target: Target
     if art.location in ("", "local"):
-        from ..targets.local import LocalTarget
+        from trainium_lens.targets.local import LocalTarget
 
         target = LocalTarget()
     else:
-        from ..targets.ssh import SshTarget
+        from trainium_lens.targets.ssh import SshTarget
 
         target = SshTarget(art.location, ssh_config=args.ssh_config)
     try:

@@ -16,7 +16,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..lsp.server import main
+    from trainium_lens.lsp.server import main
 
     main()
     return 0

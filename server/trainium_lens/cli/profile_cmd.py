@@ -13,16 +13,16 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from .. import runner
-from ..errors import Cancelled, HarnessError, LensError
-from ..jobs import PROTOCOL_KEYS, make_job
-from ..store import RunStore
-from ..targets import make_target
-from .batch_render import render_batch
-from .common import add_target_arguments
-from .render import Style, render_result
-from .render_engines import render_engines
-from .render_ranks import render_ranks
+from trainium_lens.cli.batch_render import render_batch
+from trainium_lens.cli.common import add_target_arguments
+from trainium_lens.cli.render import Style, render_result
+from trainium_lens.cli.render_engines import render_engines
+from trainium_lens.cli.render_ranks import render_ranks
+from trainium_lens.engine import runner
+from trainium_lens.engine.jobs import PROTOCOL_KEYS, make_job
+from trainium_lens.errors import Cancelled, HarnessError, LensError
+from trainium_lens.model.store import RunStore
+from trainium_lens.targets import make_target
 
 PROTOCOL_HELP = {
     "wait": "steps run before the profiler records (default 2)",

@@ -11,9 +11,9 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass
 
-from ..analysis.compare import Comparison, RunDiff
-from ..analysis.findings import direct_ops
-from ..result import LineStat, Result
+from trainium_lens.analysis.compare import Comparison, RunDiff
+from trainium_lens.analysis.findings import direct_ops
+from trainium_lens.model.result import LineStat, Result
 
 CLOCK_NAMES = {
     "cpu": "CPU self time",

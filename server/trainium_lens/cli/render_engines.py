@@ -5,8 +5,8 @@ parallel). Empty for every other result."""
 
 from __future__ import annotations
 
-from ..result import Result
-from .render import Style, fmt_us, table
+from trainium_lens.cli.render import Style, fmt_us, table
+from trainium_lens.model.result import Result
 
 
 def render_engines(result: Result, style: Style | None = None) -> str:

@@ -3,8 +3,8 @@ the lines whose ranks differ the most. Empty for a one-process result."""
 
 from __future__ import annotations
 
-from ..result import Result
-from .render import Style, fmt_us, table
+from trainium_lens.cli.render import Style, fmt_us, table
+from trainium_lens.model.result import Result
 
 SPREAD_LINES = 5  # the lines with the widest spread across ranks
 

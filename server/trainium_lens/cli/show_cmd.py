@@ -13,15 +13,15 @@ import json
 import sys
 from pathlib import Path
 
-from ..errors import LensError, UsageError
-from ..result import Result, ResultError, load
-from ..store import RunStore
-from .batch_render import render_batch
-from .common import add_workspace_argument, workspace_path
-from .profile_cmd import style_for
-from .render import render_result
-from .render_engines import render_engines
-from .render_ranks import render_ranks
+from trainium_lens.cli.batch_render import render_batch
+from trainium_lens.cli.common import add_workspace_argument, workspace_path
+from trainium_lens.cli.profile_cmd import style_for
+from trainium_lens.cli.render import render_result
+from trainium_lens.cli.render_engines import render_engines
+from trainium_lens.cli.render_ranks import render_ranks
+from trainium_lens.errors import LensError, UsageError
+from trainium_lens.model.result import Result, ResultError, load
+from trainium_lens.model.store import RunStore
 
 
 def register(subparsers) -> None:

@@ -34,12 +34,14 @@ def _write_batch(run_dir: str, batch: dict) -> str:
 def run(events) -> int:
     import importlib.util
 
-    from . import dist, launch, precheck
-    from .events import HarnessError
-    from .loader import UserCode, load_module
-    from .markers import find_marked
-    from .packages import check_misplaced, resolve_includes
-    from .spec import parse_spec, protocol_for, select
+    from trainium_lens.harness.events import HarnessError
+    from trainium_lens.harness.job import precheck
+    from trainium_lens.harness.job.loader import UserCode, load_module
+    from trainium_lens.harness.job.packages import check_misplaced, resolve_includes
+    from trainium_lens.harness.markers import find_marked
+    from trainium_lens.harness.spec import nproc_for, parse_spec, protocol_for, select
+    from trainium_lens.harness.torchrun import launch
+    from trainium_lens.harness.torchrun import rank as dist
 
     spec_text = dist.read_spec_text()
     spec = parse_spec(spec_text)
@@ -62,7 +64,7 @@ def run(events) -> int:
     chosen = select(marked, spec, rel)
     protocols = [protocol_for(m, spec, rel) for m in chosen]  # bad options fail before any work
     precheck.check(source, chosen, rel)
-    nproc = launch.nproc_for(spec, chosen)
+    nproc = nproc_for(spec, chosen)
     if nproc > 1 and not dist.rank_mode():  # this process launches the ranks
         return launch.run(spec, events, spec_text, nproc)
     dist.early_setup()
@@ -70,7 +72,7 @@ def run(events) -> int:
         raise HarnessError(
             "backend_unavailable", "backend neuron is not available here: torch_neuronx is not installed"
         )
-    from . import xla
+    from trainium_lens.harness.xla import backend as xla
 
     if spec.backend == "xla" and xla.unavailable_reason():
         raise HarnessError(
@@ -88,9 +90,9 @@ def run(events) -> int:
             f"torch is not importable by {sys.executable} "
             f"({exc}); install torch in the interpreter the target uses",
         ) from None
-    from . import build
-    from .choose import choose
-    from .run import Session, profile_function
+    from trainium_lens.harness.attribution import build
+    from trainium_lens.harness.eager.choose import choose
+    from trainium_lens.harness.eager.run import Session, profile_function
 
     backend = choose(torch, spec.backend)
     spec.run_dir = dist.run_dir_for(spec.run_dir)
@@ -123,10 +125,10 @@ def run(events) -> int:
 
 
 def main() -> int:
-    from .events import HarnessError, open_event_stream
+    from trainium_lens.harness.events import HarnessError, open_event_stream
 
     events = open_event_stream()
-    from .dist import adapt_events
+    from trainium_lens.harness.torchrun.rank import adapt_events
 
     adapt_events(events)
     try:

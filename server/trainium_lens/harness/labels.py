@@ -1,5 +1,5 @@
 """The line-label format: the one definition, written by ``lines.py`` and read
-by the trace reader (``trainium_lens.trace_export``) and the trace tagger.
+by the trace reader (``trainium_lens.traces.chrome``) and the trace tagger.
 
 A label is a profiler range name ``<relpath>(<LINE>): <function>`` — the form
 Neuron Explorer links to source. Stdlib only: the core imports this module.
@@ -8,6 +8,11 @@ Neuron Explorer links to source. Stdlib only: the core imports this module.
 from __future__ import annotations
 
 import re
+
+#: The keys of a trace event's ``args`` that name its line and phase (written by
+#: ``attribution/trace_tags.py``, read by the core's trace reader).
+SOURCE_KEY = "Source line"
+PHASE_KEY = "Phase"
 
 _LABEL = re.compile(r"^(?P<file>[^()]+?)\((?P<line>\d+)\): (?P<func>.*)$")
 

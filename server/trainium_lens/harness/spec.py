@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .events import HarnessError
-from .markers import KNOWN_OPTIONS, Marked
+from trainium_lens.harness.events import HarnessError
+from trainium_lens.harness.markers import KNOWN_OPTIONS, Marked
 
 DEFAULT_PROTOCOL = {"wait": 2, "warmup": 1, "active": 5, "timing_calls": 20}
 MINIMUM = {"wait": 0, "warmup": 0, "active": 1, "timing_calls": 1}
@@ -142,7 +142,7 @@ def protocol_for(marked: Marked, spec: Spec, rel_file: str) -> dict[str, int]:
                 rel_file,
                 marked.marker_line,
             )
-        if key == "nproc":  # read by the launcher (launch.nproc_for)
+        if key == "nproc":  # read by the launcher (spec.nproc_for)
             continue
         if key in ("inputs", "compare"):
             if not value.isidentifier():
@@ -195,3 +195,23 @@ def select(marked: list[Marked], spec: Spec, rel_file: str) -> list[Marked]:
             spec.line,
         )
     return list(marked)
+
+
+def nproc_for(spec: Any, chosen: list) -> int:
+    """Ranks for this job: the spec's ``nproc`` (CLI/setting) wins over the markers'."""
+    if getattr(spec, "nproc", None):
+        return int(spec.nproc)
+    values = [1]
+    for m in chosen:
+        raw = m.options.get("nproc")
+        if raw is None:
+            continue
+        if not raw.isdigit() or int(raw) < 1:
+            raise HarnessError(
+                "parse",
+                f"marker of {m.name}: nproc must be a positive integer, got {raw!r}",
+                spec.file,
+                m.marker_line,
+            )
+        values.append(int(raw))
+    return max(values)

@@ -2,7 +2,7 @@
 
 Profilers and compilers store a call stack as frames that name their parent by
 id. The harness (xla_attribution.py, over an HLO module's stack-frame index) and
-the core's Neuron device-profile reader (neuron_profile.py, over its StackFrame
+the core's Neuron device-profile reader (traces/neuron_profile.py, over its StackFrame
 table) share this one walk, the way they share intervals.py.
 """
 

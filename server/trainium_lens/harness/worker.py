@@ -278,7 +278,7 @@ def _child(worker: Worker, command: dict, go_read: int, lock_fd) -> None:
 
         random.seed()  # as a fresh interpreter would: not the parent's state
         sys.stdin = io.StringIO(json.dumps(spec))
-        from .__main__ import main
+        from trainium_lens.harness.__main__ import main
 
         code = main()
         if command.get("inline_batch") and code == 0:
@@ -319,7 +319,8 @@ def warm_imports() -> dict:
         info["torch"] = torch.__version__
         import torch.profiler  # noqa: F401
 
-        from . import attribution, backends, build, lines, run  # noqa: F401
+        from trainium_lens.harness.attribution import build, tree  # noqa: F401
+        from trainium_lens.harness.eager import backends, lines, run  # noqa: F401
     except ImportError:
         pass  # the job's child reports torch_missing as a cold run does
     try:

@@ -1,5 +1,5 @@
 """``python -m trainium_lens.lsp``: the language server on stdio."""
 
-from .server import main
+from trainium_lens.lsp.server import main
 
 main()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..result import Result
+from trainium_lens.model.result import Result
 
 
 def is_library_rel(rel: str) -> bool:

@@ -15,18 +15,36 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..result import Finding, LineStat, Result
-from . import compare
-from .tracking import LineTracker, is_stale
+from trainium_lens.analysis.compare import match_lines
+from trainium_lens.lsp.tracking import LineTracker, is_stale
+from trainium_lens.model.result import Finding, LineStat, Result
 
 log = logging.getLogger(__name__)
+
+
+_TIMES: dict[tuple[str, str], dict[int, float]] = {}
+
+
+def line_times(before: Result, after: Result) -> dict[int, float]:
+    """For each line of ``after``: the primary self time of the same line in
+    ``before`` (paired as ``analysis.compare.match_lines`` pairs them). Cached
+    per pair: stored runs never change, and the hints ask on every view."""
+    key = (before.run_id, after.run_id)
+    cached = _TIMES.get(key)
+    if cached is not None:
+        return cached
+    if len(_TIMES) > 256:
+        _TIMES.clear()
+    out = {a.line: b.self_time_us for b, a, _status in match_lines(before.lines, after.lines) if a and b}
+    _TIMES[key] = out
+    return out
 
 
 class RunIndex:
     """The stored runs of one workspace, grouped by (file, function), oldest first."""
 
     def __init__(self, workspace: Path, history: int = 20):
-        from ..store import RunStore
+        from trainium_lens.model.store import RunStore
 
         self.workspace = workspace
         self.history_size = history
@@ -261,7 +279,7 @@ class DocumentRuns:
             tracker = self.trackers[result.run_id]
             pos, touched = tracker.pos, tracker.touched
             previous = self.index.previous(result)
-            before = compare.line_times(previous, result) if previous else {}
+            before = line_times(previous, result) if previous else {}
             texts: dict[int, str] = {}
             for profiled, text, stat, owned in self._prepared(result):
                 line = pos.get(profiled)

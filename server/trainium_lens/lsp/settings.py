@@ -12,11 +12,11 @@ import re
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
-from ..explorer import ExplorerSettings
-from ..explorer import settings_from as explorer_settings_from
+from trainium_lens.hosttools.explorer import ExplorerSettings
+from trainium_lens.hosttools.explorer import settings_from as explorer_settings_from
 
 if TYPE_CHECKING:
-    from .server import LensServer
+    from trainium_lens.lsp.state import LensServer
 
 SECTION = "trainiumLens"
 BACKENDS = ("auto", "neuron", "cuda", "cpu", "xla")
@@ -60,8 +60,8 @@ class Settings:
     # Settings other features read unvalidated here (e.g. ``explorer``); not
     # part of equality, so they never restart a target.
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
-    explorer: ExplorerSettings = field(default_factory=ExplorerSettings)  # explorer.py
-    # Workspace Trust: False in VS Code's Restricted Mode, where nothing runs (lsp/trust.py).
+    explorer: ExplorerSettings = field(default_factory=ExplorerSettings)  # hosttools/explorer.py
+    # Workspace Trust: False in VS Code's Restricted Mode, where nothing runs (lsp/features/trust.py).
     # The CLI and clients that do not say are trusted: their user runs them.
     trusted: bool = True
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Target
+from trainium_lens.targets.base import Target
 
 
 def make_target(
@@ -16,9 +16,9 @@ def make_target(
     """``host`` None or "local": a subprocess here; anything else: an SSH host
     as the user's ``~/.ssh/config`` (or ``ssh_config``) names it."""
     if not host or host == "local":
-        from .local import LocalTarget
+        from trainium_lens.targets.local import LocalTarget
 
         return LocalTarget(python=python)
-    from .ssh import SshTarget
+    from trainium_lens.targets.ssh import SshTarget
 
     return SshTarget(host, ssh_config=ssh_config, remote_python=remote_python, work_dir=work_dir)

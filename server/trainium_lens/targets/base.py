@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 
-from ..jobs import Job
+from trainium_lens.engine.jobs import Job
 
 # One progress event from the harness (a decoded JSON line), or one the target
 # adds itself (stage "connect"/"sync").

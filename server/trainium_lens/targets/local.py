@@ -17,13 +17,13 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import TargetError
-from ..jobs import Job
-from .base import EventSink, Target, workspace_id
-from .stream import run_harness_process
+from trainium_lens.engine.jobs import Job
+from trainium_lens.errors import TargetError
+from trainium_lens.targets.base import EventSink, Target, workspace_id
+from trainium_lens.targets.stream import run_harness_process
 
 if TYPE_CHECKING:
-    from .warm import WarmSlot
+    from trainium_lens.targets.warm import WarmSlot
 
 #: The folder holding the ``trainium_lens`` package (``server/`` in a checkout).
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]
@@ -92,7 +92,7 @@ class LocalTarget(Target):
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_PARENT), env.get("PYTHONPATH", "")) if p)
         env.setdefault("PYTHONUNBUFFERED", "1")
         if self.warm is not None and self.warm.takes(job):
-            from .warm import Launch
+            from trainium_lens.targets.warm import Launch
 
             launch = Launch(
                 [python, "-m", "trainium_lens.harness.worker", "--idle", f"{self.warm.idle_s:g}"],

@@ -31,15 +31,15 @@ import time
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from ..errors import Cancelled, HarnessError, TargetError, TimedOut
-from ..jobs import Job
-from . import sync
-from .base import EventSink, Target, workspace_id
-from .ssh_conn import SshConnection, SshFailure
-from .stream import run_harness_process
+from trainium_lens.engine.jobs import Job
+from trainium_lens.errors import Cancelled, HarnessError, TargetError, TimedOut
+from trainium_lens.targets import sync
+from trainium_lens.targets.base import EventSink, Target, workspace_id
+from trainium_lens.targets.ssh_conn import SshConnection, SshFailure
+from trainium_lens.targets.stream import run_harness_process
 
 if TYPE_CHECKING:
-    from .warm import WarmSlot
+    from trainium_lens.targets.warm import WarmSlot
 
 #: The DLAMI's PyTorch venvs (``/opt/aws_neuronx_venv_pytorch_2_9``, ...), newest
 #: first, then whatever ``python3`` the login PATH has.
@@ -277,7 +277,7 @@ class SshTarget(Target):
     ) -> dict:
         """The job on the host's warm worker (started there on first use, over the
         master; a new harness version or Python starts a new one)."""
-        from .warm import Launch
+        from trainium_lens.targets.warm import Launch
 
         assert self.warm is not None
         wd, idle = info["wd"], self.warm.idle_s

@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import TargetError
+from trainium_lens.errors import TargetError
 
 CONNECT_TIMEOUT_S = 10
 PERSIST_S = 600  # a warm master outlives one CLI call: the next run skips the handshake

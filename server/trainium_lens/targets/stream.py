@@ -43,7 +43,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from ..errors import Cancelled, HarnessError, TargetError, TimedOut
+from trainium_lens.errors import Cancelled, HarnessError, TargetError, TimedOut
 
 #: Seconds between SIGTERM and SIGKILL when stopping a process group.
 KILL_GRACE_S = 2.0

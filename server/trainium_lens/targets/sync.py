@@ -28,8 +28,8 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import TargetError
-from .ssh_conn import SshConnection, explain_ssh_failure
+from trainium_lens.errors import TargetError
+from trainium_lens.targets.ssh_conn import SshConnection, explain_ssh_failure
 
 DEFAULT_CAP_BYTES = 200 * 1024 * 1024
 MAX_FILES = 50_000

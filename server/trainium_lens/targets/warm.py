@@ -31,9 +31,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..errors import HarnessError, TargetError
-from ..jobs import Job, wants_ranks
-from .stream import (
+from trainium_lens.engine.jobs import Job, wants_ranks
+from trainium_lens.errors import HarnessError, TargetError
+from trainium_lens.targets.stream import (
     _EOF,
     StderrTail,
     Watch,

@@ -1,0 +1,57 @@
+"""One profile run, end to end: target → batch → analysis → store.
+
+The CLI and the language server both call ``profile``; neither knows how a
+target reaches its host or how results are stored.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from trainium_lens.analysis.findings import analyze
+from trainium_lens.engine.device_profile import fill as fill_neuron_lines
+from trainium_lens.engine.jobs import Job
+from trainium_lens.engine.ranks import RankEvents, merge_document
+from trainium_lens.errors import LensError, TargetError, TimedOut
+from trainium_lens.model.result import Batch, Result, ResultError
+from trainium_lens.model.store import RunStore
+from trainium_lens.targets.base import EventSink, Target
+
+
+def profile(
+    job: Job,
+    target: Target,
+    on_event: EventSink | None = None,
+    cancel: threading.Event | None = None,
+    timeout: float | None = None,
+    store: RunStore | None = None,
+) -> list[Result]:
+    """Run ``job`` on ``target``; return its results (file order), analysed.
+
+    Results are stored only once the whole batch has arrived and validated, so
+    a failed, cancelled or timed-out run leaves the store exactly as it was.
+    """
+    events = RankEvents(on_event or (lambda _event: None))  # torchrun jobs: one rank's progress
+    try:
+        document = target.run(job, events, cancel, timeout)
+    except TimedOut as exc:  # a hung rank: say which, and where it waited
+        raise TimedOut(events.explain(str(exc))) from None
+    document = merge_document(document)  # a torchrun job's ranks → one result per function
+    try:
+        batch = Batch.from_dict(document)
+    except ResultError as exc:
+        raise TargetError(f"the harness wrote an unusable result: {exc}") from None
+    if not batch.results:
+        raise LensError("the harness returned no results")
+    for result in batch.results:
+        result.batch_id = result.batch_id or batch.batch_id
+        # xla on Trn1: per-line device time from the Parquet folders the harness listed
+        fill_neuron_lines(result, target.fetch)
+        result.findings = analyze(result)
+    if store is not None:
+        for result in batch.results:
+            try:
+                store.save(result)
+            except OSError as exc:  # read-only or full disk: say where, keep the rest
+                raise LensError(f"cannot store the result in {store.runs}: {exc.strerror or exc}") from None
+    return batch.results

@@ -1,0 +1,281 @@
+"""The one builder of the result document (a plain dict that
+``trainium_lens.model.result.Result.from_dict`` accepts; the harness cannot import it,
+so this module is the only place that writes its shape and ``schema_version``).
+
+Every figure is per step (per call of the function): the sum over the active
+steps divided by their number; spreads are over the active steps.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from trainium_lens.harness.attribution.figures import lines_and_ops, optimizers
+from trainium_lens.harness.attribution.tree import MAX_WINDOWS, MERGE_GAP_US, Attribution
+
+SCHEMA_VERSION = 2  # result.SCHEMA_VERSION (a test keeps the two equal)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Profiled",
+    "SourceText",
+    "batch_document",
+    "document",
+    "lines_and_ops",
+    "merge_windows",
+    "result_document",
+    "totals",
+    "trace_offset_us",
+]
+
+
+def merge_windows(windows: list[list[float]], offset: float) -> list[dict]:
+    """[[start, end]] on the profiler clock → sorted, merged windows on the trace clock."""
+    merged: list[list[float]] = []
+    for start, end in sorted(windows):
+        if merged and start <= merged[-1][1] + MERGE_GAP_US:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [{"start_us": round(s + offset, 3), "dur_us": round(e - s, 3)} for s, e in merged[:MAX_WINDOWS]]
+
+
+class SourceText:
+    """Source lines of user files (read once each) for ``LineStat.text``."""
+
+    def __init__(self, root: str, locate=None):
+        self.root = root
+        self.locate = locate  # rel -> absolute path (included library files live elsewhere)
+        self._cache: dict[str, list[str]] = {}
+
+    def line(self, rel: str, line: int) -> str:
+        lines = self._cache.get(rel)
+        if lines is None:
+            try:
+                path = self.locate(rel) if self.locate else os.path.join(self.root, rel)
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    lines = fh.read().splitlines()
+            except OSError:
+                lines = []
+            self._cache[rel] = lines
+        return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
+def trace_offset_us(trace_path: str | None, trace_start_ns: int | None) -> float:
+    """FunctionEvent times are µs since the trace start; the exported trace's ``ts``
+    is µs since its ``baseTimeNanoseconds``. Offset between the two clocks."""
+    if not trace_path or trace_start_ns is None:
+        return 0.0
+    try:  # the key sits in the header (kineto writes it before traceEvents)
+        with open(trace_path, "rb") as fh:
+            text = fh.read(65536)
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(len(text), fh.tell() - 65536))
+            text += fh.read()
+    except OSError:
+        return 0.0
+    m = re.search(rb'"baseTimeNanoseconds"\s*:\s*(\d+)', text)
+    base = int(m.group(1)) if m else 0
+    return (trace_start_ns - base) / 1000.0
+
+
+@dataclass
+class Profiled:
+    """Everything one profiled function contributes to its result document."""
+
+    run_id: str
+    batch_id: str
+    host: str
+    backend: str
+    clock: str
+    environment: dict
+    function: dict  # file, name, line, marker_line, protocol
+    att: Attribution
+    labels: dict  # label name -> (file, line, function)
+    source: SourceText
+    wall_us: list[float]  # unprofiled calls
+    signals: dict
+    artifacts: dict
+    output: dict
+    offset_us: float = 0.0  # profiler clock -> trace clock
+    covered: Any = None  # region name -> {"lines": [(file, line)], "nodes": n} (or None)
+    h2d_calls: dict = field(default_factory=dict)  # label -> calls (all labelled calls)
+    labelled_calls: int = 1
+
+
+def document(
+    *,
+    run_id: str,
+    batch_id: str,
+    host: str,
+    backend: str,
+    clock: str,
+    environment: dict,
+    function: dict,
+    totals: dict,
+    ops: list,
+    lines: list,
+    regions: list,
+    unattributed_us: float,
+    artifacts: dict,
+    timeline: list,
+    signals: dict,
+    output: dict,
+    **more: Any,
+) -> dict:
+    """The result document every backend writes (torch.profiler here, torch-xla in
+    ``xla.py``); ``more``: backend-specific top-level fields (``optimizers``)."""
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "batch_id": batch_id,
+        # timezone.utc, not datetime.UTC: the harness runs on Python 3.10 (Trn1 venvs)
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),  # noqa: UP017
+        "backend": backend,
+        "clock": clock,
+        "host": host,
+        "environment": environment,
+        "function": function,
+        "totals": totals,
+        "ops": ops,
+        "lines": lines,
+        "regions": regions,
+        "unattributed_us": unattributed_us,
+        "findings": [],  # the core's analysis fills them
+        "artifacts": artifacts,
+        "timeline": timeline,
+        "signals": signals,
+        "output": output,
+    }
+    doc.update(more)
+    return doc
+
+
+def totals(
+    *,
+    self_time_us: float,
+    self_cpu_us: float,
+    wall_us: list[float],
+    steps: int,
+    per_step: list[float],
+    dispatches: float,
+    **split: float,
+) -> dict:
+    """``Result.totals``: per-step figures, their spread, the unprofiled wall time;
+    ``split``: forward/backward/optimizer/recompute where the backend tells them apart."""
+    wall = sorted(wall_us)
+    return {
+        "self_time_us": self_time_us,
+        "self_cpu_us": self_cpu_us,
+        "wall_us_median": statistics.median(wall) if wall else None,
+        "wall_us_min": wall[0] if wall else None,
+        "wall_us_max": wall[-1] if wall else None,
+        "steps": steps,
+        "self_time_us_min": min(per_step) if per_step else 0.0,
+        "self_time_us_max": max(per_step) if per_step else 0.0,
+        "dispatches": dispatches,
+        "per_step_self_time_us": per_step,
+        **split,
+    }
+
+
+def result_document(p: Profiled) -> dict:
+    att, labels = p.att, p.labels
+    figures = lines_and_ops(att, labels, p.source)
+    fallback = (p.function["file"], p.function["line"])
+    signals = dict(p.signals)
+    signals["h2d_copies"] = _h2d(att, labels, p.h2d_calls, p.labelled_calls)
+    signals["h2d_copy_lines"] = [{"file": h["file"], "line": h["line"]} for h in signals["h2d_copies"]]
+    return document(
+        run_id=p.run_id,
+        batch_id=p.batch_id,
+        host=p.host,
+        backend=p.backend,
+        clock=p.clock,
+        environment=p.environment,
+        function=p.function,
+        totals=totals(
+            self_time_us=figures["self_time_us"],
+            self_cpu_us=figures["self_cpu_us"],
+            wall_us=p.wall_us,
+            steps=att.steps,
+            per_step=figures["per_step"],
+            dispatches=figures["dispatches"],
+            forward_time_us=figures["forward_time_us"],
+            backward_time_us=figures["backward_time_us"],
+            optimizer_time_us=figures["optimizer_time_us"],
+            recompute_time_us=figures["recompute_time_us"],
+        ),
+        ops=figures["ops"],
+        lines=figures["lines"],
+        regions=_regions(att, labels, fallback, p.covered),
+        unattributed_us=figures["unattributed_us"],
+        artifacts=p.artifacts,
+        timeline=_timeline(att, labels, p.offset_us),
+        signals=signals,
+        output=p.output,
+        optimizers=optimizers(att, labels, fallback),
+    )
+
+
+def batch_document(batch_id: str, results: list[dict]) -> dict:
+    return {"schema_version": SCHEMA_VERSION, "batch_id": batch_id, "results": results}
+
+
+def _regions(att: Attribution, labels: dict, fallback: tuple[str, int], covered: Any) -> list[dict]:
+    n = max(att.steps, 1)
+    out = []
+    for (region, key), (calls, t) in sorted(att.regions.items(), key=lambda kv: -kv[1][1]):
+        file, line = labels[key][:2] if key in labels else fallback
+        graph = (covered(region) if covered else None) or {}
+        out.append(
+            {
+                "name": region,
+                "file": file,
+                "line": line,
+                "self_time_us": t / n,
+                "calls": calls / n,
+                "covered_lines": [{"file": f, "line": ln} for f, ln in graph.get("lines", [])],
+                "fx_nodes": graph.get("nodes", 0),
+            }
+        )
+    return out
+
+
+def _timeline(att: Attribution, labels: dict, offset: float) -> list[dict]:
+    out = []
+    for key, windows in att.windows.items():
+        file, line, _fn = labels[key]
+        out.append({"file": file, "line": line, "windows": merge_windows(windows, offset)})
+    out.sort(key=lambda t: (t["file"], t["line"]))
+    return out
+
+
+_COPY_OPS = ("aten::copy_", "aten::_to_copy")
+
+
+def _h2d(att: Attribution, labels: dict, calls: dict, labelled_calls: int) -> list[dict]:
+    """Lines whose calls copied host→device: {file, line, calls, self_time_us} per step."""
+    if not calls:
+        return []
+    copy_time: dict[str, float] = {}
+    for (key, op, _phase, _node), lo in att.line_ops.items():
+        if key in calls and op in _COPY_OPS:
+            copy_time[key] = copy_time.get(key, 0.0) + lo.self_time
+    out = []
+    for key, n in sorted(calls.items()):
+        file, line, _fn = labels[key]
+        out.append(
+            {
+                "file": file,
+                "line": line,
+                "calls": n / max(labelled_calls, 1),
+                "self_time_us": copy_time.get(key, 0.0) / max(att.steps, 1),
+            }
+        )
+    return out

@@ -1,0 +1,64 @@
+"""Tag every op event of the exported Chrome trace with the line it is attributed to.
+
+The attribution pass knows each measured event's line (``event_lines``, keyed
+by the event id the trace calls ``External id``), the unlabelled CPU twin steps
+included (their ops take their labelled partner's line). Readers of the trace
+(the built-in timeline, ``trainium-lens export``) use these tags instead of
+re-attributing ops themselves:
+
+* ``Source line``: ``file:line`` the op's time counts on (for a backward op:
+  the forward line that caused it);
+* ``Phase``: ``backward`` / ``recompute`` (absent: forward).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from trainium_lens.harness.attribution.tree import FWD, PHASES
+from trainium_lens.harness.labels import PHASE_KEY, SOURCE_KEY, source_ref
+
+
+def tag_trace(path: str, att: Any, labels: dict) -> int:
+    """Rewrite ``path`` in place (atomically); returns the number of events tagged."""
+    event_lines = att.event_lines
+    if not event_lines:
+        return 0
+    with open(path, encoding="utf-8") as fh:
+        data = json.load(fh)
+    refs: dict[Any, str | None] = {}
+    seen: dict[Any, tuple[Any, Any]] = {}  # External id -> (name, its tag) of tagged events
+    tagged = 0
+    for ev in data.get("traceEvents", ()):
+        if not isinstance(ev, dict) or ev.get("ph") != "X":
+            continue
+        args = ev.get("args")
+        if not isinstance(args, dict) or ev.get("cat") not in ("cpu_op", "user_annotation"):
+            continue
+        xid = args.get("External id")
+        found = event_lines.get(xid)
+        if found is None and isinstance(xid, int):
+            # torch's events() drops an op nested directly in an op of the same name
+            # (``aten::div_`` in ``aten::div_``): it takes its parent's line
+            parent = seen.get(xid - 1)
+            if parent is not None and parent[0] == ev.get("name"):
+                found = parent[1]
+        if found is None:
+            continue
+        seen[xid] = (ev.get("name"), found)
+        key, phase = found
+        if key not in refs:
+            refs[key] = source_ref(*labels[key][:2]) if key in labels else None
+        ref = refs[key]
+        if ref is not None:
+            args[SOURCE_KEY] = ref
+            tagged += 1
+        if phase != FWD:
+            args[PHASE_KEY] = PHASES[phase]
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, separators=(",", ":"))
+    os.replace(tmp, path)
+    return tagged

@@ -1,0 +1,405 @@
+"""One pass over the profiler's event tree: ATen op time → the user line that
+dispatched it (self), and every user line on its label chain (total) — for the
+forward *and* for the backward it causes.
+
+Definitions (docs/architecture.md, "Line attribution" and "Backward"):
+
+* a *measured* event is an ATen-style op (``ns::name``) or a compiled region
+  ("Torch-Compiled Region: i/j"); its self time is its time minus the time of
+  the measured events nested in it, so every instant is counted once;
+* the primary clock is CPU time (cpu backend) or the device time of the
+  kernels an event launched (cuda/neuron; kernels of non-measured events go to
+  the nearest measured ancestor);
+* forward: self time of a line is the self time of measured events whose
+  innermost label is that line; total time: of every event with that line
+  anywhere on its label chain (each event counted once per line);
+* backward: ops under an ``autograd::engine::evaluate_function: XBackward0``
+  range take the lines of the forward op that created the node — the forward
+  op with the same ``sequence_nr`` on the thread the range names as
+  ``fwd_thread`` — whichever thread ran them: that op's innermost label (self)
+  and its chain (total). A node with no forward partner (``AccumulateGrad``,
+  hooks) stays on the line that called ``backward()``; ops that user Python
+  dispatched inside a backward range (labels opened inside it) are
+  *recompute* (``torch.utils.checkpoint``) when grad mode recorded them (a
+  ``sequence_nr``), else backward on their own line (a custom
+  ``Function.backward``); unlabelled ops with a ``sequence_nr`` there are
+  recompute too, on the node's line (where torch gave no hook to label them);
+* ops under ``Optimizer.step#…``/``Optimizer.zero_grad#…`` are forward ops of
+  their line, and also counted as optimizer time;
+* events with no line: ``unattributed``. The sums reconcile by construction.
+
+The pass visits each event once (explicit stack, no recursion, no per-event
+walk up the tree): cost is linear in the number of events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from itertools import zip_longest
+from typing import Any
+
+from trainium_lens.harness.attribution.steps import Forests, LabelIndex
+from trainium_lens.harness.attribution.tallies import Attribution, LineOpFigures, OpFigures, OptimizerFigures
+
+__all__ = [
+    "Attribution",
+    "LineOpFigures",
+    "OpFigures",
+    "OptimizerFigures",
+    "attribute",
+    "classify",
+    "same_ops",
+]
+
+OTHER, OP, REGION, STEP, LABEL, BACKWARD, OPTIM = 0, 1, 2, 3, 4, 5, 6
+FWD, BWD, RECOMPUTE, OPTIMIZER = 0, 1, 2, 3  # phases (OPTIMIZER: totals only)
+PHASES = ("forward", "backward", "recompute", "optimizer")
+MAX_WINDOWS = 256  # per line: enough to place a line on the timeline, bounded memory
+MERGE_GAP_US = 1.0
+REGION_PREFIX = "Torch-Compiled Region"
+BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
+OPTIM_PREFIXES = ("Optimizer.step#", "Optimizer.zero_grad#")
+_NOT_OPS = frozenset({"profiler", "torch", "autograd"})
+
+
+def classify(name: str, labels: dict) -> int:
+    if name in labels:
+        return LABEL
+    if name.startswith("ProfilerStep"):
+        return STEP
+    if name.startswith(REGION_PREFIX):
+        return REGION
+    if name.startswith(BACKWARD_PREFIX):
+        return BACKWARD
+    if name.startswith(OPTIM_PREFIXES):
+        return OPTIM
+    i = name.find("::")
+    if i > 0 and " " not in name[:i] and name[:i] not in _NOT_OPS:
+        return OP
+    return OTHER
+
+
+class _Rec:
+    """A measured event while its subtree is walked."""
+
+    __slots__ = ("name", "key", "labels", "step", "owner", "kind", "phase", "tphase", "stat", "lo", "opt")
+
+    def __init__(self, name, key, labels, step, owner, kind, phase, tphase, stat, lo, opt):
+        self.name = name
+        self.key = key  # innermost label: where its self time goes (None: unattributed)
+        self.labels = labels  # distinct labels on its chain: where its total goes
+        self.step = step
+        self.owner = owner  # nearest measured ancestor
+        self.kind = kind
+        self.phase = phase  # FWD / BWD / RECOMPUTE: which of the line's figures
+        self.tphase = tphase  # the same, OPTIMIZER for optimizer ops: the totals' split
+        self.stat = stat  # its OpFigures
+        self.lo = lo  # its LineOpFigures
+        self.opt = opt  # its OptimizerFigures or None
+
+
+class _Ctx:
+    """What the walk knows above an event: backward node, optimizer range, label index."""
+
+    __slots__ = ("bw_key", "bw_labels", "bw_depth", "node", "opt", "lpos")
+
+    def __init__(self, bw_key=None, bw_labels=None, bw_depth=-1, node="", opt=None, lpos=-1):
+        self.bw_key = bw_key  # the forward line the backward node belongs to
+        self.bw_labels = bw_labels  # and that forward op's chain (total)
+        self.bw_depth = bw_depth  # chain length at the backward range (-1: not in one)
+        self.node = node  # the backward node's name ("AddmmBackward0")
+        self.opt = opt
+        self.lpos = lpos  # innermost open label in the step's LabelIndex
+
+
+_TOP = _Ctx()
+
+
+def _measured(roots: list, kinds: dict, labels: dict) -> Iterator[Any]:
+    """The measured events under some roots, depth-first in start order (lazily)."""
+    stack = [iter(roots)]
+    while stack:
+        e = next(stack[-1], None)
+        if e is None:
+            stack.pop()
+            continue
+        kind = kinds.get(e.name)
+        if kind is None:
+            kind = kinds[e.name] = classify(e.name, labels)
+        if kind == OP or kind == REGION:
+            yield e
+        if e.cpu_children:
+            stack.append(iter(e.cpu_children))
+
+
+def same_ops(a: list, b: list, kinds: dict, labels: dict) -> bool:
+    """Did two forests run the same op sequence? (names, in order; O(1) memory)"""
+    for x, y in zip_longest(_measured(a, kinds, labels), _measured(b, kinds, labels)):
+        if x is None or y is None or x.name != y.name:
+            return False
+    return True
+
+
+def attribute(
+    events: Iterable[Any],
+    labels: dict,
+    device_clock: bool,
+    region_fallback: str | None = None,
+    cpu_device_type: Any = None,
+    paired: bool = False,
+    record_events: bool = False,
+) -> Attribution:
+    """Attribute the events of one profile (``prof.events()``).
+
+    ``labels``: label names the harness opened; ``region_fallback``: the label a
+    compiled region without a user caller goes to (the profiled function's def).
+    ``paired``: the steps alternate labelled, plain, labelled, ...: lines come
+    from the labelled steps, CPU times from the plain step after each (same op
+    sequence, walked in lockstep): labels cost time *around* ops and perturb the
+    ops' own CPU time too, so CPU figures come from the unlabelled steps.
+    ``record_events``: fill ``event_lines`` (the exported trace's lines).
+    """
+    kinds: dict[str, int] = {}
+    forests = Forests(events, cpu_device_type)
+    indices = list(range(len(forests.steps)))
+    partner: dict[int, list] = {}  # labelled step index -> its plain twin's forest
+    mismatched = 0
+    if paired:
+        indices = indices[0::2]
+        for i in indices:
+            if i + 1 < len(forests.steps):
+                a, b = forests.forest(i), forests.forest(i + 1)
+                if same_ops(a, b, kinds, labels):
+                    partner[i] = b
+                    continue
+            mismatched += 1
+    out = Attribution(steps=len(indices))
+    out.paired_steps = len(indices) - mismatched if paired else 0
+    out.mismatched_steps = mismatched
+    walk = _Walk(out, kinds, labels, device_clock, region_fallback, record_events, forests.main_thread)
+    threads: set[Any] = set()
+    for step, i in enumerate(indices):
+        forest = forests.forest(i)
+        threads.update(getattr(e, "thread", None) for e in forest)
+        twin = partner.get(i)
+        walk.run(forest, step, _measured(twin, kinds, labels) if twin is not None else None)
+    walk.run(forests.outside, -1, None)
+    out.threads = max(1, len(threads))
+    return out
+
+
+class _Walk:
+    """The attribution pass proper (``attribute`` picks the forests it walks)."""
+
+    def __init__(
+        self,
+        out: Attribution,
+        kinds: dict,
+        labels: dict,
+        device_clock: bool,
+        region_fallback: str | None,
+        record_events: bool,
+        main_thread: Any,
+    ):
+        self.out, self.kinds, self.labels = out, kinds, labels
+        self.device_clock = device_clock
+        self.region_fallback = region_fallback
+        self.record = record_events
+        self.main_thread = main_thread
+        # (sequence_nr, thread) -> (label, chain) of the forward op that made the node
+        self.forward: dict[tuple[int, Any], tuple[str | None, tuple]] = {}
+
+    def run(self, roots: list, step: int, twin: Iterator[Any] | None) -> None:
+        out, kinds, labels = self.out, self.kinds, self.labels
+        device_clock, record = self.device_clock, self.record
+        line_self, line_cpu, line_total = out.line_self, out.line_cpu, out.line_total
+        line_calls, line_ops, ops, regions = out.line_calls, out.line_ops, out.ops, out.regions
+        phase_time, windows, event_lines = out.phase_time, out.windows, out.event_lines
+        forward = self.forward
+        index = LabelIndex()
+        count = 0
+        # depth-first, one frame per tree level (memory grows with depth, not width)
+        stack: list[tuple] = [(iter(roots), (), None, _TOP)]
+        push, pop = stack.append, stack.pop
+        while stack:
+            it, chain, owner, ctx = stack[-1]
+            e = next(it, None)
+            if e is None:
+                pop()
+                continue
+            count += 1
+            name = e.name
+            kind = kinds.get(name)
+            if kind is None:
+                kind = kinds[name] = classify(name, labels)
+            rec = owner
+            if kind == LABEL:
+                tr = e.time_range
+                if len(stack) == 1 or getattr(e, "thread", None) == self.main_thread:
+                    ctx = _copy(ctx, lpos=index.add(tr.start, tr.end, name, chain + (name,), ctx.lpos))
+                chain = chain + (name,)
+                _window(windows, name, tr)
+            elif kind == BACKWARD:
+                ctx = self._backward(e, chain, ctx, index)
+            elif kind == OPTIM:
+                opt = out.optimizers.get(name)
+                if opt is None:
+                    opt = out.optimizers[name] = OptimizerFigures(chain[-1] if chain else None)
+                opt.calls += 1
+                ctx = _copy(ctx, opt=opt)
+            elif kind == OP or kind == REGION:
+                te = next(twin) if twin is not None else e  # the plain twin's event: its time
+                tr = te.time_range
+                elapsed = tr.end - tr.start
+                if ctx.bw_depth < 0 or len(chain) > ctx.bw_depth:
+                    key = chain[-1] if chain else (self.region_fallback if kind == REGION else None)
+                    phase = FWD if ctx.bw_depth < 0 else (RECOMPUTE if e.sequence_nr >= 0 else BWD)
+                    node = "" if phase != BWD else ctx.node
+                    if owner is not None and owner.key == key and owner.step == step:
+                        tot = owner.labels
+                    elif key is None or key in chain:
+                        tot = tuple(dict.fromkeys(chain))
+                    else:
+                        tot = tuple(dict.fromkeys(chain + (key,)))
+                    if phase != BWD and e.sequence_nr >= 0:
+                        forward[(e.sequence_nr, e.thread)] = (key, tot)
+                else:
+                    key, tot, node = ctx.bw_key, ctx.bw_labels, ctx.node
+                    # grad mode on inside the engine: forward re-run (checkpointing)
+                    phase = BWD if e.sequence_nr < 0 else RECOMPUTE
+                opt = ctx.opt
+                tphase = OPTIMIZER if opt is not None else phase
+                stat = ops.get(name)
+                if stat is None:
+                    stat = ops[name] = OpFigures()
+                lk = (key, name, phase, node)
+                lo = line_ops.get(lk)
+                if lo is None:
+                    lo = line_ops[lk] = LineOpFigures(len(line_ops))
+                rec = _Rec(name, key, tot, step, owner, kind, phase, tphase, stat, lo, opt)
+                if record:
+                    event_lines[e.id] = event_lines[te.id] = (key, phase)
+                stat.calls += 1
+                stat.cpu += elapsed
+                lo.calls += 1
+                lo.cpu += elapsed
+                sk = (step, key, phase)
+                line_cpu[sk] += elapsed
+                if opt is not None:
+                    if opt.key is None:
+                        opt.key = key  # the range opens before the line's labels do
+                    opt.ops += 1
+                    if "_foreach_" in name or "_fused_" in name:
+                        opt.fused_ops += 1
+                if not device_clock:
+                    stat.self_time += elapsed
+                    stat.total_time += elapsed
+                    lo.self_time += elapsed
+                    line_self[sk] += elapsed
+                    phase_time[(step, tphase)] += elapsed
+                    if opt is not None:
+                        opt.self_time += elapsed
+                if kind == REGION:
+                    reg = regions.get((name, key))
+                    if reg is None:
+                        reg = regions[(name, key)] = [0, 0.0]
+                    reg[0] += 1
+                    if not device_clock:
+                        reg[1] += elapsed
+                if owner is None:
+                    lo.direct += 1  # dispatched by the line (or node) itself, not inside an op
+                    if key is not None and phase == FWD:
+                        line_calls[key] += 1
+                    if not device_clock:
+                        for lab in tot:
+                            line_total[(step, lab, phase)] += elapsed
+                else:
+                    # the owner's self excludes this event (nested measured time)
+                    owner.stat.cpu -= elapsed
+                    owner.lo.cpu -= elapsed
+                    ok = (owner.step, owner.key, owner.phase)
+                    line_cpu[ok] -= elapsed
+                    if not device_clock:
+                        owner.stat.self_time -= elapsed
+                        owner.lo.self_time -= elapsed
+                        line_self[ok] -= elapsed
+                        phase_time[(owner.step, owner.tphase)] -= elapsed
+                        if owner.opt is not None:
+                            owner.opt.self_time -= elapsed
+                        if tot is not owner.labels or phase != owner.phase:
+                            for lab in tot:
+                                line_total[(step, lab, phase)] += elapsed
+                            for lab in owner.labels:
+                                line_total[(owner.step, lab, owner.phase)] -= elapsed
+            if device_clock:
+                kernels = e.kernels
+                if kernels:
+                    d = 0.0
+                    for k in kernels:
+                        d += k.duration
+                    if rec is None:
+                        out.device_unowned += d
+                    else:
+                        _add_device(out, rec, d)
+            children = e.cpu_children
+            if children:
+                push((iter(children), chain, rec, ctx))
+        out.events += count
+
+    def _backward(self, e: Any, chain: tuple, ctx: _Ctx, index: LabelIndex) -> _Ctx:
+        """The context under a backward range: the forward line its node belongs to."""
+        out = self.out
+        out.backward_nodes += 1
+        node = e.name[len(BACKWARD_PREFIX) :]
+        found = self.forward.get((e.sequence_nr, e.fwd_thread))
+        if found is not None:
+            key, labels = found
+        else:
+            # no forward partner: the line that called backward() (on its own thread,
+            # or the main thread's label open at that instant)
+            out.unlinked_nodes += 1
+            if chain:
+                key, labels = chain[-1], tuple(dict.fromkeys(chain))
+            else:
+                at = index.at(e.time_range.start)
+                key, labels = (at[0], tuple(dict.fromkeys(at[1]))) if at else (None, ())
+        return _copy(ctx, bw_key=key, bw_labels=labels, bw_depth=len(chain), node=node)
+
+
+def _copy(ctx: _Ctx, **changes: Any) -> _Ctx:
+    new = _Ctx(ctx.bw_key, ctx.bw_labels, ctx.bw_depth, ctx.node, ctx.opt, ctx.lpos)
+    for k, v in changes.items():
+        setattr(new, k, v)
+    return new
+
+
+def _window(windows: dict, name: str, tr: Any) -> None:
+    w = windows.get(name)
+    if w is None:
+        windows[name] = [[tr.start, tr.end]]
+        return
+    last = w[-1]
+    if last[0] <= tr.start <= last[1] + MERGE_GAP_US:
+        if tr.end > last[1]:
+            last[1] = tr.end
+    elif len(w) < MAX_WINDOWS:
+        w.append([tr.start, tr.end])
+
+
+def _add_device(out: Attribution, rec: _Rec, d: float) -> None:
+    """Device time of kernels launched under ``rec`` (its self) and its ancestors (total)."""
+    rec.stat.self_time += d
+    rec.stat.device += d
+    rec.lo.self_time += d
+    out.line_self[(rec.step, rec.key, rec.phase)] += d
+    out.phase_time[(rec.step, rec.tphase)] += d
+    if rec.opt is not None:
+        rec.opt.self_time += d
+    for lab in rec.labels:
+        out.line_total[(rec.step, lab, rec.phase)] += d
+    node: _Rec | None = rec
+    while node is not None:
+        node.stat.total_time += d
+        if node.kind == REGION:
+            out.regions[(node.name, node.key)][1] += d
+        node = node.owner

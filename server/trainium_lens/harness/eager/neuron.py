@@ -1,0 +1,255 @@
+"""Everything Neuron-specific, written against the documented TorchNeuron API.
+
+Reference: shared/notes/neuron.md (AWS Neuron SDK docs, releases 2.32–2.33).
+No Trainium host is reachable where this was written, so each call below says
+which documented fact it relies on, and optional arguments are passed only
+when the installed signature names them. The pure helpers at the top
+(``accepted_kwargs``, ``pair_neff_ntff``, ``fallback_ops``) are unit-tested
+with a stand-in module.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import logging
+import os
+import re
+import sys
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from trainium_lens.harness.eager.backends import Backend
+
+# notes: "the runtime logs `Operator '<op>' fell back to CPU` once per op at WARNING level"
+FALLBACK_RE = re.compile(r"Operator '([^']+)' fell back to CPU")
+# notes: `neff_395760075800974.neff` ↔ `395760075800974_instid_0_vnc_0.ntff`
+NEFF_RE = re.compile(r"^neff_(\d+)(?:_vnc_\d+)?\.neff$")
+NTFF_RE = re.compile(r"^(\d+)_.*\.ntff$")
+# notes: "Never combine with NEURON_RT_INSPECT_ENABLE=1 (conflicts with torch.profiler)"
+INSPECT_ENV = "NEURON_RT_INSPECT_ENABLE"
+
+
+# -- pure helpers -------------------------------------------------------------
+
+
+def accepted_kwargs(fn: Callable[..., Any], wanted: dict, optional: tuple[str, ...]) -> tuple[dict, list]:
+    """Keep ``optional`` keys only if ``fn``'s signature names them.
+
+    notes: "`correlate_device_time=True` appears in the seed tutorial ... but not
+    in the reference docs: pass it only when the installed signature accepts it".
+    A ``**kwargs`` catch-all does not count as accepting: the C++ side may still
+    reject an unknown key. Returns (kwargs to pass, dropped keys).
+    """
+    params: Mapping[str, Any]
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        params = {}
+    passed, dropped = {}, []
+    for key, value in wanted.items():
+        if key in optional and key not in params:
+            dropped.append(key)
+        else:
+            passed[key] = value
+    return passed, dropped
+
+
+def pair_neff_ntff(paths: list[str]) -> list[dict]:
+    """Pair NEFFs and NTFFs by their numeric hash (notes: 1:1 is not guaranteed,
+    so an unmatched file is listed with ``None`` on the other side)."""
+    neffs: dict[str, str] = {}
+    ntffs: dict[str, list[str | None]] = {}
+    for path in sorted(paths):
+        base = os.path.basename(path)
+        m = NEFF_RE.match(base)
+        if m:
+            neffs.setdefault(m.group(1), path)
+            continue
+        m = NTFF_RE.match(base)
+        if m:
+            ntffs.setdefault(m.group(1), []).append(path)
+    pairs: list[dict[str, Any]] = []
+    for key in sorted(set(neffs) | set(ntffs)):
+        for ntff in ntffs.get(key) or [None]:
+            pairs.append({"neff": neffs.get(key), "ntff": ntff})
+    return pairs
+
+
+def fallback_ops(messages: list[str]) -> list[str]:
+    """Op names from captured CPU-fallback messages, first-seen order, no repeats."""
+    seen: list[str] = []
+    for message in messages:
+        for op in FALLBACK_RE.findall(message):
+            if op not in seen:
+                seen.append(op)
+    return seen
+
+
+def inspect_clash(environ: dict) -> bool:
+    return str(environ.get(INSPECT_ENV, "")).strip().lower() in ("1", "true", "yes", "on")
+
+
+# -- detection -----------------------------------------------------------------
+
+
+def flavour(torch: Any) -> str | None:
+    """ "native" (TorchNeuron: device ``neuron`` through PrivateUse1), "xla" (the
+    older torch-neuronx on Trn1, built on torch-xla), or None (not installed)."""
+    if importlib.util.find_spec("torch_neuronx") is None:
+        return None
+    try:
+        importlib.import_module("torch_neuronx")
+    except Exception:
+        return None
+    # notes: "device `neuron` registered through PyTorch's PrivateUse1"
+    try:
+        if torch._C._get_privateuse1_backend_name() == "neuron":
+            return "native"
+    except AttributeError:
+        pass
+    if "torch_xla" in sys.modules or importlib.util.find_spec("torch_xla") is not None:
+        return "xla"
+    return None
+
+
+def unavailable_reason(torch: Any) -> str | None:
+    """None when the native Neuron backend can profile here, else why not."""
+    if importlib.util.find_spec("torch_neuronx") is None:
+        return "torch_neuronx is not installed (it ships with the Neuron DLAMI / AWS pip index)"
+    kind = flavour(torch)
+    if kind == "xla":
+        return (
+            "torch-neuronx here is the XLA flavour (Trn1); per-op device profiling with "
+            "torch.profiler needs TorchNeuron (Trn2/Trn3); here use --backend xla (HLO-level time)"
+        )
+    if kind != "native":
+        return "torch_neuronx imported but registered no 'neuron' device"
+    mod = getattr(torch, "neuron", None)
+    try:
+        if mod is None or not mod.is_available():
+            return "torch.neuron reports no Neuron device (check neuron-ls and NEURON_RT_VISIBLE_CORES)"
+    except Exception as exc:  # a runtime that cannot start
+        return f"torch.neuron.is_available() failed: {exc}"
+    return None
+
+
+# -- the backend ------------------------------------------------------------------
+
+
+class _Capture(logging.Handler):
+    def __init__(self, sink: list[str]):
+        super().__init__(level=logging.WARNING)
+        self.sink = sink
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.sink.append(record.getMessage())
+        except Exception:
+            pass
+
+
+class NeuronBackend(Backend):
+    name = "neuron"
+    device = "neuron"
+    device_clock = True
+
+    def __init__(self, torch: Any):
+        super().__init__(torch)
+        self.profile_dir: str | None = None
+        self.messages: list[str] = []
+        self.dropped: list[str] = []
+        self._handler: _Capture | None = None
+        self._showwarning: Any = None
+
+    def activities(self) -> list:
+        # notes: "both activities are required for op ↔ device correlation"
+        pa = self.torch.profiler.ProfilerActivity
+        return [pa.CPU, pa.PrivateUse1]
+
+    def sync(self) -> None:
+        # notes: "`torch.neuron.synchronize()` inside the loop, before `prof.step()`;
+        # without it ... the device column is empty"
+        self.torch.neuron.synchronize()
+
+    def profiler_kwargs(self, run_dir: str, run_id: str) -> dict:
+        # notes: "from torch_neuronx.profiling import NeuronConfig, ProfileMode, NeuronProfiler"
+        from torch_neuronx.profiling import NeuronConfig, NeuronProfiler, ProfileMode
+
+        self.profile_dir = os.path.join(run_dir, f"{run_id}.neuron")
+        os.makedirs(self.profile_dir, exist_ok=True)
+        wanted = {
+            # notes: "NeuronConfig(modes=[ProfileMode.DEVICE, ProfileMode.RUNTIME],
+            #         profile_output_dir=DIR, capture_enabled_for_nc="0", ...)"
+            "modes": [ProfileMode.DEVICE, ProfileMode.RUNTIME],
+            "profile_output_dir": self.profile_dir,
+            "capture_enabled_for_nc": os.environ.get("TRAINIUM_LENS_CAPTURE_NC", "0"),
+            "correlate_device_time": True,
+        }
+        kwargs, self.dropped = accepted_kwargs(NeuronConfig, wanted, ("correlate_device_time",))
+        config = NeuronConfig(**kwargs)
+        # notes: "`experimental_config=nc, on_trace_ready=NeuronProfiler(nc).export_trace`"
+        return {"experimental_config": config, "on_trace_ready": NeuronProfiler(config).export_trace}
+
+    def start_capture(self) -> None:
+        self.messages = []
+        self._handler = _Capture(self.messages)
+        logging.getLogger().addHandler(self._handler)
+        self._showwarning = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            self.messages.append(str(message))
+
+        warnings.showwarning = show
+
+    def stop_capture(self) -> dict:
+        if self._handler is not None:
+            logging.getLogger().removeHandler(self._handler)
+            self._handler = None
+        if self._showwarning is not None:
+            warnings.showwarning = self._showwarning
+            self._showwarning = None
+        ops = fallback_ops(self.messages)
+        notes = [
+            f"NeuronConfig here does not take {k}; device time may be missing from key_averages()"
+            for k in self.dropped
+        ]
+        clash = inspect_clash(dict(os.environ))
+        if clash:
+            notes.append(
+                f"{INSPECT_ENV}=1 is set: it conflicts with torch.profiler on Neuron (unset it for profiling)"
+            )
+        return {
+            "cpu_fallback_ops": ops,
+            "neuron_rt_inspect_clash": clash,
+            "warnings": notes + [m for m in self.messages if FALLBACK_RE.search(m)],
+        }
+
+    def artifacts(self, run_dir: str) -> dict:
+        # notes: "`profile_output_dir/<instance-id>_pid_<pid>/[<timestamp>/]` per process:
+        # ..., `neff_<hash>[_vnc_0].neff`, `*.ntff`"
+        files: list[str] = []
+        if self.profile_dir and os.path.isdir(self.profile_dir):
+            for folder, _dirs, names in os.walk(self.profile_dir):
+                files.extend(
+                    os.path.join(folder, n) for n in names if n.endswith(".neff") or n.endswith(".ntff")
+                )
+        return {"neuron_profile_dir": self.profile_dir, "neff_ntff": pair_neff_ntff(files)}
+
+    def environment(self) -> dict:
+        env = super().environment()
+        try:
+            import torch_neuronx
+
+            env["torch_neuronx"] = getattr(torch_neuronx, "__version__", None)
+        except Exception:
+            pass
+        env["neuron_flavour"] = "native"
+        try:
+            env["neuron_cores"] = int(self.torch.neuron.device_count())
+        except Exception:
+            pass
+        env["device_name"] = "neuron"
+        return env

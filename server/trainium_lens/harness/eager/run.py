@@ -1,0 +1,377 @@
+"""Profile one marked function: inputs → compile (first calls) → profiled steps
+(labelled) → attribution → export → unprofiled timing → result dict."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from trainium_lens.harness.attribution import build
+from trainium_lens.harness.attribution.trace_tags import tag_trace
+from trainium_lens.harness.attribution.tree import attribute
+from trainium_lens.harness.eager.compiled import CompileWatch
+from trainium_lens.harness.eager.hits import add_hits
+from trainium_lens.harness.eager.lines import LineLabeler
+from trainium_lens.harness.events import EventStream, HarnessError
+from trainium_lens.harness.job.include_hooks import IncludeHooks
+from trainium_lens.harness.job.loader import UserCode, call_inputs, required_params, resolve
+from trainium_lens.harness.job.placement import to_device
+from trainium_lens.harness.markers import Marked, variant_group
+from trainium_lens.harness.spec import Spec
+from trainium_lens.harness.torchrun.rank import align_step
+
+
+def invoke(fn: Any, args: tuple, kwargs: dict) -> Any:
+    """The one place the harness calls user code: line labels stop at this frame."""
+    return fn(*args, **kwargs)
+
+
+class Session:
+    """State shared by the functions of one batch."""
+
+    def __init__(
+        self, spec: Spec, events: EventStream, backend: Any, module: Any, user: UserCode, rel_file: str
+    ):
+        self.spec = spec
+        self.events = events
+        self.backend = backend
+        self.module = module
+        self.user = user
+        self.rel_file = rel_file
+        self.watch = CompileWatch(user)
+        self.watch.install()
+        self.labeler = LineLabeler(user, invoke.__code__, device_backend=backend.device != "cpu")
+        self.include_hooks = IncludeHooks(user, self.labeler.mode)  # --include: inside F.* too
+        self.inputs: dict[str, tuple[tuple, dict]] = {}
+        # per group of variants (see variant_key): (function, first output tensor)
+        self.references: dict[str, tuple[str, Any]] = {}
+        self.source = build.SourceText(user.root, user.abspath)
+
+
+def variant_key(marked: Marked) -> str:
+    """Functions compared as variants share this (``markers.variant_group``)."""
+    return variant_group(marked.options.get("compare"), marked.options.get("inputs"))
+
+
+def marked_function(s: Session, marked: Marked) -> Any:
+    """The marked function, looked up in the imported module (both backends)."""
+    fn = resolve(s.module, marked.name)
+    if not callable(fn):
+        raise HarnessError(
+            "unknown_function",
+            f"{marked.name} is marked but is not a function at import time",
+            s.rel_file,
+            marked.def_line,
+        )
+    return fn
+
+
+def function_record(s: Session, marked: Marked, protocol: dict) -> dict:
+    """The result's ``function`` block (both backends)."""
+    return {
+        "file": s.rel_file,
+        "name": marked.name,
+        "line": marked.def_line,
+        "marker_line": marked.marker_line,
+        "protocol": dict(protocol),
+        "inputs": marked.options.get("inputs") or None,
+        "compare": marked.options.get("compare") or None,
+    }
+
+
+def _inputs(s: Session, marked: Marked, fn: Any) -> tuple[tuple, dict]:
+    name = marked.options.get("inputs")
+    if not name:
+        missing = required_params(fn)
+        if missing:
+            raise HarnessError(
+                "inputs",
+                f"{marked.name} needs arguments ({', '.join(missing)}): "
+                f"add inputs=NAME to its marker, naming a function that returns "
+                f"them as a tuple or dict",
+                s.rel_file,
+                marked.marker_line,
+            )
+        return (), {}
+    if name not in s.inputs:  # one call per inputs function: variants share their inputs
+        torch.manual_seed(0)
+        dev = torch.device(s.backend.device)
+        args, kwargs = call_inputs(s.module, name, s.rel_file, marked.name, s.user, device=dev)
+        s.inputs[name] = (to_device(args, dev), to_device(kwargs, dev))  # placement.py
+    return s.inputs[name]
+
+
+def _first_tensor(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            found = _first_tensor(item)
+            if found is not None:
+                return found
+    return None
+
+
+def _output(s: Session, name: str, value: Any, group: str = "") -> dict:
+    tensor = _first_tensor(value)
+    if tensor is None:
+        return {}
+    tensor = tensor.detach()
+    out: dict[str, Any] = {"dtype": str(tensor.dtype).replace("torch.", ""), "shape": list(tensor.shape)}
+    if tensor.numel() and tensor.dtype != torch.bool:
+        out["max_abs"] = float(tensor.abs().max().to("cpu").double().item())
+    if group not in s.references:
+        s.references[group] = (name, tensor.to("cpu", copy=True))
+        out.update(reference=name, max_abs_diff=0.0)
+        return out
+    ref_name, ref = s.references[group]
+    out["reference"] = ref_name
+    if list(ref.shape) == out["shape"]:
+        diff = (tensor.to("cpu").double() - ref.double()).abs()
+        out["max_abs_diff"] = float(diff.max().item()) if diff.numel() else 0.0
+    return out
+
+
+def _timed(call: Call, calls: int, labelled: bool) -> list[float]:
+    times = []
+    sync = call.s.backend.sync
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        call(labelled)
+        sync()
+        times.append((time.perf_counter() - t0) * 1e6)
+    return times
+
+
+def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> dict:
+    """inputs → first calls → profiled steps → attribution → trace → timing → result."""
+    run_id = f"{s.spec.batch_id}-{index}"
+    fn = marked_function(s, marked)
+    s.events.stage("inputs", marked.name, "preparing inputs")
+    args, kwargs = _inputs(s, marked, fn)
+    call = Call(s, fn, args, kwargs, marked.name)
+    first, compiles_from = _first_calls(call)
+    steps = _profile_steps(call, protocol, run_id)
+    att, clock, device_reported = _attribute(call, steps, marked)
+    trace, offset = _export_trace(call, steps.prof, run_id, att)
+    wall, overhead = _time_unprofiled(call, protocol)
+    signals = _signals(call, steps, compiles_from, device_reported, overhead)
+    artifacts = {"location": s.spec.host, "run_dir": os.path.abspath(s.spec.run_dir), "trace": trace}
+    artifacts.update(s.backend.artifacts(s.spec.run_dir))
+    doc = build.result_document(
+        build.Profiled(
+            run_id=run_id,
+            batch_id=s.spec.batch_id,
+            host=s.spec.host,
+            backend=s.backend.name,
+            clock=clock,
+            environment=s.backend.environment(),
+            function=function_record(s, marked, protocol),
+            att=att,
+            labels=s.labeler.labels,
+            source=s.source,
+            wall_us=wall,
+            signals=signals,
+            artifacts=artifacts,
+            output=_output(s, marked.name, first, variant_key(marked)),
+            offset_us=offset,
+            covered=s.watch.covered,
+            h2d_calls=steps.h2d_calls,
+            labelled_calls=steps.labelled_calls,
+        )
+    )
+    add_hits(doc["lines"], s.labeler.labels, steps.hits, steps.labelled_calls)  # hits.py
+    doc["library_files"] = [
+        {"file": f, "path": p}
+        for f, p in sorted(s.user.library_files.items())
+        if any(line["file"] == f for line in doc["lines"])
+    ]
+    return doc
+
+
+class Call:
+    """The profiled function with its inputs, called the one way the harness calls it."""
+
+    def __init__(self, s: Session, fn: Any, args: tuple, kwargs: dict, name: str):
+        self.s, self.fn, self.args, self.kwargs, self.name = s, fn, args, kwargs, name
+
+    def __call__(self, labelled: bool = False) -> Any:
+        try:
+            if labelled:
+                with self.s.labeler:
+                    return invoke(self.fn, self.args, self.kwargs)
+            return invoke(self.fn, self.args, self.kwargs)
+        except Exception as exc:
+            raise self.s.user.error_from(exc, "user_code", self.name) from None
+
+
+@dataclass
+class Steps:
+    """What the profiled steps left behind."""
+
+    prof: Any
+    paired: bool
+    labelled_calls: int
+    h2d_calls: dict
+    backend_signals: dict
+    at_active: dict  # compile counters when the active steps began
+    after: dict  # and when they ended
+    hits: dict  # label -> executions of the line in the labelled calls (hits.py)
+
+
+def _first_calls(call: Call) -> tuple[Any, dict]:
+    """Two unprofiled calls: compiles land here; the second arms the compiled-call hook."""
+    s = call.s
+    s.events.stage("compile", call.name, "first calls (compiles land here, outside the measured steps)")
+    s.watch.install()
+    start = s.watch.counters()
+    first = call()
+    s.backend.sync()
+    s.watch.install()
+    s.labeler.hook.refresh()
+    s.include_hooks.refresh()
+    s.labeler.hook.arm_if_called(call)
+    s.backend.sync()
+    return first, start
+
+
+def _profiler_kwargs(s: Session, run_dir: str, run_id: str) -> dict:
+    """The backend's profiler arguments, recording every thread where torch can: the
+    autograd engine runs a device tensor's backward on its own thread (torch < 2.8:
+    no such option; the engine's threads are still recorded for device tensors)."""
+    kwargs = dict(s.backend.profiler_kwargs(run_dir, run_id))
+    if "experimental_config" not in kwargs:
+        try:
+            kwargs["experimental_config"] = torch._C._profiler._ExperimentalConfig(profile_all_threads=True)
+        except (TypeError, AttributeError):
+            pass
+    return kwargs
+
+
+def _profile_steps(call: Call, protocol: dict, run_id: str) -> Steps:
+    # CPU clock: every measured step is followed by the same call unlabelled; CPU
+    # times come from those (labels perturb the ops' own CPU time, see
+    # attribution.attribute). Device clocks are not perturbed by host labels.
+    s, name = call.s, call.name
+    paired = not s.backend.device_clock
+    unwatched = protocol["wait"] + protocol["warmup"]
+    active = protocol["active"] * (2 if paired else 1)
+    total = unwatched + active
+    schedule = torch.profiler.schedule(
+        wait=protocol["wait"], warmup=protocol["warmup"], active=active, repeat=1
+    )
+    at_active = s.watch.counters()
+    s.labeler.h2d.clear()
+    s.labeler.hits.clear()
+    labelled_calls = 0
+    s.backend.start_capture()
+    try:
+        with torch.profiler.profile(
+            activities=s.backend.activities(),
+            schedule=schedule,
+            **_profiler_kwargs(s, s.spec.run_dir, run_id),
+        ) as prof:
+            for step in range(total):
+                s.events.stage("profile", name, f"step {step + 1} of {total}", step=step + 1, of=total)
+                if step == unwatched:
+                    at_active = s.watch.counters()
+                align_step()  # torchrun jobs: every rank starts the step together
+                plain = paired and (step - unwatched) % 2
+                labelled_calls += 0 if plain else 1
+                call(labelled=not plain)
+                s.backend.sync()
+                prof.step()
+    finally:
+        backend_signals = s.backend.stop_capture()
+    return Steps(
+        prof,
+        paired,
+        labelled_calls,
+        dict(s.labeler.h2d),
+        backend_signals,
+        at_active,
+        s.watch.counters(),
+        dict(s.labeler.hits.hits),
+    )
+
+
+def _attribute(call: Call, steps: Steps, marked: Marked) -> tuple[Any, str, bool]:
+    s, name = call.s, call.name
+    s.events.stage("export", name, "attributing op time to lines")
+    events = steps.prof.events()
+    cpu_type = torch.autograd.DeviceType.CPU
+    labels = s.labeler.labels
+    def_label = s.labeler.label(s.rel_file, marked.def_line, name)
+    device_clock = s.backend.device_clock
+    att = attribute(
+        events, labels, device_clock, def_label, cpu_type, paired=steps.paired, record_events=True
+    )
+    clock, device_reported = s.backend.name, True
+    if device_clock and not any(f.device > 0 for f in att.ops.values()):
+        # no device time at all: say so and show CPU time under its own name
+        device_reported, clock = False, "cpu"
+        att = attribute(events, labels, False, def_label, cpu_type, record_events=True)
+        s.events.warning(
+            f"{name}: the {s.backend.name} profiler reported no device time; "
+            f"figures for this run are CPU time (clock: cpu)"
+        )
+    if att.mismatched_steps:
+        s.events.warning(
+            f"{name}: {att.mismatched_steps} of {att.steps} steps ran different ops "
+            f"with and without line labels; their CPU times include the labels' overhead"
+        )
+    return att, clock, device_reported
+
+
+def _export_trace(call: Call, prof: Any, run_id: str, att: Any) -> tuple[str | None, float]:
+    """The Chrome trace, every op event tagged with its attributed line (trace_tags)."""
+    s = call.s
+    path = os.path.join(s.spec.run_dir, f"{run_id}.trace.json")
+    trace: str | None = path
+    try:
+        prof.export_chrome_trace(path)
+        tag_trace(path, att, s.labeler.labels)
+    except Exception as exc:
+        s.events.warning(f"{call.name}: could not write the Chrome trace: {exc}")
+        trace = None
+    start_ns = None
+    try:
+        start_ns = int(prof.profiler.kineto_results.trace_start_ns())
+    except Exception:
+        pass
+    return trace, build.trace_offset_us(trace, start_ns)
+
+
+def _time_unprofiled(call: Call, protocol: dict) -> tuple[list[float], float | None]:
+    call.s.events.stage("timing", call.name, f"{protocol['timing_calls']} unprofiled calls")
+    plain = _timed(call, protocol["timing_calls"], labelled=False)
+    labelled = _timed(call, max(3, min(10, protocol["timing_calls"])), True)
+    wall = statistics.median(plain)
+    return plain, (statistics.median(labelled) / wall if wall > 0 else None)
+
+
+def _signals(call: Call, steps: Steps, start: dict, device_reported: bool, overhead: float | None) -> dict:
+    """Raw observations for the analysis (h2d copies are added by the builder)."""
+    s = call.s
+    warnings = list(steps.backend_signals.get("warnings", []))
+    if s.watch.problem:
+        warnings.append(s.watch.problem)
+    for w in warnings:
+        s.events.warning(f"{call.name}: {w}")
+    return {
+        "device_time_reported": device_reported,
+        "cpu_fallback_ops": steps.backend_signals.get("cpu_fallback_ops", []),
+        "compiles_in_active_steps": steps.after["compiles"] - steps.at_active["compiles"],
+        "recompiles": s.watch.recompiles(since=start["compiles"]),
+        "graph_breaks": steps.after["graph_breaks"] - start["graph_breaks"],
+        "neuron_rt_inspect_clash": bool(steps.backend_signals.get("neuron_rt_inspect_clash", False)),
+        "warnings": warnings,
+        "instrumentation_overhead": overhead,
+    }

@@ -1,0 +1,261 @@
+"""Launch a ``--nproc N`` job: the harness process the target started becomes
+the launcher of N ranks under ``torchrun`` and speaks for them.
+
+Targets start ``python -m trainium_lens.harness`` the same way for one rank or
+many (locally, or through ``ssh_wrapper.py`` on a host), so the process-group
+kill of a cancel or a timeout, the host lock and the heartbeat all work
+unchanged. When the job asks for N > 1 ranks (``--nproc``, the marker option
+``nproc=``), this process:
+
+1. writes the spec to ``<run_dir>/spec.json`` (every rank reads it there:
+   stdin is one stream) and runs ``<this python> -m torch.distributed.run
+   --standalone --nproc-per-node N -m trainium_lens.harness`` in its own process
+   group (no PATH lookup; the target's interpreter is the one running this);
+2. passes the ranks' events on (each carries ``rank``; the core shows rank 0's
+   progress); the first ``error`` of any rank ends the job (torchrun is told to
+   stop the others: SIGTERM, then SIGKILL);
+3. once every rank has reported its ``result`` (``<run_dir>/rank<k>/batch.json``),
+   writes ``<run_dir>/batch.json``: rank 0's results plus ``rank_batches`` (every
+   rank's batch as written), which the core merges (``trainium_lens.engine.ranks``),
+   and reports that as the job's ``result``.
+
+torchrun puts each worker in a session of its own; the ranks ask the kernel to
+kill them when the torchrun agent dies (``rank._die_with_parent``), so stopping
+this process group (agent included) stops every rank.
+
+Stdlib only: no torch in this process.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from trainium_lens.harness.events import HarnessError
+from trainium_lens.harness.torchrun.rank import SPEC_FILE_ENV
+
+#: Seconds torchrun gets to stop its workers after SIGTERM before SIGKILL.
+STOP_GRACE_S = 5.0
+#: Seconds to look for a dead peer behind a rank's connection error.
+PEER_GRACE_S = 2.0
+_PEER_ERROR = re.compile(r"connection|peer|gloo|nccl|socket|timed out|broken pipe", re.IGNORECASE)
+
+
+def torchrun_argv(python: str, nproc: int) -> list[str]:
+    return [
+        python,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        "-m",
+        "trainium_lens.harness",
+    ]
+
+
+def _write_json(path: str, data: Any) -> None:
+    tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, allow_nan=False)
+    os.replace(tmp, path)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    proc.terminate()  # torchrun's agent SIGTERMs its workers, then SIGKILLs them
+    try:
+        proc.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # the ranks die with it (PR_SET_PDEATHSIG)
+        proc.wait()
+
+
+def run(spec: Any, events: Any, spec_text: str, nproc: int) -> int:
+    """Launch the ranks, relay their events, gather their batches. Exit status as
+    the harness's: 0 after ``result``, 1 after ``error``."""
+    run_dir = spec.run_dir
+    os.makedirs(run_dir, exist_ok=True)
+    spec_path = os.path.join(run_dir, "spec.json")
+    with open(spec_path, "w", encoding="utf-8") as handle:
+        handle.write(spec_text)
+    env = dict(os.environ)
+    env[SPEC_FILE_ENV] = os.path.abspath(spec_path)
+    env["PYTHONUNBUFFERED"] = "1"
+    events.stage("launch", None, f"starting {nproc} ranks under torchrun")
+    try:
+        proc = subprocess.Popen(
+            torchrun_argv(sys.executable, nproc),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+    except OSError as exc:
+        raise HarnessError("backend_unavailable", f"cannot start torchrun: {exc}") from None
+    tail: collections.deque[str] = collections.deque(maxlen=40)
+    relay = threading.Thread(target=_relay_stderr, args=(proc, tail), daemon=True)
+    relay.start()
+    results: dict[int, str] = {}
+    pids: dict[int, int] = {}
+    assert proc.stdout is not None
+    try:
+        for raw in iter(proc.stdout.readline, b""):
+            event = _parse(raw)
+            if event is None:
+                text = raw.decode("utf-8", "replace").rstrip("\r\n")
+                if text:
+                    events.emit("output", text=text)
+                continue
+            kind = event.pop("event")
+            if isinstance(event.get("rank"), int) and isinstance(event.get("pid"), int):
+                pids[event["rank"]] = event.pop("pid")
+            if kind == "result" and isinstance(event.get("rank"), int):
+                results[event["rank"]] = str(event.get("path"))
+                if len(results) == nproc:
+                    path = _gather(spec, results, nproc)
+                    events.stage("done", None, f"{nproc} ranks profiled")
+                    events.emit("result", path=path)
+                    return 0
+                continue
+            if kind == "error":
+                event = _blame_the_dead(event, pids)
+            events.emit(kind, **event)
+            if kind == "error":
+                return 1
+        code = proc.wait()
+        relay.join(timeout=2)
+        missing = [str(k) for k in range(nproc) if k not in results]
+        root = _root_cause(list(tail))
+        if root is not None:  # a rank died without a word and the agent stopped the rest
+            rank, status = root
+            raise HarnessError(
+                "user_code",
+                f"rank {rank} exited during the run without an error (exit status "
+                f"{status}: killed, out of memory, or a crash); torchrun stopped rank(s) "
+                f"{', '.join(k for k in missing if k != str(rank)) or '-'}",
+            )
+        last = next((ln for ln in reversed(tail) if ln.strip()), "")
+        raise HarnessError(
+            "internal",
+            f"torchrun ended (exit status {code}) before rank(s) {', '.join(missing)} "
+            f"reported a result" + (f": {last.strip()[:300]}" if last else ""),
+        )
+    finally:
+        _stop(proc)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return not sys.platform.startswith("linux")  # /proc unreadable on Linux: gone
+
+
+def _blame_the_dead(event: dict, pids: dict[int, int]) -> dict:
+    """A rank's error right after another rank died without a word (a crash, the
+    OOM killer, ``os._exit``) is the peer's connection dropping: name the dead
+    rank first, so the one line says where to look."""
+    me = event.get("rank")
+    # A peer's socket closes as it exits, a moment before it is gone from the
+    # process table: for an error that reads like a dropped peer, look a while.
+    peerish = _PEER_ERROR.search(str(event.get("message", ""))) is not None
+    deadline = time.monotonic() + (PEER_GRACE_S if peerish else 0.0)
+    while True:
+        dead = sorted(r for r, pid in pids.items() if r != me and not _alive(pid))
+        if dead or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    if not dead:
+        return event
+    which = ", ".join(str(r) for r in dead)
+    return {
+        **event,
+        "message": f"rank {which} exited during the run without an error "
+        f"(killed, out of memory, or a crash); then {event.get('message')}",
+    }
+
+
+_ROOT_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)")
+_ROOT_EXIT = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)")
+
+
+def _root_cause(lines: list[str]) -> tuple[int, int] | None:
+    """The rank and exit status of torchrun's "Root Cause (first observed failure)"
+    report, when a rank died before any rank said why (the agent, not a peer's
+    error, noticed it first)."""
+    try:
+        start = next(i for i, ln in enumerate(lines) if "Root Cause" in ln)
+    except StopIteration:
+        return None
+    rank = status = None
+    for ln in lines[start:]:
+        m = _ROOT_RANK.match(ln)
+        if m and rank is None:
+            rank = int(m.group(1))
+        m = _ROOT_EXIT.match(ln)
+        if m and status is None:
+            status = int(m.group(1))
+    return (rank, status) if rank is not None and status is not None else None
+
+
+def _relay_stderr(proc: subprocess.Popen, tail: collections.deque) -> None:
+    """torchrun's and the ranks' stderr: on to ours (the target keeps its tail)."""
+    assert proc.stderr is not None
+    for raw in iter(proc.stderr.readline, b""):
+        text = raw.decode("utf-8", "replace")
+        tail.append(text)
+        try:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def _parse(raw: bytes) -> dict | None:
+    text = raw.decode("utf-8", "replace").strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) and isinstance(obj.get("event"), str) else None
+
+
+def _gather(spec: Any, paths: dict[int, str], nproc: int) -> str:
+    """``<run_dir>/batch.json``: rank 0's results, and every rank's batch for the core."""
+    rank_batches = []
+    for rank in range(nproc):
+        path = paths[rank]
+        try:
+            with open(path, encoding="utf-8") as handle:
+                batch = json.load(handle)
+        except (OSError, ValueError) as exc:
+            raise HarnessError("internal", f"rank {rank}: cannot read its batch {path}: {exc}") from None
+        rank_batches.append({"rank": rank, "run_dir": os.path.dirname(os.path.abspath(path)), "batch": batch})
+    document = {
+        "schema_version": rank_batches[0]["batch"].get("schema_version", 1),
+        "batch_id": spec.batch_id,
+        "world_size": nproc,
+        "results": rank_batches[0]["batch"].get("results", []),
+        "rank_batches": rank_batches,
+    }
+    out = os.path.join(spec.run_dir, "batch.json")
+    _write_json(out, document)
+    return os.path.abspath(out)

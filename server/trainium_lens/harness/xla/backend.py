@@ -1,0 +1,367 @@
+"""Backend ``xla``: torch-xla (Trn1's torch-neuronx, or any torch-xla install).
+
+XLA tensors are lazy: ops are recorded, ``torch_xla.sync()`` cuts a graph, the
+compiler turns it into one executable and the device runs HLO instructions,
+not ATen ops. So this backend has its own protocol (``profile_function``):
+
+1. ``prepare_env`` (before torch_xla loads): ``XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1``
+   so every HLO instruction carries its Python stack, ``PJRT_DEVICE=CPU`` when
+   no device is named and this is not a Neuron host, and a fresh Neuron compile
+   cache (cached executables ignore changed metadata).
+2. Compile: the first calls, each followed by a sync (compiles land here).
+3. ``wait`` + ``warmup`` steps unprofiled, then ``active`` steps inside
+   ``torch_xla.debug.profiler`` ``start_trace``/``stop_trace``, each step's call
+   scoped by ``xp.Trace`` (its marker tells the steps apart), then
+   ``torch_xla.sync()`` and ``wait_device_ops()`` outside the scope.
+4. ``xla_trace`` reads the exported xplane (executed instructions + optimized
+   HLO), ``xla_attribution`` maps them to lines.
+
+The clock is host time per executed instruction: ``xla-cpu`` on torch-xla's CPU
+device (PJRT CPU thunks), never called device time. On a Neuron device (Trn1)
+the runtime also captures the first measured step of each NEFF and
+``xla_device`` runs ``neuron-explorer view`` on it; the core side
+(``trainium_lens.engine.device_profile``) turns that into per-line device time (clock
+``neuron``), or keeps these host figures and says why.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+from trainium_lens.harness.eager.backends import Backend
+from trainium_lens.harness.labels import SOURCE_KEY, format_label, source_ref
+from trainium_lens.harness.xla.device import DeviceCapture, capture_env, files
+
+DEBUG_ENV = {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1", "NEURON_FRAMEWORK_DEBUG": "1"}
+STEP_MARKER = "trainium-lens step "
+SETUP_HINT = "run scripts/setup-xla.sh and pass --python .venv-xla/bin/python"
+
+
+def unavailable_reason() -> str | None:
+    if importlib.util.find_spec("torch_xla") is None:
+        return f"torch_xla is not installed in {sys.executable}: {SETUP_HINT}"
+    return None
+
+
+# (run dir, protocol) for the Trn1 device capture, kept by ``prepare_env`` until the
+# backend is known to be xla (``XlaBackend`` sets the capture up before the PJRT
+# client, and with it the Neuron runtime, starts)
+_PENDING_CAPTURE: tuple[str, dict] | None = None
+
+
+def prepare_env(run_dir: str, protocols: list[dict] | None = None) -> None:
+    """Set before torch_xla (or torch-neuronx, which imports it) loads. Harmless
+    when ``auto`` ends up on another backend (nothing here reads them then).
+    ``protocols``: the batch's, for the device capture's warm-up count (the
+    smallest: the profiled execution then always comes after the compiling calls)."""
+    global _PENDING_CAPTURE
+    first = min(protocols or [{}], key=lambda p: int(p.get("wait", 0)) + int(p.get("warmup", 0)))
+    _PENDING_CAPTURE = (run_dir, first)
+    os.environ.update(DEBUG_ENV)
+    if "PJRT_DEVICE" not in os.environ and importlib.util.find_spec("torch_neuronx") is None:
+        os.environ["PJRT_DEVICE"] = "CPU"
+    cache = os.path.join(os.path.abspath(run_dir), "xla-compile-cache")
+    os.makedirs(cache, exist_ok=True)
+    os.environ["NEURON_COMPILE_CACHE_URL"] = cache  # torch-neuronx's (XLA flavour) NEFF cache
+
+
+def prepare_neuron_capture(run_dir: str, protocol: dict) -> DeviceCapture | None:
+    """Once the backend is xla, before the first execution starts the Neuron runtime:
+    device capture on Trn1 (``xla_device``: model mode, the first measured step of
+    each NEFF). Not in ``prepare_env``: on a native TorchNeuron host runtime
+    inspect would clash with torch.profiler. No torch.profiler runs in this
+    backend, so that clash does not apply here. None: not a Neuron host."""
+    if importlib.util.find_spec("torch_neuronx") is None:
+        return None
+    for key, value in capture_env(run_dir, protocol).items():
+        os.environ.setdefault(key, value)
+    return DeviceCapture(
+        os.environ["NEURON_RT_INSPECT_OUTPUT_DIR"], os.environ.get("NEURON_COMPILE_CACHE_URL")
+    )
+
+
+class XlaBackend(Backend):
+    name = "xla"
+    device = "xla"
+    device_clock = True
+
+    def __init__(self, torch: Any):
+        super().__init__(torch)
+        import torch_xla
+        import torch_xla.core.xla_model as xm
+        import torch_xla.debug.metrics as met
+        import torch_xla.debug.profiler as xp
+
+        torch_xla._XLAC._set_ir_debug(True)  # frames even if the env came too late
+        self.torch_xla, self.xm, self.xp, self.met = torch_xla, xm, xp, met
+        # before torch_xla.device(): creating the PJRT client starts the Neuron runtime,
+        # which reads its NEURON_RT_INSPECT_* settings then
+        self.device_capture = prepare_neuron_capture(*_PENDING_CAPTURE) if _PENDING_CAPTURE else None
+        self.device = str(torch_xla.device())
+        try:
+            import torch_xla.runtime as xr
+
+            self.device_type = str(xr.device_type() or "CPU")
+        except Exception:
+            self.device_type = os.environ.get("PJRT_DEVICE", "CPU")
+
+    @property
+    def clock(self) -> str:
+        return f"xla-{self.device_type.lower()}"
+
+    def sync(self) -> None:
+        self.torch_xla.sync()
+        self.xm.wait_device_ops()
+
+    def compiles(self) -> int:
+        data = self.met.metric_data("CompileTime")
+        return int(data[0]) if data else 0
+
+    def artifacts(self, run_dir: str) -> dict:
+        """On Neuron: the NEFFs this run compiled (the fresh cache holds only them;
+        notes: MODULE_*/model.neff) and the NTFFs the runtime captured, for Neuron
+        Explorer and ``neuron-explorer view -n NEFF -s NTFF --output-file DIR``."""
+        folders = [os.environ.get(k) for k in ("NEURON_COMPILE_CACHE_URL", "NEURON_RT_INSPECT_OUTPUT_DIR")]
+        neffs = [f for folder in folders for f in files(folder, ".neff")]
+        ntffs = [f for folder in folders for f in files(folder, ".ntff")]
+        if not neffs and not ntffs:
+            return {}
+        # The compile cache names a NEFF model.neff (no hash to pair by): list NEFFs
+        # and NTFFs as found; neuron-explorer is told which pair to view.
+        pairs = [{"neff": n, "ntff": None} for n in neffs] + [{"neff": None, "ntff": t} for t in ntffs]
+        inspect = os.environ.get("NEURON_RT_INSPECT_OUTPUT_DIR")
+        return {
+            "neuron_profile_dir": inspect
+            if ntffs and inspect
+            else os.environ.get("NEURON_COMPILE_CACHE_URL"),
+            "neff_ntff": pairs,
+        }
+
+    def environment(self) -> dict:
+        env = super().environment()
+        env["device_name"] = f"torch-xla {getattr(self.torch_xla, '__version__', '')} PJRT {self.device_type}"
+        if self.neuron_flavour:
+            try:
+                from importlib import metadata
+
+                env["torch_neuronx"] = metadata.version("torch-neuronx")
+            except Exception:
+                pass
+        return env
+
+
+def _steps(
+    s: Any, fn: Any, args: tuple, kwargs: dict, count: int, name: str, marker: bool, first: int = 0
+) -> list[float]:
+    from trainium_lens.harness.eager.run import invoke
+
+    backend, times = s.backend, []
+    for i in range(count):
+        s.events.stage("profile", name, f"step {first + i + 1}", step=first + i + 1)
+        t0 = time.perf_counter()
+        try:
+            # The output stays referenced until the sync: a lazy tensor nobody holds
+            # is never computed (the sync would find nothing to run).
+            if marker:
+                with backend.xp.Trace(f"{STEP_MARKER}{i}"):
+                    out = invoke(fn, args, kwargs)
+            else:
+                out = invoke(fn, args, kwargs)
+            backend.sync()  # outside the Trace scope: a sync inside it is not supported
+            del out
+        except Exception as exc:
+            raise s.user.error_from(exc, "user_code", name) from None
+        times.append((time.perf_counter() - t0) * 1e6)
+    return times
+
+
+def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
+    from trainium_lens.harness.attribution import build
+    from trainium_lens.harness.eager.run import (
+        Call,
+        _inputs,
+        _output,
+        function_record,
+        marked_function,
+        variant_key,
+    )
+    from trainium_lens.harness.events import HarnessError
+    from trainium_lens.harness.xla.attribution import attribute, figures
+    from trainium_lens.harness.xla.xplane import Capture, find_xplanes, read_xspace
+
+    ev, name, spec, backend = s.events, marked.name, s.spec, s.backend
+    run_id = f"{spec.batch_id}-{index}"
+    fn = marked_function(s, marked)
+    device = backend.device_capture
+    if device is not None:
+        device.mark()
+    ev.stage("inputs", name, "preparing inputs (on the xla device)")
+    args, kwargs = _inputs(s, marked, fn)
+
+    ev.stage("compile", name, "first calls (the graph compiles here, outside the measured steps)")
+    call = Call(s, fn, args, kwargs, name)
+    first = call()
+    backend.sync()
+    output = _output(s, name, first, variant_key(marked))
+    again = call()
+    backend.sync()
+    del first, again
+    compiles0 = backend.compiles()  # from here on, a compile means the graph changed
+
+    unwatched = protocol["wait"] + protocol["warmup"]
+    _steps(s, fn, args, kwargs, unwatched, name, marker=False)
+    log_dir = os.path.join(spec.run_dir, f"{run_id}.xla-profile")
+    at_active = backend.compiles()
+    backend.xp.start_trace(log_dir)
+    try:
+        step_wall = _steps(s, fn, args, kwargs, protocol["active"], name, marker=True, first=unwatched)
+    finally:
+        backend.xp.stop_trace()
+    compiles_active = backend.compiles() - at_active
+
+    ev.stage("export", name, "joining executed HLO instructions with their source lines")
+    planes = find_xplanes(log_dir)
+    if not planes and device is None:
+        raise HarnessError("internal", f"torch_xla's profiler wrote no xplane under {log_dir}")
+    # On Trn1 the device profile below carries the figures: a missing host trace costs
+    # only the host figures (device_time_reported false until the device profile fills in)
+    cap = read_xspace(planes[-1], STEP_MARKER) if planes else Capture()
+    starts = sorted(start for mname, start, _end in cap.markers if mname.startswith(STEP_MARKER))
+    att = attribute(cap, starts, s.user.relpath)
+    fig = figures(att, s.source.line)
+    trace = write_trace(os.path.join(spec.run_dir, f"{run_id}.trace.json"), att, cap)
+
+    ev.stage("timing", name, f"{protocol['timing_calls']} unprofiled calls")
+    plain = _steps(s, fn, args, kwargs, protocol["timing_calls"], name, marker=False)
+    wall = statistics.median(plain)
+    warnings = []
+    views = [] if device is None else device.process(os.path.join(spec.run_dir, f"{run_id}.neuron-view"))
+    if device is not None and not views:
+        # an entry with only an error: the core side says so in a finding
+        views = [
+            {
+                "neff": None,
+                "ntff": None,
+                "parquet": None,
+                "error": f"the Neuron runtime wrote no device trace (NTFF) under {device.inspect_dir}",
+            }
+        ]
+    if any(v["error"] for v in views):
+        failed = next(v for v in views if v["error"])
+        warnings.append(
+            f"{sum(1 for v in views if v['error'])} of {len(views)} device trace(s) not "
+            f"processed: {failed['error']}"
+        )
+    if att.unknown:
+        warnings.append(
+            f"{len(att.unknown)} executed instruction(s) matched no compiled module "
+            f"({', '.join(sorted(att.unknown)[:3])}): their time is not attributed"
+        )
+    if not cap.executed:
+        warnings.append(
+            f"the torch_xla profiler recorded no HLO instruction on PJRT "
+            f"{backend.device_type}: no per-line time on this device"
+        )
+    for w in warnings:
+        ev.warning(f"{name}: {w}")
+    timeline = [
+        {
+            "file": f,
+            "line": ln,
+            "windows": build.merge_windows([[a / 1000.0, b / 1000.0] for a, b in spans], 0.0),
+        }
+        for (f, ln, _fn), spans in sorted(att.windows.items())
+    ]
+    return build.document(
+        run_id=run_id,
+        batch_id=spec.batch_id,
+        host=spec.host,
+        backend="xla",
+        clock=backend.clock,
+        environment=backend.environment(),
+        function=function_record(s, marked, protocol),
+        totals=build.totals(
+            self_time_us=fig["self_time_us"],
+            self_cpu_us=fig["self_time_us"],
+            wall_us=plain,
+            steps=att.steps,
+            per_step=fig["per_step"],
+            dispatches=fig["dispatches"],
+        ),
+        ops=fig["ops"],
+        lines=fig["lines"],
+        regions=fig["regions"],
+        unattributed_us=fig["unattributed_us"],
+        artifacts={
+            "location": spec.host,
+            "run_dir": os.path.abspath(spec.run_dir),
+            "trace": trace,
+            **backend.artifacts(spec.run_dir),
+            "source_root": spec.workspace_root,
+            "neuron_views": views,
+        },
+        timeline=timeline,
+        signals={
+            "device_time_reported": bool(cap.executed),
+            "compiles_in_active_steps": compiles_active,
+            # graphs compiled after the first calls: the traced graph changed between steps
+            "recompiles": backend.compiles() - compiles0,
+            "warnings": warnings,
+            "instrumentation_overhead": (statistics.median(step_wall) / wall) if wall > 0 else None,
+        },
+        output=output,
+    )
+
+
+def write_trace(path: str, att: Any, cap: Any) -> str | None:
+    """A Chrome trace: the executed instructions (tagged with their line) and one
+    user-line range per credited execution, both on the profiler clock (µs)."""
+    events: list[dict] = [
+        {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "user lines"}},
+        {"ph": "M", "name": "process_name", "pid": 2, "tid": 0, "args": {"name": "HLO instructions"}},
+    ]
+    threads: dict[str, int] = {}
+    for ex in cap.executed:
+        credit = att.credits.get((ex.hlo_module, ex.hlo_op))
+        args: dict[str, Any] = {"hlo_module": ex.hlo_module, "hlo_op": ex.hlo_op}
+        if credit is not None and credit.stack:
+            file, line, function = credit.stack[0]
+            args[SOURCE_KEY] = source_ref(file, line)
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "user_annotation",
+                    "name": format_label(file, line, function),
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": ex.start_ns / 1000.0,
+                    "dur": (ex.end_ns - ex.start_ns) / 1000.0,
+                }
+            )
+        tid = threads.setdefault(ex.thread, len(threads) + 1)
+        events.append(
+            {
+                "ph": "X",
+                "cat": "device",
+                "name": ex.hlo_op,
+                "pid": 2,
+                "tid": tid,
+                "ts": ex.start_ns / 1000.0,
+                "dur": (ex.end_ns - ex.start_ns) / 1000.0,
+                "args": args,
+            }
+        )
+    for thread, tid in threads.items():
+        events.append({"ph": "M", "name": "thread_name", "pid": 2, "tid": tid, "args": {"name": thread}})
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump({"traceEvents": events, "displayTimeUnit": "ns"}, fh)
+    except OSError:
+        return None
+    return path

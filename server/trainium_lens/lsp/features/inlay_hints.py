@@ -1,0 +1,111 @@
+"""Inlay hints: a line's cost at the end of the line.
+
+``⏱ 1.16 ms · 49% · 3 ops`` on Neuron, ``⏱ 12 µs cpu · 8% · 1 op`` on CPU (the
+clock is named whenever it is not Neuron device time), ``(stale)`` once the
+line was edited, and ``▼ 38%`` against the function's previous run. A line of
+a training step whose forward caused backward work reads
+``⏱ fwd 0.40 ms · bwd 0.91 ms cpu · 12% · 2 ops`` (share: of the whole step).
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from lsprotocol import types
+
+from trainium_lens.lsp.present import format as fmt
+from trainium_lens.lsp.present import rank_format
+from trainium_lens.lsp.runs import Annotation, Annotations
+
+
+def figures(a: Annotation) -> str:
+    """``0.40 ms cpu``, or ``fwd 0.40 ms · bwd 0.91 ms cpu`` where the line has backward."""
+    s, clock = a.stat, fmt.clock_suffix(a.result)
+    total = " total" if a.inclusive else ""
+    fwd = s.total_time_us if a.inclusive else s.self_time_us
+    bwd = s.backward_total_time_us if a.inclusive else s.backward_self_time_us
+    if not bwd:
+        return f"{fmt.time_us(a.time_us)}{clock}{total}"
+    text = f"fwd {fmt.time_us(fwd)} · bwd {fmt.time_us(bwd)}"
+    if s.recompute_time_us and not a.inclusive:
+        text += f" · recompute {fmt.time_us(s.recompute_time_us)}"
+    return text + clock + total
+
+
+def label(a: Annotation) -> str:
+    result = a.result
+    parts = [f"⏱ {figures(a)}"]
+    parts.append(fmt.share(a.time_us, result.totals.self_time_us))
+    if a.stat.calls:
+        parts.append(fmt.plural(a.stat.calls, "op"))
+    parts += [spread] if (spread := rank_format.hint_spread(a.stat)) and not a.inclusive else []
+    if a.previous_us is not None and not a.inclusive:
+        change = fmt.delta(a.previous_us, a.stat.self_time_us)
+        if change:
+            parts.append(change)
+    text = " · ".join(parts)
+    return f"{text} (stale)" if a.stale else text
+
+
+def _units(ls):
+    codec = ls.workspace.position_codec.client_num_units  # UTF-16 columns by default
+    return lambda text: len(text) if text.isascii() else codec(text)
+
+
+class HintView:
+    """The lines that pass the threshold (worked out once per set of
+    annotations) and their hints, made when first asked for: an editor asks
+    for its viewport, again after every keystroke."""
+
+    def __init__(self, annotations: Annotations, threshold) -> None:
+        self.shown = [
+            a for a in annotations.lines if threshold.passes(a.time_us, a.result.totals.self_time_us)
+        ]
+        self.at = [a.line for a in self.shown]
+        self.made: dict[int, types.InlayHint] = {}
+
+    def moved(self) -> None:
+        """Lines were inserted or deleted above some annotations."""
+        self.at = [a.line for a in self.shown]
+        self.made.clear()
+
+    def forget(self, lines) -> None:
+        for line in lines:  # typed in: its staleness and length may differ now
+            i = bisect.bisect_left(self.at, line)
+            if i < len(self.at) and self.at[i] == line:
+                self.made.pop(i, None)
+
+    def hints(self, first: int, last: int, lines: list[str], units) -> list[types.InlayHint]:
+        out = []
+        for i in range(bisect.bisect_left(self.at, first), bisect.bisect_right(self.at, last)):
+            hint = self.made.get(i)
+            if hint is None:
+                a = self.shown[i]
+                if a.line >= len(lines):
+                    continue
+                hint = self.made[i] = types.InlayHint(
+                    position=types.Position(line=a.line, character=units(lines[a.line])),
+                    label=label(a),
+                    padding_left=True,
+                )
+            out.append(hint)
+        return out
+
+
+def hints(ls, params: types.InlayHintParams) -> list[types.InlayHint]:
+    uri = params.text_document.uri
+    annotations = ls.annotations(uri)
+    if annotations is None or not annotations.lines:
+        return []
+    threshold = ls.settings.hint_threshold
+    view = annotations.views.get(("hints", threshold))
+    if view is None:
+        view = annotations.views[("hints", threshold)] = HintView(annotations, threshold)
+    lines, _ = ls.doc_lines(uri)
+    return view.hints(params.range.start.line, params.range.end.line, lines, _units(ls))
+
+
+def register(server) -> None:
+    @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
+    def inlay_hint(ls, params: types.InlayHintParams) -> list[types.InlayHint]:
+        return hints(ls, params)

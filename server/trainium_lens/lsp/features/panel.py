@@ -1,0 +1,69 @@
+"""``trainiumLens/runData``: everything the client's results panel draws, as JSON.
+
+Request ``{uri, function?}`` → ``{result, comparison, diff, lines, markdown}``:
+the function's latest result (op table, line table, findings: the result's
+own JSON), the comparison of the file's variants (None below two), the diff
+against the function's previous run (None without one), and where each
+profiled line sits in the editor now (so a click reveals the right line).
+Without ``function``: the most recently profiled function of the file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainium_lens.lsp.features import compare
+from trainium_lens.lsp.state import LensServer
+
+REQUEST = "trainiumLens/runData"
+
+
+def _arg(params: Any, name: str) -> Any:
+    if isinstance(params, dict):
+        return params.get(name)
+    return getattr(params, name, None)
+
+
+def run_data(ls: LensServer, params: Any) -> dict:
+    uri, function = _arg(params, "uri"), _arg(params, "function")
+    empty: dict[str, Any] = {"result": None, "comparison": None, "diff": None, "lines": [], "markdown": None}
+    runs = ls.document_runs(uri) if isinstance(uri, str) else None
+    if runs is None:
+        return empty
+    runs.index.refresh()
+    histories = runs.index.functions(runs.file)
+    if function:
+        history = histories.get(function, [])
+    else:
+        latest = max(histories.values(), key=lambda h: (h[-1].created_at, h[-1].run_id), default=[])
+        history = latest
+    if not history:
+        return empty
+    result = history[-1]
+    variants = compare.file_variants(histories)
+    annotations = ls.annotations(uri)
+    placed = {a.stat.line: a for a in annotations.lines if a.result is result} if annotations else {}
+    tracker = runs.trackers.get(result.run_id)
+    lines = []
+    for stat in result.lines:
+        if stat.file != runs.file:
+            continue
+        a = placed.get(stat.line)
+        current = tracker.current(stat.line) if tracker else None
+        lines.append({"line": stat.line, "current": current, "stale": a.stale if a else current is None})
+    return {
+        "result": result.to_dict(),
+        "comparison": compare.variants(variants),
+        "diff": compare.diff(history[-2], result) if len(history) > 1 else None,
+        "lines": lines,
+        "markdown": {
+            "comparison": compare.variants_markdown(variants) if len(variants) > 1 else None,
+            "diff": compare.diff_markdown(history[-2], result) if len(history) > 1 else None,
+        },
+    }
+
+
+def register(server: LensServer) -> None:
+    @server.feature(REQUEST)
+    def on_run_data(ls: LensServer, params: Any) -> dict:
+        return run_data(ls, params)

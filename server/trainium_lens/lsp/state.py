@@ -1,0 +1,239 @@
+"""The language server's shared state: ``LensServer``.
+
+State that several features read (settings, stored runs, where each document's
+profiled lines sit now, the target) lives here; features (``features/``) add
+their handlers in ``register(server)`` and draw from it; features that redraw
+when it changes (diagnostics, heat) subscribe to ``on_view_change``. This module
+imports no feature: ``server.py`` wires them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+from trainium_lens import __version__
+from trainium_lens.lsp import library_files
+from trainium_lens.lsp.runs import Annotations, DocumentRuns, RunIndex
+from trainium_lens.lsp.settings import Settings
+
+if TYPE_CHECKING:
+    from trainium_lens.lsp.features.explorer import ExplorerFeature
+    from trainium_lens.lsp.features.profile import Running
+    from trainium_lens.targets.base import Target
+
+log = logging.getLogger(__name__)
+
+
+ViewListener = Callable[["LensServer", str], None]
+
+
+class LensServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            "trainium-lens", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental
+        )
+        self.settings = Settings()
+        self.indexes: dict[Path, RunIndex] = {}
+        self.documents: dict[str, DocumentRuns] = {}
+        self.on_view_change: list[ViewListener] = []
+        self.running: dict[str, Running] = {}  # file path -> the profile in flight
+        # Called on ``shutdown`` (stop runs, close connections and tunnels).
+        self.on_shutdown: list[Callable[[LensServer], None]] = []
+        # Called with each target the server makes (e.g. to give it a warm worker).
+        self.on_new_target: list[Callable[[LensServer, object], None]] = []
+        # Called after new settings were applied.
+        self.on_settings_change: list[Callable[[LensServer], None]] = []
+        self._lines: dict[str, tuple[int | None, list[str]]] = {}
+        self._pending: dict[str, asyncio.TimerHandle] = {}  # uri -> scheduled views_changed
+        self._target: Target | None = None  # kept between runs: an SSH target keeps its connection
+        self._target_key: tuple | None = None
+        self.explorer: ExplorerFeature | None = None  # lsp/features/explorer.py (tests, shutdown)
+
+    def settings_changed(self) -> None:
+        """New settings: hints may pass or fail the threshold, runs may go elsewhere."""
+        if self._target is not None and self._target_key != self.settings.target_key():
+            self.close_target()
+        if any(i.history_size != self.settings.history_size for i in self.indexes.values()):
+            self.indexes.clear()  # rebuilt on next use, bounded by the new size
+            self.documents.clear()
+        for runs in self.documents.values():
+            runs.invalidate()
+        if self.documents:
+            self.views_changed(refresh=True)
+        for callback in self.on_settings_change:
+            try:
+                callback(self)
+            except Exception:
+                log.exception("settings callback failed")
+
+    def target(self) -> Target:
+        """The target the settings name, reused while they stay the same."""
+        key = self.settings.target_key()
+        if self._target is None or self._target_key != key:
+            self.close_target()
+            from trainium_lens.targets import make_target
+
+            s = self.settings
+            self._target = make_target(
+                s.host,
+                python=s.python,
+                ssh_config=s.ssh_config,
+                remote_python=s.remote_python,
+                work_dir=s.work_dir,
+            )
+            self._target_key = key
+            for hook in self.on_new_target:
+                try:
+                    hook(self, self._target)
+                except Exception:  # the target works without what a hook adds
+                    log.exception("new-target hook failed")
+        return self._target
+
+    def close_target(self) -> None:
+        target, self._target, self._target_key = self._target, None, None
+        if target is not None:
+            try:
+                target.close()
+            except Exception:
+                log.exception("closing the target failed")
+
+    # -- where files and runs live --------------------------------------------
+    def workspace_for(self, path: Path) -> Path:
+        """The workspace folder holding ``path`` (the deepest one), else the
+        git work tree or folder ``jobs.workspace_root_for`` picks."""
+        candidates = []
+        try:
+            folders = [f.uri for f in self.workspace.folders.values()]
+            if self.workspace.root_uri:
+                folders.append(self.workspace.root_uri)
+        except RuntimeError:  # before initialize
+            folders = []
+        for uri in folders:
+            root = Path(to_fs_path(uri) or "").resolve()
+            if root != Path("/") and path.is_relative_to(root):
+                candidates.append(root)
+        if candidates:
+            return max(candidates, key=lambda p: len(p.parts))
+        from trainium_lens.engine.jobs import workspace_root_for
+
+        return workspace_root_for(path)
+
+    def index_for(self, workspace: Path) -> RunIndex:
+        index = self.indexes.get(workspace)
+        if index is None or index.history_size != self.settings.history_size:
+            index = self.indexes[workspace] = RunIndex(workspace, self.settings.history_size)
+        return index
+
+    def document_runs(self, uri: str) -> DocumentRuns | None:
+        """Run state of a ``file:`` document (created on first use)."""
+        runs = self.documents.get(uri)
+        if runs is not None:
+            return runs
+        path_str = to_fs_path(uri) if uri.startswith("file:") else None
+        if not path_str:
+            return None
+        path = Path(path_str).resolve()
+        workspace = self.workspace_for(path)
+        try:
+            rel: str | None = path.relative_to(workspace).as_posix()
+        except ValueError:
+            rel = None
+        if rel is None or library_files.is_library_rel(rel):  # an included package's file?
+            found = self._library_document(path)
+            if found is None:
+                return None
+            workspace, rel = found
+        index = self.index_for(workspace)
+        index.refresh()
+        runs = self.documents[uri] = DocumentRuns(uri, rel, index)
+        return runs
+
+    def doc_lines(self, uri: str) -> tuple[list[str], int | None]:
+        """The document's lines (no line ends), cached per version."""
+        doc = self.workspace.get_text_document(uri)
+        cached = self._lines.get(uri)
+        if cached is not None and cached[0] == doc.version and doc.version is not None:
+            return cached[1], doc.version
+        lines = doc.source.splitlines()
+        self._lines[uri] = (doc.version, lines)
+        return lines, doc.version
+
+    def annotations(self, uri: str) -> Annotations | None:
+        runs = self.document_runs(uri)
+        if runs is None:
+            return None
+        runs.index.refresh()  # one stat(): picks up runs the CLI stored meanwhile
+        lines, version = self.doc_lines(uri)
+        return runs.annotations(lines, version)
+
+    def _library_document(self, path: Path) -> tuple[Path, str] | None:
+        """(workspace, module path) of an open file of an included package."""
+        try:
+            folders = [f.uri for f in self.workspace.folders.values()]
+            if self.workspace.root_uri:
+                folders.append(self.workspace.root_uri)
+        except RuntimeError:
+            folders = []
+        roots = [Path(to_fs_path(uri) or "").resolve() for uri in folders] + list(self.indexes)
+        for root in dict.fromkeys(roots):
+            if root == Path("/") or not (root / ".trainium-lens").is_dir():
+                continue
+            rel = library_files.module_path_for(path, self.index_for(root))
+            if rel is not None:
+                return root, rel
+        return None
+
+    def uri_for(self, workspace: Path, file: str) -> str:
+        path = workspace / file
+        if not path.exists():  # an included package's file: where it is installed
+            path = library_files.installed_path(file, self.index_for(workspace)) or path
+        return from_fs_path(str(path)) or ""
+
+    # -- telling the client ---------------------------------------------------
+    def views_changed(self, uris: Sequence[str] | None = None, *, refresh: bool = False) -> None:
+        """Annotations of ``uris`` (default: every open document) may differ now:
+        push diagnostics and heat, and with ``refresh`` ask the client to re-pull
+        inlay hints and code lenses."""
+        for uri in list(uris if uris is not None else self.documents):
+            if uri in self.documents:
+                for listener in self.on_view_change:
+                    try:
+                        listener(self, uri)
+                    except Exception:  # one broken view must not break the others
+                        log.exception("view listener failed for %s", uri)
+        if refresh:
+            self.refresh_pulled_views()
+
+    def views_changed_soon(self, uri: str, delay: float = 0.15) -> None:
+        """``views_changed`` once typing pauses: pushing heat and diagnostics for
+        thousands of lines on every keystroke would delay the next request."""
+        pending = self._pending.pop(uri, None)
+        if pending is not None:
+            pending.cancel()
+
+        def fire() -> None:
+            self._pending.pop(uri, None)
+            self.views_changed([uri])
+
+        self._pending[uri] = asyncio.get_event_loop().call_later(delay, fire)
+
+    def refresh_pulled_views(self) -> None:
+        caps = self.client_capabilities.workspace
+        if caps and caps.inlay_hint and caps.inlay_hint.refresh_support:
+            self.workspace_inlay_hint_refresh(None)
+        if caps and caps.code_lens and caps.code_lens.refresh_support:
+            self.workspace_code_lens_refresh(None)
+
+    def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def log_line(self, message: str, kind: types.MessageType = types.MessageType.Log) -> None:
+        self.window_log_message(types.LogMessageParams(type=kind, message=message))

@@ -1,0 +1,598 @@
+"""The result of profiling one function: a typed, versioned JSON document.
+
+Everything above the targets works from results alone (the editor, the CLI's
+``show``, comparisons), so a stored result can be re-opened without hardware.
+
+Conventions that every layer relies on:
+
+* Every time and count is **per step**, i.e. per call of the profiled function:
+  the sum over the active (measured) steps divided by their number. Spread
+  over the active steps is kept beside the figures that have it
+  (``*_min``/``*_max``/``*_median``).
+* ``self_time_us`` is always the **primary clock** of the backend
+  (``clock``): Neuron device time, CUDA kernel time, or CPU self time. The
+  CPU figure is also kept separately as ``self_cpu_us`` so a UI can never show
+  a CPU number as device time by accident.
+* ``file`` is relative to the workspace root, with ``/`` separators; ``line``
+  is 1-based.
+
+The harness writes a *batch* (one document per profiled function, see
+``Batch``); the core adds ``findings`` and stores each result on its own.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any, get_args, get_origin, get_type_hints
+
+SCHEMA_VERSION = 2  # 2: backward/recompute per line, totals split, optimizers
+
+BACKENDS = ("neuron", "cuda", "cpu", "xla")
+
+
+class ResultError(ValueError):
+    """A result file that cannot be used; the message says why in one line."""
+
+
+@dataclass
+class Protocol:
+    wait: int = 2
+    warmup: int = 1
+    active: int = 5
+    timing_calls: int = 20  # unprofiled calls timed after profiling
+
+
+@dataclass
+class FunctionRef:
+    file: str
+    name: str
+    line: int  # the line of the ``def``
+    protocol: Protocol = field(default_factory=Protocol)
+    marker_line: int | None = None  # the ``# trainium: profile`` comment
+    inputs: str | None = None  # the marker's ``inputs=`` function (variants share it)
+    compare: str | None = None  # the marker's ``compare=`` group, if any
+
+
+@dataclass
+class Environment:
+    python: str = ""
+    torch: str = ""
+    torch_neuronx: str | None = None
+    neuron_flavour: str | None = None  # "native" (TorchNeuron) | "xla" | None
+    instance_type: str | None = None
+    neuron_cores: int | None = None
+    device_name: str | None = None
+    platform: str = ""
+
+
+@dataclass
+class Totals:
+    self_time_us: float  # primary clock, all ops (forward + backward + optimizer), per step
+    self_cpu_us: float
+    wall_us_median: float | None  # unprofiled, synchronized, per call
+    steps: int  # active steps measured
+    self_time_us_min: float = 0.0
+    self_time_us_max: float = 0.0
+    wall_us_min: float | None = None
+    wall_us_max: float | None = None
+    dispatches: float = 0.0  # ATen ops dispatched from user code per step
+    per_step_self_time_us: list[float] = field(default_factory=list)
+    # schema 2: self_time_us split by what ran (unattributed ops included); they sum to it
+    forward_time_us: float = 0.0  # forward ops outside the optimizer
+    backward_time_us: float = 0.0  # ops under the autograd engine's backward nodes
+    optimizer_time_us: float = 0.0  # ops under Optimizer.step / zero_grad
+    recompute_time_us: float = 0.0  # forward re-run inside the backward (checkpointing)
+
+    @property
+    def has_backward(self) -> bool:
+        return self.backward_time_us > 0 or self.recompute_time_us > 0
+
+
+@dataclass
+class OpStat:
+    """One row of the ``key_averages()`` view (ATen ops only)."""
+
+    name: str
+    calls: float
+    self_time_us: float
+    total_time_us: float
+    self_cpu_us: float
+    device_time_us: float = 0.0
+
+
+@dataclass
+class LineOp:
+    name: str
+    calls: float
+    self_time_us: float
+    self_cpu_us: float = 0.0
+    # Calls the line made itself; the rest of ``calls`` ran inside those ops
+    # (``aten::mean`` on a bf16 CPU tensor runs ``sum``, ``div_``, ``to``...).
+    direct_calls: float = 0.0
+
+
+@dataclass
+class HloRef:
+    """An HLO instruction behind a line (backend ``xla``): what the compiler ran.
+
+    A fusion's time is credited to one line (its root instruction's first user
+    frame, see ``harness/xla/attribution.py``); every other line it fused lists
+    it with ``credited`` false and ``line`` naming where its time went."""
+
+    name: str  # the executed (optimized) instruction, e.g. ``add_rsqrt_fusion``
+    module: str = ""  # the HLO module (one per compiled graph)
+    opcode: str = ""  # ``fusion``, ``dot``, ``add`` ...
+    op_type: str = ""  # the ATen op from the metadata, e.g. ``aten__addmm``
+    self_time_us: float = 0.0  # the whole instruction, per step
+    calls: float = 0.0
+    credited: bool = True
+    line: int = 0  # the line credited with its time
+
+
+@dataclass
+class BackwardOp:
+    """An op the autograd engine ran for a line's forward ops."""
+
+    name: str
+    calls: float
+    self_time_us: float
+    self_cpu_us: float = 0.0
+    direct_calls: float = 0.0
+    node: str = ""  # the backward node that ran it ("AddmmBackward0", "AccumulateGrad")
+
+
+@dataclass
+class RankLine:
+    """One rank's figures for a line of a torchrun job (``--nproc N``)."""
+
+    rank: int
+    self_time_us: float
+    total_time_us: float
+    # collective lines: this rank's collective time minus the fastest rank's,
+    # i.e. the time it waited for the others
+    wait_us: float = 0.0
+    collective_us: float = 0.0  # this rank's time in the line's collective ops
+
+
+@dataclass
+class LineStat:
+    file: str
+    line: int
+    self_time_us: float
+    total_time_us: float
+    self_cpu_us: float
+    calls: float  # ops dispatched directly from this line, per step
+    # ``ops``: first what the line dispatched itself (``direct_calls`` > 0) in
+    # program order, then the ops nested inside them, by self time.
+    self_time_us_min: float = 0.0
+    self_time_us_max: float = 0.0
+    self_time_us_median: float = 0.0
+    text: str = ""  # the source line as profiled (the editor may have moved on)
+    function: str = ""  # enclosing user function
+    ops: list[LineOp] = field(default_factory=list)
+    hits: float | None = None  # executions of the line per call (None: not counted)
+    instructions: list[HloRef] = field(default_factory=list)  # backend xla only
+    # schema 2. ``self_time_us``/``total_time_us`` keep meaning *forward*; the backward
+    # the line's forward ops caused (self: its own ops; total: through the user
+    # helpers it called), spread over the measured steps, and the ops that ran it.
+    backward_self_time_us: float = 0.0
+    backward_total_time_us: float = 0.0
+    backward_self_cpu_us: float = 0.0
+    backward_self_time_us_min: float = 0.0
+    backward_self_time_us_max: float = 0.0
+    backward_self_time_us_median: float = 0.0
+    backward_ops: list[BackwardOp] = field(default_factory=list)
+    # forward re-run inside the backward (torch.utils.checkpoint): not forward time again
+    recompute_time_us: float = 0.0
+    recompute_ops: list[LineOp] = field(default_factory=list)
+    # torchrun jobs only (empty/None for one process): the figures above are the
+    # median across ranks; each rank's, the spread and the slowest rank here
+    per_rank: list[RankLine] = field(default_factory=list)
+    rank_min_us: float | None = None
+    rank_max_us: float | None = None
+    slowest_rank: int | None = None
+    # Neuron device time per engine (union of the line's instruction intervals on
+    # that engine, per step): xla runs on Trn1 whose device profile was read
+    engines: list[EngineTime] = field(default_factory=list)
+
+    @property
+    def time_us(self) -> float:
+        """Forward + backward + recompute self time: what the line costs a step."""
+        return self.self_time_us + self.backward_self_time_us + self.recompute_time_us
+
+
+@dataclass
+class EngineTime:
+    engine: str  # a NeuronCore engine as the device profile names it ("pe", "act", ...)
+    time_us: float
+
+
+@dataclass
+class SourceLine:
+    file: str
+    line: int
+
+
+@dataclass
+class Region:
+    """A torch.compile region ("Torch-Compiled Region: i/j")."""
+
+    name: str
+    file: str  # the user line that called the compiled function
+    line: int
+    self_time_us: float
+    calls: float
+    covered_lines: list[SourceLine] = field(default_factory=list)
+    fx_nodes: int = 0  # ops the graph fused into this region
+
+
+@dataclass
+class OptimizerStat:
+    """One optimizer's ``step``/``zero_grad`` (its ``Optimizer.step#…`` range)."""
+
+    name: str  # "Optimizer.step#AdamW.step"
+    file: str  # the line that called it
+    line: int
+    calls: float
+    ops: float  # ATen ops dispatched inside, per step
+    fused_ops: float = 0.0  # of which _foreach_* / _fused_*
+    self_time_us: float = 0.0
+
+
+@dataclass
+class H2DCopy:
+    """A line whose calls copied host→device (a CPU tensor fed into a device op)."""
+
+    file: str
+    line: int
+    calls: float
+    self_time_us: float = 0.0
+
+
+@dataclass
+class Finding:
+    kind: str  # "dispatches" | "h2d_copy" | "cpu_fallback" | "no_device_time" | "compile_in_steps" | ...
+    severity: str  # "error" | "warning" | "info" | "hint"
+    file: str
+    line: int
+    message: str
+    fix: str | None = None
+
+
+@dataclass
+class NeffPair:
+    neff: str | None
+    ntff: str | None
+
+
+@dataclass
+class NeuronView:
+    """One captured NEFF/NTFF pair processed on the host by ``neuron-explorer view``
+    (backend xla on Trn1); paths on the run's host."""
+
+    neff: str | None = None
+    ntff: str | None = None
+    parquet: str | None = None  # the ``--output-file`` folder of Parquet tables
+    error: str | None = None  # why there is no Parquet folder (one line)
+
+
+@dataclass
+class Artifacts:
+    location: str = "local"  # "local" or the SSH host that holds them
+    run_dir: str = ""  # absolute path on that host
+    trace: str | None = None  # Chrome-trace JSON with the user-line ranges
+    neuron_profile_dir: str | None = None
+    neff_ntff: list[NeffPair] = field(default_factory=list)
+    # the workspace root on the host (where the profiled code ran from): strips the
+    # device profile's absolute file names; Neuron Explorer's --framework-source-root
+    source_root: str | None = None
+    neuron_views: list[NeuronView] = field(default_factory=list)
+
+
+@dataclass
+class Window:
+    start_us: float  # trace clock (the trace file's ``ts`` values)
+    dur_us: float
+
+
+@dataclass
+class LineWindows:
+    file: str
+    line: int
+    windows: list[Window] = field(default_factory=list)
+
+
+@dataclass
+class RankRun:
+    """One rank of a torchrun job: its totals and where its artifacts are."""
+
+    rank: int
+    self_time_us: float
+    self_cpu_us: float = 0.0
+    wall_us_median: float | None = None
+    wait_us: float = 0.0  # time waiting for other ranks in collectives, per step
+    collective_us: float = 0.0  # time in collective ops (waiting included), per step
+    artifacts: Artifacts = field(default_factory=Artifacts)
+    timeline: list[LineWindows] = field(default_factory=list)  # this rank's trace clock
+
+
+@dataclass
+class Signals:
+    """Raw observations from the harness; analysis turns them into findings."""
+
+    device_time_reported: bool = True
+    cpu_fallback_ops: list[str] = field(default_factory=list)
+    h2d_copies: list[H2DCopy] = field(default_factory=list)
+    h2d_copy_lines: list[SourceLine] = field(default_factory=list)
+    compiles_in_active_steps: int = 0
+    recompiles: int = 0
+    graph_breaks: int = 0
+    neuron_rt_inspect_clash: bool = False
+    warnings: list[str] = field(default_factory=list)
+    instrumentation_overhead: float | None = None  # instrumented/plain wall ratio
+    # xla on Trn1: why the device profile gave no per-line time (the host figures stay)
+    neuron_profile_error: str | None = None
+
+
+@dataclass
+class Output:
+    """What the function returned, for comparing variants of one file."""
+
+    dtype: str | None = None
+    shape: list[int] | None = None
+    reference: str | None = None  # the first variant of the batch
+    max_abs_diff: float | None = None  # against the reference's output
+    max_abs: float | None = None  # largest |element| of this output (relative tolerance)
+
+
+@dataclass
+class LibraryFile:
+    """A file of an included package (``--include``): its module path, as the
+    result's lines name it, and where it lies on the host that ran the profile."""
+
+    file: str  # e.g. "torch/nn/functional.py"
+    path: str  # absolute path on the host
+
+
+@dataclass
+class Result:
+    run_id: str
+    created_at: str  # ISO 8601, UTC
+    backend: str
+    # which clock ``self_time_us`` is: the backend's name, or ``xla-cpu`` (host
+    # time per HLO instruction on torch-xla's CPU device, never device time)
+    clock: str
+    host: str
+    function: FunctionRef
+    totals: Totals
+    environment: Environment = field(default_factory=Environment)
+    ops: list[OpStat] = field(default_factory=list)
+    lines: list[LineStat] = field(default_factory=list)
+    regions: list[Region] = field(default_factory=list)
+    optimizers: list[OptimizerStat] = field(default_factory=list)
+    unattributed_us: float = 0.0
+    findings: list[Finding] = field(default_factory=list)
+    artifacts: Artifacts = field(default_factory=Artifacts)
+    timeline: list[LineWindows] = field(default_factory=list)
+    signals: Signals = field(default_factory=Signals)
+    output: Output = field(default_factory=Output)
+    batch_id: str | None = None
+    schema_version: int = SCHEMA_VERSION
+    library_files: list[LibraryFile] = field(default_factory=list)  # included packages' files
+    # torchrun jobs only (``--nproc N``, see engine/ranks.py); absent from a one-process result
+    ranks: list[RankRun] = field(default_factory=list)
+    world_size: int = 1
+
+    # -- conveniences used by every consumer --------------------------------
+    def line(self, file: str, line: int) -> LineStat | None:
+        for stat in self.lines:
+            if stat.line == line and stat.file == file:
+                return stat
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if not self.ranks:  # a one-process run keeps the shape it always had
+            _drop_rank_fields(data)
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Result:
+        if not isinstance(data, dict):
+            raise ResultError("not a Trainium Lens result: expected a JSON object")
+        version = data.get("schema_version")
+        if not isinstance(version, int):
+            raise ResultError("not a Trainium Lens result: no schema_version")
+        if version > SCHEMA_VERSION:
+            raise ResultError(
+                f"result has schema version {version}; this Trainium Lens reads up to "
+                f"{SCHEMA_VERSION}: upgrade trainium-lens"
+            )
+        if version < 2:
+            data = _upgrade_v1(data)
+        result = _build(cls, data, "result")
+        if result.backend not in BACKENDS:
+            raise ResultError(f"result.backend: unknown backend {result.backend!r}")
+        return result
+
+
+@dataclass
+class Batch:
+    """What the harness writes: the results of one job (one or more functions)."""
+
+    batch_id: str
+    results: list[Result]
+    schema_version: int = SCHEMA_VERSION
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Batch:
+        if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+            raise ResultError("not a Trainium Lens batch: expected an object with results[]")
+        return cls(
+            batch_id=str(data.get("batch_id", "")),
+            results=[Result.from_dict(r) for r in data["results"]],
+        )
+
+
+def _upgrade_v1(data: dict) -> dict:
+    """Schema 1 → 2: no backward figures (they default to 0; ``schema_version``
+    stays 1 so a reader can tell "not measured" from "none"); ``h2d_copies``
+    named their line ``"file:line"``."""
+    signals = data.get("signals")
+    if isinstance(signals, dict) and isinstance(signals.get("h2d_copies"), list):
+        copies = []
+        for c in signals["h2d_copies"]:
+            if isinstance(c, dict) and "name" in c and "file" not in c:
+                file, _, line = str(c["name"]).rpartition(":")
+                c = {
+                    "file": file,
+                    "line": int(line) if line.isdigit() else 0,
+                    "calls": c.get("calls", 0.0),
+                    "self_time_us": c.get("self_time_us", 0.0),
+                }
+            copies.append(c)
+        data = {**data, "signals": {**signals, "h2d_copies": copies}}
+    return data
+
+
+_RANK_LINE_FIELDS = ("per_rank", "rank_min_us", "rank_max_us", "slowest_rank")
+
+
+def _drop_rank_fields(data: dict[str, Any]) -> None:
+    data.pop("ranks", None)
+    data.pop("world_size", None)
+    for line in data.get("lines") or []:
+        for key in _RANK_LINE_FIELDS:
+            line.pop(key, None)
+
+
+def load(path: str | Path) -> Result:
+    """Read and validate one stored result; ``ResultError`` says what is wrong."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ResultError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    return Result.from_dict(data)
+
+
+def save(result: Result, path: str | Path) -> Path:
+    """Write atomically: a reader never sees half a file, a crash loses nothing."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(result.to_json(), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+# -- validation: build dataclasses from plain JSON, checking types -------------
+#
+# One converter per type, built once: a stored result with thousands of lines is
+# re-opened by the editor on every start, so validation must cost little more
+# than the JSON parse. The path of a bad value is assembled only on error.
+
+
+class _Bad(Exception):
+    def __init__(self, message: str, path: str = ""):
+        self.message, self.path = message, path
+
+    def under(self, step: str) -> _Bad:
+        self.path = step + self.path
+        return self
+
+
+def _build(tp: Any, value: Any, where: str) -> Any:
+    try:
+        return _converter(tp)(value)
+    except _Bad as bad:
+        raise ResultError(f"{where}{bad.path}: {bad.message}") from None
+
+
+_CONVERTERS: dict[Any, Any] = {}
+
+
+def _converter(tp: Any) -> Any:
+    conv = _CONVERTERS.get(tp)
+    if conv is None:
+        conv = _CONVERTERS[tp] = _make_converter(tp)
+    return conv
+
+
+def _got(value: Any) -> str:
+    return f"got {value!r:.40}"
+
+
+def _make_converter(tp: Any) -> Any:
+    if isinstance(tp, type) and is_dataclass(tp):
+        hints = get_type_hints(tp)
+        items = [(f.name, _converter(hints[f.name])) for f in fields(tp)]
+        required = [f.name for f in fields(tp) if f.default is MISSING and f.default_factory is MISSING]
+
+        def conv_dataclass(value: Any) -> Any:
+            if type(value) is not dict:
+                raise _Bad("expected an object")
+            for name in required:
+                if name not in value:
+                    raise _Bad(f"missing '{name}'")
+            kwargs = {}
+            for name, conv in items:
+                if name in value:
+                    try:
+                        kwargs[name] = conv(value[name])
+                    except _Bad as bad:
+                        raise bad.under(f".{name}") from None
+            return tp(**kwargs)
+
+        return conv_dataclass
+    origin = get_origin(tp)
+    if origin is list:
+        (item_type,) = get_args(tp)
+        item = _converter(item_type)
+
+        def conv_list(value: Any) -> list:
+            if type(value) is not list:
+                raise _Bad("expected a list")
+            out = []
+            for i, v in enumerate(value):
+                try:
+                    out.append(item(v))
+                except _Bad as bad:
+                    raise bad.under(f"[{i}]") from None
+            return out
+
+        return conv_list
+    if origin is not None:  # X | None
+        (inner_type,) = [a for a in get_args(tp) if a is not type(None)]
+        inner = _converter(inner_type)
+        return lambda value: None if value is None else inner(value)
+    if tp is float:
+
+        def conv_float(value: Any) -> float:
+            kind = type(value)
+            if kind is float:
+                return value
+            if kind is int:
+                return float(value)
+            raise _Bad(f"expected a number, {_got(value)}")
+
+        return conv_float
+    simple = {int: "an integer", str: "a string", bool: "true/false"}
+    if tp in simple:
+
+        def conv_simple(value: Any) -> Any:
+            if type(value) is not tp:
+                raise _Bad(f"expected {simple[tp]}, {_got(value)}")
+            return value
+
+        return conv_simple
+    return lambda value: value

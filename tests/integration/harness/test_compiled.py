@@ -1,0 +1,103 @@
+"""Line attribution around torch.compile adds no graph, recompile or graph break.
+
+In-process (the harness modules imported directly) so the compile counters of
+dynamo can be read before and after: the labelled calls must compile nothing;
+the control (the mode alone, without the hook that lifts it around compiled
+calls) shows that the check can fail — dynamo then tries a recompile.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def compiled_setup():
+    import torch
+
+    from trainium_lens.harness.eager import run
+    from trainium_lens.harness.eager.compiled import CompileWatch
+    from trainium_lens.harness.eager.lines import LineLabeler
+    from trainium_lens.harness.job.loader import UserCode, load_module
+
+    user = UserCode(str(ROOT))
+    module = load_module(str(ROOT / "examples" / "rmsnorm.py"), str(ROOT), "examples/rmsnorm.py")
+    watch = CompileWatch(user)
+    watch.install()
+    args = module.make_inputs()
+    run.invoke(module.rms_norm_compiled, args, {})  # compiles once
+    labeler = LineLabeler(user, run.invoke.__code__)
+    labeler.hook.refresh()
+    labeler.hook.arm_if_called(lambda: run.invoke(module.rms_norm_compiled, args, {}))
+    return torch, run, module, watch, labeler, args
+
+
+def test_labelled_calls_compile_nothing(compiled_setup):
+    torch, run, module, watch, labeler, args = compiled_setup
+    assert labeler.hook.enabled  # the function was seen calling compiled code
+    before = watch.counters()
+    assert before["compiles"] >= 1
+    with torch.profiler.profile() as prof:
+        for _ in range(3):
+            with labeler:
+                run.invoke(module.rms_norm_compiled, args, {})
+    assert watch.counters() == before
+    assert watch.recompiles() == 0
+    names = [e.name for e in prof.events()]
+    regions = [n for n in names if n.startswith("Torch-Compiled Region")]
+    assert len(regions) == 3
+    # the region sits inside the calling line's range
+    line = next(
+        i
+        for i, t in enumerate((ROOT / "examples/rmsnorm.py").read_text().splitlines(), 1)
+        if "return _compiled_naive(" in t
+    )
+    parents = {
+        e.cpu_parent.name
+        for e in prof.events()
+        if e.name.startswith("Torch-Compiled Region") and e.cpu_parent is not None
+    }
+    assert parents == {f"examples/rmsnorm.py({line}): rms_norm_compiled"}
+    # graph covered lines were read from the FX graph
+    graph = watch.covered(regions[0])
+    assert graph is not None and graph["nodes"] >= 4 and len(graph["lines"]) == 4
+
+
+def test_control_mode_without_the_hook_would_recompile(compiled_setup):
+    torch, run, module, watch, labeler, args = compiled_setup
+    before = watch.counters()["compiles"]
+    try:
+        with labeler.mode:  # the mode alone: dynamo sees it on the mode stack
+            run.invoke(module.rms_norm_compiled, args, {})
+    except Exception:
+        pass  # fullgraph=True: tracing the mode's frame walk is unsupported
+    assert watch.counters()["compiles"] > before
+
+
+def test_compile_signals_recompiles_and_graph_breaks(tmp_path):
+    import json
+
+    from tests.support.harness import line_of, run_harness
+    from trainium_lens.model.result import Batch
+
+    data = ROOT / "tests" / "data"
+    run_dir = tmp_path / "run"
+    code, events, stderr = run_harness(
+        data, "compiles.py", run_dir, protocol={"wait": 1, "warmup": 0, "active": 2, "timing_calls": 1}
+    )
+    assert code == 0, stderr[-3000:]
+    batch = Batch.from_dict(json.loads((run_dir / "batch.json").read_text()))
+    grows, breaks = batch.results
+    # 2 first calls + wait 1 + 2 x (labelled + plain) = 7 calls, each a new shape
+    assert grows.signals.compiles_in_active_steps == 4
+    assert grows.signals.recompiles >= 6 and grows.signals.graph_breaks == 0
+    region_lines = {r.line for r in grows.regions}
+    assert region_lines == {line_of(data / "compiles.py", "GROWS-CALL")}
+    assert breaks.signals.graph_breaks >= 1 and breaks.signals.compiles_in_active_steps == 0
+    assert breaks.signals.recompiles == 0
+    assert len({r.name for r in breaks.regions}) >= 2  # the graph split in two
+    assert {r.line for r in breaks.regions} == {line_of(data / "compiles.py", "BREAKS-CALL")}

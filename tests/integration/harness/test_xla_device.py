@@ -1,0 +1,449 @@
+"""Trn1 device time for backend xla: capture files → ``neuron-explorer view`` on the
+host (harness/xla/device.py) → Parquet → per-line device time in the result
+(engine/device_profile.py, called by the runner) → the CLI.
+
+STAND-INS (no Trainium device and no Neuron Explorer binary can exist here):
+* the capture files: ``.neff``/``.ntff`` named as the runtime names them, the NTFF
+  holding JSON that says which instructions the stand-in explorer should report;
+* ``neuron-explorer``: a small script that implements ``view -n NEFF -s NTFF
+  --output-file DIR`` by writing the Parquet tables of the documented schema
+  (shared/notes/trn1-xla.md) from that JSON.
+Everything else is real: the subprocesses, pyarrow, the runner, the store, the CLI
+and, for a remote run, the SSH fetch against the loopback sshd.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA, XLA_PY, needs_xla
+from trainium_lens.engine.jobs import Job
+from trainium_lens.engine.runner import profile
+from trainium_lens.harness.xla import device as xla_device
+from trainium_lens.lsp.present.hover_hlo import hlo_section
+from trainium_lens.model.store import RunStore
+from trainium_lens.targets.base import EventSink, Target
+from trainium_lens.targets.local import LocalTarget
+
+STANDIN = '''\
+#!{python}
+"""STAND-IN for neuron-explorer: `view -n NEFF -s NTFF --output-file DIR` only."""
+import json, os, sys
+import pyarrow as pa, pyarrow.parquet as pq
+args = sys.argv[1:]
+with open({log!r}, "a") as fh:
+    fh.write(json.dumps(args) + "\\n")
+opt = lambda flag: args[args.index(flag) + 1]
+spec = json.load(open(opt("-s")))
+if spec.get("fail"):
+    sys.exit("ERROR: " + spec["fail"])
+os.makedirs(opt("--output-file"))
+out = lambda name, cols, meta=None: pq.write_table(
+    pa.table(cols).replace_schema_metadata(meta), os.path.join(opt("--output-file"), name + ".parquet"))
+files = spec["files"]
+out("StackFrameFileName", {{"id": list(range(1, len(files) + 1)), "name": files}})
+out("StackFrameFunctionName", {{"id": [1], "name": ["step"]}})
+frames = spec["frames"]  # [file index (1-based), line, parent frame id]
+ids = list(range(1, len(frames) + 1))
+out("StackFrameFileLocation", {{"id": ids, "file_name_id": [f[0] for f in frames],
+                                "function_name_id": [1] * len(frames),
+                                "line_number": [f[1] for f in frames]}})
+out("StackFrame", {{"id": ids, "file_location_id": ids, "parent_frame_id": [f[2] for f in frames]}})
+ins = spec["instructions"]  # [start, end, engine, hlo_name, [frame ids]]
+out("Instruction", {{"start_ts": pa.array([i[0] for i in ins], pa.int64()),
+                     "end_ts": pa.array([i[1] for i in ins], pa.int64()),
+                     "duration_ns": pa.array([i[1] - i[0] for i in ins], pa.int64()),
+                     "engine": [i[2] for i in ins], "opcode": ["OP"] * len(ins),
+                     "hlo_name": [i[3] for i in ins],
+                     "stack_frame_ids": pa.array([i[4] for i in ins], pa.list_(pa.int64())),
+                     "layer": [""] * len(ins), "bir_id": pa.array([0] * len(ins), pa.int64())}},
+    {{"schema_version": spec.get("schema", "7.4")}})
+'''
+
+LIB = "/opt/venv/lib/python3.10/site-packages/torch/nn/modules/linear.py"
+
+
+def install_standin(tmp_path: Path, monkeypatch) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "neuron-explorer"
+    log = tmp_path / "explorer-calls.jsonl"
+    exe.write_text(STANDIN.format(python=sys.executable, log=str(log)))
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def capture(inspect: Path, src: Path, schema: str = "7.4") -> tuple[Path, Path]:
+    """Stand-in capture of one step: model.py line 10 calls a linear layer (library
+    frame → user frame), line 11 a helper on line 30; the pe and act engines overlap."""
+    inspect.mkdir(parents=True, exist_ok=True)
+    neff, ntff = inspect / "neff_4242424.neff", inspect / "4242424_instid_0_vnc_0.ntff"
+    neff.write_bytes(b"stand-in NEFF")
+    ntff.write_text(
+        json.dumps(
+            {
+                "schema": schema,
+                "files": [LIB, str(src / "model.py")],
+                "frames": [[1, 125, 2], [2, 10, 0], [2, 30, 4], [2, 11, 0]],
+                "instructions": [
+                    [0, 100, "pe", "dot.1", [1]],
+                    [50, 150, "act", "dot.1", [1]],
+                    [150, 170, "act", "fusion.2", [3, 2]],
+                    [200, 230, "pool", "copy.3", []],
+                ],
+            }
+        )
+    )
+    return neff, ntff
+
+
+def host_result(src: Path, run_dir: Path, views: list[dict]) -> dict:
+    """What the xla harness writes on Trn1 (host figures on its own clock) plus the views."""
+    line = {"file": "model.py", "self_cpu_us": 7.0, "calls": 1.0}
+    return {
+        "schema_version": 1,
+        "run_id": "b1-0",
+        "batch_id": "b1",
+        "created_at": "2026-11-30T04:00:00+00:00",
+        "backend": "xla",
+        "clock": "xla-neuron",
+        "host": "local",
+        "function": {"file": "model.py", "name": "step", "line": 9},
+        "totals": {"self_time_us": 9.0, "self_cpu_us": 9.0, "wall_us_median": 30.0, "steps": 5},
+        "lines": [
+            {**line, "line": 10, "self_time_us": 7.0, "total_time_us": 7.0},
+            {**line, "line": 12, "self_time_us": 2.0, "total_time_us": 2.0, "self_cpu_us": 2.0},
+        ],
+        "artifacts": {
+            "location": "local",
+            "run_dir": str(run_dir),
+            "source_root": str(src),
+            "neuron_profile_dir": str(run_dir / "neuron-inspect"),
+            "neuron_views": views,
+        },
+        "signals": {"device_time_reported": True},
+    }
+
+
+class HarnessStandIn(Target):
+    """Plays the target: returns the given batch; artifacts are local files."""
+
+    def __init__(self, results: list[dict]) -> None:
+        self.results = results
+
+    def run(
+        self,
+        job: Job,
+        on_event: EventSink,
+        cancel: threading.Event | None = None,
+        timeout: float | None = None,
+    ) -> dict:
+        return {"batch_id": job.batch_id, "results": self.results}
+
+    def fetch(self, remote_path: str, dest: Path) -> Path:
+        return LocalTarget().fetch(remote_path, dest)
+
+
+def show(path: Path) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainium_lens", "show", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_harness_pairs_by_the_runtime_hash_and_runs_the_view_per_pair(tmp_path, monkeypatch):
+    log = install_standin(tmp_path, monkeypatch)
+    inspect, src = tmp_path / "run" / "neuron-inspect", tmp_path / "src"
+    device = xla_device.DeviceCapture(str(inspect), None)
+    device.mark()  # nothing yet: everything below belongs to this function
+    neff, ntff = capture(inspect, src)
+    (inspect / "4242424_instid_0_vnc_1.ntff").write_text("{}")  # another core: same step again
+    (inspect / "77777_instid_0_vnc_0.ntff").write_text("{}")  # no NEFF for it
+    views = device.process(str(tmp_path / "run" / "b1-0.neuron-view"))
+    assert [(v["neff"], v["ntff"], v["error"] is None) for v in views] == [
+        (str(neff), str(ntff), True),
+        (None, str(inspect / "77777_instid_0_vnc_0.ntff"), False),
+    ]
+    assert "no NEFF pairs" in views[1]["error"]
+    [call] = [json.loads(x) for x in log.read_text().splitlines()]
+    assert call == ["view", "-n", str(neff), "-s", str(ntff), "--output-file", views[0]["parquet"]]
+    assert (Path(views[0]["parquet"]) / "Instruction.parquet").exists()
+    assert device.process(str(tmp_path / "again")) == []  # each NTFF once per process
+
+
+def test_harness_view_failures_are_one_line_each(tmp_path, monkeypatch):
+    inspect = tmp_path / "neuron-inspect"
+    neff, ntff = capture(inspect, tmp_path / "src")
+    pairs = xla_device.pair([str(neff)], [str(ntff)])
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr(xla_device, "DEFAULT_BINARY", str(tmp_path / "nope"))
+    [missing] = xla_device.view(pairs, str(tmp_path / "out"))
+    assert missing["parquet"] is None and "install aws-neuronx-tools" in missing["error"]
+    install_standin(tmp_path, monkeypatch)
+    ntff.write_text(json.dumps({"fail": "NTFF is truncated"}))
+    [failed] = xla_device.view(pairs, str(tmp_path / "out"))
+    assert failed["error"] == "neuron-explorer view failed (exit 1): ERROR: NTFF is truncated"
+
+
+def test_device_time_per_line_reaches_the_result_and_the_cli(tmp_path, monkeypatch):
+    install_standin(tmp_path, monkeypatch)
+    src, run_dir = tmp_path / "src", tmp_path / "run"
+    capture(run_dir / "neuron-inspect", src)
+    device = xla_device.DeviceCapture(str(run_dir / "neuron-inspect"), None)
+    views = device.process(str(run_dir / "b1-0.neuron-view"))
+    store = RunStore(tmp_path / "ws")
+    [result] = profile(
+        Job(tmp_path, "model.py"), HarnessStandIn([host_result(src, run_dir, views)]), store=store
+    )
+    assert result.clock == "neuron" and result.signals.neuron_profile_error is None
+    got = {s.line: s for s in result.lines}
+    # line 10: dot.1 on pe [0,100] and act [50,150] → union 150 ns (not the 200 ns sum)
+    assert got[10].self_time_us == pytest.approx(0.150)
+    assert {e.engine: e.time_us for e in got[10].engines} == {"act": 0.100, "pe": 0.100}
+    assert got[10].self_cpu_us == 7.0  # the host figure stays beside the device one
+    # fusion.2: frames on line 30 (helper, called from 11) and 10 → tie: the first listed (30)
+    assert got[30].self_time_us == pytest.approx(0.020) and got[11].total_time_us == pytest.approx(0.020)
+    assert [(i.name, i.credited, i.line) for i in got[10].instructions] == [
+        ("dot.1", True, 10),
+        ("fusion.2", False, 30),
+    ]
+    assert got[12].self_time_us == 0.0  # on the host figures, no device instruction
+    hover = hlo_section(got[10], " neuron") or ""
+    assert "| `dot.1` | OP | 1 | 0.15 µs neuron |" in hover
+    assert "covers this line; 0.02 µs on line 30" in hover
+    assert "Per engine (union of this line's instructions on each): act 0.1 µs · pe 0.1 µs" in hover
+    # copy.3 has no frames (and no HLO line): unattributed; per engine the sums reconcile
+    assert result.unattributed_us == pytest.approx(0.030)
+    assert result.totals.self_time_us == pytest.approx(0.200)  # union of all: [0,170] + [200,230]
+    busy = {"pe": 0.100, "act": 0.120, "pool": 0.030}
+    for engine, us in busy.items():
+        lines = sum(e.time_us for s in result.lines for e in s.engines if e.engine == engine)
+        assert lines + (0.030 if engine == "pool" else 0.0) == pytest.approx(us)
+    assert not [f for f in result.findings if f.kind == "xla_no_device_profile"]
+    path = store.runs / f"{result.run_id}.json"
+    assert path.exists()
+    text = show(path)
+    assert "clock: Neuron device time" in text and "self (neuron)" in text
+    assert any(row.split()[:1] == ["10"] for row in text.splitlines()), text
+    # the per-engine table: line 10's pe and act time (they overlap: union, not sum)
+    engines = text[text.index("per engine (Neuron device time") :]
+    header, row10 = (
+        engines.splitlines()[1],
+        next(r for r in engines.splitlines()[2:] if r.split()[:1] == ["10"]),
+    )
+    assert header.split() == ["line", "device", "act", "pe"] and len(row10.split()) >= 4, engines
+
+
+def test_an_unknown_schema_keeps_the_host_figures_and_says_why(tmp_path, monkeypatch):
+    install_standin(tmp_path, monkeypatch)
+    src, run_dir = tmp_path / "src", tmp_path / "run"
+    capture(run_dir / "neuron-inspect", src, schema="9.1")
+    views = xla_device.DeviceCapture(str(run_dir / "neuron-inspect"), None).process(
+        str(run_dir / "b1-0.neuron-view")
+    )
+    store = RunStore(tmp_path / "ws")
+    [result] = profile(
+        Job(tmp_path, "model.py"), HarnessStandIn([host_result(src, run_dir, views)]), store=store
+    )
+    assert result.clock == "xla-neuron"
+    assert [(s.line, s.self_time_us) for s in result.lines] == [(10, 7.0), (12, 2.0)]
+    assert "schema 9.1 is not one this reader knows" in (result.signals.neuron_profile_error or "")
+    [finding] = [f for f in result.findings if f.kind == "xla_no_device_profile"]
+    assert "not device time" in finding.message
+    text = show(store.runs / f"{result.run_id}.json")
+    assert "schema 9.1" in text and "xla-neuron" in text
+    # a damaged table: the same, with pyarrow's reason
+    capture(run_dir / "neuron-inspect", src)
+    [view] = [v for v in views if v["parquet"]]
+    Path(view["parquet"], "Instruction.parquet").write_bytes(b"not parquet")
+    [damaged] = profile(Job(tmp_path, "model.py"), HarnessStandIn([host_result(src, run_dir, views)]))
+    assert damaged.clock == "xla-neuron" and damaged.line("model.py", 10).self_time_us == 7.0
+    assert "cannot read the device profile: ArrowInvalid" in (damaged.signals.neuron_profile_error or "")
+
+
+@pytest.mark.ssh
+def test_a_remote_runs_parquet_folder_is_fetched_over_ssh(sshd, ssh_control_dir, tmp_path, monkeypatch):
+    """The Parquet folder lies on the 'host' (the loopback sshd's home): the runner's
+    fill fetches it through the SSH target's own fetch."""
+    from trainium_lens.engine.device_profile import fill
+    from trainium_lens.model.result import Result
+    from trainium_lens.targets.ssh import SshTarget
+
+    install_standin(tmp_path, monkeypatch)
+    src, run_dir = sshd.home / "work" / "src", sshd.home / "work" / "runs" / "b9"
+    capture(run_dir / "neuron-inspect", src)
+    views = xla_device.DeviceCapture(str(run_dir / "neuron-inspect"), None).process(
+        str(run_dir / "b9-0.neuron-view")
+    )
+    doc = host_result(src, run_dir, views)
+    doc["artifacts"]["location"] = doc["host"] = "lens-test"
+    result = Result.from_dict(doc)
+    target = SshTarget("lens-test", ssh_config=str(sshd.config))
+    try:
+        assert fill(result, target.fetch)
+    finally:
+        target.close()
+    assert result.clock == "neuron"
+    assert result.line("model.py", 10).self_time_us == pytest.approx(0.150)
+    gone = Result.from_dict(doc)
+    gone.artifacts.neuron_views[0].parquet = str(run_dir / "deleted")
+    target = SshTarget("lens-test", ssh_config=str(sshd.config))
+    try:
+        assert not fill(gone, target.fetch)
+    finally:
+        target.close()
+    assert "cannot fetch" in (gone.signals.neuron_profile_error or "")
+    assert gone.line("model.py", 10).self_time_us == 7.0
+
+
+# STAND-IN for the Trn1 side of the harness process: an empty ``torch_neuronx`` (so
+# the harness turns device capture on) and a sitecustomize that plays the Neuron
+# runtime, dropping one step's NEFF/NTFF into the capture folder the harness set up
+# just before the harness looks for them (SCENARIO: "trace" or "none").
+SITECUSTOMIZE = """\
+import json, os
+SCENARIO, FILE, LIB, L = {scenario!r}, {file!r}, {lib!r}, {lines!r}
+from trainium_lens.harness.xla import device as xla_device
+_process = xla_device.DeviceCapture.process
+def process(self, out_root):
+    if SCENARIO == "trace":
+        os.makedirs(self.inspect_dir, exist_ok=True)
+        with open(os.path.join(self.inspect_dir, "neff_99001.neff"), "wb") as fh:
+            fh.write(b"stand-in NEFF")
+        frames = [[1, 125, 2], [2, L["helper"], 3], [2, L["call1"], 0], [2, L["helper"], 5],
+                  [2, L["call2"], 0], [2, L["add"], 0], [2, L["call2"], 0]]
+        with open(os.path.join(self.inspect_dir, "99001_instid_0_vnc_0.ntff"), "w") as fh:
+            json.dump({{"files": [LIB, FILE], "frames": frames,
+                       "instructions": [[0, 400, "pe", "dot.1", [1]], [300, 500, "pe", "dot.2", [4]],
+                                        [500, 540, "act", "maximum.3", [7]],
+                                        [540, 600, "dve", "add.4", [6]]]}}, fh)
+    return _process(self, out_root)
+xla_device.DeviceCapture.process = process
+"""
+DATA_FILE = DATA / "xla_lines.py"
+
+
+def data_lines() -> dict[str, int]:
+    text = DATA_FILE.read_text().splitlines()
+    at = {
+        tag: next(i for i, s in enumerate(text, 1) if f"# {tag}" in s)
+        for tag in ("HELPER-DOT", "CALL-1", "CALL-2", "ADD")
+    }
+    return {"helper": at["HELPER-DOT"], "call1": at["CALL-1"], "call2": at["CALL-2"], "add": at["ADD"]}
+
+
+def trn1_standin(tmp_path: Path, monkeypatch, scenario: str) -> None:
+    site = tmp_path / "trn1-site"
+    (site / "torch_neuronx").mkdir(parents=True)
+    (site / "torch_neuronx" / "__init__.py").write_text('"""STAND-IN: only found, never used."""\n')
+    (site / "sitecustomize.py").write_text(
+        SITECUSTOMIZE.format(scenario=scenario, file=str(DATA_FILE), lib=LIB, lines=data_lines())
+    )
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    monkeypatch.setenv("PJRT_DEVICE", "CPU")  # a Neuron host would pick its own device
+    monkeypatch.setenv("TRAINIUM_LENS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(DATA_FILE.parents[2])
+
+
+def run_cli(tmp_path: Path, capsys) -> tuple[dict, str]:
+    from trainium_lens.cli import main
+
+    out = tmp_path / "r.json"
+    code = main(
+        [
+            "profile",
+            "tests/data/xla_lines.py",
+            "two_calls",
+            "--backend",
+            "xla",
+            "--python",
+            str(XLA_PY),
+            "--json",
+            str(out),
+            "--timing-calls",
+            "2",
+        ]
+    )
+    assert code == 0
+    data = json.loads(out.read_text())
+    return (data[0] if isinstance(data, list) else data), capsys.readouterr().out
+
+
+@needs_xla
+def test_a_trn1_run_end_to_end_gets_device_time_per_line(tmp_path, monkeypatch, capsys):
+    """The real harness (torch-xla on CPU) with the capture turned on as on Trn1: its
+    NTFF goes through the stand-in neuron-explorer, the runner fills the lines."""
+    install_standin(tmp_path, monkeypatch)
+    trn1_standin(tmp_path, monkeypatch, "trace")
+    r, out = run_cli(tmp_path, capsys)
+    assert r["clock"] == "neuron" and r["signals"]["neuron_profile_error"] is None
+    [view] = r["artifacts"]["neuron_views"]
+    assert view["ntff"].endswith("neuron-inspect/99001_instid_0_vnc_0.ntff") and view["parquet"]
+    assert r["artifacts"]["source_root"] == str(Path.cwd().resolve())
+    at = data_lines()
+    got = {s["line"]: s for s in r["lines"] if s["file"] == "tests/data/xla_lines.py"}
+    # the helper's two matmuls overlap 100 ns on pe: its self is their union, 500 ns
+    assert got[at["helper"]]["self_time_us"] == pytest.approx(0.5)
+    call2 = got[at["call2"]]
+    assert (call2["self_time_us"], call2["total_time_us"]) == pytest.approx((0.04, 0.24))
+    assert got[at["call1"]]["total_time_us"] == pytest.approx(0.4)
+    assert got[at["add"]]["self_time_us"] == pytest.approx(0.06)
+    assert got[at["add"]]["self_cpu_us"] > 0  # the host (xla-cpu) figure kept beside it
+    assert r["totals"]["self_time_us"] == pytest.approx(0.6)
+    assert "clock: Neuron device time" in out
+
+
+@needs_xla
+def test_a_trn1_run_without_a_device_trace_keeps_the_host_figures(tmp_path, monkeypatch, capsys):
+    install_standin(tmp_path, monkeypatch)
+    trn1_standin(tmp_path, monkeypatch, "none")
+    r, out = run_cli(tmp_path, capsys)
+    assert r["clock"] == "xla-cpu"
+    assert "wrote no device trace (NTFF)" in r["signals"]["neuron_profile_error"]
+    assert sum(s["self_time_us"] for s in r["lines"]) > 0  # host figures, not lost
+    assert "xla_no_device_profile" in {f["kind"] for f in r["findings"]}
+    assert "No per-line Neuron device time" in out
+
+
+def test_the_xla_backend_lists_the_runs_neffs_and_ntffs_as_artifacts(tmp_path, monkeypatch):
+    """The compile cache's MODULE_*/model.neff (no hash to pair by) and the runtime's
+    NTFFs, each listed alone; none of them: no artifacts at all."""
+    from trainium_lens.harness.xla.backend import XlaBackend
+
+    cache, inspect = tmp_path / "cache", tmp_path / "inspect"
+    monkeypatch.setenv("NEURON_COMPILE_CACHE_URL", str(cache))
+    monkeypatch.setenv("NEURON_RT_INSPECT_OUTPUT_DIR", str(inspect))
+    cache.mkdir()
+    inspect.mkdir()
+    assert XlaBackend.artifacts(None, str(tmp_path)) == {}  # type: ignore[arg-type]
+    for path in (
+        cache / "MODULE_1" / "model.neff",
+        cache / "MODULE_1" / "model.hlo_module.pb",
+        inspect / "p" / "9_instid_0_vnc_1.ntff",
+        inspect / "p" / "9_instid_0_vnc_0.ntff",
+    ):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+    assert XlaBackend.artifacts(None, str(tmp_path)) == {  # type: ignore[arg-type]
+        "neuron_profile_dir": str(inspect),
+        "neff_ntff": [
+            {"neff": str(cache / "MODULE_1" / "model.neff"), "ntff": None},
+            {"neff": None, "ntff": str(inspect / "p" / "9_instid_0_vnc_0.ntff")},
+            {"neff": None, "ntff": str(inspect / "p" / "9_instid_0_vnc_1.ntff")},
+        ],
+    }
+    for ntff in (inspect / "p").iterdir():
+        ntff.unlink()
+    assert XlaBackend.artifacts(None, str(tmp_path))["neuron_profile_dir"] == str(cache)  # type: ignore[arg-type]

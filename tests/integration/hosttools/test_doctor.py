@@ -1,0 +1,234 @@
+"""``doctor`` against a real sshd on loopback and locally. This machine is not a
+Trainium host: the Neuron checks must fail, each saying so, never pass by
+accident; the connection checks must point at the step that failed."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+from trainium_lens.cli import main
+from trainium_lens.hosttools.doctor import CHECKS, NOT_TRAINIUM, run_doctor
+
+NAMES = [name for name, _title in CHECKS]
+
+
+def must(report, name: str):
+    """The report's row ``name`` (every check always reports a row)."""
+    row = report.get(name)
+    assert row is not None, name
+    return row
+
+
+NEURON = ("torch_neuronx", "profiling_api", "neuron_devices", "neuron_explorer")
+
+
+@pytest.mark.ssh
+def test_doctor_over_ssh_reports_every_check(sshd, ssh_control_dir, capsys, tmp_path):
+    code = main(
+        [
+            "doctor",
+            "--host",
+            "lens-test",
+            "--ssh-config",
+            str(sshd.config),
+            "--remote-python",
+            sys.executable,
+            "--work-dir",
+            str(tmp_path / "wd"),
+            "--json",
+        ]
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and report["ok"] is False  # the Neuron checks fail here
+    status = {c["name"]: c["status"] for c in report["checks"]}
+    assert list(status) == NAMES
+    for name in ("ssh", "host_key", "auth", "python", "torch", "disk"):
+        assert status[name] == "pass", report
+    detail = {c["name"]: c["detail"] for c in report["checks"]}
+    assert detail["python"].endswith(sys.executable)
+    from importlib.metadata import version
+
+    assert version("torch") in detail["torch"]
+    for name in NEURON:
+        assert status[name] == "fail" and NOT_TRAINIUM in detail[name], detail[name]
+        assert next(c["fix"] for c in report["checks"] if c["name"] == name)
+    assert str(tmp_path / "wd") in detail["disk"]
+    assert status["instance_type"] in ("skip", "warn")
+
+
+@pytest.mark.ssh
+def test_doctor_over_ssh_text_output(sshd, ssh_control_dir, capsys):
+    # python3 on the host has no torch: a failed torch check with the fix
+    code = main(
+        [
+            "doctor",
+            "--host",
+            "lens-test",
+            "--ssh-config",
+            str(sshd.config),
+            "--remote-python",
+            "/usr/bin/python3",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "PASS  SSH reachable" in out
+    assert "FAIL  torch " in out and "fix: pass --remote-python PATH" in out
+
+
+@pytest.mark.ssh
+@pytest.mark.parametrize(
+    "alias, failed",
+    [
+        ("lens-refused", "ssh"),
+        ("lens-changed", "host_key"),
+        ("lens-unknown", "host_key"),
+        ("lens-badauth", "auth"),
+    ],
+)
+def test_doctor_points_at_the_connection_step_that_failed(sshd, ssh_control_dir, alias, failed):
+    report = run_doctor(alias, ssh_config=str(sshd.config))
+    status = {c.name: c.status for c in report.checks}
+    assert list(status) == NAMES
+    before = NAMES[: NAMES.index(failed)]
+    assert all(status[n] == "pass" for n in before)
+    assert status[failed] == "fail" and report.get(failed).fix
+    assert all(status[n] == "skip" for n in NAMES[NAMES.index(failed) + 1 :])
+
+
+@pytest.mark.ssh
+def test_doctor_remote_python_missing(sshd, ssh_control_dir):
+    report = run_doctor("lens-test", ssh_config=str(sshd.config), remote_python="/no/such/python")
+    assert must(report, "python").status == "fail"
+    assert "does not exist" in must(report, "python").detail
+    assert must(report, "torch").status == "skip"
+
+
+def test_doctor_local(tmp_path):
+    report = run_doctor(None, work_dir=str(tmp_path))
+    status = {c.name: c.status for c in report.checks}
+    assert [status[n] for n in ("ssh", "host_key", "auth")] == ["skip"] * 3
+    assert status["python"] == status["torch"] == "pass"
+    assert all(status[n] == "fail" for n in NEURON)
+    missing = run_doctor(None, python=str(tmp_path / "nopython"))
+    assert missing.get("python").status == "fail"
+    # after a failed step the warm worker row is still judged, once (not "needs a Python")
+    warm = [c for c in missing.checks if c.name == "warm_worker"]
+    assert len(warm) == 1 and warm[0].status in ("skip", "warn") and "needs" not in warm[0].detail
+
+
+STAND_IN_NEURON_LS = """#!/bin/sh
+# Stand-in for aws-neuronx-tools' neuron-ls (no Trainium device here): the
+# pre-2.34 JSON shape, and no --output-format (as before 2.34).
+[ "$1" = "--json-output" ] || { echo "unknown option $1" >&2; exit 2; }
+cat <<'JSON'
+[{"neuron_device": 0, "bdf": "cc:00.0", "connected_to": [1], "nc_count": 8,
+  "memory_size": 103079215104, "neuron_processes": []},
+ {"neuron_device": 1, "bdf": "b5:00.0", "connected_to": [0], "nc_count": 8,
+  "memory_size": 103079215104, "neuron_processes": []}]
+JSON
+"""
+# Stand-in for TorchNeuron: registers the "neuron" PrivateUse1 backend (real
+# torch API) and a profiling module with the documented names.
+STAND_IN_TORCH_NEURONX = """
+import torch
+torch.utils.rename_privateuse1_backend("neuron")
+"""
+STAND_IN_PROFILING = """
+import enum
+class ProfileMode(enum.Enum):
+    DEVICE = 1
+    RUNTIME = 2
+class NeuronConfig:
+    def __init__(self, modes=None, profile_output_dir=None, capture_enabled_for_nc="0",
+                 max_events_per_nc=None, correlate_device_time=False):
+        pass
+class NeuronProfiler:
+    def __init__(self, config):
+        self.config = config
+"""
+
+
+def test_doctor_passes_on_a_stand_in_trainium_host(tmp_path, monkeypatch):
+    """The pass path of the Neuron checks, through the real probe in a real
+    Python, with stand-ins for what cannot exist here (neuron-ls, neuron-explorer,
+    torch-neuronx)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "neuron-ls").write_text(STAND_IN_NEURON_LS)
+    (bin_dir / "neuron-explorer").write_text("#!/bin/sh\nexit 0\n")
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    pkg = tmp_path / "site" / "torch_neuronx"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(STAND_IN_TORCH_NEURONX)
+    (pkg / "profiling.py").write_text(STAND_IN_PROFILING)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    report = run_doctor(None, work_dir=str(tmp_path))
+    status = {c.name: c.status for c in report.checks}
+    for name in ("python", "torch", "torch_neuronx", "profiling_api", "neuron_devices", "neuron_explorer"):
+        assert status[name] == "pass", (name, report.get(name))
+    assert "native TorchNeuron" in must(report, "torch_neuronx").detail
+    assert "correlate_device_time accepted" in must(report, "profiling_api").detail
+    assert must(report, "neuron_devices").detail.startswith("2 devices, 16 NeuronCores")
+    assert must(report, "neuron_explorer").detail == str(bin_dir / "neuron-explorer")
+
+
+def test_judging_the_older_xla_flavour_and_an_old_python():
+    """The judge alone, on the facts a Trn1 host with the XLA torch-neuronx
+    reports (stand-in facts: no such host here)."""
+    from trainium_lens.hosttools.doctor import Report, _judge
+
+    report = Report(host="trn1")
+    _judge(
+        report,
+        {
+            "python": "/opt/venv/bin/python",
+            "python_version": [3, 9, 18],
+            "torch": "2.9.0",
+            "torch_neuronx": "2.9.0.2.15",
+            "neuron_flavour": "xla",
+            "neuron_ls": "/opt/aws/neuron/bin/neuron-ls",
+            "neuron_devices": 1,
+            "neuron_cores": 2,
+            "disk_free": 1024**3,
+            "work_dir": "/w",
+            "product_name": "trn1.2xlarge",
+        },
+        local=False,
+    )
+    status = {c.name: c.status for c in report.checks}
+    assert status["python"] == "fail" and "3.10" in must(report, "python").detail
+    assert status["torch_neuronx"] == "pass" and "XLA flavour" in must(report, "torch_neuronx").detail
+    assert "backend xla" in must(report, "torch_neuronx").detail
+    assert status["profiling_api"] == "skip"
+    # torch-neuronx's XLA flavour without torch-xla is broken; with it, the row says
+    # the version and whether source lines will be in the HLO
+    assert status["torch_xla"] == "fail"
+    report = Report(host="trn1")
+    _judge(
+        report,
+        {
+            "python": "/opt/venv/bin/python",
+            "python_version": [3, 10, 12],
+            "torch": "2.9.0",
+            "torch_neuronx": "2.9.0.2.15",
+            "neuron_flavour": "xla",
+            "torch_xla": "2.9.0",
+            "xla_ir_debug_api": True,
+            "xla_debug_env": {"XLA_IR_DEBUG": None, "XLA_HLO_DEBUG": None},
+            "neuron_explorer": "/opt/aws/neuron/bin/neuron-explorer",
+        },
+        local=False,
+    )
+    row = must(report, "torch_xla")
+    assert row.status == "pass" and "torch-xla 2.9.0" in row.detail and "XLA_HLO_DEBUG" in row.detail
+    assert "fresh cache" in row.detail
+    assert "Parquet" in must(report, "neuron_explorer").detail
+    assert status["neuron_devices"] == "pass" and status["instance_type"] == "pass"
+    assert status["disk"] == "warn"

@@ -1,0 +1,68 @@
+"""Workspace Trust on the server: told ``trusted: false`` (VS Code's Restricted
+Mode), it still serves the stored results but runs nothing: no profile, no
+Neuron Explorer, each refused in one line that says why. Real server over LSP."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from tests.integration.lsp.test_features import LINES, SOURCE
+from tests.support.lsp_client import hints, hover, make_result, open_doc, request, settle, start, stop
+from trainium_lens.lsp.features.trust import EXPLORER_REFUSED, PROFILE_REFUSED
+from trainium_lens.model.store import RunStore
+
+
+def untrusted(**extra) -> dict:
+    return {"settings": {"trainiumLens": {"trusted": False, **extra}}}
+
+
+async def test_restricted_mode_shows_stored_results_and_runs_nothing(tmp_path):
+    (tmp_path / "mod.py").write_text(SOURCE)
+    RunStore(tmp_path).save(make_result("mod.py", "f", 5, LINES))
+    runs_before = sorted((tmp_path / ".trainium-lens" / "runs").iterdir())
+    # A workspace that names an interpreter which would run if anything ran.
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil-python"
+    evil.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    evil.chmod(0o755)
+    client = await start(tmp_path, options=untrusted(python=str(evil), explorer={"path": str(evil)}))
+    try:
+        uri = open_doc(client, tmp_path / "mod.py")
+        # What is stored still shows.
+        assert sorted(await hints(client, uri)) == [5, 6, 7]
+        assert "aten::mean" in (await hover(client, uri, 7) or "")
+        data = await request(client, "trainiumLens/runData", {"uri": uri})
+        assert data["result"]["function"]["name"] == "f"
+
+        reply = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(
+                command="trainiumLens.profile", arguments=[{"uri": uri, "function": "f"}]
+            )
+        )
+        assert reply == {"run_ids": [], "error": PROFILE_REFUSED, "kind": "untrusted"}
+        reply = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(
+                command="trainiumLens.openExplorer", arguments=[{"uri": uri, "line": 7}]
+            )
+        )
+        assert reply == {"error": EXPLORER_REFUSED, "kind": "untrusted"}
+        await settle(client)
+        assert [(m.type, m.message) for m in client.messages] == [
+            (types.MessageType.Warning, PROFILE_REFUSED),
+            (types.MessageType.Warning, EXPLORER_REFUSED),
+        ]
+        assert "Restricted Mode" in PROFILE_REFUSED and "runs this workspace's code" in PROFILE_REFUSED
+        assert not marker.exists()  # nothing the workspace named ran
+        assert sorted((tmp_path / ".trainium-lens" / "runs").iterdir()) == runs_before
+
+        # Trust granted (the client sends its settings again): the command is no longer refused.
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"trainiumLens": {"trusted": True}})
+        )
+        await settle(client)
+        reply = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="trainiumLens.profile", arguments=[{"uri": uri, "line": 0}])
+        )
+        assert reply["kind"] == "usage" and "not inside a marked function" in reply["error"]
+    finally:
+        await stop(client)

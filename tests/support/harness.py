@@ -1,0 +1,63 @@
+"""Run the harness exactly as a target runs it (``python -m trainium_lens.harness``
+with the spec on stdin) and find lines in fixtures without hard-coding them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import SERVER
+
+
+def line_of(path: Path, needle: str) -> int:
+    """1-based line holding ``needle`` (tests never hard-code line numbers)."""
+    for number, text in enumerate(path.read_text().splitlines(), 1):
+        if needle in text:
+            return number
+    raise AssertionError(f"{needle!r} not in {path}")
+
+
+def run_harness(
+    workspace: Path,
+    file: str,
+    run_dir: Path,
+    *,
+    functions=(),
+    line=None,
+    protocol=None,
+    backend="auto",
+    python=None,
+    extra_args=(),
+    env=None,
+    timeout=300,
+) -> tuple[int, list[dict], str]:
+    spec = {
+        "spec_version": 1,
+        "batch_id": "t-" + run_dir.name,
+        "workspace_root": str(workspace),
+        "file": file,
+        "functions": list(functions),
+        "line": line,
+        "backend": backend,
+        "protocol": protocol or {},
+        "run_dir": str(run_dir),
+        "host": "local",
+    }
+    full_env = dict(os.environ, PYTHONPATH=str(SERVER))
+    full_env.update(env or {})
+    proc = subprocess.run(
+        [python or sys.executable, *extra_args, "-m", "trainium_lens.harness"],
+        input=json.dumps(spec),
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        cwd=str(run_dir.parent),
+    )
+    events = []
+    for raw in proc.stdout.splitlines():
+        events.append(json.loads(raw))  # every stdout line must be an event
+    return proc.returncode, events, proc.stderr

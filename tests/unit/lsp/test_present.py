@@ -1,0 +1,218 @@
+"""The language server's pure parts: settings, line tracking, labels."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.lsp_client import make_result
+from trainium_lens.lsp.features.inlay_hints import label
+from trainium_lens.lsp.present import format as fmt
+from trainium_lens.lsp.runs import Annotation
+from trainium_lens.lsp.settings import Settings, Threshold, parse
+from trainium_lens.lsp.tracking import LineTracker, is_stale
+
+# -- settings --------------------------------------------------------------------
+
+
+def test_no_settings_profiles_locally_on_the_automatic_backend():
+    settings, warnings = parse(None)
+    assert settings == Settings() and warnings == []
+    assert (settings.host, settings.backend) == ("local", "auto")
+
+
+def test_settings_nested_or_flat_and_typed():
+    settings, warnings = parse(
+        {
+            "trainiumLens": {
+                "host": "trn1",
+                "sshConfig": "/tmp/cfg",
+                "remotePython": "/opt/venv/bin/python",
+                "workDir": "~/lens",
+                "backend": "neuron",
+                "protocol": {"warmup": 3, "active": 10},
+                "hintThreshold": "2%",
+                "historySize": 5,
+                "timeoutSeconds": 60,
+                "python": "python3",
+            }
+        }
+    )
+    assert warnings == []
+    assert settings.host == "trn1" and settings.protocol == {"warmup": 3, "active": 10}
+    assert settings.hint_threshold == Threshold(share=0.02)
+    assert parse({"host": "local", "active": 7})[0].protocol == {"active": 7}
+    # The extension's form: {settings: {trainiumLens: ...}}, flat schedule keys
+    # (null: unset), and settings only the client reads kept aside without a warning.
+    settings, warnings = parse(
+        {
+            "settings": {
+                "trainiumLens": {
+                    "host": "local",
+                    "wait": None,
+                    "warmup": 2,
+                    "active": None,
+                    "openResultsAfterRun": True,
+                }
+            }
+        }
+    )
+    assert warnings == [] and settings.protocol == {"warmup": 2}
+    assert settings.extra == {"openResultsAfterRun": True}
+
+
+@pytest.mark.parametrize(
+    "key, value, words",
+    [
+        ("backend", "tpu", "'tpu' is not one of auto, neuron, cuda, cpu, xla; using the default (auto)"),
+        ("host", "-oProxyCommand=x", "is not a host name"),
+        ("protocol", {"active": 0}, "active must be at least 1"),
+        ("hintThreshold", "fast", "use a share"),
+        ("historySize", 0, "between 1 and 10000; using the default (20)"),
+        ("timeoutSeconds", "soon", "expected a number of seconds"),
+    ],
+)
+def test_invalid_setting_names_itself_and_its_default(key, value, words):
+    settings, warnings = parse({"trainiumLens": {key: value}})
+    assert settings == Settings()
+    assert len(warnings) == 1 and f"trainiumLens.{key}" in warnings[0] and words in warnings[0]
+
+
+def test_thresholds():
+    assert parse({"hintThreshold": 50})[0].hint_threshold == Threshold(us=50)
+    assert parse({"hintThreshold": "0.5ms"})[0].hint_threshold == Threshold(us=500)
+    t = Threshold(share=0.1)
+    assert t.passes(20, 100) and not t.passes(5, 100)
+    assert not Threshold().passes(0, 100)
+
+
+# -- line tracking -----------------------------------------------------------------
+
+DOC = ["a", "b", "c", "d", "e"]
+
+
+def test_insert_above_moves_lines_and_insert_below_does_not():
+    t = LineTracker({2: 1, 4: 3})  # profiled lines 2 and 4 at 0-based 1 and 3
+    t.apply((0, 0), (0, 0), "x\ny\n")
+    assert dict(t.items()) == {2: 3, 4: 5} and not t.touched
+    t.apply((4, 1), (4, 1), "\nnew")  # Enter at the end of line 4 (0-based)
+    assert dict(t.items()) == {2: 3, 4: 6}
+
+
+def test_edit_inside_a_line_keeps_it_there_touched():
+    t = LineTracker({3: 2})
+    t.apply((2, 1), (2, 1), "zz")
+    assert t.current(3) == 2 and 3 in t.touched
+
+
+def test_deleting_whole_lines_drops_them_and_pulls_the_rest_up():
+    t = LineTracker({1: 0, 2: 1, 3: 2, 5: 4})
+    t.apply((1, 0), (3, 0), "")  # delete 0-based lines 1 and 2
+    assert dict(t.items()) == {1: 0, 5: 2}
+
+
+def test_joining_two_annotated_lines_keeps_the_first():
+    t = LineTracker({1: 0, 2: 1})
+    t.apply((0, 1), (1, 0), "")  # Backspace at the start of line 1
+    assert dict(t.items()) == {1: 0}
+
+
+def test_place_finds_moved_text_and_marks_the_rest_stale():
+    placed = LineTracker.place({2: "b", 4: "d", 5: "gone"}, ["new", "a", "b", "c", "d", "e"])
+    # "b" and "d" moved down one line; "gone" stays at its number, where "d" now
+    # sits, and the line that reads as profiled wins.
+    assert dict(placed.items()) == {2: 2, 4: 4}
+    assert is_stale("gone", "e", False) and not is_stale("  b", "b  ", False)
+    assert is_stale("", "x", True) and not is_stale("", "x", False)
+
+
+# -- labels ------------------------------------------------------------------------
+
+
+def test_times_counts_and_headline_name_the_clock():
+    assert [fmt.time_us(v) for v in (12, 1160, 2_355_000, 0.5)] == ["12 µs", "1.16 ms", "2.35 s", "0.5 µs"]
+    neuron = make_result("m.py", "f", 2, {3: ("x", 1160.0, [("aten::mul", 3, 1160.0)])}, clock="neuron")
+    assert fmt.headline(neuron) == "1.16 ms neuron · 3 dispatches · 0 findings"
+    a = Annotation(2, neuron.lines[0], neuron, stale=False)
+    assert label(a) == "⏱ 1.16 ms · 100% · 3 ops"  # device time: no clock word
+    cpu = make_result("m.py", "f", 2, {3: ("x", 12.0, [("aten::mul", 1, 12.0)])})
+    stale = Annotation(2, cpu.lines[0], cpu, stale=True, previous_us=20.0)
+    assert label(stale) == "⏱ 12 µs cpu · 100% · 1 op · ▼ 40% (stale)"
+
+
+def test_line_times_pair_lines_as_diff_runs_does():
+    from trainium_lens.analysis.compare import diff_runs
+    from trainium_lens.lsp.runs import line_times
+
+    before = make_result(
+        "m.py",
+        "f",
+        2,
+        {
+            3: ("a = x * x", 10.0, []),
+            4: ("b = a + 1", 20.0, []),
+            5: ("c = b * 2", 30.0, []),
+            6: ("d = c * 2", 40.0, []),
+            7: ("return d", 5.0, []),
+        },
+        run_id="r1",
+    )
+    after = make_result(
+        "m.py",
+        "f",
+        2,
+        {  # a line inserted, one edited, one removed
+            3: ("a = x * x", 11.0, []),
+            4: ("z = 0", 1.0, []),
+            5: ("b = a + 1", 21.0, []),
+            6: ("c = b * 3", 31.0, []),
+            8: ("return d", 6.0, []),
+        },
+        run_id="r2",
+    )
+    expected = {
+        d.after_line: d.before_us
+        for d in diff_runs(before, after).lines
+        if d.after_line is not None and d.before_us is not None
+    }
+    assert line_times(before, after) == expected == {3: 10.0, 5: 20.0, 6: 40.0, 8: 5.0}
+
+
+def test_a_line_picks_the_marked_function_around_it(tmp_path):
+    from trainium_lens.errors import HarnessError, UsageError
+    from trainium_lens.lsp.features.profile import choose_functions, parse_request
+
+    source = (
+        "import torch\n\n# trainium: profile\ndef f():\n    return 1\n\n"
+        "# trainium: profile\n@torch.no_grad()\ndef g():\n    return 2\n"
+    )
+    path = tmp_path / "m.py"
+    path.write_text(source)
+
+    def pick(**arg):
+        return choose_functions(parse_request(({"uri": path.as_uri(), **arg},)), source)
+
+    assert pick() == ["f", "g"]
+    assert pick(line=2) == ["f"]  # 0-based: the marker line counts
+    assert pick(line=4) == ["f"] and pick(line=7) == ["g"] and pick(line=9) == ["g"]
+    assert pick(function="g") == ["g"]
+    with pytest.raises(UsageError, match="line 6 of m.py is not inside a marked function"):
+        pick(line=5)
+    with pytest.raises(HarnessError, match=r"m.py:1: ") as err:
+        choose_functions(parse_request(({"uri": path.as_uri()},)), "def (:\n")
+    assert err.value.kind == "parse" and err.value.line == 1
+    with pytest.raises(UsageError, match="0-based line number"):
+        parse_request(({"uri": path.as_uri(), "line": -1},))
+
+
+def test_hover_links_explorer_only_for_neuron_runs():
+    from trainium_lens.lsp.features.hover import markdown
+    from trainium_lens.lsp.runs import Annotations
+
+    for clock, expected in (("neuron", True), ("cpu", False)):
+        r = make_result("m.py", "f", 2, {3: ("y = x * x", 10.0, [("aten::mul", 2, 10.0)])}, clock=clock)
+        a = Annotation(2, r.lines[0], r, stale=False)
+        text = markdown("file:///w/m.py", a, Annotations([a], {2: a}, []))
+        assert "| `aten::mul` | 2 |" in text
+        assert "[Open timeline](command:trainiumLens.openTimeline?" in text
+        assert ("[Open in Neuron Explorer](command:trainiumLens.openExplorer?" in text) == expected
+        assert ("Neuron device time" in text) == expected

@@ -1,0 +1,53 @@
+"""Every feature of the language server and every CLI command is wired in, and
+a missing module fails loudly instead of leaving a silent gap."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainium_lens import cli
+from trainium_lens.lsp import server as lsp_server
+
+
+def test_the_server_registers_every_feature():
+    server = lsp_server.create_server()
+    commands = set(server.protocol.fm.commands)
+    assert {
+        "trainiumLens.profile",
+        "trainiumLens.compareWithPrevious",
+        "trainiumLens.openExplorer",
+    } <= commands
+    features = set(server.protocol.fm.features)
+    assert {
+        "textDocument/inlayHint",
+        "textDocument/hover",
+        "textDocument/codeLens",
+        "trainiumLens/runData",
+        "trainiumLens/timeline",
+    } <= features
+
+
+def test_every_feature_module_is_wired():
+    """A module under lsp/features/ with a ``register`` that server.py forgot is a
+    feature that silently never runs."""
+    import importlib
+    import pkgutil
+
+    from trainium_lens.lsp import features
+
+    found = set()
+    for info in pkgutil.iter_modules(features.__path__):
+        module = importlib.import_module(f"{features.__name__}.{info.name}")
+        if hasattr(module, "register"):
+            found.add(module)
+    assert found, "no feature modules found"
+    assert found <= set(lsp_server.FEATURES), sorted(m.__name__ for m in found - set(lsp_server.FEATURES))
+
+
+def test_the_cli_has_every_command_and_a_missing_one_is_an_error(monkeypatch):
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert list(sub.choices or []) == list(cli.COMMANDS)
+    monkeypatch.setattr(cli, "COMMANDS", (*cli.COMMANDS, "no_such"))
+    with pytest.raises(ModuleNotFoundError, match="no_such_cmd"):
+        cli.build_parser()
