@@ -2,6 +2,7 @@
 // configuration (pure logic: the caller passes a getter over `trainiumLens.*`).
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { PAYLOAD_KEYS } from "./settingsKeys";
 
 export interface ServerSettings {
   host: string;
@@ -18,11 +19,18 @@ export interface ServerSettings {
   python: string; // the interpreter actually used (resolved), for local profiling
   include?: string[]; // trainiumLens.include: installed packages whose lines get figures (the server checks the names)
   warmWorker: { idleSeconds: number }; // 0: no warm worker (every run cold)
+  nproc: number; // ranks under torchrun; 0: the marker's nproc= option, else one process
   // trainiumLens.explorer.* (ports, URL template, path): validated by the server (hosttools/explorer.py)
   explorer?: Record<string, unknown>;
   // Workspace Trust (trust.ts): false in Restricted Mode, where the server runs nothing.
   trusted?: boolean;
 }
+
+// The server's settings table is the one list of keys (settingsKeys.ts is generated from it):
+// this line fails to compile while ServerSettings names a key the server does not read, or
+// lacks one it does.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+export const SAME_KEYS_AS_THE_SERVER: Same<keyof ServerSettings, (typeof PAYLOAD_KEYS)[number]> = true;
 
 /** Keys whose change needs a new server process (a new interpreter); the rest are sent live. */
 export const RESTART_KEYS = ["trainiumLens.python"];
@@ -89,6 +97,7 @@ export function serverSettings(
     python,
     ...includeSetting(get("include")),
     warmWorker: { idleSeconds: num(get("warmWorker.idleSeconds"), 300, 0, 86_400) },
+    nproc: Math.round(num(get("nproc"), 0, 0, 4096)),
     ...explorerSettings(get("explorer")),
   };
 }

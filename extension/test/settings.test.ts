@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { test } from "node:test";
 import { expandPath, serverSettings, settingsPayload } from "../src/settings";
+import { PAYLOAD_KEYS } from "../src/settingsKeys";
 
 const from = (values: Record<string, unknown>) => (key: string) => values[key];
 
@@ -19,7 +22,32 @@ test("defaults when nothing is set", () => {
     timeoutSeconds: 3600,
     python: "/usr/bin/python3",
     warmWorker: { idleSeconds: 300 },
+    nproc: 0,
   });
+});
+
+test("nproc: ranks under torchrun, sent as set (0: the marker decides), clamped", () => {
+  assert.equal(serverSettings(from({ nproc: 4 }), "py").nproc, 4);
+  assert.equal(serverSettings(from({ nproc: -1 }), "py").nproc, 0);
+  assert.equal(serverSettings(from({ nproc: "two" }), "py").nproc, 0);
+});
+
+test("every key the server reads is sent, from package.json's settings (trusted: trust.ts adds it)", () => {
+  // npm runs the tests from the repository root.
+  const pkg = JSON.parse(readFileSync(join(process.cwd(), "package.json"), "utf8"));
+  const declared: Record<string, { default?: unknown }> = pkg.contributes.configuration.properties;
+  const values: Record<string, unknown> = {};
+  for (const [name, schema] of Object.entries(declared)) {
+    const key = name.slice("trainiumLens.".length);
+    values[key] = Array.isArray(schema.default) ? ["torch.nn.functional"] : schema.default;
+    const [parent, child] = key.split(".");
+    if (child) values[parent] = { ...(values[parent] as object), [child]: schema.default };
+  }
+  const sent = Object.keys(serverSettings(from(values), "py")).sort();
+  assert.deepEqual(
+    sent,
+    PAYLOAD_KEYS.filter((k) => k !== "trusted"),
+  );
 });
 
 test("the warm worker's idle seconds: 0 turns it off, junk falls back", () => {

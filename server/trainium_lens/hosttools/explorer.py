@@ -368,6 +368,7 @@ _SETTING_FIELDS = {
     "urlTemplate": "url_template",
     "path": "binary",
 }
+SETTING_KEYS = tuple(_SETTING_FIELDS)  # trainiumLens.explorer.<key> (lsp/settings.py's table)
 
 
 def settings_from(value) -> ExplorerSettings:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
+from trainium_lens.hosttools.explorer import SETTING_KEYS as EXPLORER_KEYS
 from trainium_lens.hosttools.explorer import ExplorerSettings
 from trainium_lens.hosttools.explorer import settings_from as explorer_settings_from
 
@@ -270,9 +271,33 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+# -- the table's other sides: package.json and the client's payload -----------------
+# ``_PARSERS`` is the one list of what the server reads. package.json's
+# ``contributes.configuration`` declares the same settings for the editor, and the
+# client (extension/src/settings.ts) sends them under the same keys; lsp/settings_schema.py
+# derives both from the lines below and tests/unit/lsp/test_settings_schema.py fails
+# when a setting is declared on one side only.
+
+# Keys the server reads that are no editor setting: ``trusted`` (Workspace Trust, which
+# the client adds), ``protocol`` (wait/warmup/active in one object, for other clients).
+NOT_SETTINGS = ("trusted", "protocol")
+# Settings only the client reads: declared in package.json, never sent.
+CLIENT_ONLY = ("openResultsAfterRun",)
+# Settings VS Code nests: ``trainiumLens.<key>.<sub>`` arrives as ``{<key>: {<sub>: ...}}``.
+NESTED = {"warmWorker": ("idleSeconds",), "explorer": EXPLORER_KEYS}
+
+
+def payload_keys() -> list[str]:
+    """The keys of the ``trainiumLens`` payload the client sends (its ``ServerSettings``)."""
+    keys = [key for key in _PARSERS if key != "protocol"] + list(PROTOCOL_KEYS)
+    return sorted(keys)
+
+
 def names() -> list[str]:
-    """Every setting the server reads, for documentation and the extension."""
-    return [f"{SECTION}.{key}" for key in _PARSERS]
+    """Every editor setting (``trainiumLens.*`` in package.json), the client's own included."""
+    out = [key for key in payload_keys() if key not in NOT_SETTINGS and key not in NESTED]
+    out += [f"{key}.{sub}" for key, subs in NESTED.items() for sub in subs]
+    return sorted(f"{SECTION}.{key}" for key in out + list(CLIENT_ONLY))
 
 
 assert {f.name for f in fields(Settings)} - {"extra"} == {name for name, _ in _PARSERS.values()}
