@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from tests.conftest import SERVER
@@ -25,14 +26,14 @@ def run_harness(
     file: str,
     run_dir: Path,
     *,
-    functions=(),
-    line=None,
-    protocol=None,
-    backend="auto",
-    python=None,
-    extra_args=(),
-    env=None,
-    timeout=300,
+    functions: Sequence[str] = (),
+    line: int | None = None,
+    protocol: dict[str, int] | None = None,
+    backend: str = "auto",
+    python: str | None = None,
+    extra_args: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
 ) -> tuple[int, list[dict], str]:
     spec = {
         "spec_version": 1,

@@ -81,23 +81,23 @@ async def start(
     assert isinstance(client, LensClient)
 
     @client.feature("trainiumLens/heat")
-    def on_heat(params):
+    def on_heat(params: Any) -> None:
         client.heat.append(_plain(params))
 
     @client.feature("trainiumLens/runState")
-    def on_state(params):
+    def on_state(params: Any) -> None:
         client.run_states.append(_plain(params))
 
     @client.feature("trainiumLens/worker")
-    def on_worker(params):
+    def on_worker(params: Any) -> None:
         client.worker.append(_plain(params))
 
     @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
-    def on_hint_refresh(params):
+    def on_hint_refresh(params: Any) -> None:
         client.refreshes += 1
 
     @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
-    def on_lens_refresh(params):
+    def on_lens_refresh(params: Any) -> None:
         return None
 
     await client.initialize_session(
@@ -120,12 +120,12 @@ async def stop(client: LensClient) -> None:
     await client.stop()
 
 
-async def request(client: LanguageClient, method: str, params: dict):
+async def request(client: LanguageClient, method: str, params: dict) -> Any:
     """A custom request, with the reply as plain JSON data."""
     return _plain(await client.protocol.send_request_async(method, params))
 
 
-def _plain(params):
+def _plain(params: Any) -> Any:
     """Custom notifications arrive as attrs-like objects: back to plain data."""
     if isinstance(params, (str, int, float, bool)) or params is None:
         return params

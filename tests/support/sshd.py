@@ -13,8 +13,8 @@ ssh config file with these aliases (tests pass it as ``ssh_config``):
 The "remote host" is this machine as the same user; the server's
 authorized_keys sets ``HOME`` for the session to a temp folder, so the default
 work dir (``~/.cache/trainium-lens/...``) lands there, never in the real home.
-The tests skip only when the sshd/ssh/rsync binaries are absent
-(``scripts/setup-ssh.sh`` installs them).
+Without the sshd/ssh/rsync binaries the tests skip on a developer's machine and
+fail in CI (tests/conftest.py); ``scripts/setup-ssh.sh`` installs them.
 """
 
 from __future__ import annotations
@@ -222,7 +222,7 @@ Host lens-refused
 
 
 @pytest.fixture(scope="session")
-def sshd(tmp_path_factory) -> Iterator[Sshd]:
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     missing = _missing_binaries()
     if missing:
         pytest.skip(f"needs {', '.join(missing)} (scripts/setup-ssh.sh installs them)")
@@ -232,7 +232,9 @@ def sshd(tmp_path_factory) -> Iterator[Sshd]:
 
 
 @pytest.fixture
-def ssh_control_dir(tmp_path_factory, monkeypatch) -> Iterator[Path]:
+def ssh_control_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
     """A private control-socket folder per test (short: socket paths are limited),
     so a test never reuses a master another test left behind."""
     folder = Path("/tmp") / f"tl-cm-{os.getpid()}-{time.monotonic_ns() % 10**9}"

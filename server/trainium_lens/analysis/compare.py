@@ -269,7 +269,9 @@ def _ratio(after: float | None, before: float | None) -> float | None:
     return after / before if before and after is not None else None
 
 
-def match_lines(before: list[LineStat], after: list[LineStat]):
+def match_lines(
+    before: list[LineStat], after: list[LineStat]
+) -> list[tuple[LineStat | None, LineStat | None, str]]:
     """Pairs (b, a) by: same text and number; same text (nearest number, the
     code moved); same number (the line was edited). Leftovers are removed/added.
 
@@ -323,11 +325,12 @@ def diff_runs(before: Result, after: Result) -> RunDiff:
     for b, a, status in match_lines(before.lines, after.lines):
         b_us = b.self_time_us if b else None
         a_us = a.self_time_us if a else None
+        either = a or b
         rows.append(
             LineDelta(
                 before_line=b.line if b else None,
                 after_line=a.line if a else None,
-                text=(a or b).text if (a or b) else "",
+                text=either.text if either else "",
                 before_us=b_us,
                 after_us=a_us,
                 delta_us=(a_us or 0.0) - (b_us or 0.0),

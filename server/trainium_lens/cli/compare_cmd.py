@@ -12,7 +12,7 @@ from trainium_lens.cli.render import render_diff
 from trainium_lens.cli.show_cmd import resolve
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "compare",
         help="per-line differences between two runs",

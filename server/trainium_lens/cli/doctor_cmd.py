@@ -12,7 +12,7 @@ from trainium_lens.hosttools.doctor import run_doctor
 _MARKS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "doctor",
         help="check a target (SSH, Python, torch, Neuron) and say what to fix",

@@ -14,7 +14,7 @@ from trainium_lens.engine.ranks import rank_result
 from trainium_lens.hosttools.explorer import DEFAULT_URL_TEMPLATE, ExplorerService, ExplorerSettings, describe
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "explorer",
         help="open a Trainium run in Neuron Explorer (through an SSH tunnel)",

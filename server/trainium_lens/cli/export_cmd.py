@@ -15,7 +15,7 @@ from trainium_lens.traces.export import summarize, write_export
 from trainium_lens.traces.ranks import merged_trace
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "export",
         help="write a run's trace as Perfetto / Chrome-trace JSON",

@@ -17,7 +17,7 @@ from trainium_lens.model.store import STORE_DIR, RunStore
 from trainium_lens.targets.base import Target
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "fetch",
         help="copy a run's artifacts (trace, Neuron profile) from its host",

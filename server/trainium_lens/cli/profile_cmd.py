@@ -11,7 +11,8 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TextIO
+from types import FrameType
+from typing import Any, NoReturn, TextIO
 
 from trainium_lens.cli.batch_render import render_batch
 from trainium_lens.cli.common import add_target_arguments
@@ -32,7 +33,7 @@ PROTOCOL_HELP = {
 }
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "profile",
         help="profile marked functions and print per-line device time",
@@ -210,7 +211,7 @@ def _stop_on_signals() -> dict:
     Ctrl-C does: the exception unwinds through the target, which stops the
     harness's process group before the CLI exits."""
 
-    def stop(signum, _frame):
+    def stop(signum: int, _frame: FrameType | None) -> NoReturn:
         raise Cancelled(f"stopped by {signal.Signals(signum).name}")
 
     previous = {}
@@ -222,7 +223,7 @@ def _stop_on_signals() -> dict:
     return previous
 
 
-def write_json(path: str, data) -> None:
+def write_json(path: str, data: Any) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")

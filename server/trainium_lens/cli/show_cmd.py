@@ -24,7 +24,7 @@ from trainium_lens.model.result import Result, ResultError, load
 from trainium_lens.model.store import RunStore
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "show",
         help="re-print stored results",

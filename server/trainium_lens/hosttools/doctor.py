@@ -15,8 +15,12 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trainium_lens.errors import TargetError
+
+if TYPE_CHECKING:
+    from trainium_lens.targets.ssh_conn import SshFailure
 
 PROBE = Path(__file__).with_name("doctor_probe.py")
 PROBE_TIMEOUT_S = 120
@@ -191,7 +195,7 @@ def _remote(host: str, ssh_config: str | None, remote_python: str | None, work_d
     return report
 
 
-def _connection_failure(report: Report, err) -> None:
+def _connection_failure(report: Report, err: SshFailure) -> None:
     kind = err.kind
     if kind in ("resolve", "refused", "timeout", "unreachable", "closed", "other"):
         _add(

@@ -27,13 +27,16 @@ from __future__ import annotations
 import re
 import subprocess
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 from urllib.parse import quote
 
 from trainium_lens.errors import LensError, TargetError, UsageError
 from trainium_lens.hosttools.tunnel import Forward, Tunnel, TunnelError
 from trainium_lens.model.result import Result
+from trainium_lens.targets.ssh_conn import SshConnection
 
 DEFAULT_URL_TEMPLATE = "http://localhost:{port}/profile/{profile}"
 MARK = "trainium-lens-explorer: "
@@ -212,17 +215,19 @@ class Opened:
 class ExplorerService:
     """One per language server (or CLI call): tunnels per host, closed by ``close()``."""
 
-    def __init__(self, settings: ExplorerSettings | None = None, connection_factory=None) -> None:
+    def __init__(
+        self,
+        settings: ExplorerSettings | None = None,
+        connection_factory: Callable[[str], SshConnection] | None = None,
+    ) -> None:
         self.settings = settings or ExplorerSettings()
         self._connection_factory = connection_factory
         self._tunnels: dict[tuple, Tunnel] = {}
         self._lock = threading.Lock()
 
-    def _connection(self, host: str):
+    def _connection(self, host: str) -> SshConnection:
         if self._connection_factory:
             return self._connection_factory(host)
-        from trainium_lens.targets.ssh_conn import SshConnection
-
         return SshConnection(host, ssh_config=self.settings.ssh_config)
 
     def open(self, result: Result, line: int | None = None) -> Opened:
@@ -244,6 +249,7 @@ class ExplorerService:
             tunnel_state = "none"
             port = s.ui_port
             if not local:
+                assert conn is not None  # made above: the host is not local
                 tunnel_state = self._ensure_tunnel(host, conn)
                 port = s.local_ui_port
         window = line_window(result, line)
@@ -257,7 +263,7 @@ class ExplorerService:
             window,
         )
 
-    def _on_host(self, conn, result: Result, name: str) -> dict:
+    def _on_host(self, conn: SshConnection | None, result: Result, name: str) -> dict:
         s = self.settings
         state = state_dir(result)
         art = result.artifacts
@@ -304,7 +310,7 @@ class ExplorerService:
             info[key] = value
         return info
 
-    def _ensure_tunnel(self, host: str, conn) -> str:
+    def _ensure_tunnel(self, host: str, conn: SshConnection) -> str:
         s = self.settings
         key = (host, s.ssh_config, s.local_ui_port, s.ui_port, s.local_api_port, s.api_port)
         tunnel = self._tunnels.get(key)
@@ -371,7 +377,7 @@ _SETTING_FIELDS = {
 SETTING_KEYS = tuple(_SETTING_FIELDS)  # trainiumLens.explorer.<key> (lsp/settings.py's table)
 
 
-def settings_from(value) -> ExplorerSettings:
+def settings_from(value: Any) -> ExplorerSettings:
     """``trainiumLens.explorer`` ({uiPort, apiPort, localUiPort, localApiPort,
     urlTemplate, path}) → settings; ValueError names what is wrong."""
     if value is None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainium_lens.errors import LensError
-from trainium_lens.targets.ssh_conn import explain_ssh_failure
+from trainium_lens.targets.ssh_conn import SshConnection, explain_ssh_failure
 
 
 class TunnelError(LensError):
@@ -99,7 +99,7 @@ class Tunnel:
     tunnel: no tunnel outlives the server that opened it.
     """
 
-    def __init__(self, conn, forwards: list[Forward]) -> None:
+    def __init__(self, conn: SshConnection, forwards: list[Forward]) -> None:
         self.conn = conn
         self.forwards = forwards
         self.proc: subprocess.Popen | None = None

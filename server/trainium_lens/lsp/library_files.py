@@ -11,8 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trainium_lens.model.result import Result
+
+if TYPE_CHECKING:
+    from trainium_lens.lsp.runs import RunIndex
 
 
 def is_library_rel(rel: str) -> bool:
@@ -21,14 +25,14 @@ def is_library_rel(rel: str) -> bool:
     return ".venv" in parts or "site-packages" in parts or "dist-packages" in parts
 
 
-def _latest(index) -> Iterable[Result]:
+def _latest(index: RunIndex) -> Iterable[Result]:
     index.refresh()
     for runs in list(index._by_function.values()):  # noqa: SLF001 - the index's own map
         if runs:
             yield runs[-1]
 
 
-def module_path_for(path: Path, index) -> str | None:
+def module_path_for(path: Path, index: RunIndex) -> str | None:
     """The module path a result uses for the open file ``path``, if any result
     of this workspace recorded one: the same file on this host, else the same
     module path at the end of ``path`` (the package installed here too)."""
@@ -43,7 +47,7 @@ def module_path_for(path: Path, index) -> str | None:
     return suffix_match
 
 
-def installed_path(file: str, index) -> Path | None:
+def installed_path(file: str, index: RunIndex) -> Path | None:
     """Where the included file ``file`` lies here (a local run's record)."""
     for result in _latest(index):
         for lib in result.library_files:

@@ -53,7 +53,7 @@ def create_server() -> LensServer:
     server = LensServer()
 
     @server.feature(types.SHUTDOWN)
-    def on_shutdown(ls: LensServer, *args) -> None:
+    def on_shutdown(ls: LensServer, *args: object) -> None:
         for callback in ls.on_shutdown:
             try:
                 callback(ls)

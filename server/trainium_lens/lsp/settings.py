@@ -9,6 +9,7 @@ on jedi-language-server's initialization options).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
@@ -146,7 +147,7 @@ def _threshold(value: Any) -> Threshold:
     raise ValueError(f"{value!r}: use a share (0.02), a percentage ('2%') or a time ('50us')")
 
 
-def _int_range(low: int, high: int):
+def _int_range(low: int, high: int) -> Callable[[Any], int]:
     def parse(value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError("expected an integer")

@@ -42,6 +42,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import IO
 
 from trainium_lens.errors import Cancelled, HarnessError, TargetError, TimedOut
 
@@ -86,7 +87,7 @@ class StderrTail:
         return lines[-1] if lines else None
 
 
-def _pump(stream, sink: Callable[[str], None], on_eof: Callable[[], None] | None = None) -> None:
+def _pump(stream: IO[bytes], sink: Callable[[str], None], on_eof: Callable[[], None] | None = None) -> None:
     try:
         for raw in iter(stream.readline, b""):
             sink(raw.decode("utf-8", errors="replace"))

@@ -3,9 +3,15 @@ from the host that made it into the workspace's artifacts cache."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from trainium_lens.model.result import Result
 from trainium_lens.traces.chrome import TraceError
+
+if TYPE_CHECKING:
+    from trainium_lens.targets.base import Target
 
 
 def artifacts_cache(workspace: Path, run_id: str) -> Path:
@@ -13,7 +19,9 @@ def artifacts_cache(workspace: Path, run_id: str) -> Path:
     return Path(workspace) / ".trainium-lens" / "artifacts" / run_id
 
 
-def local_trace_path(result, workspace: Path, target_factory=None) -> Path:
+def local_trace_path(
+    result: Result, workspace: Path, target_factory: Callable[[str], Target] | None = None
+) -> Path:
     """A local path to ``result``'s trace, fetched from its host on first use.
 
     ``target_factory(host)`` makes the Target that can fetch from
@@ -34,7 +42,7 @@ def local_trace_path(result, workspace: Path, target_factory=None) -> Path:
     if target_factory is None:
         from trainium_lens.targets import make_target
 
-        def target_factory(host: str):
+        def target_factory(host: str) -> Target:
             return make_target(host)
 
     target = target_factory(art.location)

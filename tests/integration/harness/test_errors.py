@@ -3,9 +3,13 @@ exit status 1, and no batch.json (nothing half-written)."""
 
 from __future__ import annotations
 
+import glob
 import json
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -107,21 +111,35 @@ def test_bad_spec(tmp_path):
 
 
 def _other_pythons() -> list[str]:
-    """Interpreters of other versions on this machine (pyenv), without torch."""
-    import glob
+    """Interpreters of other versions here (3.10 is the floor a host may have): on
+    PATH, or installed by pyenv; one per version, each checked to start."""
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    found: dict[str, str] = {}
+    for minor in range(10, 15):
+        if minor == sys.version_info.minor:
+            continue
+        candidates = [shutil.which(f"python3.{minor}"), *sorted(glob.glob(f"{pyenv}/3.{minor}.*/bin/python"))]
+        for path in filter(None, candidates):
+            started = subprocess.run([path, "-c", "import sys"], capture_output=True, timeout=60)
+            if started.returncode == 0:  # (a pyenv shim of a version not selected fails)
+                found[f"3.{minor}"] = path
+                break
+    return list(found.values())
 
-    found = []
-    for minor in ("3.10", "3.12", "3.13", "3.14"):
-        found += sorted(glob.glob(f"/root/.pyenv/versions/{minor}.*/bin/python"))[-1:]
-    return found
+
+@pytest.fixture(params=["this Python, no torch", *_other_pythons()])
+def python_without_torch(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """This interpreter in a venv of its own (no torch: on every machine), and each
+    other version PATH has (none of them has torch)."""
+    if request.param != "this Python, no torch":
+        return request.param
+    venv = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    return str(venv / "bin" / "python")
 
 
-@pytest.mark.parametrize(
-    "python",
-    _other_pythons()
-    or [pytest.param(None, marks=pytest.mark.skip(reason="no other Python versions installed here"))],
-)
-def test_harness_starts_on_other_pythons_and_reports_missing_torch(tmp_path, python):
+def test_harness_starts_on_other_pythons_and_reports_missing_torch(tmp_path, python_without_torch):
+    python = python_without_torch
     e = failing(tmp_path, "raises.py", functions=["fails"], python=python)
     assert e["kind"] == "torch_missing" and python in e["message"]
     e = failing(tmp_path, "bad_syntax.py", python=python)  # the pre-torch path in full

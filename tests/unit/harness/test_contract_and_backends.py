@@ -253,33 +253,16 @@ def test_cpu_and_privateuse1_activities_profile_together():
 
 # -- the harness runs alone on a target -----------------------------------------
 
-ALLOWED = set(sys.stdlib_module_names) | {"torch", "torch_neuronx", "torch_xla"}  # torch_xla: xla.py only
-
-
-def _allowed(module: str | None) -> bool:
-    """stdlib, torch (and the Neuron/XLA flavours), and the harness itself."""
-    return (
-        module.split(".")[0] in ALLOWED
-        or module == "trainium_lens.harness"
-        or module.startswith("trainium_lens.harness.")
-    )
-
-
+# What the harness may import (stdlib, torch, itself) and that the core imports none of
+# its internals are import-linter contracts (pyproject.toml, run by scripts/check.sh);
+# this test keeps what they do not see: the files parse as Python 3.10, a host's floor.
 @pytest.mark.parametrize(
     "path", sorted(HARNESS.rglob("*.py")), ids=lambda p: p.relative_to(HARNESS).as_posix()
 )
-def test_harness_module_is_self_contained(path):
-    tree = ast.parse(path.read_text(), feature_version=(3, 10))  # runs on Python 3.10
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                assert _allowed(alias.name), alias.name
-        elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0, "absolute imports only"
-            assert _allowed(node.module), node.module
-    if path.name == "markers.py":  # the language server imports it: stdlib only
-        imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
-        assert all(getattr(n, "module", None) != "torch" for n in imports)
+def test_harness_module_parses_on_python_3_10(path):
+    tree = ast.parse(path.read_text(), feature_version=(3, 10))
+    relative = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level]
+    assert not relative, f"absolute imports only (lines {relative})"
 
 
 def test_xla_flavour_is_detected_and_explained(monkeypatch):

@@ -7,6 +7,8 @@ lines like the hints do.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from lsprotocol import types
 
 from trainium_lens.lsp.state import LensServer
@@ -20,7 +22,7 @@ SEVERITY = {
 }
 
 
-def _line_range(lines: list[str], line: int, units) -> types.Range:
+def _line_range(lines: Sequence[str], line: int, units: Callable[[str], int]) -> types.Range:
     text = lines[line] if 0 <= line < len(lines) else ""
     start = len(text) - len(text.lstrip())
     return types.Range(

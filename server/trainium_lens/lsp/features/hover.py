@@ -17,6 +17,7 @@ from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.present import rank_format
 from trainium_lens.lsp.present.hover_hlo import hlo_section
 from trainium_lens.lsp.runs import Annotation, Annotations
+from trainium_lens.lsp.state import LensServer
 
 CLOCK_WORDS = {
     "neuron": "Neuron device time",
@@ -118,7 +119,7 @@ def _op_table(title: str | None, ops: list, clock: str) -> str:
     return "\n".join(rows)
 
 
-def hover(ls, params: types.HoverParams) -> types.Hover | None:
+def hover(ls: LensServer, params: types.HoverParams) -> types.Hover | None:
     uri = params.text_document.uri
     annotations = ls.annotations(uri)
     if annotations is None:
@@ -136,7 +137,7 @@ def hover(ls, params: types.HoverParams) -> types.Hover | None:
     )
 
 
-def register(server) -> None:
+def register(server: LensServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
-    def on_hover(ls, params: types.HoverParams) -> types.Hover | None:
+    def on_hover(ls: LensServer, params: types.HoverParams) -> types.Hover | None:
         return hover(ls, params)

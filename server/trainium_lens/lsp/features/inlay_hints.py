@@ -10,12 +10,15 @@ a training step whose forward caused backward work reads
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable, Iterable, Sequence
 
 from lsprotocol import types
 
 from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.present import rank_format
 from trainium_lens.lsp.runs import Annotation, Annotations
+from trainium_lens.lsp.settings import Threshold
+from trainium_lens.lsp.state import LensServer
 
 
 def figures(a: Annotation) -> str:
@@ -47,7 +50,7 @@ def label(a: Annotation) -> str:
     return f"{text} (stale)" if a.stale else text
 
 
-def _units(ls):
+def _units(ls: LensServer) -> Callable[[str], int]:
     codec = ls.workspace.position_codec.client_num_units  # UTF-16 columns by default
     return lambda text: len(text) if text.isascii() else codec(text)
 
@@ -57,7 +60,7 @@ class HintView:
     annotations) and their hints, made when first asked for: an editor asks
     for its viewport, again after every keystroke."""
 
-    def __init__(self, annotations: Annotations, threshold) -> None:
+    def __init__(self, annotations: Annotations, threshold: Threshold) -> None:
         self.shown = [
             a for a in annotations.lines if threshold.passes(a.time_us, a.result.totals.self_time_us)
         ]
@@ -69,13 +72,15 @@ class HintView:
         self.at = [a.line for a in self.shown]
         self.made.clear()
 
-    def forget(self, lines) -> None:
+    def forget(self, lines: Iterable[int]) -> None:
         for line in lines:  # typed in: its staleness and length may differ now
             i = bisect.bisect_left(self.at, line)
             if i < len(self.at) and self.at[i] == line:
                 self.made.pop(i, None)
 
-    def hints(self, first: int, last: int, lines: list[str], units) -> list[types.InlayHint]:
+    def hints(
+        self, first: int, last: int, lines: Sequence[str], units: Callable[[str], int]
+    ) -> list[types.InlayHint]:
         out = []
         for i in range(bisect.bisect_left(self.at, first), bisect.bisect_right(self.at, last)):
             hint = self.made.get(i)
@@ -92,7 +97,7 @@ class HintView:
         return out
 
 
-def hints(ls, params: types.InlayHintParams) -> list[types.InlayHint]:
+def hints(ls: LensServer, params: types.InlayHintParams) -> list[types.InlayHint]:
     uri = params.text_document.uri
     annotations = ls.annotations(uri)
     if annotations is None or not annotations.lines:
@@ -105,7 +110,7 @@ def hints(ls, params: types.InlayHintParams) -> list[types.InlayHint]:
     return view.hints(params.range.start.line, params.range.end.line, lines, _units(ls))
 
 
-def register(server) -> None:
+def register(server: LensServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
-    def inlay_hint(ls, params: types.InlayHintParams) -> list[types.InlayHint]:
+    def inlay_hint(ls: LensServer, params: types.InlayHintParams) -> list[types.InlayHint]:
         return hints(ls, params)

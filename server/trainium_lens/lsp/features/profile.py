@@ -28,6 +28,7 @@ from trainium_lens.lsp.features import trust
 from trainium_lens.lsp.present import format as fmt
 
 # A runtime import: pygls reads command handlers' annotations (get_type_hints).
+from trainium_lens.lsp.runs import DocumentRuns
 from trainium_lens.lsp.state import LensServer
 
 log = logging.getLogger(__name__)
@@ -210,7 +211,7 @@ async def run_profile(ls: LensServer, *args: Any) -> dict:
         ls.refresh_pulled_views()
 
 
-async def _run(ls: LensServer, req: Request, runs, running: Running) -> dict:
+async def _run(ls: LensServer, req: Request, runs: DocumentRuns, running: Running) -> dict:
     from trainium_lens.engine.jobs import make_job
     from trainium_lens.engine.runner import profile
 
@@ -308,7 +309,7 @@ async def _run(ls: LensServer, req: Request, runs, running: Running) -> dict:
     return {"run_ids": [r.run_id for r in results], "backend": results[0].backend, "headline": headline}
 
 
-def _failed(ls: LensServer, req: Request, runs, err: Exception, host: str) -> dict:
+def _failed(ls: LensServer, req: Request, runs: DocumentRuns, err: Exception, host: str) -> dict:
     """Say why in one line, put a user-code error on its line, resolve the command."""
     error, info = types.MessageType.Error, types.MessageType.Info
     if isinstance(err, Cancelled):
@@ -331,7 +332,7 @@ def _failed(ls: LensServer, req: Request, runs, err: Exception, host: str) -> di
     return {"run_ids": [], "error": message, "kind": kind}
 
 
-def _error_diagnostic(ls: LensServer, runs, err: HarnessError) -> None:
+def _error_diagnostic(ls: LensServer, runs: DocumentRuns, err: HarnessError) -> None:
     """Put an error in the user's code on their line (the file may be another
     one of the workspace: a helper module that raised)."""
     if not err.line:

@@ -23,9 +23,12 @@ import logging
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pygls.uris import to_fs_path
+
+if TYPE_CHECKING:
+    from lsprotocol.types import CodeLens, Range
 
 from trainium_lens.errors import LensError
 from trainium_lens.lsp.state import LensServer
@@ -176,7 +179,7 @@ async def timeline(ls: LensServer, params: Any, cache: TraceCache) -> dict:
     return payload(trace, result, file, run_line, targets_for(ls, uri, result, trace))
 
 
-def code_lenses(ls: LensServer, uri: str, result: Result, where) -> list:
+def code_lenses(ls: LensServer, uri: str, result: Result, where: Range) -> list[CodeLens]:
     """ "Timeline" (and "Neuron Explorer" for a Neuron run) above a profiled
     function, opened on its hottest line; for codelens.py to add after the
     function's headline lens."""

@@ -1,4 +1,4 @@
-"""The warm worker from the editor's side (issue 13).
+"""The warm worker from the editor's side (docs/architecture.md, "Warm worker").
 
 Every target the server makes gets a ``targets.warm.WarmSlot``: profile runs
 then go to a warm harness (torch already imported) instead of a new process.
@@ -22,13 +22,15 @@ import asyncio
 import logging
 from typing import Any
 
+from trainium_lens.lsp.state import LensServer
+
 log = logging.getLogger(__name__)
 
 RELEASE = "trainiumLens.releaseWorker"
 NOTIFICATION = "trainiumLens/worker"
 
 
-def attach(ls, target) -> None:
+def attach(ls: LensServer, target: Any) -> None:
     """Give a new target its warm slot (targets without a ``warm`` attribute,
     e.g. another area's, stay cold)."""
     if not hasattr(target, "warm"):
@@ -48,21 +50,21 @@ def attach(ls, target) -> None:
     target.warm = WarmSlot(target.host, lambda: ls.settings.warm_idle_seconds, on_change)
 
 
-def _notify(ls, state: dict) -> None:
+def _notify(ls: LensServer, state: dict) -> None:
     try:
         ls.protocol.notify(NOTIFICATION, state)
     except Exception:  # noqa: BLE001 - the client may be gone (shutdown)
         log.debug("worker notification not sent", exc_info=True)
 
 
-def held(ls) -> dict | None:
+def held(ls: LensServer) -> dict | None:
     """The worker the current target holds: {host, pid, idle_s}, else None."""
     target = getattr(ls, "_target", None)
     slot = getattr(target, "warm", None)
     return slot.held() if slot is not None else None
 
 
-def release(ls) -> dict:
+def release(ls: LensServer) -> dict:
     target = getattr(ls, "_target", None)
     slot = getattr(target, "warm", None)
     host = getattr(target, "host", ls.settings.host)
@@ -70,11 +72,11 @@ def release(ls) -> dict:
     return {"released": released, "host": host}
 
 
-def register(server) -> None:
+def register(server: LensServer) -> None:
     server.on_new_target.append(attach)
 
     @server.command(RELEASE)
-    async def release_command(ls, *args: Any) -> dict:
+    async def release_command(ls: LensServer, *args: Any) -> dict:
         loop = asyncio.get_running_loop()
         reply = await loop.run_in_executor(None, release, ls)
         ls.show(
@@ -84,7 +86,7 @@ def register(server) -> None:
         )
         return reply
 
-    def settings_changed(ls) -> None:
+    def settings_changed(ls: LensServer) -> None:
         if ls.settings.warm_idle_seconds <= 0:
             release(ls)
 
