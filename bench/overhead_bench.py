@@ -111,7 +111,7 @@ def main() -> None:
             wall_b.append(wall_per_call(fn, args, labeler, calls))
         oa, ob = statistics.median(op_a), statistics.median(op_b)
         wa, wb = statistics.median(wall_a), statistics.median(wall_b)
-        ratios = [b / a for a, b in zip(op_a, op_b)]
+        ratios = [b / a for a, b in zip(op_a, op_b, strict=True)]
         print(
             f"{label:40} {oa:17.2f} µs {ob:6.2f} µs {statistics.median(ratios):5.2f}x "
             f"{min(ratios):7.2f}-{max(ratios):.2f}x   "

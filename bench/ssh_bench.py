@@ -74,7 +74,7 @@ class _TimedPopen(subprocess.Popen):
 
 
 def overhead(host: str, config: str, python: str, tmp: Path, repeat: int, repeat_cli: int) -> None:
-    from trainium_lens.engine.jobs import make_job
+    from trainium_lens.engine.jobs import Job, make_job
     from trainium_lens.targets import stream
     from trainium_lens.targets.local import LocalTarget
 
@@ -100,18 +100,13 @@ def overhead(host: str, config: str, python: str, tmp: Path, repeat: int, repeat
         pair = [("l", lambda: cli(str(ws / "tiny.py"))), ("r", lambda: cli(str(ws / "tiny.py"), *remote))]
         for kind, fn in pair if i % 2 == 0 else pair[::-1]:  # alternate: drift cancels
             (local_t if kind == "l" else remote_t).append(timed(fn))
+
     # (b) in process, each run minus the harness's own time from its start to its
     #     result event (measured on the host by the wrapper; locally from the
     #     subprocess start): what is left is what each target adds around it.
-    job = lambda: make_job(
-        ws / "tiny.py",
-        protocol={
-            "wait": 0,
-            "warmup": 0,  # noqa: E731
-            "active": 1,
-            "timing_calls": 1,
-        },
-    )
+    def job() -> Job:
+        return make_job(ws / "tiny.py", protocol={"wait": 0, "warmup": 0, "active": 1, "timing_calls": 1})
+
     target = SshTarget(host, ssh_config=config, remote_python=python, work_dir=str(tmp / "work"))
     local = LocalTarget(python=python)
     ssh_extra, local_extra = [], []

@@ -1,13 +1,15 @@
-"""scripts/lint.sh (run by scripts/test.sh) fails on a ruff, mypy, tsc, checkJs
-or ESLint finding, and passes on clean code: each check really runs, with the
-project's configuration. Checked on a small tree beside the real one (the same
-config files and tools), clean first, then with one error for each check."""
+"""scripts/check.sh (run by scripts/test.sh) fails on a ruff, ruff format, mypy, tsc,
+checkJs, ESLint, prettier or layer finding, and passes on clean code: each check
+really runs, with the project's configuration. Checked on a tree beside the real one
+(the same config files and tools, a copy of the real package and small files of
+each kind), clean first, then with one error for each check."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -19,12 +21,14 @@ CLEAN = {
     "tests/__init__.py": "",
     "extension/src/mod.ts": "export function double(x: number): number {\n  return 2 * x;\n}\n",
     "extension/test/mod.test.ts": 'import { double } from "../src/mod";\n\nexport const four = double(2);\n',
-    "extension/media/timeline/page.js": "(function () {\n  'use strict';\n"
+    "extension/media/timeline/page.js": '(function () {\n  "use strict";\n'
     "  const M = self.TimelineModel;\n  M.formatUs(3);\n})();\n",
 }
-# One finding per check; each check must name itself in lint.sh's summary.
+# One finding per check; each check must name itself in check.sh's summary.
 BROKEN = {
     "ruff": ("server/pkg/mod.py", "import os\n\n\ndef double(x: int) -> int:\n    return 2 * x\n"),
+    # Only the formatter minds single quotes (no lint rule selected does).
+    "ruff-format": ("server/pkg/quotes.py", "NAME = 'single'\n"),
     # Only check_untyped_defs reports an error inside an unannotated function.
     "mypy": ("server/pkg/untyped.py", 'def f():\n    x: int = "not a number"\n    return x\n'),
     # strict: an implicit any parameter.
@@ -32,63 +36,131 @@ BROKEN = {
     # checkJs: a function the timeline model does not have.
     "tsc-media": (
         "extension/media/timeline/page.js",
-        "(function () {\n  'use strict';\n  self.TimelineModel.noSuchFunction();\n})();\n",
+        '(function () {\n  "use strict";\n  self.TimelineModel.noSuchFunction();\n})();\n',
     ),
-    # typescript-eslint's recommended rules: no explicit any.
-    "eslint": ("extension/test/any.test.ts", "export const anything: any = 1;\n"),
+    # A type-aware rule: a promise nobody awaits.
+    "eslint": (
+        "extension/test/floating.test.ts",
+        "async function one(): Promise<number> {\n  return await Promise.resolve(1);\n}\n\n"
+        "export function start(): void {\n  one();\n}\n",
+    ),
+    "prettier": ("extension/test/spaced.test.ts", "export const  spaced = 1;\n"),
+    # The harness imports from the core (it would not exist on a target).
+    "layers": (
+        "server/trainium_lens/harness/leak.py",
+        "from trainium_lens.model.result import Result\n\n\ndef result_type() -> type:\n    return Result\n",
+    ),
 }
+CONFIG = (
+    "pyproject.toml",
+    "tsconfig.json",
+    "eslint.config.mjs",
+    ".prettierrc.json",
+    ".prettierignore",
+    "scripts/check.sh",
+    "extension/media/tsconfig.json",
+    "extension/media/timeline/globals.d.ts",
+    "tests/support/import_contracts.py",  # the layer check's allow-list contract type
+)
 
 
-def make_tree(root):
-    for name in (
-        "pyproject.toml",
-        "tsconfig.json",
-        "eslint.config.mjs",
-        "scripts/lint.sh",
-        "extension/media/tsconfig.json",
-        "extension/media/timeline/globals.d.ts",
-    ):
+def make_tree(root: Path) -> None:
+    for name in CONFIG:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, root / name)
+    (root / "tests/support/__init__.py").write_text("")
     for name in (".venv", "node_modules"):  # the tools, as installed for the real tree
         (root / name).symlink_to(ROOT / name)
+    # The real package: the layer contracts name its modules.
+    shutil.copytree(
+        ROOT / "server/trainium_lens",
+        root / "server/trainium_lens",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     for name, text in CLEAN.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
 
 
-def lint(root) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MYPY")}
+def check(root: Path, *names: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MYPY") and k != "PYTHONPATH"}
     return subprocess.run(
-        ["bash", "scripts/lint.sh"], cwd=root, capture_output=True, text=True, timeout=600, env=env
+        ["bash", "scripts/check.sh", *names], cwd=root, capture_output=True, text=True, timeout=600, env=env
     )
 
 
 @pytest.mark.slow
-def test_lint_passes_clean_code_and_fails_on_each_kind_of_error(tmp_path):
+def test_check_passes_clean_code_and_fails_on_each_kind_of_error(tmp_path):
     if not (ROOT / "node_modules" / ".bin" / "eslint").exists():
-        pytest.fail("run 'npm ci' first: the static checks need tsc and eslint")
+        pytest.fail("run 'npm ci' first: the static checks need tsc, eslint and prettier")
     make_tree(tmp_path)
-    done = lint(tmp_path)
+    done = check(tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "lint: ruff, mypy, tsc, tsc-media, eslint clean" in done.stderr
+    assert "check: ruff ruff-format mypy tsc tsc-media eslint prettier layers clean" in done.stderr
 
     for name, text in BROKEN.values():
         (tmp_path / name).write_text(text)
-    done = lint(tmp_path)
+    done = check(tmp_path)
     assert done.returncode == 1
-    assert done.stderr.strip().splitlines()[-1] == "lint: failed: ruff mypy tsc tsc-media eslint"
     out = done.stdout + done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "check: failed: ruff ruff-format mypy tsc tsc-media eslint prettier layers"
+    ), out
     assert "F401" in out  # ruff: `os` imported but unused
+    assert "server/pkg/quotes.py" in out  # ruff format --check names the file
     assert 'Incompatible types in assignment (expression has type "str", variable has type "int")' in out
     assert "Parameter 'a' implicitly has an 'any' type" in out
     assert "Property 'noSuchFunction' does not exist" in out
-    assert "@typescript-eslint/no-explicit-any" in out
+    assert "@typescript-eslint/no-floating-promises" in out
+    assert "extension/test/spaced.test.ts" in out  # prettier --check names the file
+    assert "trainium_lens.harness.leak -> trainium_lens.model.result (l.1)" in out
 
 
-def test_lint_says_what_to_run_when_the_tools_are_missing(tmp_path):
+# One forbidden import per layer rule: (file, text, the contract that must break, the import it names).
+LAYER_BREAKS = [
+    (
+        "server/trainium_lens/harness/leak.py",
+        "import pygls\n\nVERSION = pygls\n",
+        "The harness runs alone on a target",
+        "trainium_lens.harness.leak -> pygls",
+    ),
+    (
+        "server/trainium_lens/engine/leak.py",
+        "from trainium_lens.harness.eager import run\n\nRUN = run\n",
+        "The core imports from the harness only its contract modules",
+        "trainium_lens.engine.leak -> trainium_lens.harness.eager.run",
+    ),
+    (
+        "server/trainium_lens/model/leak.py",
+        "from trainium_lens.engine import runner\n\nRUNNER = runner\n",
+        "The core's layers",
+        "trainium_lens.model.leak -> trainium_lens.engine.runner",
+    ),
+    (
+        "server/trainium_lens/analysis/leak.py",
+        "import torch\n\nTORCH = torch\n",
+        "Nothing outside the harness imports torch",
+        "trainium_lens.analysis.leak -> torch",
+    ),
+]
+
+
+@pytest.mark.parametrize("path, text, contract, named", LAYER_BREAKS, ids=lambda v: str(v)[:40])
+def test_the_layer_check_fails_on_a_forbidden_import(tmp_path, path, text, contract, named):
+    make_tree(tmp_path)
+    assert check(tmp_path, "layers").returncode == 0
+    (tmp_path / path).write_text(text)
+    done = check(tmp_path, "layers")
+    assert done.returncode == 1 and done.stderr.strip().splitlines()[-1] == "check: failed: layers"
+    broken = done.stdout.split("Broken contracts", 1)[-1]
+    assert contract in broken and named in broken, done.stdout
+
+
+def test_check_says_what_to_run_when_the_tools_are_missing(tmp_path):
     (tmp_path / "scripts").mkdir()
-    shutil.copy(ROOT / "scripts" / "lint.sh", tmp_path / "scripts" / "lint.sh")
-    done = lint(tmp_path)
+    shutil.copy(ROOT / "scripts" / "check.sh", tmp_path / "scripts" / "check.sh")
+    done = check(tmp_path)
     assert done.returncode == 2
-    assert done.stderr.strip() == "lint: run scripts/setup.sh first (no .venv/bin/ruff or mypy)"
+    assert (
+        done.stderr.strip() == "check: run scripts/setup.sh first (no .venv/bin/ruff, mypy or lint-imports)"
+    )

@@ -11,6 +11,7 @@ imports torch and typing_extensions from the user's environment) never see them.
 This file must parse on old Pythons too (no f-strings, no annotations): it is
 what tells the user that their interpreter is too old.
 """
+
 import json
 import os
 import platform

@@ -253,6 +253,7 @@ def test_cpu_and_privateuse1_activities_profile_together():
 
 # -- the harness runs alone on a target -----------------------------------------
 
+
 # What the harness may import (stdlib, torch, itself) and that the core imports none of
 # its internals are import-linter contracts (pyproject.toml, run by scripts/check.sh);
 # this test keeps what they do not see: the files parse as Python 3.10, a host's floor.
