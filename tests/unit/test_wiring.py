@@ -51,3 +51,19 @@ def test_the_cli_has_every_command_and_a_missing_one_is_an_error(monkeypatch):
     monkeypatch.setattr(cli, "COMMANDS", (*cli.COMMANDS, "no_such"))
     with pytest.raises(ModuleNotFoundError, match="no_such_cmd"):
         cli.build_parser()
+
+
+def test_one_version_for_the_package_the_server_and_the_extension():
+    import json
+    from importlib import metadata
+
+    from tests.conftest import ROOT
+    from trainium_lens import __version__
+
+    package = json.loads((ROOT / "package.json").read_text())
+    assert package["version"] == __version__, (
+        "raise server/trainium_lens/__init__.py and package.json together"
+    )
+    # pyproject.toml reads __version__: the installed distribution says the same.
+    assert metadata.version("trainium-lens") == __version__, "reinstall: bash scripts/setup.sh"
+    assert f"## {__version__} " in (ROOT / "CHANGELOG.md").read_text()
