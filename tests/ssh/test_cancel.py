@@ -23,7 +23,8 @@ from trainium_lens.targets.ssh import SshTarget
 pytestmark = pytest.mark.ssh
 
 FAST = {"wait": 0, "warmup": 0, "active": 1, "timing_calls": 1}
-SOURCE = """\
+SLEEP_S = 120  # how long ``slow`` sleeps: a stopped run ends long before
+SOURCE = f"""\
 import os
 import time
 
@@ -41,7 +42,8 @@ def quick(x):
 
 # trainium: profile inputs=make_inputs
 def slow(x):
-    time.sleep(float(os.environ.get("LENS_TEST_SLEEP", "120")))
+    open(__file__ + ".sleeping", "w").close()  # the tests act once this is there
+    time.sleep({SLEEP_S})
     return x * 2
 """
 
@@ -88,26 +90,26 @@ def _wait_gone(work: Path, seconds: float = 5.0) -> list[str]:
     return host_processes(work)
 
 
-def _run_until_compiling(target, job, store=None, act=None):
-    """Run in a thread; call ``act()`` once the slow function is running remotely."""
+def _run_until_sleeping(target, job, work: Path, store=None, act=None):
+    """Run in a thread; call ``act()`` once the slow function sleeps on the host."""
     outcome: dict = {}
     cancel = threading.Event()
-    seen = threading.Event()
-
-    def on_event(event):
-        if event.get("event") == "stage" and event.get("stage") in ("compile", "profile"):
-            seen.set()
+    sleeping = work / "src" / "jobs.py.sleeping"  # the synced copy's marker
 
     def body():
         try:
-            outcome["result"] = runner.profile(job, target, on_event, cancel, store=store)
+            outcome["result"] = runner.profile(job, target, None, cancel, store=store)
         except Exception as exc:  # noqa: BLE001 - the test inspects it
             outcome["error"] = exc
 
     thread = threading.Thread(target=body)
     thread.start()
-    assert seen.wait(120), "the slow function never started"
-    time.sleep(0.5)  # inside time.sleep() on the host now
+    deadline = time.monotonic() + 120
+    while not sleeping.exists():
+        assert time.monotonic() < deadline and thread.is_alive(), (
+            f"the slow function never started: {outcome}"
+        )
+        time.sleep(0.05)
     started = time.monotonic()
     act(cancel)
     thread.join(60)
@@ -128,9 +130,9 @@ def test_cancel_stops_the_remote_group_and_keeps_stored_results(sshd, ssh_contro
     job = make_job(ws / "jobs.py", functions=["slow"], protocol=FAST)
     # after a result the harness gets a second for its teardown, then is killed
     assert _wait_gone(work, 5.0) == []
-    outcome = _run_until_compiling(target, job, store, act=lambda cancel: cancel.set())
+    outcome = _run_until_sleeping(target, job, work, store, act=lambda cancel: cancel.set())
     assert isinstance(outcome.get("error"), Cancelled), outcome
-    assert outcome["stop_s"] < 10
+    assert outcome["stop_s"] < SLEEP_S  # stopped, not waited out
     assert _wait_gone(work, 2.0) == []
     assert {p.name: p.read_bytes() for p in store.runs.iterdir()} == saved
     assert store.get(earlier.run_id).run_id == earlier.run_id
@@ -170,7 +172,7 @@ def test_cli_timeout_stops_the_remote_group(sshd, ssh_control_dir, ws, tmp_path)
     )
     assert proc.returncode == TimedOut.exit_code, proc.stderr
     assert "timed out" in proc.stderr.strip().splitlines()[-1]
-    assert time.monotonic() - started < 60
+    assert time.monotonic() - started < SLEEP_S  # stopped by the timeout, not waited out
     assert _wait_gone(work, 2.0) == []
     assert not (ws / ".trainium-lens" / "runs").exists() or not list(
         (ws / ".trainium-lens" / "runs").iterdir()
@@ -182,7 +184,7 @@ def test_dropped_connection_then_next_run_works(sshd, ssh_control_dir, ws, tmp_p
     target = _target(sshd, work)
     job = make_job(ws / "jobs.py", functions=["slow"], protocol=FAST)
     try:
-        outcome = _run_until_compiling(target, job, act=lambda _cancel: sshd.kill_all())
+        outcome = _run_until_sleeping(target, job, work, act=lambda _cancel: sshd.kill_all())
     finally:
         if sshd.proc is None:
             sshd.start()

@@ -1,6 +1,6 @@
 """Start the real language server as a subprocess and drive it (pytest-lsp).
 
-Shared by tests/test_lsp*.py and bench/lsp_bench.py. Also builds synthetic
+Shared by tests/integration/lsp/, tests/ssh/test_lsp.py and bench/lsp_bench.py. Also builds synthetic
 results for the tests that check rendering without running torch: they are
 written through the real ``RunStore``, exactly as a profile run leaves them.
 """
@@ -8,8 +8,11 @@ written through the real ``RunStore``, exactly as a profile run leaves them.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -206,9 +209,21 @@ async def lenses(client: LanguageClient, uri: str) -> list[types.CodeLens]:
     )
 
 
-async def settle(client: LanguageClient, delay: float = 0.3) -> None:
-    """Notifications have no reply: give the server a moment to act on them."""
-    await asyncio.sleep(delay)
+async def until(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> None:
+    """Wait for what the server does on its own, with no reply to await (a message,
+    diagnostics, heat, a worker state; the effect of a notification we sent): until
+    ``condition()`` holds (a plain or an async function). ``timeout`` only ends a
+    hang, with ``what`` in the failure; it times nothing."""
+    deadline = time.monotonic() + timeout
+    while True:
+        held = condition()
+        if inspect.isawaitable(held):
+            held = await held
+        if held:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        await asyncio.sleep(0.02)
 
 
 # -- synthetic results --------------------------------------------------------

@@ -91,6 +91,10 @@ class Sshd:
     def __post_init__(self) -> None:
         self.log = self.root / "sshd.log"
 
+    def logins(self) -> int:
+        """Connections authenticated so far (sshd logs one ``Accepted publickey`` each)."""
+        return self.log.read_text(errors="replace").count("Accepted publickey")
+
     def start(self) -> None:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
@@ -175,7 +179,7 @@ UsePAM no
 AllowTcpForwarding yes
 MaxSessions 64
 MaxStartups 64
-LogLevel ERROR
+LogLevel INFO
 """)
     key_type, key_b64 = host_pub.split()[:2]
     other_type, other_b64 = other_host_pub.split()[:2]

@@ -59,6 +59,7 @@ def report_state(x):
     return x + 1
 '''
 
+SLEEP_S = 60  # how long FAULTS' sleeps() sleeps
 FAULTS = '''
 import ctypes
 import os
@@ -133,16 +134,12 @@ def worker_pid(target) -> int:
     return held["pid"]
 
 
-def test_second_job_reuses_the_worker_and_is_faster(warm, ws):
-    start = time.monotonic()
+def test_second_job_reuses_the_worker(warm, ws):
+    # How much faster that is: bench/warm_bench.py, side by side with cold runs.
     (first,) = run(warm, ws, "rmsnorm.py", "rms_norm_naive")
-    cold = time.monotonic() - start
     pid = worker_pid(warm)
-    start = time.monotonic()
     (second,) = run(warm, ws, "rmsnorm.py", "rms_norm_naive")
-    hot = time.monotonic() - start
     assert worker_pid(warm) == pid
-    assert hot < 0.5 * cold, (hot, cold)
     assert {s.line for s in first.lines} == {s.line for s in second.lines}
     assert warm.changes[0]["state"] == "warm" and warm.changes[0]["pid"] == pid
 
@@ -240,7 +237,7 @@ def test_cancel_and_timeout_stop_the_job_not_the_worker(warm, ws):
     start = time.monotonic()
     with pytest.raises(TimedOut):
         run(warm, ws, "faults.py", "sleeps", timeout=3)
-    assert time.monotonic() - start < 20
+    assert time.monotonic() - start < SLEEP_S  # stopped, not waited out
     assert not job_children(pid)
     assert worker_pid(warm) == pid
     (result,) = run(warm, ws, "rmsnorm.py", "rms_norm_naive")

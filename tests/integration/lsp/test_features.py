@@ -22,9 +22,9 @@ from tests.support.lsp_client import (
     make_result,
     open_doc,
     request,
-    settle,
     start,
     stop,
+    until,
 )
 from trainium_lens.model.result import Finding
 from trainium_lens.model.store import RunStore
@@ -99,7 +99,9 @@ async def test_hints_hover_lens_heat_diagnostics_from_the_store(client, workspac
     assert reply == {"error": "f has 1 run: profile it again to compare"}
     assert (await request(client, "trainiumLens/runData", {"uri": "untitled:1"}))["result"] is None
 
-    await settle(client)
+    await until(lambda: client.messages, "the compare error shown")
+    await until(lambda: client.diagnostics.get(uri), "diagnostics published")
+    await until(lambda: any(h["uri"] == uri for h in client.heat), "heat sent")
     assert [m.message for m in client.messages] == ["Trainium Lens: " + reply["error"]]
     diag = client.diagnostics[uri]
     assert [(d.range.start.line, d.source, d.severity, d.code) for d in diag] == [
@@ -121,7 +123,7 @@ async def test_hints_follow_edits_and_go_stale(client, workspace):
     change(client, uri, 3, (8, 8), (8, 13), "x + x")
     shown = await hints(client, uri)
     assert shown[8].endswith("(stale)") and "stale" not in shown[9]
-    await settle(client)
+    await until(lambda: client.heat[-1]["version"] == 3, "heat for the edit (version 3)")
     assert [h["stale"] for h in client.heat[-1]["lines"] if h["line"] == 8] == [True]
     # Undo: the line reads as profiled again, so the hint is fresh again.
     change(client, uri, 4, (8, 8), (8, 13), "x * x")
@@ -133,9 +135,9 @@ async def test_hints_follow_edits_and_go_stale(client, workspace):
     change(client, uri, 6, (5, 0), (6, 0), "")
     shown = await hints(client, uri)
     assert sorted(shown) == [5, 6] and shown[5].startswith("⏱ 30 µs")
-    await settle(client)
+    await until(lambda: client.heat[-1]["version"] == 6, "heat for the deletion (version 6)")
     assert [h["line"] for h in client.heat[-1]["lines"]] == [5, 6]
-    assert [d.range.start.line for d in client.diagnostics[uri]] == [6]
+    await until(lambda: [d.range.start.line for d in client.diagnostics[uri]] == [6], "the finding moved up")
 
 
 async def test_a_run_stored_by_the_cli_shows_without_reopening(client, workspace):
@@ -187,13 +189,17 @@ async def test_restart_brings_hints_back_and_delta_against_previous(client, work
         await stop(again)
 
 
+async def hints_at(client, uri: str, lines: list[int]) -> bool:
+    return sorted(await hints(client, uri)) == lines
+
+
 async def test_invalid_settings_are_named_and_defaults_used(workspace):
     client = await start(
         workspace, options={"trainiumLens": {"backend": "tpu", "historySize": 0, "hintThreshold": "50us"}}
     )
     try:
         uri = open_doc(client, workspace / "mod.py")
-        await settle(client)
+        await until(lambda: len(client.messages) >= 2, "a warning per invalid setting")
         messages = [m.message for m in client.messages]
         assert any(
             "trainiumLens.backend" in m and "'tpu'" in m and "default (auto)" in m for m in messages
@@ -204,8 +210,8 @@ async def test_invalid_settings_are_named_and_defaults_used(workspace):
         client.workspace_did_change_configuration(
             types.DidChangeConfigurationParams(settings={"trainiumLens": {"hintThreshold": 0.2}})
         )
-        await settle(client)
-        assert sorted(await hints(client, uri)) == [6, 7]  # 30% and 60% pass 20%
+        # 30% and 60% pass 20%
+        await until(lambda: hints_at(client, uri, [6, 7]), "hints above the new threshold")
     finally:
         await stop(client)
 
@@ -253,7 +259,7 @@ async def test_variants_of_a_file_compare_and_bad_requests_are_refused(workspace
                 types.ExecuteCommandParams(command="trainiumLens.profile", arguments=[arg])
             )
             assert words in reply["error"] and reply["run_ids"] == [], reply
-        await settle(client)
+        await until(lambda: len(client.messages) >= 4, "a message per refused request")
         assert len(client.messages) == 4
         assert all(m.type == types.MessageType.Error for m in client.messages)
     finally:

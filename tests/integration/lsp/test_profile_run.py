@@ -20,7 +20,7 @@ import pytest
 from lsprotocol import types
 
 from tests.conftest import EXAMPLES
-from tests.support.lsp_client import change, hints, hover, lenses, open_doc, settle, start, stop
+from tests.support.lsp_client import change, hints, hover, lenses, open_doc, start, stop, until
 from trainium_lens.model.store import RunStore
 
 NAIVE = "rms_norm_naive"
@@ -65,7 +65,14 @@ def profiled(tmp_path_factory) -> Profiled:
         try:
             uri = open_doc(client, ws / "rmsnorm.py")
             reply = await execute(client, "trainiumLens.profile", {"uri": uri, "function": NAIVE})
-            await settle(client)
+            await until(
+                lambda: (
+                    [s["state"] for s in client.run_states][-1:] == ["ok"]
+                    and client.diagnostics.get(uri)
+                    and any(h["uri"] == uri and h["lines"] for h in client.heat)
+                ),
+                "the run's state, findings and heat",
+            )
             (token,) = client.progress_reports
             source = (ws / "rmsnorm.py").read_text().splitlines()
             mul_line = next(i for i, t in enumerate(source) if "x2 = x * x" in t)
@@ -232,7 +239,7 @@ async def test_bad_files_and_an_unreachable_host_give_clear_messages(profiled, t
         assert "# trainium: profile" in reply["error"]
         reply = await execute(client, "trainiumLens.profile", {"uri": uris["raises.py"]})
         assert reply["kind"] == "user_code" and "ZeroDivisionError" in reply["error"]
-        await settle(client)
+        await until(lambda: client.diagnostics.get(uris["raises.py"]), "the error on its line")
         (diag,) = client.diagnostics[uris["raises.py"]]
         assert diag.range.start.line == 3 and diag.severity == types.DiagnosticSeverity.Error
 
@@ -241,10 +248,8 @@ async def test_bad_files_and_an_unreachable_host_give_clear_messages(profiled, t
                 settings={"trainiumLens": {"host": "lens-unreachable", "sshConfig": str(config)}}
             )
         )
-        started = time.monotonic()
         reply = await execute(client, "trainiumLens.profile", {"uri": uris["rmsnorm.py"], "function": NAIVE})
         assert reply["kind"] == "target" and "lens-unreachable" in reply["error"]
-        assert time.monotonic() - started < 30
 
         shown = [m.message for m in client.messages]
         assert len(shown) == 4 and all(m.startswith("Trainium Lens: ") for m in shown), shown

@@ -4,10 +4,12 @@ Neuron Explorer, each refused in one line that says why. Real server over LSP.""
 
 from __future__ import annotations
 
+from typing import Any
+
 from lsprotocol import types
 
 from tests.integration.lsp.test_features import LINES, SOURCE
-from tests.support.lsp_client import hints, hover, make_result, open_doc, request, settle, start, stop
+from tests.support.lsp_client import hints, hover, make_result, open_doc, request, start, stop, until
 from trainium_lens.lsp.features.trust import EXPLORER_REFUSED, PROFILE_REFUSED
 from trainium_lens.model.store import RunStore
 
@@ -46,7 +48,7 @@ async def test_restricted_mode_shows_stored_results_and_runs_nothing(tmp_path):
             )
         )
         assert reply == {"error": EXPLORER_REFUSED, "kind": "untrusted"}
-        await settle(client)
+        await until(lambda: len(client.messages) >= 2, "a warning per refusal")
         assert [(m.type, m.message) for m in client.messages] == [
             (types.MessageType.Warning, PROFILE_REFUSED),
             (types.MessageType.Warning, EXPLORER_REFUSED),
@@ -59,10 +61,19 @@ async def test_restricted_mode_shows_stored_results_and_runs_nothing(tmp_path):
         client.workspace_did_change_configuration(
             types.DidChangeConfigurationParams(settings={"trainiumLens": {"trusted": True}})
         )
-        await settle(client)
-        reply = await client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="trainiumLens.profile", arguments=[{"uri": uri, "line": 0}])
-        )
+
+        async def answer() -> Any:
+            return await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(
+                    command="trainiumLens.profile", arguments=[{"uri": uri, "line": 0}]
+                )
+            )
+
+        async def trusted() -> bool:  # a refusal until the server has read the new settings
+            return (await answer())["kind"] != "untrusted"
+
+        await until(trusted, "the command no longer refused")
+        reply = await answer()
         assert reply["kind"] == "usage" and "not inside a marked function" in reply["error"]
     finally:
         await stop(client)

