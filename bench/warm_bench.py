@@ -11,7 +11,7 @@ Functions: ``rms_norm_naive`` (examples/rmsnorm.py) and ``gpt_forward``
 (bench/models/tiny_gpt.py, a 2-layer GPT-style decoder). Targets: local, and an
 SSH host (without ``--host``: a loopback sshd from tests/sshd.py, which needs
 ``bash scripts/setup-ssh.sh``). Default protocol (wait 2, warmup 1, active 5,
-20 timing calls). Goal (issue 13): warm ≤ 1.0 s for ``rms_norm_naive`` here, and
+20 timing calls). Goal: warm ≤ 1.0 s for ``rms_norm_naive`` here, and
 ≤ 0.35× the first cold run.
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/warm_bench.py [--rounds 5] [--no-ssh]

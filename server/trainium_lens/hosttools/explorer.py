@@ -128,7 +128,7 @@ if [ -n "$dir" ]; then
     else
       [ -d "$dir" ] || { say "the run's Neuron profile directory is gone: $dir"; exit 74; }
       # NeuronProfiler writes <dir>/<instance-id>_pid_<pid>/[<timestamp>/]; a system
-      # profile is the folder holding trace_info.pb (notes/neuron.md).
+      # profile is the folder holding trace_info.pb (docs/explorer.md).
       if [ ! -f "$dir/trace_info.pb" ]; then
         found=$(find "$dir" -name trace_info.pb -print 2>/dev/null | head -n 1)
         [ -n "$found" ] && dir=$(dirname "$found")

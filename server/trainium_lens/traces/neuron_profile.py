@@ -1,6 +1,6 @@
 """Per-line device time from a processed Neuron device profile (Trn1, torch-xla).
 
-Written against the Neuron Explorer docs (shared/notes/trn1-xla.md), not run on
+Written against the Neuron Explorer docs (docs/xla.md, "Device time on Trn1"), not run on
 hardware: ``neuron-explorer view -n X.neff -s Y.ntff --output-file DIR`` writes
 Parquet tables (schema 7.4, SDK 2.31):
 

@@ -7,7 +7,7 @@ STAND-INS (no Trainium device and no Neuron Explorer binary can exist here):
   holding JSON that says which instructions the stand-in explorer should report;
 * ``neuron-explorer``: a small script that implements ``view -n NEFF -s NTFF
   --output-file DIR`` by writing the Parquet tables of the documented schema
-  (shared/notes/trn1-xla.md) from that JSON.
+  (docs/xla.md, "Device time on Trn1") from that JSON.
 Everything else is real: the subprocesses, pyarrow, the runner, the store, the CLI
 and, for a remote run, the SSH fetch against the loopback sshd.
 """

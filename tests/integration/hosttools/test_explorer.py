@@ -2,7 +2,7 @@
 
 The real ``neuron-explorer`` cannot be installed here, so a STAND-IN plays it
 on the "host": a small Python script installed as ``neuron-explorer`` that
-implements the two documented calls we make (notes/neuron.md): ``view``
+implements the two documented calls we make (docs/explorer.md): ``view``
 (serves a UI port and an API port) and ``view -d DIR --ingest-only
 --display-name NAME`` (records the ingest). Everything else is real: sshd, the
 ssh client, the ControlMaster, the tunnel, the ports, HTTP through the tunnel.

@@ -2,7 +2,7 @@
 
 Stand-ins: no Trainium and no neuron-explorer here, so the Parquet tables and the
 legacy JSON are written by the tests, column for column as the Neuron Explorer
-docs describe them (shared/notes/trn1-xla.md).
+docs describe them (docs/xla.md, "Device time on Trn1").
 """
 
 from __future__ import annotations

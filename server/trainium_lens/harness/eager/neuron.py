@@ -1,6 +1,7 @@
 """Everything Neuron-specific, written against the documented TorchNeuron API.
 
-Reference: shared/notes/neuron.md (AWS Neuron SDK docs, releases 2.32–2.33).
+Reference: docs/neuron.md, "The eager backend and the runtime's profile files"
+(the AWS Neuron SDK docs, releases 2.32–2.33, with their pages).
 No Trainium host is reachable where this was written, so each call below says
 which documented fact it relies on, and optional arguments are passed only
 when the installed signature names them. The pure helpers at the top
@@ -23,12 +24,12 @@ from typing import Any
 
 from trainium_lens.harness.eager.backends import Backend
 
-# notes: "the runtime logs `Operator '<op>' fell back to CPU` once per op at WARNING level"
+# The runtime logs this once per op that fell back, at WARNING (docs/neuron.md, "CPU fallback").
 FALLBACK_RE = re.compile(r"Operator '([^']+)' fell back to CPU")
-# notes: `neff_395760075800974.neff` ↔ `395760075800974_instid_0_vnc_0.ntff`
+# A NEFF and its NTFFs share a number (docs/neuron.md, "NEFF ↔ NTFF").
 NEFF_RE = re.compile(r"^neff_(\d+)(?:_vnc_\d+)?\.neff$")
 NTFF_RE = re.compile(r"^(\d+)_.*\.ntff$")
-# notes: "Never combine with NEURON_RT_INSPECT_ENABLE=1 (conflicts with torch.profiler)"
+# Set, it conflicts with torch.profiler (docs/neuron.md, "No NEURON_RT_INSPECT_ENABLE=1").
 INSPECT_ENV = "NEURON_RT_INSPECT_ENABLE"
 
 
@@ -38,8 +39,8 @@ INSPECT_ENV = "NEURON_RT_INSPECT_ENABLE"
 def accepted_kwargs(fn: Callable[..., Any], wanted: dict, optional: tuple[str, ...]) -> tuple[dict, list]:
     """Keep ``optional`` keys only if ``fn``'s signature names them.
 
-    notes: "`correlate_device_time=True` appears in the seed tutorial ... but not
-    in the reference docs: pass it only when the installed signature accepts it".
+    ``correlate_device_time`` is in a tutorial, not in the API reference, so it is
+    passed only when the installed signature names it (docs/neuron.md).
     A ``**kwargs`` catch-all does not count as accepting: the C++ side may still
     reject an unknown key. Returns (kwargs to pass, dropped keys).
     """
@@ -58,7 +59,7 @@ def accepted_kwargs(fn: Callable[..., Any], wanted: dict, optional: tuple[str, .
 
 
 def pair_neff_ntff(paths: list[str]) -> list[dict]:
-    """Pair NEFFs and NTFFs by their numeric hash (notes: 1:1 is not guaranteed,
+    """Pair NEFFs and NTFFs by their numeric hash (docs/neuron.md: 1:1 is not guaranteed,
     so an unmatched file is listed with ``None`` on the other side)."""
     neffs: dict[str, str] = {}
     ntffs: dict[str, list[str | None]] = {}
@@ -104,7 +105,7 @@ def flavour(torch: Any) -> str | None:
         importlib.import_module("torch_neuronx")
     except Exception:
         return None
-    # notes: "device `neuron` registered through PyTorch's PrivateUse1"
+    # TorchNeuron registers the device `neuron` as PrivateUse1 (docs/neuron.md).
     try:
         if torch._C._get_privateuse1_backend_name() == "neuron":
             return "native"
@@ -165,24 +166,23 @@ class NeuronBackend(Backend):
         self._showwarning: Any = None
 
     def activities(self) -> list:
-        # notes: "both activities are required for op ↔ device correlation"
+        # Both are needed to correlate ops with device time (docs/neuron.md, "Both activities").
         pa = self.torch.profiler.ProfilerActivity
         return [pa.CPU, pa.PrivateUse1]
 
     def sync(self) -> None:
-        # notes: "`torch.neuron.synchronize()` inside the loop, before `prof.step()`;
-        # without it ... the device column is empty"
+        # Before each prof.step(): else the trace may be exported before the device
+        # finishes and the device column is empty (docs/neuron.md, "Synchronize each step").
         self.torch.neuron.synchronize()
 
     def profiler_kwargs(self, run_dir: str, run_id: str) -> dict:
-        # notes: "from torch_neuronx.profiling import NeuronConfig, ProfileMode, NeuronProfiler"
+        # The documented profiling API (docs/neuron.md, "The profiling API").
         from torch_neuronx.profiling import NeuronConfig, NeuronProfiler, ProfileMode
 
         self.profile_dir = os.path.join(run_dir, f"{run_id}.neuron")
         os.makedirs(self.profile_dir, exist_ok=True)
         wanted = {
-            # notes: "NeuronConfig(modes=[ProfileMode.DEVICE, ProfileMode.RUNTIME],
-            #         profile_output_dir=DIR, capture_enabled_for_nc="0", ...)"
+            # Device + runtime profiles of core 0 into the run's folder (docs/neuron.md).
             "modes": [ProfileMode.DEVICE, ProfileMode.RUNTIME],
             "profile_output_dir": self.profile_dir,
             "capture_enabled_for_nc": os.environ.get("TRAINIUM_LENS_CAPTURE_NC", "0"),
@@ -190,7 +190,7 @@ class NeuronBackend(Backend):
         }
         kwargs, self.dropped = accepted_kwargs(NeuronConfig, wanted, ("correlate_device_time",))
         config = NeuronConfig(**kwargs)
-        # notes: "`experimental_config=nc, on_trace_ready=NeuronProfiler(nc).export_trace`"
+        # How the profiler takes the config (docs/neuron.md, "The profiling API").
         return {"experimental_config": config, "on_trace_ready": NeuronProfiler(config).export_trace}
 
     def start_capture(self) -> None:
@@ -228,8 +228,7 @@ class NeuronBackend(Backend):
         }
 
     def artifacts(self, run_dir: str) -> dict:
-        # notes: "`profile_output_dir/<instance-id>_pid_<pid>/[<timestamp>/]` per process:
-        # ..., `neff_<hash>[_vnc_0].neff`, `*.ntff`"
+        # One folder per process, NEFFs and NTFFs inside (docs/neuron.md, "What a run writes").
         files: list[str] = []
         if self.profile_dir and os.path.isdir(self.profile_dir):
             for folder, _dirs, names in os.walk(self.profile_dir):

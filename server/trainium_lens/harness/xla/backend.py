@@ -125,7 +125,7 @@ class XlaBackend(Backend):
 
     def artifacts(self, run_dir: str) -> dict:
         """On Neuron: the NEFFs this run compiled (the fresh cache holds only them;
-        notes: MODULE_*/model.neff) and the NTFFs the runtime captured, for Neuron
+        docs/xla.md: MODULE_*/model.neff) and the NTFFs the runtime captured, for Neuron
         Explorer and ``neuron-explorer view -n NEFF -s NTFF --output-file DIR``."""
         folders = [os.environ.get(k) for k in ("NEURON_COMPILE_CACHE_URL", "NEURON_RT_INSPECT_OUTPUT_DIR")]
         neffs = [f for folder in folders for f in files(folder, ".neff")]

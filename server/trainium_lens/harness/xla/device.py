@@ -1,6 +1,7 @@
 """Trn1 device capture for backend ``xla``, on the host (stdlib only).
 
-Written against the Neuron Explorer docs (shared/notes/trn1-xla.md, neuron.md);
+Written against the Neuron Explorer docs (docs/xla.md, "Device time on Trn1";
+docs/neuron.md for the NEFF/NTFF naming);
 not run on Trainium hardware.
 
 1. ``capture_env``: the Neuron runtime's own capture, **model** mode with a

@@ -2,7 +2,7 @@
 
 ``torch_xla.debug.profiler.stop_trace()`` exports ``<log_dir>/plugins/profile/
 <run>/<host>.xplane.pb`` (an ``XSpace`` protobuf). It holds both halves of the
-join the xla backend needs (shared/notes/trn1-xla.md):
+join the xla backend needs (docs/xla.md, "Time per HLO instruction"):
 
 * on the ``/host:CPU`` plane, one event per executed HLO instruction or fusion,
   with stats ``hlo_op`` (the optimized instruction's name), ``hlo_module`` and
