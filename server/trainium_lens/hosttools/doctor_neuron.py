@@ -29,7 +29,8 @@ def judge_neuron_explorer(facts: dict, flavour: str | None, not_here: str) -> tu
     elif schema in DOCUMENTED:
         said = f"writes profile schema {schema}"
     else:
-        said = f"writes profile schema {schema}, read through its SchemaFields (documented: {', '.join(DOCUMENTED)})"
+        known = ", ".join(DOCUMENTED)
+        said = f"writes profile schema {schema}, read through its SchemaFields (documented: {known})"
     use = {
         "xla": "Trn1: its Parquet export gives device time per line",
         "native": "TorchNeuron: its session export gives device time per line when key_averages() has none",
