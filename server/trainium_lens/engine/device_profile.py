@@ -149,6 +149,12 @@ def _per_step(read: list[tuple[NeuronView, list[nl.LineReport]]]) -> tuple[list[
             f"Neuron device time from the TorchNeuron session profile: every execution of the "
             f"{steps} profiled step(s), divided by {steps} ({check})"
         )
+    if not any(r.framed for _v, reports in read for r in reports):
+        notes.append(
+            "the device profile's instructions name no stack frames: their NEFFs were compiled "
+            "without NEURON_FRAMEWORK_DEBUG=1 (the harness sets it; NEFFs already cached keep "
+            "none: clear the NEFF cache to recompile); only names the host knows reach a line"
+        )
     schemas = sorted({r.schema or "not stated" for _v, reports in read for r in reports})
     notes.append(f"device profile schema {', '.join(schemas)}; the self (cpu) columns keep the host time")
     return weighted, notes

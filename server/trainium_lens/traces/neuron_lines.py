@@ -76,6 +76,8 @@ class LineReport:
     work: dict[str, int] = field(default_factory=dict)  # every instruction
     unattributed_work: dict[str, int] = field(default_factory=dict)
     executions: list[str] = field(default_factory=list)  # the profile's NEFF per execution
+    instructions: int = 0
+    framed: int = 0  # instructions naming a stack frame (0: NEFFs compiled without debug info)
 
 
 def is_library(file: str) -> bool:
@@ -216,6 +218,8 @@ def line_times(
         _work(everything, fields),
         _work(lost, fields),
         list(profile.executions),
+        len(everything),
+        sum(1 for i in everything if i.frame_ids),
     )
 
 

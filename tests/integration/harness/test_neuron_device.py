@@ -208,6 +208,25 @@ def test_a_neuron_result_without_device_time_reads_its_session_profile(tmp_path,
     assert not [f for f in result.findings if f.kind == "no_device_time"]
 
 
+def test_neffs_without_stack_frames_leave_the_time_unattributed_and_say_why(tmp_path, monkeypatch):
+    install_standin(tmp_path, monkeypatch)
+    src, run_dir = DATA_FILE.parents[2], tmp_path / "run"
+    backend = backend_for(run_dir)
+    spec = session_spec(str(DATA_FILE))
+    for ins in spec["instructions"]:
+        ins[4] = []
+    write_session(Path(backend.profile_dir or ""), spec)
+    views = backend.device_views(str(run_dir), "b1-0", STEPS)["neuron_views"]
+    [result] = profile(
+        Job(src, "tests/data/xla_lines.py"), HarnessStandIn([neuron_result(src, run_dir, views)])
+    )
+    assert result.clock == "neuron" and result.unattributed_us == pytest.approx(0.6)
+    assert all(s.self_time_us == 0.0 for s in result.lines)
+    assert any(
+        "name no stack frames" in w and "NEURON_FRAMEWORK_DEBUG=1" in w for w in result.signals.warnings
+    )
+
+
 def test_a_session_that_is_not_the_profiled_steps_says_so(tmp_path, monkeypatch):
     install_standin(tmp_path, monkeypatch)
     src, run_dir = DATA_FILE.parents[2], tmp_path / "run"
@@ -253,6 +272,9 @@ B.device = "cpu"
 B.activities = lambda self: [self.torch.profiler.ProfilerActivity.CPU]  # no device time
 B.sync = lambda self: None
 def profiler_kwargs(self, run_dir, run_id):
+    if os.environ.get("NEURON_FRAMEWORK_DEBUG") != "1":  # docs: no stack info in the NEFFs then
+        for ins in SPEC["instructions"]:
+            ins[4] = []
     self.profile_dir = os.path.join(run_dir, run_id + ".neuron")
     session = os.path.join(self.profile_dir, "i-0abc_pid_4242", "20261130T101500")
     os.makedirs(session, exist_ok=True)

@@ -42,6 +42,16 @@ DROPPED_NOTE = {
 }
 
 
+# -- before torch loads ----------------------------------------------------------
+
+
+def prepare_env() -> None:
+    """TorchNeuron compiles each NEFF with the Python stack only when
+    NEURON_FRAMEWORK_DEBUG=1 is set before compiling (docs/neuron.md): the device
+    profile's instructions then name stack frames, which is how they reach lines."""
+    os.environ.setdefault("NEURON_FRAMEWORK_DEBUG", "1")
+
+
 # -- pure helpers -------------------------------------------------------------
 
 
