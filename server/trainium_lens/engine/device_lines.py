@@ -89,14 +89,17 @@ def _set_work(stat: LineStat, acc: _Line, fields: set[str]) -> None:
         return
     # raw_flops: the instruction's real FLOPs (2 per MAC); adjusted_flops is the
     # BF16-equivalent for utilisation and stays in the reader's report
-    stat.flops = acc.work.get("raw_flops", 0.0)
-    if hasattr(LineStat, "backward_flops"):
-        stat.backward_flops = acc.backward_work.get("raw_flops", 0.0)
-    if {"hbm_read_bytes", "hbm_write_bytes"} <= fields:
-        hbm = ("hbm_read_bytes", "hbm_write_bytes")
-        stat.bytes = sum(acc.work.get(k, 0.0) for k in hbm)
-        if hasattr(LineStat, "backward_bytes"):
-            stat.backward_bytes = sum(acc.backward_work.get(k, 0.0) for k in hbm)
+    hbm = ("hbm_read_bytes", "hbm_write_bytes")
+    figures = {
+        "flops": acc.work.get("raw_flops", 0.0),
+        "backward_flops": acc.backward_work.get("raw_flops", 0.0),
+    }
+    if set(hbm) <= fields:
+        figures["bytes"] = sum(acc.work.get(k, 0.0) for k in hbm)
+        figures["backward_bytes"] = sum(acc.backward_work.get(k, 0.0) for k in hbm)
+    for name, value in figures.items():
+        if hasattr(LineStat, name):  # the fields issue 19 adds (see HAS_WORK)
+            setattr(stat, name, value)
 
 
 def apply(result: Result, reports: list[Weighted], root: str, phases: dict[str, str]) -> None:
@@ -153,8 +156,8 @@ def apply(result: Result, reports: list[Weighted], root: str, phases: dict[str, 
         lines.append(stat)
     result.lines = lines
     if native:
-        for op in result.ops:
-            op.self_time_us = op.total_time_us = op.device_time_us = 0.0
+        for row in result.ops:
+            row.self_time_us = row.total_time_us = row.device_time_us = 0.0
     else:
         result.ops = sorted(
             (

@@ -338,7 +338,8 @@ class Signals:
     neuron_rt_inspect_clash: bool = False
     warnings: list[str] = field(default_factory=list)
     instrumentation_overhead: float | None = None  # instrumented/plain wall ratio
-    # xla on Trn1: why the device profile gave no per-line time (the host figures stay)
+    # xla on Trn1, or neuron without key_averages() device time: why the device profile
+    # gave no per-line time (the host figures stay)
     neuron_profile_error: str | None = None
 
 

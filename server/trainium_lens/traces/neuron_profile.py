@@ -153,7 +153,8 @@ def read_parquet(folder: str | Path) -> Profile:
     opcodes, names = cols.get("opcode", blank), cols.get("hlo_name", blank)
     frame_col = cols.get("stack_frame_ids", blank)
     work_cols = [cols[c] for c in work_fields]
-    ids, memo = _Ids(), {}
+    ids = _Ids()
+    memo: dict[str, list[int]] = {}
     instructions = [
         Instruction(
             starts[i],

@@ -279,14 +279,14 @@ def test_work_per_line_reaches_line_stat_once_it_has_the_fields(tmp_path, monkey
     from trainium_lens.engine import device_lines
     from trainium_lens.model.result import LineStat
 
-    for name in ("flops", "bytes", "backward_flops", "backward_bytes"):
+    names = ("flops", "bytes", "backward_flops", "backward_bytes")
+    for name in names:
         monkeypatch.setattr(LineStat, name, 0.0, raising=False)
     monkeypatch.setattr(device_lines, "HAS_WORK", True)
     result, _views, _doc = run_with(tmp_path, monkeypatch)
-    ten = result.line("model.py", 10)
-    assert (ten.flops, ten.bytes) == (524288, 4096 + 2048)  # type: ignore[attr-defined]
-    assert result.line("model.py", 30).flops == 64  # type: ignore[attr-defined]
-    assert result.line("model.py", 12).flops == 0.0  # type: ignore[attr-defined]
+    work = {line: {n: getattr(result.line("model.py", line), n) for n in names} for line in (10, 12, 30)}
+    assert work[10] == {"flops": 524288, "bytes": 4096 + 2048, "backward_flops": 0.0, "backward_bytes": 0.0}
+    assert work[30]["flops"] == 64 and work[12]["flops"] == 0.0
 
 
 @pytest.mark.ssh
