@@ -107,8 +107,8 @@ def union_ns(intervals: Iterable[tuple[int, int]]) -> int:
     return int(union_length(intervals))
 
 
-def _spans(items: Iterable[Instruction]) -> int:
-    return union_ns((i.start_ns, i.end_ns) for i in items)
+def _spans(items: list[Instruction]) -> int:
+    return union_ns([(i.start_ns, i.end_ns) for i in items])
 
 
 def _per_engine(items: Iterable[Instruction]) -> dict[str, int]:
@@ -125,9 +125,7 @@ def _per_name(items: Iterable[Instruction]) -> dict[str, int]:
     return {n: union_ns(v) for n, v in sorted(names.items())}
 
 
-def _work(items: Iterable[Instruction], fields: tuple[str, ...]) -> dict[str, int]:
-    if not fields:
-        return {}
+def _work(items: list[Instruction], fields: tuple[str, ...]) -> dict[str, int]:
     sums = [0] * len(fields)
     for ins in items:
         for k, value in enumerate(ins.work):
@@ -149,8 +147,13 @@ def line_times(
 
     user = is_user or default_user
     phase = phases or {}
+    fields = profile.work_fields
     credited: dict[Place, list[Instruction]] = {}
-    through: dict[Place, list[Instruction]] = {}
+    # through the stack, per phase (False: forward, True: backward): the intervals,
+    # and the work per *kind* of instruction (same frames, name, phase): instructions
+    # of one kind pass through the same lines, so their work is added up once per kind
+    through: dict[tuple[Place, bool], list[tuple[int, int]]] = {}
+    kinds: dict[tuple, tuple[set[Place], bool, list[int]]] = {}
     covered: dict[Place, set[str]] = {}
     lost: list[Instruction] = []
     walked: dict[int, list[Place]] = {}  # per frame id: many instructions share a stack
@@ -173,19 +176,34 @@ def line_times(
         credited.setdefault(place, []).append(ins)
         for other in set(firsts) - {place}:
             covered.setdefault(other, set()).add(ins.hlo_name)
-        for where in {p for s in stacks for p in s}:
-            through.setdefault(where, []).append(ins)
+        back = phase.get(ins.hlo_name) == "backward"
+        key = (tuple(ins.frame_ids), "" if ins.frame_ids else ins.hlo_name, back)
+        kind = kinds.get(key)
+        if kind is None:
+            kind = kinds[key] = ({p for s in stacks for p in s}, back, [0] * len(fields))
+        span = (ins.start_ns, ins.end_ns)
+        for where in kind[0]:
+            through.setdefault((where, back), []).append(span)
+        sums = kind[2]
+        for k, value in enumerate(ins.work):
+            sums[k] += value
+    total_work: dict[tuple[Place, bool], list[int]] = {}
+    for places, back, sums in kinds.values():
+        for where in places:
+            acc = total_work.setdefault((where, back), [0] * len(fields))
+            for k, value in enumerate(sums):
+                acc[k] += value
 
     def split(items: list[Instruction]) -> tuple[list[Instruction], list[Instruction]]:
+        if not phase:
+            return items, []
         back = [i for i in items if phase.get(i.hlo_name) == "backward"]
         return ([i for i in items if phase.get(i.hlo_name) != "backward"] if back else items), back
 
-    fields = profile.work_fields
     out = []
-    for place in set(credited) | set(covered) | set(through):
+    for place in set(credited) | set(covered) | {p for p, _b in through}:
         items = credited.get(place, [])
         forward, backward = split(items)
-        passing, passing_back = split(through.get(place, []))
         out.append(
             LineTime(
                 place[0],
@@ -194,13 +212,13 @@ def line_times(
                 engines=_per_engine(items),
                 instructions=len(items),
                 hlo_names=sorted({i.hlo_name for i in items}),
-                total_ns=_spans(passing),
+                total_ns=union_ns(through.get((place, False), [])),
                 covered=sorted(covered.get(place, set())),
                 per_hlo=_per_name(items),
                 backward_ns=_spans(backward),
-                backward_total_ns=_spans(passing_back),
+                backward_total_ns=union_ns(through.get((place, True), [])),
                 work=_work(forward, fields),
-                total_work=_work(passing, fields),
+                total_work=dict(zip(fields, total_work.get((place, False), [0] * len(fields)), strict=True)),
                 backward_work=_work(backward, fields),
             )
         )
