@@ -4,7 +4,8 @@ PATH. It implements the two calls the harness makes (docs/neuron.md):
 ``view -n NEFF -s NTFF --output-file DIR`` and ``view --session-dir DIR --output-file
 OUT``, writing the Parquet tables of the documented schema
 (``tests/support/neuron_fixtures.py``) from the JSON the stand-in NTFF holds:
-``{"schema", "files", "frames", "instructions", "executions", "drop", "fail"}``.
+``{"schema", "files", "frames", "instructions", "executions", "drop", "fail", "format"}``
+(``format`` ``json``: the legacy JSON export, written to the output path as a file).
 Every call is logged (one JSON argv per line) to the path ``install_standin`` returns.
 """
 
@@ -37,6 +38,12 @@ else:
 spec = json.load(open(ntff))
 if spec.get("fail"):
     sys.exit("ERROR: " + spec["fail"])
+if spec.get("format") == "json":  # the legacy export (--output-format json, up to SDK 2.33)
+    records = [{{"timestamp": i[0], "duration": i[1] - i[0], "label": i[2], "opcode": "OP",
+                "hlo_name": "%" + i[3] + " = f32[4] op()"}} for i in spec["instructions"]]
+    with open(opt("--output-file"), "w") as fh:
+        json.dump({{"instruction": records}}, fh)
+    sys.exit(0)
 profile = {{
     "files": spec["files"],
     "frames": spec["frames"],  # [file index (1-based), line, parent frame id]

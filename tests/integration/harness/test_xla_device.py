@@ -251,6 +251,25 @@ def test_a_missing_needed_column_keeps_the_host_figures_and_names_it(tmp_path, m
     assert "cannot read the device profile: ArrowInvalid" in (damaged.signals.neuron_profile_error or "")
 
 
+def test_a_json_export_is_read_through_the_host_instruction_names(tmp_path, monkeypatch):
+    """An SDK that writes JSON where Parquet was asked (up to 2.33): no stack frames, so
+    the instructions reach lines through the names the host result credits."""
+    install_standin(tmp_path, monkeypatch)
+    src, run_dir = tmp_path / "src", tmp_path / "run"
+    capture(run_dir / "neuron-inspect", src, format="json")
+    views = xla_device.DeviceCapture(str(run_dir / "neuron-inspect"), None).process(str(run_dir / "v"))
+    assert Path(views[0]["parquet"]).is_file()
+    doc = host_result(src, run_dir, views)
+    doc["lines"][0]["instructions"] = [{"name": "dot.1", "credited": True, "line": 10}]
+    doc["lines"][1]["instructions"] = [{"name": "fusion.2", "credited": True, "line": 12}]
+    [result] = profile(Job(tmp_path, "model.py"), HarnessStandIn([doc]))
+    assert result.clock == "neuron" and result.signals.neuron_profile_error is None
+    assert result.line("model.py", 10).self_time_us == pytest.approx(0.150)
+    assert result.line("model.py", 12).self_time_us == pytest.approx(0.020)
+    assert result.unattributed_us == pytest.approx(0.030)  # copy.3: no frame, no host name
+    assert any("schema not stated" in w for w in result.signals.warnings)
+
+
 def test_an_ntff_written_before_the_measured_steps_is_said_to_be_the_cold_execution(tmp_path, monkeypatch):
     """An SDK before 2.33 ignores the warm-up count: the NTFF is there before the
     measured steps begin, and the result says its figures are each graph's first run."""

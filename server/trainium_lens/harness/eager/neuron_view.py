@@ -41,6 +41,7 @@ def run_view(args: list[str], dest: str, timeout: float = VIEW_TIMEOUT_S) -> tup
             f"install aws-neuronx-tools"
         )
     argv = [exe, "view", *args, "--output-file", dest]
+    os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)  # the tool makes dest itself
     try:
         proc = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, timeout=timeout)
     except subprocess.TimeoutExpired:
