@@ -230,6 +230,7 @@ def direct_ops(line: LineStat, result: Result) -> list[LineOp]:
 def analyze(result: Result) -> list[Finding]:
     """Every finding for one result, most severe first, then by line."""
     findings: list[Finding] = []
+    from trainium_lens.analysis.neuron_findings import neuron_findings
     from trainium_lens.analysis.xla_findings import xla_findings
 
     for check in (
@@ -242,6 +243,7 @@ def analyze(result: Result) -> list[Finding]:
         _dispatches,
         _overhead,
         xla_findings,
+        neuron_findings,
     ):
         findings.extend(check(result))
     findings = with_optimizer_findings(result, findings)

@@ -78,6 +78,10 @@ def run(events) -> int:
         raise HarnessError(
             "backend_unavailable", f"backend xla is not available here: {xla.unavailable_reason()}"
         )
+    if spec.backend in ("auto", "neuron") and importlib.util.find_spec("torch_neuronx") is not None:
+        from trainium_lens.harness.eager import neuron
+
+        neuron.prepare_env()  # before torch-neuronx compiles: NEFFs with stack frames
     if spec.backend in ("auto", "xla") and importlib.util.find_spec("torch_xla") is not None:
         xla.prepare_env(spec.run_dir, protocols)  # before torch (which may autoload torch-neuronx) loads
 

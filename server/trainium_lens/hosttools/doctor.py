@@ -39,6 +39,7 @@ CHECKS = [
     ("profiling_api", "Neuron profiling API"),
     ("neuron_devices", "Neuron devices"),
     ("neuron_explorer", "neuron-explorer"),
+    ("profile_reader", "Neuron profile reader (here)"),
     ("disk", "free disk in work dir"),
     ("instance_type", "instance type"),
     ("warm_worker", "warm worker"),
@@ -435,18 +436,10 @@ def _check_neuron_devices(report: Report, ctx: _Ctx) -> None:
 
 
 def _check_neuron_explorer(report: Report, ctx: _Ctx) -> None:
-    facts = ctx.facts
-    if facts.get("neuron_explorer"):
-        use = " (Trn1: its Parquet export gives device time per line)" if ctx.flavour == "xla" else ""
-        _add(report, "neuron_explorer", "pass", facts["neuron_explorer"] + use)
-    else:
-        _add(
-            report,
-            "neuron_explorer",
-            "fail",
-            "neuron-explorer not found" + ctx.not_here,
-            "install aws-neuronx-tools (it puts neuron-explorer in /opt/aws/neuron/bin)",
-        )
+    from trainium_lens.hosttools.doctor_neuron import judge_neuron_explorer, judge_profile_reader
+
+    _add(report, "neuron_explorer", *judge_neuron_explorer(ctx.facts, ctx.flavour, ctx.not_here))
+    _add(report, "profile_reader", *judge_profile_reader(not ctx.not_here))
 
 
 def _check_disk(report: Report, ctx: _Ctx) -> None:

@@ -9,6 +9,7 @@ import importlib.util
 import inspect
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -177,6 +178,28 @@ def probe_host(facts, work_dir):
         except OSError:
             pass
     facts["neuron_explorer"] = _tool("neuron-explorer")
+    if facts["neuron_explorer"]:
+        facts["neuron_explorer_schema"] = _profile_schema(facts["neuron_explorer"])
+
+
+SCHEMA_VERSION = re.compile(r"^\s*version:\s*['\"]?(\d+\.\d+\.\d+)", re.M)
+
+
+def _profile_schema(tool):
+    """The profile schema version neuron-explorer writes: its OpenAPI schema (YAML)
+    carries it. ``view --show-profile-schema`` from SDK 2.33, ``--show-profile-schema``
+    before (docs/neuron.md)."""
+    for args in (["view", "--show-profile-schema"], ["--show-profile-schema"]):
+        try:
+            out = subprocess.run(
+                [tool] + args, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+            )
+        except Exception:
+            continue
+        found = SCHEMA_VERSION.search(out.stdout or "") if out.returncode == 0 else None
+        if found:
+            return found.group(1)
+    return None
 
 
 def main():

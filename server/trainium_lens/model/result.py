@@ -27,7 +27,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
-SCHEMA_VERSION = 2  # 2: backward/recompute per line, totals split, optimizers
+SCHEMA_VERSION = 3  # 2: backward/recompute per line, totals split, optimizers; 3: see docs/architecture.md
 
 BACKENDS = ("neuron", "cuda", "cpu", "xla")
 
@@ -269,13 +269,19 @@ class NeffPair:
 
 @dataclass
 class NeuronView:
-    """One captured NEFF/NTFF pair processed on the host by ``neuron-explorer view``
-    (backend xla on Trn1); paths on the run's host."""
+    """A captured device profile processed on the host by ``neuron-explorer view``:
+    one NEFF/NTFF pair (backend xla on Trn1, runtime model mode) or one TorchNeuron
+    session folder (backend neuron on Trn2/Trn3); paths on the run's host."""
 
     neff: str | None = None
-    ntff: str | None = None
-    parquet: str | None = None  # the ``--output-file`` folder of Parquet tables
+    ntff: str | None = None  # the NTFF (model mode) or the session folder (session mode)
+    parquet: str | None = None  # the ``--output-file`` folder of Parquet tables (or a JSON file)
     error: str | None = None  # why there is no Parquet folder (one line)
+    # schema 3: which executions the profile holds. "model": each NEFF's one captured
+    # execution (the first measured step); "session": every execution of ``steps``
+    # profiled steps (the core divides by it, checked against ExecutionInfo)
+    mode: str = "model"
+    steps: int = 1
 
 
 @dataclass
@@ -332,7 +338,8 @@ class Signals:
     neuron_rt_inspect_clash: bool = False
     warnings: list[str] = field(default_factory=list)
     instrumentation_overhead: float | None = None  # instrumented/plain wall ratio
-    # xla on Trn1: why the device profile gave no per-line time (the host figures stay)
+    # xla on Trn1, or neuron without key_averages() device time: why the device profile
+    # gave no per-line time (the host figures stay)
     neuron_profile_error: str | None = None
 
 

@@ -1,68 +1,62 @@
-"""Per-line device time from a processed Neuron device profile (Trn1, torch-xla).
+"""A processed Neuron device profile (Parquet or legacy JSON) → device instructions
+with their stack frames and work figures. ``neuron_lines.line_times`` turns them
+into per-line figures.
 
-Written against the Neuron Explorer docs (docs/xla.md, "Device time on Trn1"), not run on
-hardware: ``neuron-explorer view -n X.neff -s Y.ntff --output-file DIR`` writes
-Parquet tables (schema 7.4, SDK 2.31):
+Facts and their sources: docs/neuron.md. In short: ``neuron-explorer view
+--output-file DIR`` writes one Parquet file per table (Trn1 and Trn2/Trn3 alike;
+schema 7.4.0 in SDK 2.31, 12.0.1 in SDK 2.33). The tables read here:
 
-* ``Instruction``: ``start_ts``, ``end_ts``, ``duration_ns``, ``engine``,
-  ``opcode``, ``hlo_name`` (e.g. ``dot.1``), ``stack_frame_ids`` (a list: a fused
-  instruction carries several), ``layer``, ``bir_id``;
-* ``StackFrame {id, file_location_id, parent_frame_id}``,
-  ``StackFrameFileLocation {id, file_name_id, function_name_id, line_number}``,
-  ``StackFrameFileName {id, name}``, ``StackFrameFunctionName {id, name}``;
-  ids are 1-based, 0 means none.
+* ``Instruction``: ``start_ts``, ``end_ts`` (or ``duration_ns``), ``engine`` (needed);
+  ``opcode``, ``hlo_name``, ``stack_frame_ids`` (the frames an instruction maps to:
+  several after fusion; a string such as ``[101, 102]`` in 7.4.0, a list read the
+  same way), and the work columns ``raw_flops``, ``adjusted_flops``,
+  ``hbm_read_bytes``, ``hbm_write_bytes``, ``spill_save_bytes``,
+  ``spill_reload_bytes`` (optional: a work figure the export lacks is reported as
+  absent, never as zero);
+* ``StackFrame {id, file_location_id, parent_frame_id}`` →
+  ``StackFrameFileLocation {id, file_name_id, function_name_id, line_number}`` →
+  ``StackFrameFileName {id, name}`` (+ ``StackFrameFunctionName``); ids are
+  one-based (stored as strings in 7.4.0), 0 means none;
+* ``ExecutionInfo`` (optional): the NEFF of each execution the profile holds, to
+  check how many steps a session profile spans.
 
-The legacy JSON (``--output-format json``) has ``"instruction": [{"timestamp",
-"duration", "label", "hlo_name": "%add.1 = add(...)", "opcode", ...}]`` with no
-stack frames: its instructions reach lines through the HLO module's own metadata
-(``hlo_lines``, instruction name → (file, line), e.g. from the harness's
-optimized HLO), as do Parquet instructions whose ``stack_frame_ids`` are empty.
-
-Engines run in parallel, so a line's time is the **union** of its instructions'
-intervals (per engine and overall), never the sum of durations. A fused
-instruction whose frames reach several lines is credited to one of them (the
-rule is in ``line_times``) and listed as covering the others, so per engine the
-lines' times and the unattributed time add up to the engine's busy time.
-
-Assumptions a real profile may break are checked, and a mismatch fails with a
-one-line ``NeuronProfileError``: the schema version (when the file states one),
-the tables and columns above. pyarrow is imported only to read Parquet.
+Columns go through ``neuron_export.Export``, which reads the export's own
+``SchemaFields`` and ``Metadata.profile_schema_version``: any schema version is
+read, and a profile is refused only when a column it needs is missing (the error
+names it). The legacy JSON (``--output-format json``, up to SDK 2.33) has
+``"instruction": [{"timestamp", "duration", "label", "hlo_name": "%add.1 = ..."}]``
+and no stack frames: its instructions reach lines through the host's HLO names.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainium_lens.harness.intervals import union_length
-from trainium_lens.harness.stacks import user_places
-
-KNOWN_SCHEMAS = ("7.4",)
-TABLES = (
-    "Instruction",
-    "StackFrame",
-    "StackFrameFileLocation",
-    "StackFrameFileName",
-    "StackFrameFunctionName",
+from trainium_lens.traces.neuron_export import (
+    SIZE_UNITS,
+    TIME_UNITS,
+    Export,
+    NeuronProfileError,
+    has_tables,
 )
-INSTRUCTION_COLUMNS = ("start_ts", "end_ts", "engine", "opcode", "hlo_name", "stack_frame_ids")
+
+__all__ = ["NeuronProfileError", "Instruction", "Frame", "Profile", "read", "read_all", "hlo_name"]
+
+# Per-instruction work, in this order wherever a tuple of them is kept.
+WORK = (
+    "raw_flops",
+    "adjusted_flops",
+    "hbm_read_bytes",
+    "hbm_write_bytes",
+    "spill_save_bytes",
+    "spill_reload_bytes",
+)
 _HLO_TEXT = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=")
-LIBRARY_PARTS = (
-    "site-packages/",
-    "dist-packages/",
-    "/torch/",
-    "/torch_xla/",
-    "/torch_neuronx/",
-    "/lib/python3",
-)
-
-
-class NeuronProfileError(ValueError):
-    """A device profile this reader cannot use; the message says why in one line."""
+_ID_TOKEN = re.compile(r"[^\s,\[\]\"']+")
 
 
 @dataclass
@@ -73,6 +67,7 @@ class Instruction:
     opcode: str
     hlo_name: str  # the bare instruction name (``add.1``), whatever style the file used
     frame_ids: list[int] = field(default_factory=list)
+    work: tuple[int, ...] = ()  # one per ``Profile.work_fields``
 
 
 @dataclass
@@ -84,23 +79,12 @@ class Frame:
 
 
 @dataclass
-class LineTime:
-    file: str
-    line: int
-    time_ns: int = 0  # union of its instructions' intervals, all engines
-    engines: dict[str, int] = field(default_factory=dict)  # union per engine
-    instructions: int = 0  # credited to this line
-    hlo_names: list[str] = field(default_factory=list)  # credited to this line
-    total_ns: int = 0  # union of every instruction whose user stack passes this line
-    covered: list[str] = field(default_factory=list)  # fused here, credited to another line
-    per_hlo: dict[str, int] = field(default_factory=dict)  # credited instructions: union per name
-
-
-@dataclass
 class Profile:
     instructions: list[Instruction]
     frames: dict[int, Frame]
-    schema: str | None = None
+    schema: str | None = None  # Metadata.profile_schema_version (None: not stated)
+    work_fields: tuple[str, ...] = ()  # the WORK columns this profile carries
+    executions: list[str] = field(default_factory=list)  # NEFF per execution, in order
 
 
 def hlo_name(value: Any) -> str:
@@ -110,93 +94,121 @@ def hlo_name(value: Any) -> str:
     return m.group(1) if m else text.lstrip("%")
 
 
-def _check_schema(version: Any, where: str) -> str | None:
-    if version is None:
-        return None
-    text = version.decode() if isinstance(version, bytes) else str(version)
-    if text not in KNOWN_SCHEMAS:
-        raise NeuronProfileError(
-            f"{where}: Neuron profile schema {text} is not one this reader knows "
-            f"({', '.join(KNOWN_SCHEMAS)}); check the numbers against "
-            f"neuron-explorer before trusting them"
-        )
-    return text
+class _Ids:
+    """Frame ids as ints (the stack walk's currency): a one-based index as stored
+    (int or string) is itself; anything else gets a stable id of its own."""
+
+    def __init__(self) -> None:
+        self.other: dict[str, int] = {}
+
+    def __call__(self, value: Any) -> int:
+        text = str(value).strip() if value is not None else ""
+        if not text:
+            return 0
+        if text.isdigit():
+            return int(text)
+        return self.other.setdefault(text, (1 << 48) + len(self.other))
+
+
+def _frame_list(value: Any, ids: _Ids, memo: dict[str, list[int]]) -> list[int]:
+    """``stack_frame_ids`` as stored: a list, or a string such as ``[101, 102, 103]``."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [i for i in map(ids, value) if i]
+    text = str(value)
+    found = memo.get(text)
+    if found is None:
+        found = memo[text] = [i for i in map(ids, _ID_TOKEN.findall(text)) if i]
+    return found
 
 
 # -- Parquet -------------------------------------------------------------------------
 
 
-def _pyarrow() -> Any:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise NeuronProfileError(
-            "reading a Neuron Parquet profile needs pyarrow: pip install pyarrow"
-        ) from None
-    return pq
-
-
-def _table_path(folder: Path, name: str) -> Path:
-    for candidate in (folder / f"{name}.parquet", folder / name):
-        if candidate.exists():
-            return candidate
-    raise NeuronProfileError(
-        f"{folder}: no {name} table ({name}.parquet): not a neuron-explorer "
-        f"Parquet export, or a schema this reader does not know"
-    )
-
-
-def _rows(folder: Path, name: str, columns: Iterable[str]) -> tuple[list[dict], dict]:
-    pq = _pyarrow()
-    table = pq.read_table(_table_path(folder, name))
-    missing = [c for c in columns if c not in table.column_names]
-    if missing:
-        raise NeuronProfileError(
-            f"{folder}: table {name} lacks column(s) {', '.join(missing)} "
-            f"(has {', '.join(table.column_names)})"
-        )
-    meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
-    return table.to_pylist(), meta
-
-
 def read_parquet(folder: str | Path) -> Profile:
-    folder = Path(folder)
-    rows, meta = _rows(folder, "Instruction", INSTRUCTION_COLUMNS)
-    schema = _check_schema(meta.get("schema_version") or meta.get("version"), str(folder))
-    names = {r["id"]: r["name"] for r in _rows(folder, "StackFrameFileName", ("id", "name"))[0]}
-    funcs = {r["id"]: r["name"] for r in _rows(folder, "StackFrameFunctionName", ("id", "name"))[0]}
-    locs = {
-        r["id"]: r
-        for r in _rows(
-            folder, "StackFrameFileLocation", ("id", "file_name_id", "function_name_id", "line_number")
-        )[0]
-    }
-    frames = {}
-    for r in _rows(folder, "StackFrame", ("id", "file_location_id", "parent_frame_id"))[0]:
-        loc = locs.get(r["file_location_id"])
-        if loc is None:
-            raise NeuronProfileError(
-                f"{folder}: stack frame {r['id']} names file location "
-                f"{r['file_location_id']}, which is not in the table"
-            )
-        frames[r["id"]] = Frame(
-            names.get(loc["file_name_id"], "?"),
-            funcs.get(loc["function_name_id"], "?"),
-            int(loc["line_number"]),
-            int(r["parent_frame_id"] or 0),
-        )
+    export = Export(folder)
+    table = "Instruction"
+    cols = export.columns(
+        table,
+        ("start_ts", "engine"),
+        ("end_ts", "duration_ns", "opcode", "hlo_name", "stack_frame_ids", *WORK),
+    )
+    if "end_ts" not in cols and "duration_ns" not in cols:
+        raise NeuronProfileError(export.missing(table, "end_ts") + " (nor duration_ns)")
+    if "stack_frame_ids" not in cols and "hlo_name" not in cols:
+        raise NeuronProfileError(export.missing(table, "stack_frame_ids") + " (nor hlo_name)")
+    ns = {c: export.scale(table, c, TIME_UNITS, "nanoseconds") for c in ("start_ts", "end_ts", "duration_ns")}
+    work_fields = tuple(c for c in WORK if c in cols)
+    for c in work_fields:
+        if "bytes" in c:
+            export.scale(table, c, SIZE_UNITS, "")  # a size in a unit not converted: refuse
+    starts = [int(v or 0) * ns["start_ts"] for v in cols["start_ts"]]
+    if "end_ts" in cols:
+        ends = [int(v or 0) * ns["end_ts"] for v in cols["end_ts"]]
+    else:
+        ends = [s + int(d or 0) * ns["duration_ns"] for s, d in zip(starts, cols["duration_ns"], strict=True)]
+    n = len(starts)
+    blank = [None] * n
+    opcodes, names = cols.get("opcode", blank), cols.get("hlo_name", blank)
+    frame_col = cols.get("stack_frame_ids", blank)
+    work_cols = [cols[c] for c in work_fields]
+    ids = _Ids()
+    memo: dict[str, list[int]] = {}
     instructions = [
         Instruction(
-            int(r["start_ts"]),
-            int(r["end_ts"]),
-            str(r["engine"]),
-            str(r["opcode"]),
-            hlo_name(r["hlo_name"]),
-            [int(i) for i in (r["stack_frame_ids"] or []) if i],
+            starts[i],
+            ends[i],
+            str(cols["engine"][i]),
+            str(opcodes[i] or ""),
+            hlo_name(names[i]),
+            _frame_list(frame_col[i], ids, memo),
+            tuple(int(w[i] or 0) for w in work_cols),
         )
-        for r in rows
+        for i in range(n)
     ]
-    return Profile(instructions, frames, schema)
+    frames = _frames(export, ids) if any(i.frame_ids for i in instructions) else {}
+    return Profile(instructions, frames, export.version, work_fields, _executions(export))
+
+
+def _frames(export: Export, ids: _Ids) -> dict[int, Frame]:
+    """The stack-frame tables, needed once an instruction names a frame."""
+    names = export.columns("StackFrameFileName", ("id", "name"))
+    files = {ids(k): str(v) for k, v in zip(names["id"], names["name"], strict=True)}
+    funcs: dict[int, str] = {}
+    if export.has("StackFrameFunctionName"):  # names only; not needed for a line
+        got = export.columns("StackFrameFunctionName", ("id", "name"))
+        funcs = {ids(k): str(v) for k, v in zip(got["id"], got["name"], strict=True)}
+    locs = export.columns(
+        "StackFrameFileLocation", ("id", "file_name_id", "line_number"), ("function_name_id",)
+    )
+    fn_ids = locs.get("function_name_id", [None] * len(locs["id"]))
+    where = {
+        ids(k): (files.get(ids(f), "?"), funcs.get(ids(g), "?"), int(line or 0))
+        for k, f, g, line in zip(locs["id"], locs["file_name_id"], fn_ids, locs["line_number"], strict=True)
+    }
+    table = export.columns("StackFrame", ("id", "file_location_id", "parent_frame_id"))
+    frames = {}
+    for k, loc, parent in zip(table["id"], table["file_location_id"], table["parent_frame_id"], strict=True):
+        found = where.get(ids(loc))
+        if found is None:
+            raise NeuronProfileError(
+                f"{export.where}: stack frame {k} names file location {loc}, which is not in "
+                f"StackFrameFileLocation"
+            )
+        frames[ids(k)] = Frame(found[0], found[1], found[2], ids(parent))
+    return frames
+
+
+def _executions(export: Export) -> list[str]:
+    if not export.has("ExecutionInfo"):
+        return []
+    cols = export.columns("ExecutionInfo", ("execution_index",), ("neff_name",))
+    names = cols.get("neff_name", [None] * len(cols["execution_index"]))
+    return [
+        str(name or "")
+        for _i, name in sorted(zip(cols["execution_index"], names, strict=True), key=lambda r: r[0])
+    ]
 
 
 # -- legacy JSON ---------------------------------------------------------------------
@@ -210,9 +222,12 @@ def read_json(path: str | Path) -> Profile:
         raise NeuronProfileError(f"cannot read {path}: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("instruction"), list):
         raise NeuronProfileError(f'{path}: no "instruction" list: not a neuron-explorer JSON export')
-    schema = _check_schema(doc.get("schema_version") or doc.get("version"), str(path))
+    version = doc.get("profile_schema_version") or doc.get("schema_version") or doc.get("version")
+    records = doc["instruction"]
+    # the same work names as the Parquet columns, where a JSON export carries them
+    work_fields = tuple(c for c in WORK if any(isinstance(r, dict) and c in r for r in records))
     out = []
-    for i, rec in enumerate(doc["instruction"]):
+    for i, rec in enumerate(records):
         try:
             start, dur = int(rec["timestamp"]), int(rec["duration"])
         except (KeyError, TypeError, ValueError):
@@ -224,146 +239,39 @@ def read_json(path: str | Path) -> Profile:
                 str(rec.get("label") or rec.get("engine") or "?"),
                 str(rec.get("opcode", "")),
                 hlo_name(rec.get("hlo_name")),
+                work=tuple(int(rec.get(c) or 0) for c in work_fields),
             )
         )
-    return Profile(out, {}, schema)
+    return Profile(out, {}, str(version) if version else None, work_fields)
+
+
+# -- entry points --------------------------------------------------------------------
+
+
+def read_all(path: str | Path) -> list[Profile]:
+    """Every device profile under ``path``: a folder of Parquet tables, a folder of
+    such folders (a session processed whole: one per device profile), or a JSON file."""
+    path = Path(path)
+    if not path.is_dir():
+        return [read_json(path)]
+    if has_tables(path):
+        return [read_parquet(path)]
+    found = sorted(p for p in path.rglob("*") if p.is_dir() and has_tables(p))
+    # a session exported as JSON: one device_profile_model_<id>.json per compiled model
+    jsons = sorted(p for p in path.rglob("device_profile*.json") if p.is_file())
+    if not found and not jsons:
+        raise NeuronProfileError(
+            f"{path}: no Instruction table (Instruction.parquet) and no JSON profile: not a "
+            f"neuron-explorer export"
+        )
+    return [read_parquet(p) for p in found] or [read_json(p) for p in jsons]
 
 
 def read(path: str | Path) -> Profile:
-    """A folder of Parquet tables, or a legacy JSON file."""
+    """One device profile: a folder of Parquet tables, or a legacy JSON file."""
     path = Path(path)
-    return read_parquet(path) if path.is_dir() else read_json(path)
-
-
-# -- lines ---------------------------------------------------------------------------
-
-
-def is_library(file: str) -> bool:
-    return any(part in file.replace("\\", "/") for part in LIBRARY_PARTS)
-
-
-def user_frames(
-    frames: dict[int, Frame], frame_id: int, is_user: Callable[[str], bool]
-) -> list[tuple[str, int]]:
-    """The user frames of a stack, innermost first (walking parent ids outwards)."""
-
-    def frame(frame_id: int) -> tuple[tuple[str, int] | None, int] | None:
-        found = frames.get(frame_id)
-        if found is None:
-            return None
-        return ((found.file, found.line) if is_user(found.file) else None), found.parent
-
-    return user_places(frame_id, frame)
-
-
-def user_frame(
-    frames: dict[int, Frame], frame_id: int, is_user: Callable[[str], bool]
-) -> tuple[str, int] | None:
-    """The first frame in user code, walking from the innermost frame outwards."""
-    found = user_frames(frames, frame_id, is_user)
-    return found[0] if found else None
-
-
-def union_ns(intervals: Iterable[tuple[int, int]]) -> int:
-    """Nanoseconds covered by the intervals, overlaps once (engines run in parallel)."""
-    return int(union_length(intervals))
-
-
-def _per_engine(items: Iterable[Instruction]) -> dict[str, int]:
-    engines: dict[str, list[tuple[int, int]]] = {}
-    for ins in items:
-        engines.setdefault(ins.engine, []).append((ins.start_ns, ins.end_ns))
-    return {e: union_ns(v) for e, v in sorted(engines.items())}
-
-
-def _per_name(items: Iterable[Instruction]) -> dict[str, int]:
-    names: dict[str, list[tuple[int, int]]] = {}
-    for ins in items:
-        names.setdefault(ins.hlo_name, []).append((ins.start_ns, ins.end_ns))
-    return {n: union_ns(v) for n, v in sorted(names.items())}
-
-
-@dataclass
-class LineReport:
-    """``line_times``' answer. Reconciliation: an engine runs one instruction at a
-    time, so per engine the lines' times plus ``unattributed_engines`` equal
-    ``busy_engines`` (each instruction is credited to one line)."""
-
-    lines: list[LineTime]
-    busy_ns: int  # union of every instruction, all engines
-    busy_engines: dict[str, int]
-    unattributed_ns: int  # union of the instructions no user line reaches
-    unattributed_engines: dict[str, int]
-    opcodes: dict[str, str] = field(default_factory=dict)  # instruction name → its opcode
-
-
-def line_times(
-    profile: Profile,
-    hlo_lines: dict[str, tuple[str, int]] | None = None,
-    is_user: Callable[[str], bool] | None = None,
-) -> LineReport:
-    """Per user line the union of the intervals of the instructions credited to it.
-
-    Credit (one line per instruction, so the figures reconcile): each of the
-    instruction's stack frames (a fused instruction carries several) is walked to
-    its first user frame; the line most of them reach gets the time, ties going to
-    the frame listed first. The other lines are *covered* (listed, no time). Every
-    user frame of its stacks gets it as *total* (a helper's callers)."""
-
-    def default_user(f: str) -> bool:
-        return not is_library(f)
-
-    user = is_user or default_user
-    credited: dict[tuple[str, int], list[Instruction]] = {}
-    totals: dict[tuple[str, int], list[tuple[int, int]]] = {}  # intervals through each line
-    covered: dict[tuple[str, int], set[str]] = {}
-    lost: list[Instruction] = []
-    walked: dict[int, list[tuple[str, int]]] = {}  # per frame id: many instructions share a stack
-
-    def stack_of(frame_id: int) -> list[tuple[str, int]]:
-        found = walked.get(frame_id)
-        if found is None:
-            found = walked[frame_id] = user_frames(profile.frames, frame_id, user)
-        return found
-
-    for ins in profile.instructions:
-        stacks = [s for s in map(stack_of, ins.frame_ids) if s]
-        if not stacks and hlo_lines and ins.hlo_name in hlo_lines:
-            stacks = [[hlo_lines[ins.hlo_name]]]
-        if not stacks:
-            lost.append(ins)
-            continue
-        firsts = [s[0] for s in stacks]
-        place = max(firsts, key=lambda p: (firsts.count(p), -firsts.index(p)))
-        credited.setdefault(place, []).append(ins)
-        for other in set(firsts) - {place}:
-            covered.setdefault(other, set()).add(ins.hlo_name)
-        span = (ins.start_ns, ins.end_ns)
-        for where in {p for s in stacks for p in s}:
-            totals.setdefault(where, []).append(span)
-    out = []
-    for place in set(credited) | set(covered) | set(totals):
-        items = credited.get(place, [])
-        out.append(
-            LineTime(
-                place[0],
-                place[1],
-                union_ns((i.start_ns, i.end_ns) for i in items),
-                _per_engine(items),
-                len(items),
-                sorted({i.hlo_name for i in items}),
-                union_ns(totals.get(place, [])),
-                sorted(covered.get(place, set())),
-                _per_name(items),
-            )
+    if path.is_dir() and not has_tables(path):
+        raise NeuronProfileError(
+            f"{path}: no Instruction table (Instruction.parquet): not a neuron-explorer Parquet export"
         )
-    out.sort(key=lambda t: (-t.time_ns, t.file, t.line))
-    everything = profile.instructions
-    return LineReport(
-        out,
-        union_ns((i.start_ns, i.end_ns) for i in everything),
-        _per_engine(everything),
-        union_ns((i.start_ns, i.end_ns) for i in lost),
-        _per_engine(lost),
-        {i.hlo_name: i.opcode for i in everything},
-    )
+    return read_all(path)[0]

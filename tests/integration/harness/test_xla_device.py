@@ -6,8 +6,9 @@ STAND-INS (no Trainium device and no Neuron Explorer binary can exist here):
 * the capture files: ``.neff``/``.ntff`` named as the runtime names them, the NTFF
   holding JSON that says which instructions the stand-in explorer should report;
 * ``neuron-explorer``: a small script that implements ``view -n NEFF -s NTFF
-  --output-file DIR`` by writing the Parquet tables of the documented schema
-  (docs/xla.md, "Device time on Trn1") from that JSON.
+  --output-file DIR`` (and ``view --session-dir``) by writing the Parquet tables of
+  the documented schema (tests/support/neuron_fixtures.py, docs/neuron.md) from
+  that JSON.
 Everything else is real: the subprocesses, pyarrow, the runner, the store, the CLI
 and, for a remote run, the SSH fetch against the loopback sshd.
 """
@@ -15,7 +16,6 @@ and, for a remote run, the SSH fetch against the loopback sshd.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -24,64 +24,20 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DATA, XLA_PY, needs_xla
+from tests.support.neuron_explorer import install_standin
 from trainium_lens.engine.jobs import Job
 from trainium_lens.engine.runner import profile
+from trainium_lens.harness.eager import neuron_view
 from trainium_lens.harness.xla import device as xla_device
 from trainium_lens.lsp.present.hover_hlo import hlo_section
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets.base import EventSink, Target
 from trainium_lens.targets.local import LocalTarget
 
-STANDIN = '''\
-#!{python}
-"""STAND-IN for neuron-explorer: `view -n NEFF -s NTFF --output-file DIR` only."""
-import json, os, sys
-import pyarrow as pa, pyarrow.parquet as pq
-args = sys.argv[1:]
-with open({log!r}, "a") as fh:
-    fh.write(json.dumps(args) + "\\n")
-opt = lambda flag: args[args.index(flag) + 1]
-spec = json.load(open(opt("-s")))
-if spec.get("fail"):
-    sys.exit("ERROR: " + spec["fail"])
-os.makedirs(opt("--output-file"))
-out = lambda name, cols, meta=None: pq.write_table(
-    pa.table(cols).replace_schema_metadata(meta), os.path.join(opt("--output-file"), name + ".parquet"))
-files = spec["files"]
-out("StackFrameFileName", {{"id": list(range(1, len(files) + 1)), "name": files}})
-out("StackFrameFunctionName", {{"id": [1], "name": ["step"]}})
-frames = spec["frames"]  # [file index (1-based), line, parent frame id]
-ids = list(range(1, len(frames) + 1))
-out("StackFrameFileLocation", {{"id": ids, "file_name_id": [f[0] for f in frames],
-                                "function_name_id": [1] * len(frames),
-                                "line_number": [f[1] for f in frames]}})
-out("StackFrame", {{"id": ids, "file_location_id": ids, "parent_frame_id": [f[2] for f in frames]}})
-ins = spec["instructions"]  # [start, end, engine, hlo_name, [frame ids]]
-out("Instruction", {{"start_ts": pa.array([i[0] for i in ins], pa.int64()),
-                     "end_ts": pa.array([i[1] for i in ins], pa.int64()),
-                     "duration_ns": pa.array([i[1] - i[0] for i in ins], pa.int64()),
-                     "engine": [i[2] for i in ins], "opcode": ["OP"] * len(ins),
-                     "hlo_name": [i[3] for i in ins],
-                     "stack_frame_ids": pa.array([i[4] for i in ins], pa.list_(pa.int64())),
-                     "layer": [""] * len(ins), "bir_id": pa.array([0] * len(ins), pa.int64())}},
-    {{"schema_version": spec.get("schema", "7.4")}})
-'''
-
 LIB = "/opt/venv/lib/python3.10/site-packages/torch/nn/modules/linear.py"
 
 
-def install_standin(tmp_path: Path, monkeypatch) -> Path:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    exe = bin_dir / "neuron-explorer"
-    log = tmp_path / "explorer-calls.jsonl"
-    exe.write_text(STANDIN.format(python=sys.executable, log=str(log)))
-    exe.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    return log
-
-
-def capture(inspect: Path, src: Path, schema: str = "7.4") -> tuple[Path, Path]:
+def capture(inspect: Path, src: Path, schema: str = "7.4.0", **extra) -> tuple[Path, Path]:
     """Stand-in capture of one step: model.py line 10 calls a linear layer (library
     frame → user frame), line 11 a helper on line 30; the pe and act engines overlap."""
     inspect.mkdir(parents=True, exist_ok=True)
@@ -94,11 +50,12 @@ def capture(inspect: Path, src: Path, schema: str = "7.4") -> tuple[Path, Path]:
                 "files": [LIB, str(src / "model.py")],
                 "frames": [[1, 125, 2], [2, 10, 0], [2, 30, 4], [2, 11, 0]],
                 "instructions": [
-                    [0, 100, "pe", "dot.1", [1]],
-                    [50, 150, "act", "dot.1", [1]],
-                    [150, 170, "act", "fusion.2", [3, 2]],
-                    [200, 230, "pool", "copy.3", []],
+                    [0, 100, "pe", "dot.1", [1], {"raw_flops": 524288, "hbm_read_bytes": 4096}],
+                    [50, 150, "act", "dot.1", [1], {"hbm_write_bytes": 2048}],
+                    [150, 170, "act", "fusion.2", [3, 2], {"raw_flops": 64}],
+                    [200, 230, "pool", "copy.3", [], {"hbm_read_bytes": 512}],
                 ],
+                **extra,
             }
         )
     )
@@ -188,12 +145,12 @@ def test_harness_view_failures_are_one_line_each(tmp_path, monkeypatch):
     neff, ntff = capture(inspect, tmp_path / "src")
     pairs = xla_device.pair([str(neff)], [str(ntff)])
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    monkeypatch.setattr(xla_device, "DEFAULT_BINARY", str(tmp_path / "nope"))
-    [missing] = xla_device.view(pairs, str(tmp_path / "out"))
+    monkeypatch.setattr(neuron_view, "DEFAULT_BINARY", str(tmp_path / "nope"))
+    [missing] = neuron_view.view_pairs(pairs, str(tmp_path / "out"))
     assert missing["parquet"] is None and "install aws-neuronx-tools" in missing["error"]
     install_standin(tmp_path, monkeypatch)
     ntff.write_text(json.dumps({"fail": "NTFF is truncated"}))
-    [failed] = xla_device.view(pairs, str(tmp_path / "out"))
+    [failed] = neuron_view.view_pairs(pairs, str(tmp_path / "out"))
     assert failed["error"] == "neuron-explorer view failed (exit 1): ERROR: NTFF is truncated"
 
 
@@ -221,7 +178,7 @@ def test_device_time_per_line_reaches_the_result_and_the_cli(tmp_path, monkeypat
     ]
     assert got[12].self_time_us == 0.0  # on the host figures, no device instruction
     hover = hlo_section(got[10], " neuron") or ""
-    assert "| `dot.1` | OP | 1 | 0.15 µs neuron |" in hover
+    assert "| `dot.1` | MATMUL | 1 | 0.15 µs neuron |" in hover
     assert "covers this line; 0.02 µs on line 30" in hover
     assert "Per engine (union of this line's instructions on each): act 0.1 µs · pe 0.1 µs" in hover
     # copy.3 has no frames (and no HLO line): unattributed; per engine the sums reconcile
@@ -246,31 +203,109 @@ def test_device_time_per_line_reaches_the_result_and_the_cli(tmp_path, monkeypat
     assert header.split() == ["line", "device", "act", "pe"] and len(row10.split()) >= 4, engines
 
 
-def test_an_unknown_schema_keeps_the_host_figures_and_says_why(tmp_path, monkeypatch):
+def run_with(tmp_path: Path, monkeypatch, store: RunStore | None = None, **spec) -> tuple:
+    """One Trn1 function's capture (``spec``: the stand-in NTFF's schema, drop, ...)
+    through the harness's processing and the runner: the result and its views."""
     install_standin(tmp_path, monkeypatch)
     src, run_dir = tmp_path / "src", tmp_path / "run"
-    capture(run_dir / "neuron-inspect", src, schema="9.1")
-    views = xla_device.DeviceCapture(str(run_dir / "neuron-inspect"), None).process(
-        str(run_dir / "b1-0.neuron-view")
-    )
+    capture(run_dir / "neuron-inspect", src, **spec)
+    device = xla_device.DeviceCapture(str(run_dir / "neuron-inspect"), None)
+    views = device.process(str(run_dir / "b1-0.neuron-view"))
+    doc = host_result(src, run_dir, views)
+    [result] = profile(Job(tmp_path, "model.py"), HarnessStandIn([doc]), store=store)
+    return result, views, doc
+
+
+def per_line(result) -> dict:
+    return {
+        s.line: (s.self_time_us, s.total_time_us, [(e.engine, e.time_us) for e in s.engines])
+        for s in result.lines
+    }
+
+
+def test_schema_7_4_0_and_12_0_1_give_the_same_lines(tmp_path, monkeypatch):
+    old, _v, _d = run_with(tmp_path / "a", monkeypatch, schema="7.4.0")
+    new, _v, _d = run_with(tmp_path / "b", monkeypatch, schema="12.0.1")
+    assert old.clock == new.clock == "neuron"
+    assert per_line(old) == per_line(new) and per_line(new)[10][0] == pytest.approx(0.150)
+    assert (old.totals.self_time_us, old.unattributed_us) == (new.totals.self_time_us, new.unattributed_us)
+    assert any("schema 12.0.1" in w for w in new.signals.warnings)
+    assert any("first measured step" in w for w in new.signals.warnings)  # which execution
+
+
+def test_a_missing_needed_column_keeps_the_host_figures_and_names_it(tmp_path, monkeypatch):
     store = RunStore(tmp_path / "ws")
-    [result] = profile(
-        Job(tmp_path, "model.py"), HarnessStandIn([host_result(src, run_dir, views)]), store=store
-    )
-    assert result.clock == "xla-neuron"
+    result, views, doc = run_with(tmp_path, monkeypatch, store, schema="12.0.1", drop=["Instruction.engine"])
+    assert result.clock == "xla-neuron"  # the host figures, untouched
     assert [(s.line, s.self_time_us) for s in result.lines] == [(10, 7.0), (12, 2.0)]
-    assert "schema 9.1 is not one this reader knows" in (result.signals.neuron_profile_error or "")
+    reason = result.signals.neuron_profile_error or ""
+    assert "no column Instruction.engine" in reason and "schema 12.0.1" in reason and "\n" not in reason
     [finding] = [f for f in result.findings if f.kind == "xla_no_device_profile"]
-    assert "not device time" in finding.message
+    assert "not device time" in finding.message and "Instruction.engine" in finding.message
     text = show(store.runs / f"{result.run_id}.json")
-    assert "schema 9.1" in text and "xla-neuron" in text
+    assert "Instruction.engine" in text and "xla-neuron" in text
     # a damaged table: the same, with pyarrow's reason
-    capture(run_dir / "neuron-inspect", src)
-    [view] = [v for v in views if v["parquet"]]
-    Path(view["parquet"], "Instruction.parquet").write_bytes(b"not parquet")
-    [damaged] = profile(Job(tmp_path, "model.py"), HarnessStandIn([host_result(src, run_dir, views)]))
+    Path(views[0]["parquet"], "Instruction_0.parquet").write_bytes(b"not parquet")
+    [damaged] = profile(Job(tmp_path, "model.py"), HarnessStandIn([doc]))
     assert damaged.clock == "xla-neuron" and damaged.line("model.py", 10).self_time_us == 7.0
     assert "cannot read the device profile: ArrowInvalid" in (damaged.signals.neuron_profile_error or "")
+
+
+def test_a_json_export_is_read_through_the_host_instruction_names(tmp_path, monkeypatch):
+    """An SDK that writes JSON where Parquet was asked (up to 2.33): no stack frames, so
+    the instructions reach lines through the names the host result credits."""
+    install_standin(tmp_path, monkeypatch)
+    src, run_dir = tmp_path / "src", tmp_path / "run"
+    capture(run_dir / "neuron-inspect", src, format="json")
+    views = xla_device.DeviceCapture(str(run_dir / "neuron-inspect"), None).process(str(run_dir / "v"))
+    assert Path(views[0]["parquet"]).is_file()
+    doc = host_result(src, run_dir, views)
+    doc["lines"][0]["instructions"] = [{"name": "dot.1", "credited": True, "line": 10}]
+    doc["lines"][1]["instructions"] = [{"name": "fusion.2", "credited": True, "line": 12}]
+    [result] = profile(Job(tmp_path, "model.py"), HarnessStandIn([doc]))
+    assert result.clock == "neuron" and result.signals.neuron_profile_error is None
+    assert result.line("model.py", 10).self_time_us == pytest.approx(0.150)
+    assert result.line("model.py", 12).self_time_us == pytest.approx(0.020)
+    assert result.unattributed_us == pytest.approx(0.030)  # copy.3: no frame, no host name
+    assert any("schema not stated" in w for w in result.signals.warnings)
+
+
+def test_an_ntff_written_before_the_measured_steps_is_said_to_be_the_cold_execution(tmp_path, monkeypatch):
+    """An SDK before 2.33 ignores the warm-up count: the NTFF is there before the
+    measured steps begin, and the result says its figures are each graph's first run."""
+    install_standin(tmp_path, monkeypatch)
+    src, run_dir = tmp_path / "src", tmp_path / "run"
+    device = xla_device.DeviceCapture(str(run_dir / "neuron-inspect"), None)
+    device.mark()
+    capture(run_dir / "neuron-inspect", src)  # written during the compiling calls
+    device.before_measured()
+    views = device.process(str(run_dir / "b1-0.neuron-view"))
+    assert [v["mode"] for v in views] == ["model-first"]
+    [result] = profile(Job(tmp_path, "model.py"), HarnessStandIn([host_result(src, run_dir, views)]))
+    assert result.clock == "neuron"
+    assert any("FIRST execution" in w and "cold-start" in w for w in result.signals.warnings)
+    later = xla_device.DeviceCapture(str(tmp_path / "later"), None)
+    later.mark()
+    later.before_measured()  # nothing yet: the capture comes in the measured step
+    capture(tmp_path / "later", src)
+    assert [v["mode"] for v in later.process(str(tmp_path / "later-view"))] == ["model"]
+
+
+def test_work_per_line_reaches_line_stat_once_it_has_the_fields(tmp_path, monkeypatch):
+    """The roofline adds LineStat.flops/bytes; until the merge they do not exist, and the
+    device profile's work stays in the reader's report. Here the fields are made to
+    exist (as class attributes with defaults, the way a dataclass field looks)."""
+    from trainium_lens.engine import device_lines
+    from trainium_lens.model.result import LineStat
+
+    names = ("flops", "bytes", "backward_flops", "backward_bytes")
+    for name in names:
+        monkeypatch.setattr(LineStat, name, 0.0, raising=False)
+    monkeypatch.setattr(device_lines, "HAS_WORK", True)
+    result, _views, _doc = run_with(tmp_path, monkeypatch)
+    work = {line: {n: getattr(result.line("model.py", line), n) for n in names} for line in (10, 12, 30)}
+    assert work[10] == {"flops": 524288, "bytes": 4096 + 2048, "backward_flops": 0.0, "backward_bytes": 0.0}
+    assert work[30]["flops"] == 64 and work[12]["flops"] == 0.0
 
 
 @pytest.mark.ssh
@@ -315,6 +350,7 @@ def test_a_remote_runs_parquet_folder_is_fetched_over_ssh(sshd, ssh_control_dir,
 SITECUSTOMIZE = """\
 import json, os
 SCENARIO, FILE, LIB, L = {scenario!r}, {file!r}, {lib!r}, {lines!r}
+from trainium_lens.harness.eager import neuron_view
 from trainium_lens.harness.xla import device as xla_device
 _process = xla_device.DeviceCapture.process
 def process(self, out_root):

@@ -132,6 +132,22 @@ cat <<'JSON'
   "memory_size": 103079215104, "neuron_processes": []}]
 JSON
 """
+# Stand-in for neuron-explorer (aws-neuronx-tools): only the 2.33 form of the schema
+# dump (`view --show-profile-schema`, OpenAPI YAML whose info.version is the profile
+# schema, docs/neuron.md); anything else exits 2 as an unknown command would.
+STAND_IN_NEURON_EXPLORER = """#!/bin/sh
+[ "$1 $2" = "view --show-profile-schema" ] || exit 2
+cat <<'YAML'
+openapi: 3.0.3
+info:
+  title: Neuron Explorer profile schema
+  version: 12.0.1
+components:
+  schemas:
+    Instruction:
+      type: object
+YAML
+"""
 # Stand-in for TorchNeuron: registers the "neuron" PrivateUse1 backend (real
 # torch API) and a profiling module with the documented names.
 STAND_IN_TORCH_NEURONX = """
@@ -160,7 +176,7 @@ def test_doctor_passes_on_a_stand_in_trainium_host(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "neuron-ls").write_text(STAND_IN_NEURON_LS)
-    (bin_dir / "neuron-explorer").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "neuron-explorer").write_text(STAND_IN_NEURON_EXPLORER)
     for tool in bin_dir.iterdir():
         tool.chmod(0o755)
     pkg = tmp_path / "site" / "torch_neuronx"
@@ -176,7 +192,10 @@ def test_doctor_passes_on_a_stand_in_trainium_host(tmp_path, monkeypatch):
     assert "native TorchNeuron" in must(report, "torch_neuronx").detail
     assert "correlate_device_time accepted" in must(report, "profiling_api").detail
     assert must(report, "neuron_devices").detail.startswith("2 devices, 16 NeuronCores")
-    assert must(report, "neuron_explorer").detail == str(bin_dir / "neuron-explorer")
+    explorer = must(report, "neuron_explorer").detail
+    assert explorer.startswith(f"{bin_dir / 'neuron-explorer'}; writes profile schema 12.0.1")
+    assert "TorchNeuron" in explorer
+    assert status["profile_reader"] == "pass" and "pyarrow" in must(report, "profile_reader").detail
 
 
 def test_judging_the_older_xla_flavour_and_an_old_python():
@@ -232,3 +251,30 @@ def test_judging_the_older_xla_flavour_and_an_old_python():
     assert "Parquet" in must(report, "neuron_explorer").detail
     assert status["neuron_devices"] == "pass" and status["instance_type"] == "pass"
     assert status["disk"] == "warn"
+
+
+def test_the_neuron_explorer_row_names_the_profile_schema_it_writes():
+    """Judged alone on stand-in facts: a documented version, a newer one (read through
+    its SchemaFields, not refused), none reported; pyarrow missing on this machine."""
+    from trainium_lens.hosttools import doctor_neuron
+
+    path = "/opt/aws/neuron/bin/neuron-explorer"
+    facts = {"neuron_explorer": path, "neuron_explorer_schema": "7.4.0"}
+    assert doctor_neuron.judge_neuron_explorer(facts, "xla", "")[1].startswith(
+        f"{path}; writes profile schema 7.4.0"
+    )
+    status, detail, _fix = doctor_neuron.judge_neuron_explorer(
+        {**facts, "neuron_explorer_schema": "13.0.0"}, None, ""
+    )
+    assert status == "pass" and "13.0.0, read through its SchemaFields" in detail
+    assert "not reported" in doctor_neuron.judge_neuron_explorer({"neuron_explorer": path}, None, "")[1]
+    assert doctor_neuron.judge_neuron_explorer({}, None, ": not here")[0] == "fail"
+
+
+def test_the_profile_reader_row_without_pyarrow(monkeypatch):
+    from trainium_lens.hosttools import doctor_neuron
+
+    monkeypatch.setattr(doctor_neuron.importlib.util, "find_spec", lambda name: None)
+    status, detail, fix = doctor_neuron.judge_profile_reader(trainium=True)
+    assert status == "warn" and "keep their host figures" in detail and "pip install pyarrow" in (fix or "")
+    assert doctor_neuron.judge_profile_reader(trainium=False)[0] == "skip"

@@ -81,8 +81,19 @@ def test_wrong_type_names_the_field():
 
 
 def test_newer_schema_says_upgrade():
-    with pytest.raises(R.ResultError, match="schema version 3.*upgrade trainium-lens"):
-        R.Result.from_dict(minimal(schema_version=3))
+    newer = R.SCHEMA_VERSION + 1
+    with pytest.raises(R.ResultError, match=f"schema version {newer}.*upgrade trainium-lens"):
+        R.Result.from_dict(minimal(schema_version=newer))
+
+
+def test_a_schema_2_device_view_loads_as_model_mode_one_step():
+    """Schema 3 added ``mode``/``steps`` to ``neuron_views``: a schema-2 view was a
+    model-mode capture of one step."""
+    view = {"neff": "/r/neff_1.neff", "ntff": "/r/1_instid_0_vnc_0.ntff", "parquet": "/r/v", "error": None}
+    doc = minimal(schema_version=2)
+    doc["artifacts"] = {"neuron_views": [view]}
+    [loaded] = R.Result.from_dict(doc).artifacts.neuron_views
+    assert (loaded.mode, loaded.steps, loaded.parquet) == ("model", 1, "/r/v")
 
 
 def test_not_a_result():

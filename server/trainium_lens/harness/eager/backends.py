@@ -49,6 +49,14 @@ class Backend:
     def artifacts(self, run_dir: str) -> dict:
         return {}
 
+    # True: when the profiler reports no device time, ``device_views`` still gets
+    # device time from the backend's own device profile (Neuron)
+    device_profile = False
+
+    def device_views(self, run_dir: str, run_id: str, steps: int) -> dict:
+        """Artifacts (``neuron_views``) the core reads per-line device time from."""
+        return {}
+
     def environment(self) -> dict:
         return {
             "python": platform.python_version(),

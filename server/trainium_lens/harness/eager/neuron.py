@@ -1,7 +1,6 @@
 """Everything Neuron-specific, written against the documented TorchNeuron API.
 
-Reference: docs/neuron.md, "The eager backend and the runtime's profile files"
-(the AWS Neuron SDK docs, releases 2.32–2.33, with their pages).
+Reference: docs/neuron.md (AWS Neuron SDK docs, releases 2.31–2.33).
 No Trainium host is reachable where this was written, so each call below says
 which documented fact it relies on, and optional arguments are passed only
 when the installed signature names them. The pure helpers at the top
@@ -23,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from trainium_lens.harness.eager.backends import Backend
+from trainium_lens.harness.eager.neuron_view import view_session
 
 # The runtime logs this once per op that fell back, at WARNING (docs/neuron.md, "CPU fallback").
 FALLBACK_RE = re.compile(r"Operator '([^']+)' fell back to CPU")
@@ -31,6 +31,25 @@ NEFF_RE = re.compile(r"^neff_(\d+)(?:_vnc_\d+)?\.neff$")
 NTFF_RE = re.compile(r"^(\d+)_.*\.ntff$")
 # Set, it conflicts with torch.profiler (docs/neuron.md, "No NEURON_RT_INSPECT_ENABLE=1").
 INSPECT_ENV = "NEURON_RT_INSPECT_ENABLE"
+# The NEFF cache TorchNeuron compiles into (default /tmp/neff_cache); NeuronConfig's
+# neff_cache_dir copies the run's NEFFs from it into the profile folder, where
+# neuron-explorer pairs them with the session NTFF (docs/neuron.md, "Capture")
+NEFF_CACHE_ENV, NEFF_CACHE_DEFAULT = "TORCH_NEURONX_NEFF_CACHE_DIR", "/tmp/neff_cache"
+OPTIONAL = ("correlate_device_time", "neff_cache_dir")
+DROPPED_NOTE = {
+    "correlate_device_time": "key_averages() may lack device time (then the device profile is read)",
+    "neff_cache_dir": "the profile folder may lack the NEFFs neuron-explorer needs",
+}
+
+
+# -- before torch loads ----------------------------------------------------------
+
+
+def prepare_env() -> None:
+    """TorchNeuron compiles each NEFF with the Python stack only when
+    NEURON_FRAMEWORK_DEBUG=1 is set before compiling (docs/neuron.md): the device
+    profile's instructions then name stack frames, which is how they reach lines."""
+    os.environ.setdefault("NEURON_FRAMEWORK_DEBUG", "1")
 
 
 # -- pure helpers -------------------------------------------------------------
@@ -156,6 +175,7 @@ class NeuronBackend(Backend):
     name = "neuron"
     device = "neuron"
     device_clock = True
+    device_profile = True  # no device time in key_averages(): read the session profile
 
     def __init__(self, torch: Any):
         super().__init__(torch)
@@ -187,8 +207,9 @@ class NeuronBackend(Backend):
             "profile_output_dir": self.profile_dir,
             "capture_enabled_for_nc": os.environ.get("TRAINIUM_LENS_CAPTURE_NC", "0"),
             "correlate_device_time": True,
+            "neff_cache_dir": os.environ.get(NEFF_CACHE_ENV, NEFF_CACHE_DEFAULT),
         }
-        kwargs, self.dropped = accepted_kwargs(NeuronConfig, wanted, ("correlate_device_time",))
+        kwargs, self.dropped = accepted_kwargs(NeuronConfig, wanted, OPTIONAL)
         config = NeuronConfig(**kwargs)
         # How the profiler takes the config (docs/neuron.md, "The profiling API").
         return {"experimental_config": config, "on_trace_ready": NeuronProfiler(config).export_trace}
@@ -212,10 +233,7 @@ class NeuronBackend(Backend):
             warnings.showwarning = self._showwarning
             self._showwarning = None
         ops = fallback_ops(self.messages)
-        notes = [
-            f"NeuronConfig here does not take {k}; device time may be missing from key_averages()"
-            for k in self.dropped
-        ]
+        notes = [f"NeuronConfig here does not take {k}: {DROPPED_NOTE.get(k, '')}" for k in self.dropped]
         clash = inspect_clash(dict(os.environ))
         if clash:
             notes.append(
@@ -229,13 +247,26 @@ class NeuronBackend(Backend):
 
     def artifacts(self, run_dir: str) -> dict:
         # One folder per process, NEFFs and NTFFs inside (docs/neuron.md, "What a run writes").
-        files: list[str] = []
-        if self.profile_dir and os.path.isdir(self.profile_dir):
-            for folder, _dirs, names in os.walk(self.profile_dir):
-                files.extend(
-                    os.path.join(folder, n) for n in names if n.endswith(".neff") or n.endswith(".ntff")
-                )
-        return {"neuron_profile_dir": self.profile_dir, "neff_ntff": pair_neff_ntff(files)}
+        return {"neuron_profile_dir": self.profile_dir, "neff_ntff": pair_neff_ntff(_files(self.profile_dir))}
+
+    def device_views(self, run_dir: str, run_id: str, steps: int) -> dict:
+        """key_averages() carried no device time: process the device profile this run's
+        NeuronConfig wrote (DEVICE mode: a session NTFF holding every execution of the
+        profiled steps) with neuron-explorer; the core reads it per line
+        (engine/device_profile.py) through the same reader as Trn1."""
+        folder = self.profile_dir or ""
+        ntffs = [p for p in _files(folder) if p.endswith(".ntff")]
+        error = None
+        if not ntffs:
+            error = f"NeuronConfig wrote no device trace (NTFF) under {folder}"
+        elif all(os.path.getsize(p) == 0 for p in ntffs):
+            # An empty NTFF: profiling was on but no execution was captured (docs/neuron.md, "Capture").
+            error = f"the device traces under {folder} are empty: no execution was captured"
+        if error:
+            view = {"neff": None, "ntff": folder, "parquet": None, "error": error}
+            return {"neuron_views": [{**view, "mode": "session", "steps": steps}]}
+        dest = os.path.join(run_dir, f"{run_id}.neuron-view")
+        return {"neuron_views": [view_session(folder, dest, steps)]}
 
     def environment(self) -> dict:
         env = super().environment()
@@ -252,3 +283,12 @@ class NeuronBackend(Backend):
             pass
         env["device_name"] = "neuron"
         return env
+
+
+def _files(root: str | None) -> list[str]:
+    """The NEFFs and NTFFs under a profile folder."""
+    found: list[str] = []
+    if root and os.path.isdir(root):
+        for folder, _dirs, names in os.walk(root):
+            found.extend(os.path.join(folder, n) for n in sorted(names) if n.endswith((".neff", ".ntff")))
+    return sorted(found)

@@ -165,6 +165,11 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
     signals = _signals(call, steps, compiles_from, device_reported, overhead)
     artifacts = {"location": s.spec.host, "run_dir": os.path.abspath(s.spec.run_dir), "trace": trace}
     artifacts.update(s.backend.artifacts(s.spec.run_dir))
+    if not device_reported and s.backend.device_profile:
+        # key_averages() had no device time: the backend's device profile may (Neuron)
+        s.events.stage("export", marked.name, "processing the device profile (neuron-explorer view)")
+        views = s.backend.device_views(s.spec.run_dir, run_id, protocol["active"])
+        artifacts.update(views, source_root=s.spec.workspace_root)
     doc = build.result_document(
         build.Profiled(
             run_id=run_id,
@@ -320,7 +325,11 @@ def _attribute(call: Call, steps: Steps, marked: Marked) -> tuple[Any, str, bool
         att = attribute(events, labels, False, def_label, cpu_type, record_events=True)
         s.events.warning(
             f"{name}: the {s.backend.name} profiler reported no device time; "
-            f"figures for this run are CPU time (clock: cpu)"
+            + (
+                "per-line device time comes from the device profile, if it can be read"
+                if s.backend.device_profile
+                else "figures for this run are CPU time (clock: cpu)"
+            )
         )
     if att.mismatched_steps:
         s.events.warning(

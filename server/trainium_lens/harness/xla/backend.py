@@ -217,6 +217,8 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     unwatched = protocol["wait"] + protocol["warmup"]
     _steps(s, fn, args, kwargs, unwatched, name, marker=False)
     log_dir = os.path.join(spec.run_dir, f"{run_id}.xla-profile")
+    if device is not None:
+        device.before_measured()  # an NTFF already here holds a cold execution (device.py)
     at_active = backend.compiles()
     backend.xp.start_trace(log_dir)
     try:

@@ -1,8 +1,6 @@
 """Trn1 device capture for backend ``xla``, on the host (stdlib only).
 
-Written against the Neuron Explorer docs (docs/xla.md, "Device time on Trn1";
-docs/neuron.md for the NEFF/NTFF naming);
-not run on Trainium hardware.
+Written against the Neuron docs (docs/neuron.md); not run on Trainium hardware.
 
 1. ``capture_env``: the Neuron runtime's own capture, **model** mode with a
    warm-up count, so each NEFF (compiled graph) is profiled on exactly one
@@ -12,22 +10,21 @@ not run on Trainium hardware.
 2. ``pair``: NTFFs to the NEFFs they executed. The runtime names them
    ``neff_<hash>[...].neff`` and ``<hash>_instid_<i>_vnc_<core>.ntff``; an NTFF
    named otherwise pairs with the NEFF when that is alone in its folder.
-3. ``view``: ``neuron-explorer view -n X.neff -s Y.ntff --output-file DIR`` per
-   pair (DIR gets the Parquet tables); a missing binary or a failed view is one
-   line in that pair's ``error``, never an exception: the run keeps its host
-   figures. The core side (``trainium_lens.engine.device_profile``) reads the folders.
+3. ``neuron_view.view_pairs`` (shared with TorchNeuron's session profile):
+   ``neuron-explorer view -n X.neff -s Y.ntff --output-file DIR`` per pair (DIR
+   gets the Parquet tables); a missing binary or a failed view is one line in that
+   pair's ``error``, never an exception: the run keeps its host figures. The core
+   side (``trainium_lens.engine.device_profile``) reads the folders.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 from typing import Any
 
-DEFAULT_BINARY = "/opt/aws/neuron/bin/neuron-explorer"
-VIEW_TIMEOUT_S = 1800.0  # large NTFFs take many minutes to process (docs)
+from trainium_lens.harness.eager.neuron_view import view_pairs
+
 # Calls of the step's graph before the first measured step, beside wait + warmup
 # (xla.profile_function: the first call, then one more, each synced).
 COMPILE_CALLS = 2
@@ -90,62 +87,29 @@ def _core(path: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def find_binary() -> str | None:
-    found = shutil.which("neuron-explorer")
-    if found:
-        return found
-    return DEFAULT_BINARY if os.access(DEFAULT_BINARY, os.X_OK) else None
-
-
-def view(pairs: list[dict[str, Any]], out_root: str, timeout: float = VIEW_TIMEOUT_S) -> list[dict]:
-    """Process each pair to Parquet; every entry comes back with ``parquet`` or ``error``."""
-    exe = find_binary()
-    out = []
-    for k, p in enumerate(pairs):
-        entry = {"neff": p["neff"], "ntff": p["ntff"], "parquet": None, "error": p.get("error")}
-        out.append(entry)
-        if entry["error"]:
-            continue
-        if exe is None:
-            entry["error"] = (
-                f"neuron-explorer is not installed on this host (not on PATH, not "
-                f"{DEFAULT_BINARY}): install aws-neuronx-tools"
-            )
-            continue
-        stem = os.path.splitext(os.path.basename(p["ntff"]))[0]
-        dest = os.path.join(out_root, f"{k}-{stem}")
-        argv = [exe, "view", "-n", p["neff"], "-s", p["ntff"], "--output-file", dest]
-        try:
-            proc = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            entry["error"] = f"neuron-explorer view did not finish in {timeout:.0f} s"
-            continue
-        except OSError as exc:
-            entry["error"] = f"cannot run {exe}: {exc.strerror or exc}"
-            continue
-        if proc.returncode != 0:
-            last = [ln for ln in proc.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
-            entry["error"] = (
-                f"neuron-explorer view failed (exit {proc.returncode}): {(last[-1] if last else '')[:200]}"
-            )
-        elif not os.path.isdir(dest):
-            entry["error"] = f"neuron-explorer view wrote no Parquet folder {dest}"
-        else:
-            entry["parquet"] = dest
-    return out
-
-
 class DeviceCapture:
-    """The capture of one harness process: which NTFFs each function added."""
+    """The capture of one harness process: which NTFFs each function added, and
+    which execution they hold.
+
+    ``NEURON_RT_INSPECT_DEVICE_PROFILE_NUM_WARMUP`` is documented from SDK 2.33; an
+    older runtime ignores it and captures each NEFF's *first* execution, the cold
+    one in the compiling calls. ``before_measured`` (called just before the measured
+    steps) notes the NTFFs already written by then: such a capture is of that first
+    execution (mode ``model-first``), and the result says so. An NTFF written only
+    later is taken to be the first measured step (mode ``model``)."""
 
     def __init__(self, inspect_dir: str, compile_cache: str | None) -> None:
         self.inspect_dir = inspect_dir
         self.compile_cache = compile_cache
         self.done: set[str] = set()
+        self.early: set[str] = set()
 
     def mark(self) -> None:
         """Before a function runs: what is there already belongs to earlier functions."""
         self.done.update(files(self.inspect_dir, ".ntff"))
+
+    def before_measured(self) -> None:
+        self.early = {t for t in files(self.inspect_dir, ".ntff") if t not in self.done}
 
     def process(self, out_root: str) -> list[dict]:
         new = [t for t in files(self.inspect_dir, ".ntff") if t not in self.done]
@@ -153,4 +117,8 @@ class DeviceCapture:
         if not new:
             return []
         neffs = files(self.inspect_dir, ".neff") + files(self.compile_cache, ".neff")
-        return view(pair(neffs, new), out_root)
+        views = view_pairs(pair(neffs, new), out_root)
+        for view in views:
+            if view["ntff"] in self.early:
+                view["mode"] = "model-first"
+        return views
