@@ -116,16 +116,19 @@ class LocalTarget(Target):
             self.warm.close()
 
     def fetch(self, remote_path: str, dest: Path) -> Path:
-        """Artifacts are already here: copy them to ``dest`` (a file or folder)."""
+        """Artifacts are already here: copy them to ``dest`` (a file or folder),
+        which must not exist (as for SSH: nothing is replaced)."""
         source = Path(remote_path)
         if not source.exists():
             raise TargetError(f"no such artifact: {remote_path}")
         dest = Path(dest)
         if source.resolve() == dest.resolve():
             return dest
+        if dest.exists() or dest.is_symlink():
+            raise TargetError(f"{dest} already exists: not replaced (remove it to fetch again)")
         dest.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():
-            shutil.copytree(source, dest, dirs_exist_ok=True)
+            shutil.copytree(source, dest, symlinks=True)
         else:
             shutil.copy2(source, dest)
         return dest

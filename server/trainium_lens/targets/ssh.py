@@ -338,12 +338,18 @@ class SshTarget(Target):
     # -- artifacts ----------------------------------------------------------------------
     def fetch(self, remote_path: str, dest: Path) -> Path:
         """Copy a file or folder from the host to ``dest`` (the copy's own path, as
-        for the local target), streamed as tar over the master; returns ``dest``."""
+        for the local target), streamed as tar over the master; returns ``dest``.
+
+        ``dest`` must not exist: a fetch never removes or replaces anything it did
+        not create (the path may come from a stored result). The copy is unpacked
+        into a fresh staging folder beside ``dest`` and moved into place."""
         path = PurePosixPath(remote_path)
         if not path.is_absolute() or ".." in path.parts:
             raise TargetError(f"not an absolute path on {self.host}: {remote_path}")
-        self.conn.master()
         dest = Path(dest)
+        if dest.exists() or dest.is_symlink():
+            raise TargetError(f"{dest} already exists: not replaced (remove it to fetch again)")
+        self.conn.master()
         dest.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=dest.parent))
         try:
@@ -368,10 +374,8 @@ class SshTarget(Target):
                 last = [ln for ln in err.strip().splitlines() if ln.strip()][-1:] or ["?"]
                 reason = "it is gone from the host" if "No such file" in last[0] else last[0][:200]
                 raise TargetError(f"{self.host}: cannot fetch {remote_path}: {reason}")
-            if dest.is_dir() and not dest.is_symlink():
-                shutil.rmtree(dest)
-            elif dest.exists() or dest.is_symlink():
-                dest.unlink()
+            if dest.exists() or dest.is_symlink():  # made meanwhile (another fetch): keep it
+                raise TargetError(f"{dest} already exists: not replaced (remove it to fetch again)")
             (staging / path.name).rename(dest)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
