@@ -125,6 +125,12 @@ def run(events) -> int:
 
 
 def main() -> int:
+    from trainium_lens.harness import lifeline
+
+    lifeline.hold()  # first: a starter that dies from here on takes this process group with it
+    from trainium_lens.harness.torchrun import rank as dist
+
+    dist.tie_to_agent()  # a torchrun rank: dies with the agent (before anything can fork)
     from trainium_lens.harness.events import HarnessError, open_event_stream
 
     events = open_event_stream()

@@ -90,8 +90,9 @@ fi
 exit 0
 """
 
-# -S: the wrapper needs no site-packages (a faster start on every run)
-_RUN = 'exec "$1" -S "$2/lens/ssh_wrapper.py" "$2" "$3"'
+# -S: the wrapper needs no site-packages (a faster start on every run). --lifeline:
+# our ssh's stdin stays open for the run; its end of file stops the run there.
+_RUN = 'exec "$1" -S "$2/lens/ssh_wrapper.py" "$2" "$3" --lifeline'
 
 # The warm worker (harness/worker.py): $1 python, $2 work dir, $3 idle seconds. It
 # ends when this channel closes (its stdin), so it never outlives the client.
