@@ -163,15 +163,17 @@ def detach(chan, proc, pgid, lock_fd):
     os._exit(0)
 
 
-def watch_lifeline(started):
+def watch_lifeline(harness):
     """The client's end of file on our stdin: stop the harness group (once it
     exists) and end, without waiting for the heartbeat to notice."""
+    # os.read, not sys.stdin: a daemon thread blocked inside the buffered
+    # reader would abort the interpreter at exit (it holds the reader's lock).
     try:
-        while sys.stdin.buffer.read1(65536):
+        while os.read(0, 65536):
             pass
-    except (OSError, ValueError):
+    except OSError:
         pass
-    pgid = started.get("pgid")
+    pgid = harness.get("pgid")
     if pgid:
         kill_group(pgid)
     os._exit(1)
@@ -201,9 +203,9 @@ def main():
     except ValueError:
         sys.stderr.write(MARK + "no job spec on stdin\n")
         return 2
-    started = {}
+    harness = {}  # "pgid" once the harness runs
     if lifeline:
-        threading.Thread(target=watch_lifeline, args=(started,), daemon=True).start()
+        threading.Thread(target=watch_lifeline, args=(harness,), daemon=True).start()
     lock_fd = take_lock(work_dir, wait_s, chan)
     run_dir = spec["run_dir"]
     os.makedirs(run_dir, exist_ok=True)
@@ -223,7 +225,7 @@ def main():
         start_new_session=True,
         pass_fds=(lock_fd,),
     )
-    pgid = started["pgid"] = proc.pid
+    pgid = harness["pgid"] = proc.pid
     with open(os.path.join(run_dir, "harness.pgid"), "w") as handle:
         handle.write(f"{pgid}\n")
     chan.event(event="remote_process", pgid=pgid, wrapper=os.getpid())

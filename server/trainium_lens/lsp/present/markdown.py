@@ -18,9 +18,11 @@ from urllib.parse import quote
 LINK_COMMANDS = frozenset({"trainiumLens.openTimeline", "trainiumLens.openExplorer"})
 
 # CommonMark: any ASCII punctuation may be backslash-escaped, and then reads as
-# itself. Escaping all of it also breaks what linkify would turn into a link
-# (``https://``, ``www.``).
-_PUNCT = re.compile(r"""([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])""")
+# itself. Escaped: everything that opens markup, links, images, HTML, entities,
+# tables or theme icons (``$(...)``), and ``.``, ``:`` and ``/``, which breaks
+# what linkify would turn into a link (``https://``, ``www.``). ``-`` and ``+``
+# mean something only at the start of a line (a list), where they are escaped.
+_PUNCT = re.compile(r"""([!"#$&'()*./:<>\[\\\]_`{|}~])""")
 _BREAKS = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 
 
@@ -30,7 +32,8 @@ def _one_line(text: object) -> str:
 
 def escape(text: object) -> str:
     """``text`` as literal markdown text on one line (no markup, no links, no HTML)."""
-    return _PUNCT.sub(r"\\\1", _one_line(text))
+    out = _PUNCT.sub(r"\\\1", _one_line(text))
+    return "\\" + out if out[:1] in ("-", "+") else out
 
 
 def code(text: object, *, in_table: bool = False) -> str:
