@@ -20,7 +20,7 @@ from trainium_lens.cli.render_engines import render_engines
 from trainium_lens.cli.render_ranks import render_ranks
 from trainium_lens.engine import runner
 from trainium_lens.engine.jobs import PROTOCOL_KEYS, make_job
-from trainium_lens.errors import Cancelled, HarnessError, LensError
+from trainium_lens.errors import Cancelled, HarnessError, LensError, NotStored
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets import make_target
 
@@ -88,7 +88,7 @@ def register(subparsers) -> None:
     add_target_arguments(p, "profile on")
     p.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds,
         metavar="SECONDS",
         help="stop the run (and everything it started) after SECONDS",
     )
@@ -96,6 +96,16 @@ def register(subparsers) -> None:
         "--no-store", action="store_true", help="do not save the results in <workspace>/.trainium-lens/runs"
     )
     p.set_defaults(handler=run)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
 
 
 class Progress:
@@ -226,8 +236,12 @@ def write_json(path: str, data) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-    os.replace(tmp, target)
+    try:
+        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no temporary file
+        raise
 
 
 def run(args: argparse.Namespace) -> int:
@@ -253,8 +267,11 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress(sys.stderr)
     progress.status(f"starting the harness on {target.host}")
     previous = _stop_on_signals()
+    not_stored: NotStored | None = None
     try:
         results = runner.profile(job, target, progress, timeout=args.timeout, store=store)
+    except NotStored as err:  # the run finished: its tables first, then why it is not kept
+        results, not_stored = err.results, err
     except LensError as err:
         raise one_line(err) from None
     finally:
@@ -269,4 +286,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         data = results[0].to_dict() if len(results) == 1 else [r.to_dict() for r in results]
         write_json(args.json, data)
+    if not_stored is not None:
+        sys.stdout.flush()
+        raise one_line(LensError(f"{not_stored} (the tables above are not saved; --no-store skips saving)"))
     return 0

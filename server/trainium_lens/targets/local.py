@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from trainium_lens.engine.jobs import Job
 from trainium_lens.errors import TargetError
+from trainium_lens.model.paths import is_run_id
 from trainium_lens.targets.base import EventSink, Target, workspace_id
 from trainium_lens.targets.stream import run_harness_process
 
@@ -110,6 +111,18 @@ class LocalTarget(Target):
             env=env,
             cwd=job.workspace,
         )
+
+    def remove_runs(self, workspace: Path, batch_ids: list[str]) -> None:
+        root = cache_root() / workspace_id(workspace) / "runs"
+        for batch_id in batch_ids:
+            if not is_run_id(batch_id):
+                continue
+            folder = root / batch_id
+            # only a real folder directly in the runs folder (a link is removed, not followed)
+            if folder.is_symlink():
+                folder.unlink(missing_ok=True)
+            elif folder.is_dir() and folder.resolve().parent == root.resolve():
+                shutil.rmtree(folder, ignore_errors=True)
 
     def close(self) -> None:
         if self.warm is not None:

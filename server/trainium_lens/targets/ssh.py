@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from trainium_lens.engine.jobs import Job
 from trainium_lens.errors import Cancelled, HarnessError, TargetError, TimedOut
+from trainium_lens.model.paths import is_run_id
 from trainium_lens.targets import sync
 from trainium_lens.targets.base import EventSink, Target, workspace_id
 from trainium_lens.targets.ssh_conn import SshConnection, SshFailure
@@ -101,6 +102,17 @@ _WARM = (
     'exec "$1" -m trainium_lens.harness.worker --idle "$3"'
 )
 
+# $1 work dir, then batch ids (checked here too): remove <work dir>/runs/<id>.
+_REMOVE_RUNS = r"""
+wd=$1; shift
+for id in "$@"; do
+  case $id in ""|.*|*/*|*..*) continue;; esac
+  [ -L "$wd/runs/$id" ] && { rm -f -- "$wd/runs/$id"; continue; }
+  rm -rf -- "$wd/runs/$id"
+done
+exit 0
+"""
+
 # $1 pgid, $2 wrapper pid: TERM both, wait for the group, then KILL what is left.
 _KILL = r"""
 kill -TERM -- "-$1" "$2" 2>/dev/null
@@ -139,6 +151,7 @@ class SshTarget(Target):
         #: A ``warm.WarmSlot`` when runs should use a warm worker on the host (the
         #: language server sets one; the CLI stays cold).
         self.warm: WarmSlot | None = None
+        self._work_dirs: dict[str, str] = {}  # workspace id -> its work dir on the host (absolute)
 
     # -- steps ------------------------------------------------------------------
     def prepare_args(self, ws_id: str, mode: str) -> list[str]:
@@ -223,6 +236,7 @@ class SshTarget(Target):
         self.sync(job.workspace, info, on_event, fs)
         check()
         wd = info["wd"]
+        self._work_dirs[workspace_id(job.workspace)] = wd  # for remove_runs
         spec = job.to_spec(f"{wd}/src", f"{wd}/runs/{job.batch_id}", self.host)
         remote: dict = {}
 
@@ -335,6 +349,15 @@ class SshTarget(Target):
         if not isinstance(data, dict):
             raise TargetError(f"{self.host}: the result {path} is not a JSON object")
         return data
+
+    def remove_runs(self, workspace: Path, batch_ids: list[str]) -> None:
+        wd = self._work_dirs.get(workspace_id(workspace))
+        ids = [b for b in batch_ids if is_run_id(b)]
+        if wd is None or not ids:
+            return  # no run of this workspace here yet: its folders go after the next one
+        proc = self.conn.run(_REMOVE_RUNS, [wd, *ids], timeout=60)
+        if proc.returncode != 0:
+            raise TargetError(f"{self.host}: could not remove old run folders")
 
     # -- artifacts ----------------------------------------------------------------------
     def fetch(self, remote_path: str, dest: Path) -> Path:

@@ -99,9 +99,16 @@ def check_nproc(nproc: int, backend: str) -> None:
 
 def _write_json(path: str, data: Any) -> None:
     tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, allow_nan=False)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, allow_nan=False)
+        os.replace(tmp, path)
+    except BaseException:
+        try:  # a full disk leaves no temporary file
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def _stop(proc: subprocess.Popen) -> None:
