@@ -20,7 +20,7 @@ from trainium_lens.cli.render_engines import render_engines
 from trainium_lens.cli.render_ranks import render_ranks
 from trainium_lens.engine import runner
 from trainium_lens.engine.jobs import PROTOCOL_KEYS, make_job
-from trainium_lens.errors import Cancelled, HarnessError, LensError, NotStored
+from trainium_lens.errors import Cancelled, HarnessError, LensError, NotStored, UsageError
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets import make_target
 
@@ -88,7 +88,7 @@ def register(subparsers) -> None:
     add_target_arguments(p, "profile on")
     p.add_argument(
         "--timeout",
-        type=_seconds,
+        type=float,
         metavar="SECONDS",
         help="stop the run (and everything it started) after SECONDS",
     )
@@ -96,16 +96,6 @@ def register(subparsers) -> None:
         "--no-store", action="store_true", help="do not save the results in <workspace>/.trainium-lens/runs"
     )
     p.set_defaults(handler=run)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
 
 
 class Progress:
@@ -245,6 +235,8 @@ def write_json(path: str, data) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.timeout is not None and not 0 < args.timeout < float("inf"):
+        raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     protocol = {k: getattr(args, k) for k in PROTOCOL_KEYS if getattr(args, k) is not None}
     job = make_job(
         args.file,
