@@ -175,7 +175,7 @@ def test_run_folders_on_the_host_go_with_their_results(sshd, ssh_control_dir, ws
 
 
 def test_a_crafted_result_naming_this_host_cannot_replace_a_folder_here(sshd, ssh_control_dir, ws, tmp_path):
-    """The attack of issue 20's first item: a run id that climbs out of the
+    """The attack a committed result made before: a run id that climbs out of the
     artifacts cache, a host the user has keys for, a folder there as the trace.
     Before: ``export`` fetched it and replaced ``<tmp>/victim`` with it."""
     victim = tmp_path / "victim"

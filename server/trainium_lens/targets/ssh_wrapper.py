@@ -203,7 +203,7 @@ def main():
     except ValueError:
         sys.stderr.write(MARK + "no job spec on stdin\n")
         return 2
-    harness = {}  # "pgid" once the harness runs
+    harness: dict = {}  # "pgid" once the harness runs
     if lifeline:
         threading.Thread(target=watch_lifeline, args=(harness,), daemon=True).start()
     lock_fd = take_lock(work_dir, wait_s, chan)
