@@ -15,7 +15,7 @@ from typing import TextIO
 
 from trainium_lens.cli.batch_render import render_batch
 from trainium_lens.cli.common import add_target_arguments
-from trainium_lens.cli.render import Style, render_result
+from trainium_lens.cli.render import Style, render_result, terminal_safe
 from trainium_lens.cli.render_engines import render_engines
 from trainium_lens.cli.render_ranks import render_ranks
 from trainium_lens.engine import runner
@@ -274,7 +274,7 @@ def run(args: argparse.Namespace) -> int:
     style = style_for(sys.stdout)
     sections = [render_result(r, style) + render_engines(r, style) + render_ranks(r, style) for r in results]
     sections += render_batch(results, style)  # variants compared, the rest summarized
-    print("\n\n".join(sections))
+    print(terminal_safe("\n\n".join(sections)))  # engines/ranks tables too
     if args.json:
         data = results[0].to_dict() if len(results) == 1 else [r.to_dict() for r in results]
         write_json(args.json, data)

@@ -214,3 +214,14 @@ def test_pruning_takes_the_runs_fetched_artifacts_and_nothing_else(ws, victim):
     assert [r.run_id for r in store.take_pruned()] == [first.run_id] and store.take_pruned() == []
     assert sorted(p.name for p in art.iterdir()) == ["keep-me"]
     assert snapshot(victim) == {"id_ed25519": b"secret key\n"}
+
+
+def test_control_characters_in_stored_strings_never_reach_the_terminal():
+    from trainium_lens.cli.render import render_result
+
+    res = result()
+    res.lines[0].text = "x = 1  \x1b]0;owned\x07\x1b[2J"
+    res.function.name = "f\x1b[31m"
+    out = render_result(res)
+    assert "\x1b" not in out and "\x07" not in out
+    assert "x = 1  ?]0;owned??[2J" in out
