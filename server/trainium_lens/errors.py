@@ -50,3 +50,12 @@ class Cancelled(LensError):
 
 class TimedOut(LensError):
     exit_code = 124
+
+
+class NotStored(LensError):
+    """The run succeeded but its results could not be saved (a read-only or full
+    disk): ``results`` still holds them, so the caller can show them."""
+
+    def __init__(self, message: str, results: list) -> None:
+        super().__init__(message)
+        self.results = results

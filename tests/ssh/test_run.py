@@ -121,6 +121,11 @@ def test_sibling_module_and_hostile_names(sshd, ssh_control_dir, tmp_path):
     )
     local = dest / job.batch_id / remote_trace.relative_to(result.artifacts.run_dir)
     assert local.read_bytes() == remote_trace.read_bytes()
+    # Fetched once: a second fetch keeps that copy (a fetch never replaces a folder).
+    local.write_bytes(b"kept")
+    fetch_again = ["fetch", result.run_id, "--workspace", str(ws), "--ssh-config", str(sshd.config)]
+    assert main([*fetch_again, "--dest", str(dest)]) == 0
+    assert local.read_bytes() == b"kept"
     for place in (tmp_path, sshd.home, Path.cwd()):
         assert not list(Path(place).rglob("pwned")), place
 

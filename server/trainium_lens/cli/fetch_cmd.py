@@ -13,8 +13,9 @@ from pathlib import Path, PurePosixPath
 
 from trainium_lens.cli.common import add_run_arguments, workspace_path
 from trainium_lens.errors import UsageError
-from trainium_lens.model.store import STORE_DIR, RunStore
-from trainium_lens.targets.base import Target
+from trainium_lens.model.paths import UnsafePath, local_run_file, plain_name
+from trainium_lens.model.store import ARTIFACTS_DIR, STORE_DIR, RunStore
+from trainium_lens.targets.base import Target, workspace_id
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -37,25 +38,40 @@ def run(args: argparse.Namespace) -> int:
     art = result.artifacts
     if not art.run_dir:
         raise UsageError(f"run {result.run_id} lists no artifacts")
-    dest_root = Path(args.dest).expanduser() if args.dest else workspace / STORE_DIR / "artifacts"
-    target: Target
-    if art.location in ("", "local"):
-        from trainium_lens.targets.local import LocalTarget
-
-        target = LocalTarget()
-    else:
-        from trainium_lens.targets.ssh import SshTarget
-
-        target = SshTarget(art.location, ssh_config=args.ssh_config)
+    # The result names the folder (untrusted): a plain name here, a run folder
+    # of this workspace when it says the folder is on this machine.
     try:
-        local_dir = target.fetch(art.run_dir, dest_root / PurePosixPath(art.run_dir).name)
-    finally:
-        target.close()
+        name = plain_name(art.run_dir, "run folder name")
+        local = art.location in ("", "local")
+        if local:
+            local_run_file(art.run_dir, workspace_id(workspace))
+    except UnsafePath as err:
+        raise UsageError(f"run {result.run_id}: {err}: not fetched") from None
+    dest_root = Path(args.dest).expanduser() if args.dest else workspace / STORE_DIR / ARTIFACTS_DIR
+    local_dir = dest_root / name
+    if local_dir.exists() or local_dir.is_symlink():
+        verb = "already fetched"  # a fetch never replaces anything: the copy there stays
+    else:
+        target: Target
+        if local:
+            from trainium_lens.targets.local import LocalTarget
+
+            target = LocalTarget()
+        else:
+            from trainium_lens.targets.ssh import SshTarget
+
+            target = SshTarget(art.location, ssh_config=args.ssh_config)
+        try:
+            local_dir = target.fetch(art.run_dir, local_dir)
+        finally:
+            target.close()
+        verb = "fetched"
     files = [p for p in local_dir.rglob("*") if p.is_file()]
     size = sum(p.stat().st_size for p in files)
     print(
-        f"fetched {len(files)} files ({size / 1e6:.1f} MB) of run {result.run_id} "
+        f"{verb} {len(files)} files ({size / 1e6:.1f} MB) of run {result.run_id} "
         f"from {art.location or 'local'} to {local_dir}"
+        + (" (remove it to fetch again)" if verb == "already fetched" else "")
     )
     for label, remote in (("trace", art.trace), ("neuron profile", art.neuron_profile_dir)):
         if remote:

@@ -16,12 +16,12 @@ from typing import Any, NoReturn, TextIO
 
 from trainium_lens.cli.batch_render import render_batch
 from trainium_lens.cli.common import add_target_arguments
-from trainium_lens.cli.render import Style, render_result
+from trainium_lens.cli.render import Style, render_result, terminal_safe
 from trainium_lens.cli.render_engines import render_engines
 from trainium_lens.cli.render_ranks import render_ranks
 from trainium_lens.engine import runner
 from trainium_lens.engine.jobs import PROTOCOL_KEYS, make_job
-from trainium_lens.errors import Cancelled, HarnessError, LensError
+from trainium_lens.errors import Cancelled, HarnessError, LensError, NotStored, UsageError
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets import make_target
 
@@ -227,11 +227,17 @@ def write_json(path: str, data: Any) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-    os.replace(tmp, target)
+    try:
+        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no temporary file
+        raise
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.timeout is not None and not 0 < args.timeout < float("inf"):
+        raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     protocol = {k: getattr(args, k) for k in PROTOCOL_KEYS if getattr(args, k) is not None}
     job = make_job(
         args.file,
@@ -254,8 +260,11 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress(sys.stderr)
     progress.status(f"starting the harness on {target.host}")
     previous = _stop_on_signals()
+    not_stored: NotStored | None = None
     try:
         results = runner.profile(job, target, progress, timeout=args.timeout, store=store)
+    except NotStored as err:  # the run finished: its tables first, then why it is not kept
+        results, not_stored = err.results, err
     except LensError as err:
         raise one_line(err) from None
     finally:
@@ -266,8 +275,11 @@ def run(args: argparse.Namespace) -> int:
     style = style_for(sys.stdout)
     sections = [render_result(r, style) + render_engines(r, style) + render_ranks(r, style) for r in results]
     sections += render_batch(results, style)  # variants compared, the rest summarized
-    print("\n\n".join(sections))
+    print(terminal_safe("\n\n".join(sections)))  # engines/ranks tables too
     if args.json:
         data = results[0].to_dict() if len(results) == 1 else [r.to_dict() for r in results]
         write_json(args.json, data)
+    if not_stored is not None:
+        sys.stdout.flush()
+        raise one_line(LensError(f"{not_stored} (the tables above are not saved; --no-store skips saving)"))
     return 0

@@ -8,6 +8,7 @@ result (not on the terminal width), so ``show`` re-prints exactly what
 
 from __future__ import annotations
 
+import re
 import textwrap
 from dataclasses import dataclass
 
@@ -57,9 +58,20 @@ _ASCII = str.maketrans(
 )
 
 
+# Control characters (ANSI escapes above all) in stored strings must not reach
+# the terminal: a result file is untrusted data (README, "Security").
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every control character but tab and newline shown as ``?``."""
+    return _CONTROLS.sub("?", text)
+
+
 def finish(text: str, style: Style) -> str:
     """The rendered text for the terminal: plain ASCII where it cannot show more
-    (messages from the analysis carry µs, ×, – as well)."""
+    (messages from the analysis carry µs, ×, – as well), no control characters."""
+    text = terminal_safe(text)
     return text if style.unicode else text.translate(_ASCII)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from trainium_lens.cli.batch_render import render_batch
 from trainium_lens.cli.common import add_workspace_argument, workspace_path
 from trainium_lens.cli.profile_cmd import style_for
-from trainium_lens.cli.render import render_result
+from trainium_lens.cli.render import render_result, terminal_safe
 from trainium_lens.cli.render_engines import render_engines
 from trainium_lens.cli.render_ranks import render_ranks
 from trainium_lens.errors import LensError, UsageError
@@ -92,5 +92,5 @@ def run(args: argparse.Namespace) -> int:
     style = style_for(sys.stdout)
     sections = [render_result(r, style) + render_engines(r, style) + render_ranks(r, style) for r in results]
     sections += render_batch(results, style)  # variants compared, the rest summarized
-    print("\n\n".join(sections))
+    print(terminal_safe("\n\n".join(sections)))  # engines/ranks tables too
     return 0

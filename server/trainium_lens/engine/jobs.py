@@ -130,11 +130,11 @@ def wants_ranks(job: Job) -> bool:
     if job.nproc is not None:
         return job.nproc > 1
     from trainium_lens.harness.events import HarnessError
-    from trainium_lens.harness.markers import find_marked
+    from trainium_lens.harness.markers import find_marked, read_source
     from trainium_lens.harness.spec import nproc_for
 
     try:
-        source = (job.workspace / job.file).read_text(encoding="utf-8")
+        source = read_source(job.workspace / job.file)
         marked = find_marked(source)
         chosen = [m for m in marked if not job.functions or m.name in job.functions]
         return nproc_for(job, chosen) > 1  # the launcher's own reading of nproc=

@@ -6,16 +6,19 @@ target reaches its host or how results are stored.
 
 from __future__ import annotations
 
+import logging
 import threading
 
 from trainium_lens.analysis.findings import analyze
 from trainium_lens.engine.device_profile import fill as fill_neuron_lines
 from trainium_lens.engine.jobs import Job
 from trainium_lens.engine.ranks import RankEvents, merge_document
-from trainium_lens.errors import LensError, TargetError, TimedOut
+from trainium_lens.errors import LensError, NotStored, TargetError, TimedOut
 from trainium_lens.model.result import Batch, Result, ResultError
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets.base import EventSink, Target
+
+log = logging.getLogger(__name__)
 
 
 def profile(
@@ -29,7 +32,9 @@ def profile(
     """Run ``job`` on ``target``; return its results (file order), analysed.
 
     Results are stored only once the whole batch has arrived and validated, so
-    a failed, cancelled or timed-out run leaves the store exactly as it was.
+    a failed, cancelled or timed-out run leaves the store exactly as it was. A
+    store that cannot be written raises ``NotStored``, which carries the results.
+    Run folders of results the store pruned go too, on the target that holds them.
     """
     events = RankEvents(on_event or (lambda _event: None))  # torchrun jobs: one rank's progress
     try:
@@ -53,5 +58,32 @@ def profile(
             try:
                 store.save(result)
             except OSError as exc:  # read-only or full disk: say where, keep the rest
-                raise LensError(f"cannot store the result in {store.runs}: {exc.strerror or exc}") from None
+                raise NotStored(
+                    f"cannot store the result in {store.runs}: {exc.strerror or exc}", batch.results
+                ) from None
+            except LensError as exc:
+                raise NotStored(str(exc), batch.results) from None
+        prune_run_folders(job, target, store)
     return batch.results
+
+
+def prune_run_folders(job: Job, target: Target, store: RunStore) -> None:
+    """The run folders (on this target) of the batches no stored result names
+    any more: pruned results take their traces and profiles with them."""
+    pruned = store.take_pruned()
+    if not pruned:
+        return
+    kept = {r.batch_id for r in store.load_all()}
+    gone = sorted(
+        {
+            r.batch_id
+            for r in pruned
+            if r.batch_id and r.batch_id not in kept and (r.artifacts.location or "local") == target.host
+        }
+    )
+    if not gone:
+        return
+    try:
+        target.remove_runs(job.workspace, gone)
+    except LensError as exc:  # the run itself succeeded: a folder left is no failure
+        log.warning("could not remove old run folders on %s: %s", target.host, exc)

@@ -25,9 +25,16 @@ def _write_batch(run_dir: str, batch: dict) -> str:
     os.makedirs(run_dir, exist_ok=True)
     path = os.path.join(run_dir, "batch.json")
     tmp = os.path.join(run_dir, ".batch.json.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(batch, fh, indent=1, allow_nan=False)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(batch, fh, indent=1, allow_nan=False)
+        os.replace(tmp, path)
+    except BaseException:
+        try:  # a full disk leaves no temporary file
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     return path
 
 
@@ -38,7 +45,7 @@ def run(events) -> int:
     from trainium_lens.harness.job import precheck
     from trainium_lens.harness.job.loader import UserCode, load_module
     from trainium_lens.harness.job.packages import check_misplaced, resolve_includes
-    from trainium_lens.harness.markers import find_marked
+    from trainium_lens.harness.markers import find_marked, read_source
     from trainium_lens.harness.spec import nproc_for, parse_spec, protocol_for, select
     from trainium_lens.harness.torchrun import launch
     from trainium_lens.harness.torchrun import rank as dist
@@ -50,9 +57,8 @@ def run(events) -> int:
     if not os.path.isfile(path):
         raise HarnessError("spec", f"no such file on this host: {path}")
     try:
-        with open(path, encoding="utf-8") as fh:
-            source = fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
+        source = read_source(path)  # its coding declaration honoured, as the import will
+    except (OSError, UnicodeDecodeError, SyntaxError) as exc:
         raise HarnessError("spec", f"cannot read {rel}: {exc}") from None
     try:
         marked = find_marked(source)
@@ -129,6 +135,12 @@ def run(events) -> int:
 
 
 def main() -> int:
+    from trainium_lens.harness import lifeline
+
+    lifeline.hold()  # first: a starter that dies from here on takes this process group with it
+    from trainium_lens.harness.torchrun import rank as dist
+
+    dist.tie_to_agent()  # a torchrun rank: dies with the agent (before anything can fork)
     from trainium_lens.harness.events import HarnessError, open_event_stream
 
     events = open_event_stream()

@@ -14,7 +14,9 @@ can say so. Options are kept as raw strings here; the harness validates them
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from dataclasses import dataclass, field
 
 MARKER_RE = re.compile(r"^\s*#\s*trainium:\s*profile\b(?P<rest>.*)$")
@@ -30,6 +32,16 @@ class Marked:
     marker_line: int  # 1-based line of the ``# trainium: profile`` comment
     end_line: int  # last line of the function
     options: dict[str, str] = field(default_factory=dict)
+
+
+def read_source(path) -> str:
+    """A Python file's text, decoded as Python decodes it: a PEP 263 coding
+    declaration (``# coding: latin-1``) or a UTF-8 BOM, else UTF-8. Raises
+    ``OSError``, ``UnicodeDecodeError``, or ``SyntaxError`` for an unknown encoding."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return data.decode(encoding)
 
 
 def parse_options(rest: str) -> dict[str, str]:
@@ -100,6 +112,26 @@ def find_marked(source: str) -> list[Marked]:
             )
         )
     return found
+
+
+def duplicate_names(marked: list[Marked]) -> tuple[str, int, int] | None:
+    """``(name, first def line, second def line)`` of the first marked name that
+    appears twice (a later ``def`` replaces the earlier one at import, so both
+    results would run the second and be stored as one function), else None."""
+    seen: dict[str, int] = {}
+    for m in marked:
+        if m.name in seen:
+            return m.name, seen[m.name], m.def_line
+        seen[m.name] = m.def_line
+    return None
+
+
+def duplicate_message(rel_file: str, duplicate: tuple[str, int, int]) -> str:
+    name, first, second = duplicate
+    return (
+        f"{rel_file}: two marked functions are named {name} (lines {first} and {second}): "
+        f"the second replaces the first when the file is imported; rename one"
+    )
 
 
 def misplaced_markers(source: str) -> list[tuple[int, str, int]]:

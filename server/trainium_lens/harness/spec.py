@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainium_lens.harness.events import HarnessError
-from trainium_lens.harness.markers import KNOWN_OPTIONS, Marked
+from trainium_lens.harness.markers import KNOWN_OPTIONS, Marked, duplicate_message, duplicate_names
 
 DEFAULT_PROTOCOL = {"wait": 2, "warmup": 1, "active": 5, "timing_calls": 20}
 MINIMUM = {"wait": 0, "warmup": 0, "active": 1, "timing_calls": 1}
@@ -171,6 +171,9 @@ def select(marked: list[Marked], spec: Spec, rel_file: str) -> list[Marked]:
             rel_file,
             None,
         )
+    twice = duplicate_names(marked)
+    if twice is not None:
+        raise HarnessError("parse", duplicate_message(rel_file, twice), rel_file, twice[2])
     names = ", ".join(m.name for m in marked)
     if spec.functions:
         by_name = {m.name: m for m in marked}

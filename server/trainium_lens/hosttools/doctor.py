@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from trainium_lens.errors import TargetError
 
 if TYPE_CHECKING:
+    from trainium_lens.targets.ssh import SshTarget
     from trainium_lens.targets.ssh_conn import SshFailure
 
 PROBE = Path(__file__).with_name("doctor_probe.py")
@@ -152,12 +153,26 @@ def _local(python: str, work_dir: str | None) -> Report:
 
 
 def _remote(host: str, ssh_config: str | None, remote_python: str | None, work_dir: str | None) -> Report:
-    from trainium_lens.targets.ssh import PREPARE_SCRIPT, SshTarget
-    from trainium_lens.targets.ssh_conn import SshFailure
+    from trainium_lens.targets.ssh import SshTarget
 
     report = Report(host=host)
     try:
         target = SshTarget(host, ssh_config=ssh_config, remote_python=remote_python, work_dir=work_dir)
+    except TargetError as err:  # a bad host name or config path
+        _add(report, "ssh", "fail", str(err), "check the host name and --ssh-config")
+        _skip_rest(report, "needs an SSH connection")
+        return report
+    try:
+        return _remote_checks(report, target, host)
+    finally:
+        target.close()  # our share of the master: stopped unless a run still uses it
+
+
+def _remote_checks(report: Report, target: SshTarget, host: str) -> Report:
+    from trainium_lens.targets.ssh import PREPARE_SCRIPT
+    from trainium_lens.targets.ssh_conn import SshFailure
+
+    try:
         target.conn.master()
     except SshFailure as err:
         _connection_failure(report, err)

@@ -223,12 +223,21 @@ class ExplorerService:
         self.settings = settings or ExplorerSettings()
         self._connection_factory = connection_factory
         self._tunnels: dict[tuple, Tunnel] = {}
+        self._connections: dict[
+            tuple, SshConnection
+        ] = {}  # (host, ssh config) -> its connection, closed by close()
         self._lock = threading.Lock()
 
     def _connection(self, host: str) -> SshConnection:
-        if self._connection_factory:
-            return self._connection_factory(host)
-        return SshConnection(host, ssh_config=self.settings.ssh_config)
+        key = (host, self.settings.ssh_config)
+        conn = self._connections.get(key)
+        if conn is None:
+            if self._connection_factory:
+                conn = self._connection_factory(host)
+            else:
+                conn = SshConnection(host, ssh_config=self.settings.ssh_config)
+            self._connections[key] = conn
+        return conn
 
     def open(self, result: Result, line: int | None = None) -> Opened:
         """Serve, ingest and tunnel as needed; the URL of the run (at ``line``, 1-based)."""
@@ -346,10 +355,20 @@ class ExplorerService:
         return list(self._tunnels.values())
 
     def close(self) -> None:
+        """The tunnels, then our share of the SSH masters (stopped when no run
+        or language server still uses them: ssh_conn's reference count)."""
         with self._lock:
             for tunnel in self._tunnels.values():
                 tunnel.close()
             self._tunnels.clear()
+            for conn in self._connections.values():
+                close = getattr(conn, "close", None)
+                if close is not None:
+                    try:
+                        close()
+                    except Exception:  # noqa: BLE001 - closing must not fail the caller
+                        pass
+            self._connections.clear()
 
 
 def describe(opened: Opened) -> str:

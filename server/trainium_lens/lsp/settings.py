@@ -3,7 +3,10 @@
 They arrive as ``initializationOptions`` and later through
 ``workspace/didChangeConfiguration``. A bad value never stops the server: it is
 replaced by its default and reported in one line naming the setting (modelled
-on jedi-language-server's initialization options).
+on jedi-language-server's initialization options). Settings that say *where*
+code runs (``TARGET_SETTINGS``) are the exception: a rejected one never falls
+back to its default (a rejected host would otherwise run the code on this
+machine); it is kept in ``rejected`` and profiling is refused until it is fixed.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ if TYPE_CHECKING:
 SECTION = "trainiumLens"
 BACKENDS = ("auto", "neuron", "cuda", "cpu", "xla")
 PROTOCOL_KEYS = ("wait", "warmup", "active")
+#: Where code runs: a rejected value refuses runs instead of falling back.
+TARGET_SETTINGS = ("host", "sshConfig", "remotePython", "workDir", "python")
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,8 @@ class Settings:
     # Workspace Trust: False in VS Code's Restricted Mode, where nothing runs (lsp/features/trust.py).
     # The CLI and clients that do not say are trusted: their user runs them.
     trusted: bool = True
+    # The TARGET_SETTINGS whose value was rejected, with the reason: no run until fixed.
+    rejected: tuple[str, ...] = ()
 
     def target_key(self) -> tuple:
         """Settings that decide which target a run uses (a new key: a new target)."""
@@ -243,6 +250,7 @@ def parse(payload: Any) -> tuple[Settings, list[str]]:
     defaults = Settings()
     values: dict[str, Any] = {}
     warnings: list[str] = []
+    rejected: list[str] = []
     # VS Code's flat form ``trainiumLens.wait`` is accepted beside ``protocol``.
     flat = {k: section[k] for k in PROTOCOL_KEYS if k in section}
     if flat:
@@ -256,12 +264,19 @@ def parse(payload: Any) -> tuple[Settings, list[str]]:
         try:
             values[name] = parser(raw)
         except ValueError as err:
+            if key in TARGET_SETTINGS:
+                rejected.append(f"{SECTION}.{key}: {err}")
+                warnings.append(
+                    f"Trainium Lens: invalid setting {SECTION}.{key}: {err}; profiling is off until "
+                    f"it is fixed (it says where code runs: no fallback)"
+                )
+                continue
             default = getattr(defaults, name)
             warnings.append(
                 f"Trainium Lens: invalid setting {SECTION}.{key}: {err}; using the default ({_show(default)})"
             )
     extra = {k: v for k, v in section.items() if k not in _PARSERS and k not in PROTOCOL_KEYS}
-    return replace(defaults, extra=extra, **values), warnings
+    return replace(defaults, extra=extra, rejected=tuple(rejected), **values), warnings
 
 
 def _show(value: Any) -> str:
@@ -301,7 +316,7 @@ def names() -> list[str]:
     return sorted(f"{SECTION}.{key}" for key in out + list(CLIENT_ONLY))
 
 
-assert {f.name for f in fields(Settings)} - {"extra"} == {name for name, _ in _PARSERS.values()}
+assert {f.name for f in fields(Settings)} - {"extra", "rejected"} == {name for name, _ in _PARSERS.values()}
 
 
 # -- wiring: initializationOptions and workspace/didChangeConfiguration --------

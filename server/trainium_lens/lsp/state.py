@@ -76,6 +76,13 @@ class LensServer(LanguageServer):
 
     def target(self) -> Target:
         """The target the settings name, reused while they stay the same."""
+        if self.settings.rejected:  # never fall back to running somewhere else
+            from trainium_lens.errors import TargetError
+
+            raise TargetError(
+                f"invalid setting {self.settings.rejected[0]}; fix it to profile (not running on "
+                f"this machine instead)"
+            )
         key = self.settings.target_key()
         if self._target is None or self._target_key != key:
             self.close_target()

@@ -27,6 +27,8 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
+from trainium_lens.model.paths import is_run_id
+
 SCHEMA_VERSION = 3  # 2: backward/recompute per line, totals split, optimizers; 3: see docs/architecture.md
 
 BACKENDS = ("neuron", "cuda", "cpu", "xla")
@@ -425,6 +427,11 @@ class Result:
         result = _build(cls, data, "result")
         if result.backend not in BACKENDS:
             raise ResultError(f"result.backend: unknown backend {result.backend!r}")
+        # Ids become file names (the store, the artifacts cache): plain names only.
+        if not is_run_id(result.run_id):
+            raise ResultError(f"result.run_id: not a valid run id: {result.run_id[:80]!r}")
+        if result.batch_id and not is_run_id(result.batch_id):
+            raise ResultError(f"result.batch_id: not a valid batch id: {result.batch_id[:80]!r}")
         return result
 
 
@@ -478,27 +485,48 @@ def _drop_rank_fields(data: dict[str, Any]) -> None:
             line.pop(key, None)
 
 
+#: A stored result larger than this is not read (a real one with thousands of
+#: lines is a few MB; a runaway file must not take the editor's memory).
+MAX_RESULT_BYTES = 256 * 1024 * 1024
+
+
 def load(path: str | Path) -> Result:
-    """Read and validate one stored result; ``ResultError`` says what is wrong."""
+    """Read and validate one stored result; ``ResultError`` says what is wrong,
+    whatever the damage (unreadable, not UTF-8, not JSON, nested past the
+    parser's depth, the wrong shape)."""
     path = Path(path)
     try:
+        if path.stat().st_size > MAX_RESULT_BYTES:
+            raise ResultError(f"{path}: larger than {MAX_RESULT_BYTES >> 20} MiB, not read")
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ResultError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ResultError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    return Result.from_dict(data)
+    except RecursionError:
+        raise ResultError(f"{path}: JSON nested too deeply to be a result") from None
+    try:
+        return Result.from_dict(data)
+    except RecursionError:
+        raise ResultError(f"{path}: nested too deeply to be a result") from None
 
 
 def save(result: Result, path: str | Path) -> Path:
-    """Write atomically: a reader never sees half a file, a crash loses nothing."""
+    """Write atomically: a reader never sees half a file, a crash loses nothing,
+    and a failed write (a full disk) leaves no temporary file behind."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(result.to_json(), encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(result.to_json(), encoding="utf-8")
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 

@@ -4,23 +4,34 @@ One file per result, written atomically (``result.save``), so a crash or a
 failed run never leaves half a file and never touches earlier results. Each
 profiled function keeps its last ``history`` runs; older ones are pruned when a
 new one is saved. A file that cannot be read (corrupt, hand-edited, written by a
-newer Trainium Lens) is skipped with a warning: one bad file must not hide the
-others or crash the editor.
+newer Trainium Lens, not UTF-8, nested past the JSON parser's depth: any damage)
+is skipped with one warning per file: one bad file must not hide the others or
+crash the editor.
+
+Result files are untrusted (a repository can commit one): ids are checked
+(``model/paths.py``) before they become file names, and the store writes only
+inside ``<workspace>/.trainium-lens/`` (a committed symlink leading out of it
+is refused). Pruning a result also removes what was made for it here (its
+fetched artifacts); ``pruned`` lists the results pruned, so the runner can
+remove their run folders on the target that holds them.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 from pathlib import Path
 
 from trainium_lens.errors import LensError, UsageError
+from trainium_lens.model.paths import RUN_ID, UnsafePath, in_workspace_folder, is_run_id
 from trainium_lens.model.result import Result, ResultError, load, save
 
 log = logging.getLogger(__name__)
 
 STORE_DIR = ".trainium-lens"
 RUNS_DIR = "runs"
+ARTIFACTS_DIR = "artifacts"
 
 
 class RunStore:
@@ -31,13 +42,16 @@ class RunStore:
         self.history_size = max(1, int(history))
         #: (path, reason) of the files the last ``load_all`` skipped.
         self.skipped: list[tuple[Path, str]] = []
+        self._named: set[tuple[Path, int, int]] = set()  # damaged files already warned about
+        #: Results ``save`` pruned and nobody took yet (``take_pruned``).
+        self.pruned: list[Result] = []
         # path -> (mtime_ns, size, Result): the editor asks often, files rarely change.
         self._cache: dict[Path, tuple[int, int, Result]] = {}
 
     # -- writing ---------------------------------------------------------------
     def path_for(self, run_id: str) -> Path:
-        if not run_id or "/" in run_id or "\\" in run_id or run_id.startswith("."):
-            raise UsageError(f"not a run id: {run_id!r}")
+        if not is_run_id(run_id):
+            raise UsageError(f"not a run id: {str(run_id)[:80]!r}")
         return self.runs / f"{run_id}.json"
 
     def save(self, result: Result) -> Path:
@@ -46,8 +60,15 @@ class RunStore:
         self._prune(result.function.file, result.function.name)
         return path
 
+    def take_pruned(self) -> list[Result]:
+        """The results pruned since the last call (their run folders may go now)."""
+        out, self.pruned = self.pruned, []
+        return out
+
     def _ensure_root(self) -> None:
+        self._check_inside()  # before mkdir: a symlink must not get a folder made through it
         self.runs.mkdir(parents=True, exist_ok=True)
+        self._check_inside()
         ignore = self.root / ".gitignore"
         if not ignore.exists():  # results are local state, never committed
             try:
@@ -55,13 +76,52 @@ class RunStore:
             except OSError:
                 pass
 
+    def _check_inside(self) -> None:
+        try:
+            in_workspace_folder(self.runs, self.workspace, STORE_DIR)
+        except UnsafePath:
+            raise LensError(
+                f"{self.runs} leads outside {self.workspace / STORE_DIR} (a symlink?): "
+                f"not storing results there"
+            ) from None
+
     def _prune(self, file: str, function: str) -> None:
         runs = self.history(file, function)
+        gone = []
         for old in runs[: max(0, len(runs) - self.history_size)]:
             try:
                 self.path_for(old.run_id).unlink()
             except OSError as exc:
                 log.warning("cannot prune %s: %s", old.run_id, exc)
+                continue
+            gone.append(old)
+        if not gone:
+            return
+        self.pruned.extend(gone)
+        batches = {r.batch_id for r in self.load_all()}
+        for old in gone:
+            names = {old.run_id} | {f"{old.run_id}.rank{r.rank}" for r in old.ranks}
+            if old.batch_id and old.batch_id not in batches:  # `fetch`'s copy of the run folder
+                names.add(old.batch_id)
+            self._remove_artifacts(names)
+
+    def _remove_artifacts(self, names: set[str]) -> None:
+        """``artifacts/<name>`` for each name, only where the artifacts folder
+        really is inside the workspace (a link in it is removed, not followed)."""
+        root = self.root / ARTIFACTS_DIR
+        try:
+            in_workspace_folder(root, self.workspace, STORE_DIR)
+        except UnsafePath:
+            return
+        for name in sorted(names):
+            path = root / name
+            try:
+                if path.is_symlink() or path.is_file():
+                    path.unlink()
+                elif path.is_dir():
+                    shutil.rmtree(path)
+            except OSError as exc:
+                log.warning("cannot remove the artifacts %s: %s", path, exc)
 
     # -- reading ---------------------------------------------------------------
     def _files(self) -> list[Path]:
@@ -86,9 +146,12 @@ class RunStore:
         for path in self._files():
             try:
                 results.append(self._read(path))
-            except (ResultError, OSError) as exc:
-                skipped.append((path, str(exc)))
-                log.warning("skipping stored run %s: %s", path.name, exc)
+            except Exception as exc:  # noqa: BLE001 - any damage: skip the file, keep the rest
+                reason = (
+                    str(exc) if isinstance(exc, (ResultError, OSError)) else f"{type(exc).__name__}: {exc}"
+                )
+                skipped.append((path, reason))
+                self._name_once(path, reason)
         self.skipped = skipped
         live = set(self._files())
         for gone in [p for p in self._cache if p not in live]:
@@ -96,12 +159,25 @@ class RunStore:
         results.sort(key=_order)
         return results
 
+    def _name_once(self, path: Path, reason: str) -> None:
+        """One warning per damaged file (per version of it), not one per reload."""
+        try:
+            st = path.stat()
+            key = (path, st.st_mtime_ns, st.st_size)
+        except OSError:
+            key = (path, 0, 0)
+        if key not in self._named:
+            self._named.add(key)
+            log.warning("skipping stored run %s: %s", path.name, reason)
+
     def get(self, run_id: str) -> Result:
         """The stored result ``run_id``, or the only one whose id starts with it."""
+        if not run_id or not RUN_ID.fullmatch(run_id) or ".." in run_id:
+            raise UsageError(f"not a run id: {run_id[:80]!r} (letters, digits, '.', '_' and '-')")
         exact = self.runs / f"{run_id}.json"
-        if run_id and exact.is_file():
+        if exact.is_file():
             return self._load_one(exact)
-        matches = [p for p in self._files() if p.stem.startswith(run_id)] if run_id else []
+        matches = [p for p in self._files() if p.stem.startswith(run_id)]
         if not matches:
             raise UsageError(f"no stored run {run_id!r} in {self.runs}")
         if len(matches) > 1:
@@ -115,6 +191,8 @@ class RunStore:
             return self._read(path)
         except (ResultError, OSError) as exc:
             raise LensError(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - any damage: one line, not a traceback
+            raise LensError(f"{path}: {type(exc).__name__}: {exc}") from None
 
     def history(self, file: str, function: str) -> list[Result]:
         """Stored runs of one function, oldest first."""

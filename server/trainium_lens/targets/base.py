@@ -43,6 +43,11 @@ class Target(ABC):
     def fetch(self, remote_path: str, dest: Path) -> Path:
         """Copy an artifact (file or folder) from the target to ``dest``."""
 
+    def remove_runs(self, workspace: Path, batch_ids: list[str]) -> None:  # noqa: B027 (optional)
+        """Remove the run folders ``<runs>/<batch_id>`` of ``workspace`` on this target
+        (their results were pruned). Ids are checked: only folders directly in the
+        workspace's runs folder go."""
+
     def close(self) -> None:  # noqa: B027 (optional hook: most targets hold nothing)
         """Release connections (e.g. an SSH ControlMaster)."""
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from trainium_lens.engine.jobs import Job
 from trainium_lens.errors import TargetError
+from trainium_lens.model.paths import is_run_id
 from trainium_lens.targets.base import EventSink, Target, workspace_id
 from trainium_lens.targets.stream import run_harness_process
 
@@ -111,21 +112,36 @@ class LocalTarget(Target):
             cwd=job.workspace,
         )
 
+    def remove_runs(self, workspace: Path, batch_ids: list[str]) -> None:
+        root = cache_root() / workspace_id(workspace) / "runs"
+        for batch_id in batch_ids:
+            if not is_run_id(batch_id):
+                continue
+            folder = root / batch_id
+            # only a real folder directly in the runs folder (a link is removed, not followed)
+            if folder.is_symlink():
+                folder.unlink(missing_ok=True)
+            elif folder.is_dir() and folder.resolve().parent == root.resolve():
+                shutil.rmtree(folder, ignore_errors=True)
+
     def close(self) -> None:
         if self.warm is not None:
             self.warm.close()
 
     def fetch(self, remote_path: str, dest: Path) -> Path:
-        """Artifacts are already here: copy them to ``dest`` (a file or folder)."""
+        """Artifacts are already here: copy them to ``dest`` (a file or folder),
+        which must not exist (as for SSH: nothing is replaced)."""
         source = Path(remote_path)
         if not source.exists():
             raise TargetError(f"no such artifact: {remote_path}")
         dest = Path(dest)
         if source.resolve() == dest.resolve():
             return dest
+        if dest.exists() or dest.is_symlink():
+            raise TargetError(f"{dest} already exists: not replaced (remove it to fetch again)")
         dest.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():
-            shutil.copytree(source, dest, dirs_exist_ok=True)
+            shutil.copytree(source, dest, symlinks=True)
         else:
             shutil.copy2(source, dest)
         return dest

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from trainium_lens.engine.jobs import Job
 from trainium_lens.errors import Cancelled, HarnessError, TargetError, TimedOut
+from trainium_lens.model.paths import is_run_id
 from trainium_lens.targets import sync
 from trainium_lens.targets.base import EventSink, Target, workspace_id
 from trainium_lens.targets.ssh_conn import SshConnection, SshFailure
@@ -90,8 +91,9 @@ fi
 exit 0
 """
 
-# -S: the wrapper needs no site-packages (a faster start on every run)
-_RUN = 'exec "$1" -S "$2/lens/ssh_wrapper.py" "$2" "$3"'
+# -S: the wrapper needs no site-packages (a faster start on every run). --lifeline:
+# our ssh's stdin stays open for the run; its end of file stops the run there.
+_RUN = 'exec "$1" -S "$2/lens/ssh_wrapper.py" "$2" "$3" --lifeline'
 
 # The warm worker (harness/worker.py): $1 python, $2 work dir, $3 idle seconds. It
 # ends when this channel closes (its stdin), so it never outlives the client.
@@ -99,6 +101,17 @@ _WARM = (
     'cd "$2" && PYTHONPATH="$2/lens${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 '
     'exec "$1" -m trainium_lens.harness.worker --idle "$3"'
 )
+
+# $1 work dir, then batch ids (checked here too): remove <work dir>/runs/<id>.
+_REMOVE_RUNS = r"""
+wd=$1; shift
+for id in "$@"; do
+  case $id in ""|.*|*/*|*..*) continue;; esac
+  [ -L "$wd/runs/$id" ] && { rm -f -- "$wd/runs/$id"; continue; }
+  rm -rf -- "$wd/runs/$id"
+done
+exit 0
+"""
 
 # $1 pgid, $2 wrapper pid: TERM both, wait for the group, then KILL what is left.
 _KILL = r"""
@@ -138,6 +151,7 @@ class SshTarget(Target):
         #: A ``warm.WarmSlot`` when runs should use a warm worker on the host (the
         #: language server sets one; the CLI stays cold).
         self.warm: WarmSlot | None = None
+        self._work_dirs: dict[str, str] = {}  # workspace id -> its work dir on the host (absolute)
 
     # -- steps ------------------------------------------------------------------
     def prepare_args(self, ws_id: str, mode: str) -> list[str]:
@@ -222,6 +236,7 @@ class SshTarget(Target):
         self.sync(job.workspace, info, on_event, fs)
         check()
         wd = info["wd"]
+        self._work_dirs[workspace_id(job.workspace)] = wd  # for remove_runs
         spec = job.to_spec(f"{wd}/src", f"{wd}/runs/{job.batch_id}", self.host)
         remote: dict = {}
 
@@ -335,15 +350,30 @@ class SshTarget(Target):
             raise TargetError(f"{self.host}: the result {path} is not a JSON object")
         return data
 
+    def remove_runs(self, workspace: Path, batch_ids: list[str]) -> None:
+        wd = self._work_dirs.get(workspace_id(workspace))
+        ids = [b for b in batch_ids if is_run_id(b)]
+        if wd is None or not ids:
+            return  # no run of this workspace here yet: its folders go after the next one
+        proc = self.conn.run(_REMOVE_RUNS, [wd, *ids], timeout=60)
+        if proc.returncode != 0:
+            raise TargetError(f"{self.host}: could not remove old run folders")
+
     # -- artifacts ----------------------------------------------------------------------
     def fetch(self, remote_path: str, dest: Path) -> Path:
         """Copy a file or folder from the host to ``dest`` (the copy's own path, as
-        for the local target), streamed as tar over the master; returns ``dest``."""
+        for the local target), streamed as tar over the master; returns ``dest``.
+
+        ``dest`` must not exist: a fetch never removes or replaces anything it did
+        not create (the path may come from a stored result). The copy is unpacked
+        into a fresh staging folder beside ``dest`` and moved into place."""
         path = PurePosixPath(remote_path)
         if not path.is_absolute() or ".." in path.parts:
             raise TargetError(f"not an absolute path on {self.host}: {remote_path}")
-        self.conn.master()
         dest = Path(dest)
+        if dest.exists() or dest.is_symlink():
+            raise TargetError(f"{dest} already exists: not replaced (remove it to fetch again)")
+        self.conn.master()
         dest.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=dest.parent))
         try:
@@ -368,10 +398,8 @@ class SshTarget(Target):
                 last = [ln for ln in err.strip().splitlines() if ln.strip()][-1:] or ["?"]
                 reason = "it is gone from the host" if "No such file" in last[0] else last[0][:200]
                 raise TargetError(f"{self.host}: cannot fetch {remote_path}: {reason}")
-            if dest.is_dir() and not dest.is_symlink():
-                shutil.rmtree(dest)
-            elif dest.exists() or dest.is_symlink():
-                dest.unlink()
+            if dest.exists() or dest.is_symlink():  # made meanwhile (another fetch): keep it
+                raise TargetError(f"{dest} already exists: not replaced (remove it to fetch again)")
             (staging / path.name).rename(dest)
         finally:
             shutil.rmtree(staging, ignore_errors=True)

@@ -10,10 +10,21 @@ ControlMaster socket so later commands skip the handshake.
 Remote commands are always ``sh -c SCRIPT sh ARG...`` with every argument
 ``shlex.quote``d: the remote login shell re-parses what ssh sends, so nothing
 a user typed (paths, names) is ever pasted into it unquoted.
+
+The master is shared by every run to a host on this machine (two CLI runs, the
+language server, its warm worker, Explorer's commands), so it is
+reference-counted: each ``SshConnection`` that uses it holds a shared ``flock``
+on ``<socket>.users`` until ``close()``, and ``close()`` stops the master
+(``ssh -O exit``) only when it can then take that lock exclusively, i.e. when
+no one else holds it. The kernel drops the lock of a process that dies, however
+it dies, so a killed run never pins a master; a master left without users by a
+kill exits by itself ``PERSIST_S`` after its last session closes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -21,13 +32,15 @@ import shlex
 import socket
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from trainium_lens.errors import TargetError
 
 CONNECT_TIMEOUT_S = 10
-PERSIST_S = 600  # a warm master outlives one CLI call: the next run skips the handshake
+# A master nobody closed (its last user was killed) exits this long after its
+# last session; the users close it themselves otherwise (see the module docstring).
+PERSIST_S = 60
 # Unix socket paths are limited to 104 (macOS) / 108 (Linux) bytes; our socket names are 20.
 _SOCKET_PATH_MAX = 100
 
@@ -84,6 +97,7 @@ class SshConnection:
         self.ssh_binary = ssh_binary
         self._control_dir = control_path_dir
         self._master_checked = False
+        self._users_fd: int | None = None  # our shared lock on <socket>.users, while we use the master
 
     # -- argv ----------------------------------------------------------------
     def control_path(self) -> Path:
@@ -137,38 +151,71 @@ class SshConnection:
         return " ".join(shlex.quote(w) for w in [self.ssh_binary, *self.options()])
 
     # -- the shared connection ---------------------------------------------------
+    def users_path(self) -> Path:
+        return self.control_path().with_name(self.control_path().name + ".users")
+
+    def _hold(self) -> None:
+        """Count us among the master's users (blocks while a last user is
+        stopping it: we then start a new one)."""
+        if self._users_fd is not None:
+            return
+        fd = os.open(self.users_path(), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        except OSError:
+            os.close(fd)
+            raise
+        self._users_fd = fd
+
     def master(self) -> None:
         """Make sure a master connection is up; raise a clear ``TargetError`` if not."""
+        self._hold()
         if self._master_checked and self._master_alive():
             return
-        if not self._master_alive():
-            try:
-                self.control_path().unlink()  # stale: ssh -M would not replace it
-            except FileNotFoundError:
-                pass
-            # stderr goes to a file, not a pipe: the persisted master would hold
-            # a pipe open for its whole life and hang whoever reads it.
-            with tempfile.TemporaryFile() as err:
-                cmd = [self.ssh_binary, *self.options(master=True), "-N", "-f", "--", self.host]
-                try:
-                    proc = subprocess.run(
-                        cmd,
-                        stdin=subprocess.DEVNULL,
-                        stdout=subprocess.DEVNULL,
-                        stderr=err,
-                        timeout=CONNECT_TIMEOUT_S * 3,
-                    )
-                except FileNotFoundError:
-                    raise TargetError("the OpenSSH client `ssh` is not installed here") from None
-                except subprocess.TimeoutExpired:
-                    raise TargetError(
-                        f"{self.host}: the SSH connection did not come up in {CONNECT_TIMEOUT_S * 3} s"
-                    ) from None
-                err.seek(0)
-                text = err.read().decode("utf-8", "replace")
-            if proc.returncode != 0:
-                raise SshFailure(self.host, text)
+        # One starter at a time on this machine: two runs that both found no
+        # master would otherwise remove each other's fresh socket.
+        with self._starting():
+            if not self._master_alive():
+                self._start_master()
         self._master_checked = True
+
+    @contextlib.contextmanager
+    def _starting(self) -> Iterator[None]:
+        path = self.control_path().with_name(self.control_path().name + ".start")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _start_master(self) -> None:
+        try:
+            self.control_path().unlink()  # stale: ssh -M would not replace it
+        except FileNotFoundError:
+            pass
+        # stderr goes to a file, not a pipe: the persisted master would hold
+        # a pipe open for its whole life and hang whoever reads it.
+        with tempfile.TemporaryFile() as err:
+            cmd = [self.ssh_binary, *self.options(master=True), "-N", "-f", "--", self.host]
+            try:
+                proc = subprocess.run(
+                    cmd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                    timeout=CONNECT_TIMEOUT_S * 3,
+                )
+            except FileNotFoundError:
+                raise TargetError("the OpenSSH client `ssh` is not installed here") from None
+            except subprocess.TimeoutExpired:
+                raise TargetError(
+                    f"{self.host}: the SSH connection did not come up in {CONNECT_TIMEOUT_S * 3} s"
+                ) from None
+            err.seek(0)
+            text = err.read().decode("utf-8", "replace")
+        if proc.returncode != 0:
+            raise SshFailure(self.host, text)
 
     def _master_alive(self) -> bool:
         """Is a master listening on our socket? Asked by connecting to the socket
@@ -185,14 +232,29 @@ class SshConnection:
         return True
 
     def close(self) -> None:
-        """Stop the master (``ssh -O exit``); later calls start a new one."""
-        subprocess.run(
-            [self.ssh_binary, *self.options(), "-O", "exit", "--", self.host],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=10,
-        )
+        """We are done with the master: stop it (``ssh -O exit``) if no one else
+        uses it; later calls start a new one."""
+        fd, self._users_fd = self._users_fd, None
         self._master_checked = False
+        if fd is None:
+            return  # never used it: nothing of ours to stop
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return  # another run, the language server or its warm worker still uses it
+            try:
+                subprocess.run(
+                    [self.ssh_binary, *self.options(), "-O", "exit", "--", self.host],
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    timeout=10,
+                )
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        finally:
+            os.close(fd)  # drops our lock (a user waiting in _hold goes on)
 
     # -- commands ----------------------------------------------------------------
     def run(

@@ -1,8 +1,14 @@
 """Runs ON the SSH host (stdlib only, Python 3.8+): starts the harness so that
 nothing is left behind when the run is cancelled or the connection drops.
 
-``python ssh_wrapper.py WORK_DIR LOCK_WAIT_S`` with the job spec (one JSON line)
-on stdin:
+``python ssh_wrapper.py WORK_DIR LOCK_WAIT_S [--lifeline]`` with the job spec
+(one JSON line) on stdin:
+
+0. with ``--lifeline``, the rest of stdin is the client's lifeline (as for a
+   local harness, ``harness/lifeline.py``): the client keeps it open for the
+   whole run, so when the client ends in any way (SIGKILL included) its ssh
+   passes the end of file on and the wrapper kills the harness group and exits,
+   while still waiting for the lock too;
 
 1. takes ``WORK_DIR/lock`` (flock); while another run holds it, says so
    (a ``queue`` stage event) and waits up to LOCK_WAIT_S, then gives up clearly;
@@ -157,11 +163,39 @@ def detach(chan, proc, pgid, lock_fd):
     os._exit(0)
 
 
+def watch_lifeline(harness):
+    """The client's end of file on our stdin: stop the harness group (once it
+    exists) and end, without waiting for the heartbeat to notice."""
+    # os.read, not sys.stdin: a daemon thread blocked inside the buffered
+    # reader would abort the interpreter at exit (it holds the reader's lock).
+    try:
+        while os.read(0, 65536):
+            pass
+    except OSError:
+        pass
+    pgid = harness.get("pgid")
+    if pgid:
+        kill_group(pgid)
+    os._exit(1)
+
+
+def describe_signal(code):
+    """The line the client shows for a harness ended by a signal (as a local
+    run says it: targets/stream.describe_exit)."""
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    hint = " (out of memory?)" if -code == signal.SIGKILL else ""
+    return f"the harness ended without a result: killed by {name}{hint}"
+
+
 def main():
     # detach() forks with threads alive (3.12+ warns); the child only calls
     # os-level functions, which is safe.
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     work_dir, wait_s = sys.argv[1], float(sys.argv[2])
+    lifeline = "--lifeline" in sys.argv[3:]
     chan = Channel()
     spec_line = sys.stdin.buffer.readline()
     try:
@@ -169,10 +203,14 @@ def main():
     except ValueError:
         sys.stderr.write(MARK + "no job spec on stdin\n")
         return 2
+    harness: dict = {}  # "pgid" once the harness runs
+    if lifeline:
+        threading.Thread(target=watch_lifeline, args=(harness,), daemon=True).start()
     lock_fd = take_lock(work_dir, wait_s, chan)
     run_dir = spec["run_dir"]
     os.makedirs(run_dir, exist_ok=True)
     env = dict(os.environ)
+    env.pop("TRAINIUM_LENS_LIFELINE", None)  # the harness's stdin here is ours, closed after the spec
     lens = os.path.join(work_dir, "lens")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (lens, env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
@@ -187,7 +225,7 @@ def main():
         start_new_session=True,
         pass_fds=(lock_fd,),
     )
-    pgid = proc.pid
+    pgid = harness["pgid"] = proc.pid
     with open(os.path.join(run_dir, "harness.pgid"), "w") as handle:
         handle.write(f"{pgid}\n")
     chan.event(event="remote_process", pgid=pgid, wrapper=os.getpid())
@@ -223,7 +261,8 @@ def main():
                     pass
 
     threading.Thread(target=heartbeat, daemon=True).start()
-    threading.Thread(target=errors, daemon=True).start()
+    relay = threading.Thread(target=errors, daemon=True)
+    relay.start()
     for line in iter(stdout.readline, b""):
         chan.send(line if line.endswith(b"\n") else line + b"\n")
         if b'"result"' in line and send_batch(chan, line, time.monotonic() - started):
@@ -233,6 +272,11 @@ def main():
         os.killpg(pgid, signal.SIGKILL)  # anything the harness left in its group
     except (ProcessLookupError, PermissionError):
         pass
+    relay.join(timeout=2)  # its last words first: ours must be the last line
+    if code < 0:  # killed (the OOM killer, a user's kill -9): say so, not its last log line
+        sys.stderr.write(MARK + describe_signal(code) + "\n")
+        sys.stderr.flush()
+        return 128 - code
     return code
 
 

@@ -4,7 +4,12 @@ Shared by every target. The local target runs ``python -m trainium_lens.harness`
 directly; the SSH target runs ``ssh HOST 'cd ... && python -m ...'``. Either way
 the process on this machine speaks the protocol of docs/architecture.md:
 
-* the job spec (one JSON document) is written to its stdin, which is then closed;
+* the job spec (one JSON document, one line) is written to its stdin, which then
+  stays open for the life of the run: it is the harness's lifeline
+  (``harness/lifeline.py``). When this process ends, however it ends (SIGKILL
+  included), the kernel closes the pipe and the harness kills its process group;
+  over SSH the wrapper on the host does the same when ssh passes the end of file
+  on. It is closed only once the harness has been reaped;
 * each stdout line that is a JSON object is an event, passed to ``on_event``;
   any other line is user ``print`` output, passed on as
   ``{"event": "output", "text": ...}``;
@@ -55,6 +60,8 @@ EXIT_GRACE_S = 10.0
 TEARDOWN_GRACE_S = 1.0
 #: How often cancel and the deadline are checked.
 POLL_S = 0.05
+#: Tells the harness its stdin is a lifeline (``harness/lifeline.py``: LIFELINE_ENV).
+LIFELINE_ENV = "TRAINIUM_LENS_LIFELINE"
 STDERR_TAIL_LINES = 200
 STDERR_LINE_CHARS = 2000
 
@@ -196,13 +203,22 @@ def start_readers(
 
 
 def _send_spec(proc: subprocess.Popen, spec: dict) -> None:
-    """The spec is small (well under a pipe buffer); a process that died at
-    start-up shows up later as "ended without a result"."""
+    """The spec, one line; stdin then stays open (the lifeline) until ``_release``.
+    A process that died at start-up shows up later as "ended without a result"."""
     try:
         assert proc.stdin is not None
         proc.stdin.write(json.dumps(spec).encode("utf-8") + b"\n")
-        proc.stdin.close()
-    except (BrokenPipeError, OSError):
+        proc.stdin.flush()
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+
+
+def _release(proc: subprocess.Popen) -> None:
+    """Close the lifeline: the harness has been reaped (or its group stopped)."""
+    try:
+        if proc.stdin is not None:
+            proc.stdin.close()
+    except OSError:
         pass
 
 
@@ -306,6 +322,7 @@ def run_harness_process(
     """
     emit = on_event or (lambda _event: None)
     watch = Watch(cancel, timeout)
+    env = {**(os.environ if env is None else env), LIFELINE_ENV: "stdin"}
     proc = start_process(argv, env, cwd)
     tail = StderrTail()
     lines, errors = start_readers(proc, tail)
@@ -329,6 +346,7 @@ def run_harness_process(
     finally:
         if not outcome.handed_off:
             _sweep(proc, stop)
+            _release(proc)
     if outcome.error_event is not None:
         raise HarnessError.from_event(outcome.error_event)
     if outcome.result_path is None:
@@ -347,6 +365,7 @@ def _reap(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    _release(proc)
 
 
 def describe_exit(code: int | None, last: str | None) -> str:

@@ -337,6 +337,11 @@ def profile_bad(ws: Path, file: Path, *extra: str, env: dict) -> str:
         ("import torch\n\ndef plain():\n    return 1\n", [], r"no marked function|no function"),
         (GOOD, ["nope"], r"nope"),
         (GOOD.replace("return (torch.ones(8),)", "return 42"), [], r"inputs|tuple|dict"),
+        (  # a later def of the same name replaces the first: both "results" would run it
+            GOOD + "\n# trainium: profile inputs=make_inputs\ndef good(x):\n    return x + 1\n",
+            [],
+            r"^trainium-lens: mod\.py: two marked functions are named good \(lines 7 and 11\)",
+        ),
     ],
 )
 def test_bad_input(tmp_path, env, source, args, reason):
@@ -373,6 +378,32 @@ def test_usage_errors(tmp_path, env):
     assert proc.returncode == 2 and "--active must be at least 1" in error_line(proc)
     proc = cli("profile", str(file), "--workspace", str(ws), "--python", "/no/python", env=env)
     assert proc.returncode == 4 and "python not found: /no/python" in error_line(proc)
+    for timeout in ("0", "-5", "nan"):
+        proc = cli("profile", str(file), "--workspace", str(ws), "--timeout", timeout, env=env)
+        assert proc.returncode == 2 and "--timeout must be a positive number of seconds" in error_line(proc)
+    assert not (ws / ".trainium-lens").exists()
+
+
+def test_a_store_that_cannot_be_written_still_prints_the_tables(tmp_path, env):
+    ws, file = bad_workspace(tmp_path, GOOD)
+    (ws / ".trainium-lens").mkdir()
+    (ws / ".trainium-lens" / "runs").write_text("")  # a file where the folder goes: no save can work
+    proc = cli("profile", str(file), "--workspace", str(ws), "--active", "1", env=env)
+    assert proc.returncode == 1
+    assert "good  mod.py:7" in proc.stdout and "aten::mul" in proc.stdout  # the finished run's tables
+    line = error_line(proc)
+    assert "cannot store the result in" in line and "the tables above are not saved" in line
+    assert [p.name for p in (ws / ".trainium-lens").iterdir()] == ["runs"]  # no temporary file left
+
+
+def test_a_coding_declaration_is_honoured(tmp_path, env):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    source = "# -*- coding: latin-1 -*-\n" + GOOD.replace("return x * 2", "return x * 2  # café")
+    (ws / "mod.py").write_bytes(source.encode("latin-1"))
+    proc = cli("profile", str(ws / "mod.py"), "--workspace", str(ws), "--active", "1", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "return x * 2  # café" in proc.stdout
 
 
 HANGS = textwrap.dedent("""\

@@ -99,6 +99,11 @@ def test_quick_run_stores_analysed_results(tmp_path, cache):
     assert copy.read_bytes() == Path(res.artifacts.trace).read_bytes()
     with pytest.raises(TargetError, match="no such artifact"):
         LocalTarget().fetch(str(tmp_path / "nothing"), tmp_path / "x")
+    # A fetch never replaces what is there (the destination may come from a stored result).
+    copy.write_text("mine")
+    with pytest.raises(TargetError, match="already exists: not replaced"):
+        LocalTarget().fetch(res.artifacts.trace, copy)
+    assert copy.read_text() == "mine"
 
 
 class GroupWatcher(threading.Thread):

@@ -64,7 +64,6 @@ def test_settings_nested_or_flat_and_typed():
     "key, value, words",
     [
         ("backend", "tpu", "'tpu' is not one of auto, neuron, cuda, cpu, xla; using the default (auto)"),
-        ("host", "-oProxyCommand=x", "is not a host name"),
         ("protocol", {"active": 0}, "active must be at least 1"),
         ("hintThreshold", "fast", "use a share"),
         ("historySize", 0, "between 1 and 10000; using the default (20)"),
@@ -75,6 +74,23 @@ def test_invalid_setting_names_itself_and_its_default(key, value, words):
     settings, warnings = parse({"trainiumLens": {key: value}})
     assert settings == Settings()
     assert len(warnings) == 1 and f"trainiumLens.{key}" in warnings[0] and words in warnings[0]
+
+
+def test_a_rejected_host_refuses_runs_instead_of_falling_back_to_local():
+    settings, warnings = parse({"trainiumLens": {"host": "-oProxyCommand=x"}})
+    assert len(warnings) == 1 and "trainiumLens.host" in warnings[0] and "is not a host name" in warnings[0]
+    assert "no fallback" in warnings[0] and "using the default" not in warnings[0]
+    assert settings.rejected and settings.rejected[0].startswith("trainiumLens.host")
+    assert settings != Settings()  # a new target key: the old target is closed
+    from trainium_lens.errors import TargetError
+    from trainium_lens.lsp.state import LensServer
+
+    server = LensServer()
+    server.settings = settings
+    with pytest.raises(TargetError, match="invalid setting trainiumLens.host"):
+        server.target()
+    fixed, _ = parse({"trainiumLens": {"host": "local"}})
+    assert fixed.rejected == ()
 
 
 def test_thresholds():

@@ -17,6 +17,7 @@ from tests.conftest import EXAMPLES, ROOT
 from trainium_lens.harness.labels import parse_label
 from trainium_lens.model.result import load
 from trainium_lens.model.store import RunStore
+from trainium_lens.targets.base import workspace_id
 from trainium_lens.traces.chrome import parse_trace
 from trainium_lens.traces.export import to_chrome_trace
 
@@ -190,10 +191,14 @@ def test_a_broken_or_missing_trace_is_one_clear_line(run, tmp_path):
     ws, result = run
     broken = load(ws / "naive.json")
     broken.run_id = "broken-0"
-    bad = tmp_path / "bad.trace.json"
+    other = tmp_path / "ws"  # not the shared workspace: later tests read its latest run
+    other.mkdir()
+    # where a local run of `other` keeps its trace: <cache>/<workspace id>/runs/<batch>/
+    folder = tmp_path / "cache" / workspace_id(other) / "runs" / "broken"
+    folder.mkdir(parents=True)
+    bad = folder / "bad.trace.json"
     bad.write_text('{"traceEvents": [')
     broken.artifacts.trace = str(bad)
-    other = tmp_path / "ws"  # not the shared workspace: later tests read its latest run
     RunStore(other).save(broken)
     proc = cli("export", "broken-0", "-o", str(tmp_path / "x.json"), "--workspace", str(other))
     assert proc.returncode != 0
@@ -203,6 +208,14 @@ def test_a_broken_or_missing_trace_is_one_clear_line(run, tmp_path):
     bad.unlink()
     proc = cli("export", "broken-0", "-o", str(tmp_path / "x.json"), "--workspace", str(other))
     assert "the trace of run broken-0 is gone" in proc.stderr
+    # A trace outside this workspace's run folders is never read.
+    elsewhere = tmp_path / "elsewhere.trace.json"
+    elsewhere.write_text('{"traceEvents": []}')
+    broken.artifacts.trace = str(elsewhere)
+    RunStore(other).save(broken)
+    proc = cli("export", "broken-0", "-o", str(tmp_path / "x.json"), "--workspace", str(other))
+    assert proc.returncode != 0 and "outside this workspace's run folders" in proc.stderr
+    assert not (tmp_path / "x.json").exists()
 
 
 def test_device_events_get_their_lane_and_the_line_that_launched_them():

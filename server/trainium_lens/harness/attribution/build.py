@@ -17,6 +17,7 @@ from typing import Any
 
 from trainium_lens.harness.attribution.figures import lines_and_ops, optimizers
 from trainium_lens.harness.attribution.tree import MAX_WINDOWS, MERGE_GAP_US, Attribution
+from trainium_lens.harness.markers import read_source
 
 SCHEMA_VERSION = 3  # result.SCHEMA_VERSION (a test keeps the two equal)
 
@@ -58,9 +59,8 @@ class SourceText:
         if lines is None:
             try:
                 path = self.locate(rel) if self.locate else os.path.join(self.root, rel)
-                with open(path, encoding="utf-8", errors="replace") as fh:
-                    lines = fh.read().splitlines()
-            except OSError:
+                lines = read_source(path).splitlines()  # its coding declaration honoured
+            except (OSError, UnicodeDecodeError, SyntaxError):
                 lines = []
             self._cache[rel] = lines
         return lines[line - 1].strip() if 0 < line <= len(lines) else ""

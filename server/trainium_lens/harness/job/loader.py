@@ -102,9 +102,10 @@ class UserCode:
 def _has_relative_import(path: str) -> bool:
     import ast
 
+    from trainium_lens.harness.markers import read_source
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            tree = ast.parse(fh.read())
+        tree = ast.parse(read_source(path))
     except (OSError, SyntaxError, UnicodeDecodeError):
         return False
     return any(isinstance(n, ast.ImportFrom) and n.level > 0 for n in ast.walk(tree))

@@ -7,21 +7,27 @@ kill of a cancel or a timeout, the host lock and the heartbeat all work
 unchanged. When the job asks for N > 1 ranks (``--nproc``, the marker option
 ``nproc=``), this process:
 
-1. writes the spec to ``<run_dir>/spec.json`` (every rank reads it there:
-   stdin is one stream) and runs ``<this python> -m torch.distributed.run
-   --standalone --nproc-per-node N -m trainium_lens.harness`` in its own process
-   group (no PATH lookup; the target's interpreter is the one running this);
-2. passes the ranks' events on (each carries ``rank``; the core shows rank 0's
+1. checks N against what the host has (``nproc_limit``: its CPU cores, its GPUs
+   for CUDA): a rank per core at most, or one clear ``spec`` error;
+2. writes the spec to ``<run_dir>/spec.json`` (every rank reads it there:
+   stdin is one stream) and runs torchrun's agent (``agent.py``: ``<this python>
+   -m trainium_lens.harness.torchrun.agent``, torch.distributed.run with a
+   loopback-only rendezvous, dying with this process) in this process group (no
+   PATH lookup; the target's interpreter is the one running this);
+3. passes the ranks' events on (each carries ``rank``; the core shows rank 0's
    progress); the first ``error`` of any rank ends the job (torchrun is told to
-   stop the others: SIGTERM, then SIGKILL);
-3. once every rank has reported its ``result`` (``<run_dir>/rank<k>/batch.json``),
+   stop the others: SIGTERM, then SIGKILL). The agent is watched, not only its
+   output: an agent that dies (killed, out of memory) is reported at once, even
+   if something still held its stdout;
+4. once every rank has reported its ``result`` (``<run_dir>/rank<k>/batch.json``),
    writes ``<run_dir>/batch.json``: rank 0's results plus ``rank_batches`` (every
    rank's batch as written), which the core merges (``trainium_lens.engine.ranks``),
    and reports that as the job's ``result``.
 
 torchrun puts each worker in a session of its own; the ranks ask the kernel to
-kill them when the torchrun agent dies (``rank._die_with_parent``), so stopping
-this process group (agent included) stops every rank.
+kill them when the torchrun agent dies (``rank.tie_to_agent``), so stopping
+this process group (agent included) stops every rank; this process itself dies
+with its starter (``harness/lifeline.py``) and takes the group with it.
 
 Stdlib only: no torch in this process.
 """
@@ -29,9 +35,12 @@ Stdlib only: no torch in this process.
 from __future__ import annotations
 
 import collections
+import glob
 import json
 import os
+import queue
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -39,32 +48,67 @@ import time
 from typing import Any
 
 from trainium_lens.harness.events import HarnessError
+from trainium_lens.harness.torchrun.agent import LAUNCHER_PID_ENV, torchrun_args
 from trainium_lens.harness.torchrun.rank import SPEC_FILE_ENV
 
 #: Seconds torchrun gets to stop its workers after SIGTERM before SIGKILL.
 STOP_GRACE_S = 5.0
 #: Seconds to look for a dead peer behind a rank's connection error.
 PEER_GRACE_S = 2.0
+#: Seconds the ranks' last lines may take to arrive once the agent has exited.
+AGENT_GRACE_S = 2.0
+_EOF = object()
 _PEER_ERROR = re.compile(r"connection|peer|gloo|nccl|socket|timed out|broken pipe", re.IGNORECASE)
 
 
-def torchrun_argv(python: str, nproc: int) -> list[str]:
+def torchrun_argv(python: str, nproc: int, run_dir: str) -> list[str]:
     return [
         python,
         "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc-per-node={nproc}",
-        "-m",
-        "trainium_lens.harness",
+        "trainium_lens.harness.torchrun.agent",
+        *torchrun_args(nproc, os.path.join(run_dir, "torchrun")),
     ]
+
+
+def nproc_limit(backend: str) -> tuple[int, str]:
+    """The most ranks this host takes, and what bounds it: its usable CPU cores
+    (every rank is a process of its own), and for CUDA its GPUs (a rank each).
+    NeuronCores are not counted here (no stdlib way to read them); the Neuron
+    runtime refuses a rank without a core."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    limit, what = cores, f"{cores} CPU core{'s' if cores != 1 else ''}"
+    gpus = len(glob.glob("/proc/driver/nvidia/gpus/*"))
+    neuron = bool(glob.glob("/dev/neuron*"))
+    if gpus and (backend == "cuda" or (backend == "auto" and not neuron)) and gpus < limit:
+        limit, what = gpus, f"{gpus} GPU{'s' if gpus != 1 else ''}"
+    return limit, what
+
+
+def check_nproc(nproc: int, backend: str) -> None:
+    limit, what = nproc_limit(backend)
+    if nproc > limit:
+        raise HarnessError(
+            "spec",
+            f"nproc={nproc} is more ranks than this host can run: it has {what} (a rank "
+            f"each): use nproc={limit} or fewer",
+        )
 
 
 def _write_json(path: str, data: Any) -> None:
     tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, allow_nan=False)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, allow_nan=False)
+        os.replace(tmp, path)
+    except BaseException:
+        try:  # a full disk leaves no temporary file
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -81,6 +125,7 @@ def _stop(proc: subprocess.Popen) -> None:
 def run(spec: Any, events: Any, spec_text: str, nproc: int) -> int:
     """Launch the ranks, relay their events, gather their batches. Exit status as
     the harness's: 0 after ``result``, 1 after ``error``."""
+    check_nproc(nproc, spec.backend)
     run_dir = spec.run_dir
     os.makedirs(run_dir, exist_ok=True)
     spec_path = os.path.join(run_dir, "spec.json")
@@ -88,11 +133,12 @@ def run(spec: Any, events: Any, spec_text: str, nproc: int) -> int:
         handle.write(spec_text)
     env = dict(os.environ)
     env[SPEC_FILE_ENV] = os.path.abspath(spec_path)
+    env[LAUNCHER_PID_ENV] = str(os.getpid())  # the agent checks its parent against it
     env["PYTHONUNBUFFERED"] = "1"
     events.stage("launch", None, f"starting {nproc} ranks under torchrun")
     try:
         proc = subprocess.Popen(
-            torchrun_argv(sys.executable, nproc),
+            torchrun_argv(sys.executable, nproc, run_dir),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -106,8 +152,10 @@ def run(spec: Any, events: Any, spec_text: str, nproc: int) -> int:
     results: dict[int, str] = {}
     pids: dict[int, int] = {}
     assert proc.stdout is not None
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
     try:
-        for raw in iter(proc.stdout.readline, b""):
+        for raw in _until_agent_ends(proc, lines):
             event = _parse(raw)
             if event is None:
                 text = raw.decode("utf-8", "replace").rstrip("\r\n")
@@ -133,6 +181,13 @@ def run(spec: Any, events: Any, spec_text: str, nproc: int) -> int:
         code = proc.wait()
         relay.join(timeout=2)
         missing = [str(k) for k in range(nproc) if k not in results]
+        if code < 0:  # the agent itself was killed: its ranks died with it
+            raise HarnessError(
+                "internal",
+                f"torchrun's agent was killed by {_signal_name(-code)} before rank(s) "
+                f"{', '.join(missing)} reported a result (out of memory, or stopped from "
+                f"outside); its ranks were stopped with it",
+            )
         root = _root_cause(list(tail))
         if root is not None:  # a rank died without a word and the agent stopped the rest
             rank, status = root
@@ -150,6 +205,41 @@ def run(spec: Any, events: Any, spec_text: str, nproc: int) -> int:
         )
     finally:
         _stop(proc)
+
+
+def _pump(stream: Any, lines: queue.Queue) -> None:
+    try:
+        for raw in iter(stream.readline, b""):
+            lines.put(raw)
+    except (OSError, ValueError):
+        pass
+    lines.put(_EOF)
+
+
+def _until_agent_ends(proc: subprocess.Popen, lines: queue.Queue):
+    """The ranks' output lines until the pipe closes, or until ``AGENT_GRACE_S``
+    after the agent exited: a process that outlived it and still holds the pipe
+    (it should not: the ranks die with the agent) cannot keep the run waiting."""
+    ended: float | None = None
+    while True:
+        if ended is None and proc.poll() is not None:
+            ended = time.monotonic()
+        if ended is not None and time.monotonic() - ended > AGENT_GRACE_S:
+            return
+        try:
+            raw = lines.get(timeout=0.1)
+        except queue.Empty:
+            continue
+        if raw is _EOF:
+            return
+        yield raw
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _alive(pid: int) -> bool:

@@ -35,6 +35,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from trainium_lens.harness import lifeline
+
 SPEC_FILE_ENV = "TRAINIUM_LENS_SPEC_FILE"
 #: An event line at most this many bytes: below Linux's PIPE_BUF (4096), so one
 #: write(2) of a whole line is atomic on the pipe all ranks share.
@@ -81,43 +83,38 @@ def local_rank() -> int:
 
 
 def read_spec_text() -> str:
-    """The job spec: the launcher's file for a rank, else stdin."""
+    """The job spec: the launcher's file for a rank, else the line the lifeline
+    took from stdin (``harness/lifeline.py``), else stdin."""
     path = os.environ.get(SPEC_FILE_ENV) if rank_mode() else None
     if path:
         with open(path, encoding="utf-8") as handle:
             return handle.read()
-    return sys.stdin.read()
+    taken = lifeline.spec_text()
+    return taken if taken is not None else sys.stdin.read()
+
+
+def tie_to_agent() -> None:
+    """First thing a rank does: die with the torchrun agent that started it.
+    torchrun starts each worker in a session of its own, out of reach of the
+    process-group kill that stops a run; the kernel SIGKILLs this rank when the
+    agent dies (a cancel, a timeout, a kill -9 of the agent), and the agent's
+    pid recorded at spawn (``agent.AGENT_PID_ENV``) catches an agent that died
+    before the call."""
+    if rank_mode():
+        from trainium_lens.harness.torchrun.agent import AGENT_PID_ENV
+
+        lifeline.die_with_parent(lifeline.parent_from_env(AGENT_PID_ENV))
 
 
 def early_setup() -> None:
-    """Before torch is imported: die with the torchrun agent, one NeuronCore each."""
+    """Before torch is imported: one NeuronCore each."""
     if not rank_mode():
         return
-    _die_with_parent()
     # Each rank holds one core, so in-process core 0 (what the Neuron capture
     # config names) is this rank's core; holding more than it uses leaves the
     # profile empty (Neuron docs). A user's own setting wins.
     if os.environ.get("TRAINIUM_LENS_NEURON_CORE_PER_RANK", "1") == "1":
         os.environ.setdefault("NEURON_RT_VISIBLE_CORES", str(local_rank()))
-
-
-def _die_with_parent() -> None:
-    """torchrun starts each worker in a session of its own, out of reach of the
-    process-group kill that stops a run; on Linux, have the kernel SIGKILL this
-    rank when the agent that started it dies (a cancel, a timeout)."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        parent = os.getppid()
-        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the agent died before the call
-            os._exit(1)
-    except Exception:
-        pass
 
 
 def adapt_events(events: Any) -> None:

@@ -14,6 +14,7 @@ from lsprotocol import types
 
 from trainium_lens.analysis.compare import compare_variants, diff_runs, variant_groups
 from trainium_lens.lsp.present import format as fmt
+from trainium_lens.lsp.present.markdown import code, escape
 from trainium_lens.lsp.runs import line_times
 from trainium_lens.lsp.state import LensServer
 from trainium_lens.model.result import Result
@@ -43,8 +44,8 @@ def diff_markdown(before: Result, after: Result) -> str:
     """Line by line, before → after, for a hover or the panel's fallback."""
     times = line_times(before, after)
     head = (
-        f"**{after.function.name}**: {fmt.time_us(before.totals.self_time_us)} → "
-        f"{fmt.time_us(after.totals.self_time_us)} {after.clock}"
+        f"**{escape(after.function.name)}**: {fmt.time_us(before.totals.self_time_us)} → "
+        f"{fmt.time_us(after.totals.self_time_us)} {escape(after.clock)}"
         f" ({fmt.delta(before.totals.self_time_us, after.totals.self_time_us) or 'n/a'})"
     )
     rows = ["| line | source | before | after | Δ |", "| ---: | --- | ---: | ---: | ---: |"]
@@ -52,7 +53,7 @@ def diff_markdown(before: Result, after: Result) -> str:
         now = stat.self_time_us or stat.total_time_us
         was = times.get(stat.line)
         rows.append(
-            f"| {stat.line} | `{_cell(stat.text.strip())}` | "
+            f"| {stat.line} | {code(stat.text.strip()[:80], in_table=True)} | "
             f"{fmt.time_us(was) if was is not None else 'new'} | {fmt.time_us(now)} | "
             f"{(fmt.delta(was, now) or '') if was is not None else ''} |"
         )
@@ -72,16 +73,12 @@ def variants_markdown(results: list[Result]) -> str:
         wall = r.totals.wall_us_median
         diff_ = r.output.max_abs_diff
         rows.append(
-            f"| {r.function.name} | {fmt.time_us(r.totals.self_time_us)} {r.clock} | "
+            f"| {escape(r.function.name)} | {fmt.time_us(r.totals.self_time_us)} {escape(r.clock)} | "
             f"{fmt.delta(base, r.totals.self_time_us) or ''} | {fmt.time_us(r.totals.self_cpu_us)} | "
             f"{fmt.count(r.totals.dispatches)} | {fmt.time_us(wall) if wall is not None else '–'} | "
             f"{f'{diff_:.3g}' if diff_ is not None else '–'} |"
         )
     return "\n".join(rows)
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("`", "'")[:80]
 
 
 # -- trainiumLens.compareWithPrevious ------------------------------------------

@@ -4,18 +4,18 @@ Markdown (the client renders it trusted, for the command links): the line's
 op table (name, calls, self time, CPU time), self vs total, the spread over the
 measured steps, the delta against the previous run, findings on the line, the
 line's time window in trace time, and links to the timeline / Neuron Explorer.
+Every string that comes from the stored result goes through
+``present.markdown`` (``escape``/``code``): a result is untrusted data.
 """
 
 from __future__ import annotations
-
-import json
-from urllib.parse import quote
 
 from lsprotocol import types
 
 from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.present import rank_format
 from trainium_lens.lsp.present.hover_hlo import hlo_section
+from trainium_lens.lsp.present.markdown import code, command_link, escape
 from trainium_lens.lsp.runs import Annotation, Annotations
 from trainium_lens.lsp.state import LensServer
 
@@ -27,16 +27,15 @@ CLOCK_WORDS = {
 }
 
 
-def command_link(title: str, command: str, args: list) -> str:
-    return f"[{title}](command:{command}?{quote(json.dumps(args))})"
-
-
 def markdown(uri: str, a: Annotation, annotations: Annotations) -> str:
     r, s = a.result, a.stat
-    clock = fmt.clock_suffix(r)
-    out = [f"**Trainium Lens** · line {s.line} of `{r.function.name}` · {CLOCK_WORDS.get(r.clock, r.clock)}"]
+    clock = escape(fmt.clock_suffix(r))
+    out = [
+        f"**Trainium Lens** · line {s.line} of {code(r.function.name)} · "
+        f"{escape(CLOCK_WORDS.get(r.clock, r.clock))}"
+    ]
     if a.stale:
-        out.append(f"_Stale: this line changed since run `{r.run_id}`; profile again to refresh._")
+        out.append(f"_Stale: this line changed since run {code(r.run_id)}; profile again to refresh._")
     share = fmt.share(a.time_us, r.totals.self_time_us)
     out.append(
         f"self **{fmt.time_us(s.self_time_us)}{clock}** · total "
@@ -78,8 +77,8 @@ def markdown(uri: str, a: Annotation, annotations: Annotations) -> str:
     if on_line:
         out.append(
             "\n".join(
-                f"- **{f.finding.severity}** ({f.finding.kind}): {f.finding.message}"
-                + (f" — {f.finding.fix}" if f.finding.fix else "")
+                f"- **{escape(f.finding.severity)}** ({escape(f.finding.kind)}): {escape(f.finding.message)}"
+                + (f" — {escape(f.finding.fix)}" if f.finding.fix else "")
                 for f in on_line
             )
         )
@@ -98,7 +97,7 @@ def markdown(uri: str, a: Annotation, annotations: Annotations) -> str:
                 "Open in Neuron Explorer", "trainiumLens.openExplorer", [{"uri": uri, "line": a.line}]
             )
         )
-    out.append(" · ".join(links) + f" · run `{r.run_id}` on {r.host}")
+    out.append(" · ".join(links) + f" · run {code(r.run_id)} on {escape(r.host)}")
     return "\n\n".join(out)
 
 
@@ -112,9 +111,9 @@ def _op_table(title: str | None, ops: list, clock: str) -> str:
     for op in sorted(ops, key=lambda o: -o.self_time_us):
         node = getattr(op, "node", "")
         rows.append(
-            f"| `{op.name}` | {fmt.count(op.calls)} | "
+            f"| {code(op.name, in_table=True)} | {fmt.count(op.calls)} | "
             f"{fmt.time_us(op.self_time_us)}{clock} | {fmt.time_us(op.self_cpu_us)} |"
-            + (f" {node.split('::')[-1]} |" if backward else "")
+            + (f" {escape(node.split('::')[-1])} |" if backward else "")
         )
     return "\n".join(rows)
 

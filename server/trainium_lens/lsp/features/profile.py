@@ -23,7 +23,15 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 
-from trainium_lens.errors import Cancelled, HarnessError, LensError, TargetError, TimedOut, UsageError
+from trainium_lens.errors import (
+    Cancelled,
+    HarnessError,
+    LensError,
+    NotStored,
+    TargetError,
+    TimedOut,
+    UsageError,
+)
 from trainium_lens.lsp.features import trust
 from trainium_lens.lsp.present import format as fmt
 
@@ -89,7 +97,12 @@ def parse_request(args: tuple) -> Request:
 
 def choose_functions(req: Request, source: str) -> list[str]:
     """The marked functions to run: named, containing ``line``, or all."""
-    from trainium_lens.harness.markers import find_marked, misplaced_markers
+    from trainium_lens.harness.markers import (
+        duplicate_message,
+        duplicate_names,
+        find_marked,
+        misplaced_markers,
+    )
 
     try:
         marked = find_marked(source)
@@ -100,6 +113,11 @@ def choose_functions(req: Request, source: str) -> list[str]:
         raise HarnessError(
             "no_marked_function",
             f"{req.path.name} has no marked function: put '# trainium: profile' on the line above a def",
+        )
+    twice = duplicate_names(marked)
+    if twice is not None:
+        raise HarnessError(
+            "parse", duplicate_message(req.path.name, twice), file=str(req.path), line=twice[2]
         )
     names = [m.name for m in marked]
     if req.function:
@@ -184,6 +202,10 @@ class Reporter:
 async def run_profile(ls: LensServer, *args: Any) -> dict:
     if trust.refused(ls, trust.PROFILE_REFUSED):
         return {"run_ids": [], "error": trust.PROFILE_REFUSED, "kind": "untrusted"}
+    if ls.settings.rejected:  # a rejected host never falls back to this machine
+        message = f"invalid setting {ls.settings.rejected[0]}: fix it to profile (nothing runs meanwhile)"
+        ls.show(f"Trainium Lens: {message}", types.MessageType.Error)
+        return {"run_ids": [], "error": message, "kind": "settings"}
     try:
         req = parse_request(args)
     except UsageError as err:
@@ -222,7 +244,12 @@ async def _run(ls: LensServer, req: Request, runs: DocumentRuns, running: Runnin
             doc.errors = [e for e in doc.errors if e[2] != runs.file]
             ls.views_changed([doc.uri])
     try:
-        disk = req.path.read_text(encoding="utf-8")
+        from trainium_lens.harness.markers import read_source
+
+        try:
+            disk = read_source(req.path)  # a `# coding:` declaration honoured, as the harness does
+        except (UnicodeDecodeError, SyntaxError) as err:
+            raise UsageError(f"cannot read {req.path.name}: {err}") from None
         open_doc = ls.workspace.text_documents.get(req.uri)
         buffer = open_doc.source if open_doc is not None else disk
         # A line comes from the editor: resolve it in the text the user sees.
@@ -280,6 +307,9 @@ async def _run(ls: LensServer, req: Request, runs: DocumentRuns, running: Runnin
     )
     try:
         results = await asyncio.shield(work)
+    except NotStored as err:  # the run finished: show it, say why it is not kept
+        results = err.results
+        ls.show(f"Trainium Lens: {err}; the results are shown but not kept", types.MessageType.Warning)
     except asyncio.CancelledError:  # $/cancelRequest for the command itself
         running.cancel.set()
         try:

@@ -163,13 +163,17 @@ async def timeline(ls: LensServer, params: Any, cache: TraceCache) -> dict:
     runs.index.refresh()
     result, file, run_line = pick_run(ls, uri, line)
     ssh_config = ls.settings.ssh_config
+    trusted = ls.settings.trusted  # Restricted Mode: traces already here only, no host is reached
 
     def load() -> Trace:  # off the event loop: a fetch over SSH, a big JSON parse
         from trainium_lens.targets import make_target
 
         def one(res: Result) -> Trace:
             path = local_trace_path(
-                res, runs.index.workspace, lambda host: make_target(host, ssh_config=ssh_config)
+                res,
+                runs.index.workspace,
+                lambda host: make_target(host, ssh_config=ssh_config),
+                remote=trusted,
             )
             return cache.get(res.run_id, path)
 

@@ -4,8 +4,10 @@
 Profiling runs the workspace's code with the interpreter and on the hosts its
 settings name; Neuron Explorer starts a program on a host and opens a tunnel.
 Stored results still serve hints, hovers, the panel and the timeline: reading
-them runs nothing. The client refuses the same commands first, with the same
-words (extension/src/trustPolicy.ts); this is the check no request gets around.
+them runs nothing, and the timeline opens only traces already on this machine
+(``traces/artifacts.local_trace_path(remote=False)``: nothing reaches a host).
+The client refuses the same commands first, with the same words
+(extension/src/trustPolicy.ts); this is the check no request gets around.
 """
 
 from __future__ import annotations

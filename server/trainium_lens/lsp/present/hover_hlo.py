@@ -9,6 +9,7 @@ On Trn1 device time the line's time per NeuronCore engine follows the table.
 from __future__ import annotations
 
 from trainium_lens.lsp.present import format as fmt
+from trainium_lens.lsp.present.markdown import code, escape
 from trainium_lens.model.result import LineStat
 
 MAX_ROWS = 8
@@ -19,12 +20,12 @@ def hlo_section(stat: LineStat, clock: str) -> str | None:
         return None
     rows = ["| HLO instruction | op | calls | time |", "| --- | --- | ---: | ---: |"]
     for ref in stat.instructions[:MAX_ROWS]:
-        what = f"{ref.opcode} · {ref.op_type}" if ref.op_type else ref.opcode
+        what = escape(f"{ref.opcode} · {ref.op_type}" if ref.op_type else ref.opcode)
         if ref.credited:
             time = f"{fmt.time_us(ref.self_time_us)}{clock}"
         else:
             time = f"covers this line; {fmt.time_us(ref.self_time_us)} on line {ref.line}"
-        rows.append(f"| `{ref.name}` | {what} | {fmt.count(ref.calls)} | {time} |")
+        rows.append(f"| {code(ref.name, in_table=True)} | {what} | {fmt.count(ref.calls)} | {time} |")
     more = len(stat.instructions) - MAX_ROWS
     if more > 0:
         rows.append(f"| … {more} more | | | |")
@@ -32,6 +33,6 @@ def hlo_section(stat: LineStat, clock: str) -> str | None:
         rows += [
             "",
             "Per engine (union of this line's instructions on each): "
-            + " · ".join(f"{e.engine} {fmt.time_us(e.time_us)}" for e in stat.engines),
+            + " · ".join(f"{escape(e.engine)} {fmt.time_us(e.time_us)}" for e in stat.engines),
         ]
     return "\n".join(rows)
