@@ -253,7 +253,7 @@ class StepTagger(TorchFunctionMode):
         ran = {op: n - before[2].get(op, 0) for op, n in fallbacks.items() if n > before[2].get(op, 0)}
         scalar = ran.pop(LOCAL_SCALAR, 0)
         executed = executions - before[0]
-        copied = transfers - before[1] + scalar
+        copied = max(transfers - before[1], scalar)  # .item() bumps both
         if not (executed or copied or ran):
             return
         s = self.syncs.setdefault(place, LineSyncs())
