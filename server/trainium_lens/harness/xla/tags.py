@@ -86,15 +86,22 @@ class LineSyncs:
 class StepTagger(TorchFunctionMode):
     """Entered around each call of the profiled function (``with tagger:``)."""
 
-    def __init__(self, relpath: Any, stop_code: CodeType | None, counter: Any = None, fallbacks: Any = None):
+    def __init__(self, relpath: Any, stop_code: CodeType | None, xla: Any = None):
+        """``xla``: what is called of ``torch_xla._XLAC`` (``_set_xla_custom_op_name_prefix``,
+        ``_xla_counter_value``, ``_get_executed_fallback_ops``); torch_xla's by default."""
         super().__init__()
-        import torch_xla
+        if xla is None:
+            import torch_xla
 
-        self._set_prefix = torch_xla._XLAC._set_xla_custom_op_name_prefix
+            xla = torch_xla._XLAC
+            set_prefix = xla._set_xla_custom_op_name_prefix  # (a CPU tensor would raise)
+            self._set_prefix = lambda t, tag, depth: t.device.type == "xla" and set_prefix(t, tag, depth)
+        else:
+            self._set_prefix = xla._set_xla_custom_op_name_prefix
+        self._counter = xla._xla_counter_value
+        self._fallback_names = xla._get_executed_fallback_ops
         self._relpath = relpath  # file name -> workspace-relative path, None outside user code
         self.stop_code = stop_code  # the harness frame that called the function
-        self._counter = counter or torch_xla._XLAC._xla_counter_value
-        self._fallback_names = fallbacks or torch_xla._XLAC._get_executed_fallback_ops
         self._code: dict[CodeType, tuple[str, str] | None] = {}
         self.tags: list[tuple[list[Place], str]] = []  # id -> (forward chain innermost first, node)
         self._tag_ids: dict[tuple[tuple[Place, ...], str], int] = {}
@@ -235,7 +242,7 @@ class StepTagger(TorchFunctionMode):
             passed = {id(g) for g in grad_outputs if g is not None}
             try:
                 for g in grad_inputs:
-                    if g is not None and id(g) not in passed and g.device.type == "xla":
+                    if g is not None and id(g) not in passed:
                         set_prefix(g, prefix, DEPTH)
             except Exception as exc:  # a torch-xla without the API: no tags, figures stay
                 self.error = f"{type(exc).__name__}: {exc}"
