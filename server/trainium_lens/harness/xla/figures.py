@@ -122,7 +122,7 @@ def figures(att: XlaAttribution, text: Callable[[str, int], str]) -> dict:
             s["line"],
         )
     )
-    ops = [
+    ops: list[dict[str, Any]] = [
         {
             "name": key[1],
             "calls": att.calls.get(key, 0) / n,

@@ -42,7 +42,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
-from types import CodeType
+from types import CodeType, FrameType
 from typing import Any
 
 from torch.overrides import TorchFunctionMode
@@ -167,7 +167,7 @@ class StepTagger(TorchFunctionMode):
     def _chain(self) -> tuple[list[Place], str | None]:
         """User frames of the current call, innermost first, and the optimizer range
         it runs under (``Optimizer.step#AdamW.step``) when torch.optim is on the way."""
-        frame = sys._getframe(2)
+        frame: FrameType | None = sys._getframe(2)
         chain: list[Place] = []
         optimizer: str | None = None
         while frame is not None and frame.f_code is not self.stop_code:

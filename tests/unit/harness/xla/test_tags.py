@@ -68,7 +68,7 @@ def test_each_node_tags_its_own_gradients_with_its_forward_line():
     by_prefix: dict[str, list[tuple]] = {}
     for shape, prefix, depth in xlac.prefixes:
         assert depth == DEPTH and prefix.startswith(TAG_PREFIX)
-        by_prefix.setdefault(tagger.tags[tag_of(prefix + "x")][1], []).append(shape)  # type: ignore[index]
+        by_prefix.setdefault(tagger.tags[tag_of(prefix + "x")][1], []).append(shape)
     # MmBackward0 made dW (4, 3) (x needs no grad); ReluBackward0 its input's gradient (2, 3)
     assert by_prefix["MmBackward0"] == [(4, 3)] and by_prefix["ReluBackward0"] == [(2, 3)]
     # AddBackward0 passes the gradient through to h unchanged: not re-tagged (it would
