@@ -229,6 +229,9 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
         device.mark()
     ev.stage("inputs", name, "preparing inputs (on the xla device)")
     args, kwargs = _inputs(s, marked, fn)
+    stale = stale_optimizers([*args, *kwargs.values()], backend.device)
+    for w in stale:
+        ev.warning(f"{name}: {w}")
     # on from the first call: the graph compiled then keeps the backward tags (tags.py)
     tagger = StepTagger(s.user.relpath, invoke.__code__)
 
@@ -287,6 +290,7 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     warnings = _warnings(views, att, cap, backend, tagger)
     for w in warnings:
         ev.warning(f"{name}: {w}")
+    warnings = stale + warnings
     timeline = [
         {
             "file": f,
@@ -341,6 +345,33 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
         buckets=fig["buckets"],
         optimizers=fig["optimizers"],
     )
+
+
+def stale_optimizers(values: list, device: str) -> list[str]:
+    """An optimizer among the inputs (or in containers inside them) whose parameters
+    are not on the xla device: it was built before the harness moved the model
+    (moving to xla makes new parameter objects), so its step updates nothing."""
+    import torch
+
+    found, seen = [], set()
+    pending, level = list(values), list(values)
+    for _depth in range(3):  # containers of containers (a dict of optimizers in a tuple)
+        inner = [v for c in level if isinstance(c, (tuple, list)) for v in c]
+        inner += [v for c in level if isinstance(c, dict) for v in c.values()]
+        pending += inner
+        level = inner
+    for value in pending:
+        if not isinstance(value, torch.optim.Optimizer) or id(value) in seen:
+            continue
+        seen.add(id(value))
+        params = [p for group in value.param_groups for p in group["params"]]
+        if params and not any(p.device.type == "xla" for p in params):
+            found.append(
+                f"{type(value).__name__} holds parameters on {params[0].device}, not on {device}: it "
+                f"was created before the model moved to the device, so its step updates nothing here "
+                f"(create it in the inputs function after model.to(device))"
+            )
+    return found
 
 
 def _warnings(views: list[dict], att: Any, cap: Any, backend: XlaBackend, tagger: Any) -> list[str]:
