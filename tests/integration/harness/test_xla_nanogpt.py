@@ -58,6 +58,17 @@ def unattributed_share(r: dict) -> float:
     return r["unattributed_us"] / r["totals"]["self_time_us"]
 
 
+def busy_per_step(r: dict) -> float:
+    """The independent figure: the union of every executed instruction's interval in
+    the run's trace (what the profiler saw busy), per step. The per-instruction times
+    the lines add up must neither lose time nor count a wrapper and its work twice."""
+    from trainium_lens.harness.intervals import union_length
+
+    events = json.loads(Path(r["artifacts"]["trace"]).read_text())["traceEvents"]
+    spans = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "device"]
+    return union_length(spans) / r["totals"]["steps"]
+
+
 def lines_of(r: dict, path: str = MODEL) -> dict[int, dict]:
     return {s["line"]: s for s in r["lines"] if s["file"] == path}
 
@@ -71,6 +82,8 @@ def test_forward_nothing_silently_unattributed_and_a_screen_long(runs, tmp_path)
     parts = sum(s["self_time_us"] for s in r["lines"]) + sum(b["self_time_us"] for b in r["buckets"])
     assert parts + r["unattributed_us"] == pytest.approx(r["totals"]["self_time_us"], rel=1e-6)
     assert all(lines_of(r)[n]["self_time_us"] > 0 for n in LINEARS)
+    busy = busy_per_step(r)  # instructions overlap little on this device: within 10 %
+    assert busy * 0.99 <= r["totals"]["self_time_us"] <= busy * 1.10
     assert not {f["kind"] for f in r["findings"]} & EAGER_ADVICE
     assert r["signals"]["graphs_per_step"] == 1 and not r["signals"]["host_syncs"]
     text = shown(r, tmp_path)
@@ -87,6 +100,8 @@ def test_training_step_backward_lands_on_the_forward_lines(runs, tmp_path):
     assert t["forward_time_us"] > 0 and t["backward_time_us"] > 0 and t["optimizer_time_us"] > 0
     split = t["forward_time_us"] + t["backward_time_us"] + t["optimizer_time_us"]
     assert split == pytest.approx(t["self_time_us"], rel=1e-6)
+    busy = busy_per_step(r)
+    assert busy * 0.99 <= t["self_time_us"] <= busy * 1.10
     model = lines_of(r)
     for n, name in LINEARS.items():
         line = model[n]
