@@ -131,6 +131,12 @@ def test_training_step_backward_lands_on_the_forward_lines(runs, tmp_path):
     text = shown(r, tmp_path)
     assert len(text) <= 150, "\n".join(text)
     assert any(ln.strip().startswith("step: forward") for ln in text)
+    # the timeline: backward instructions carry their forward line and the phase
+    from trainium_lens.traces.chrome import load_trace
+
+    trace = load_trace(r["artifacts"]["trace"])
+    backward = {ev.line for ev in trace.events if ev.phase == "backward"}
+    assert {(MODEL, n) for n in LINEARS} <= backward
 
 
 @needs_xla
