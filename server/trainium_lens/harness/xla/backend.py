@@ -124,7 +124,7 @@ class XlaBackend(Backend):
 
     def executions(self) -> int:
         """Graphs torch-xla has executed so far (its ``ExecuteComputation`` counter)."""
-        from trainium_lens.harness.xla.tags import EXECUTE
+        from trainium_lens.harness.xla.syncs import EXECUTE
 
         return int(self.met.counter_value(EXECUTE) or 0)
 
@@ -339,7 +339,7 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
             "warnings": warnings,
             "instrumentation_overhead": (statistics.median(step_wall) / wall) if wall > 0 else None,
             "graphs_per_step": statistics.median(graphs) if graphs else None,
-            **tagger.signals(att.steps),
+            **tagger.syncs.signals(att.steps),
         },
         output=output,
         buckets=fig["buckets"],

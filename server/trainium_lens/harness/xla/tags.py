@@ -30,22 +30,22 @@ What torch-xla 2.9 does with the prefix, and why the code below is as it is
 * The graph hash ignores metadata, so the executable compiled on the first call
   keeps the tags it was compiled with: the tagger is on from the first call.
 
-The same mode counts, per user line, the calls that made torch-xla execute a
-graph or copy to the host (``.item()``, ``print(tensor)``, ``if tensor:``) and
-those that ran an ATen op on the CPU (torch-xla's ``aten::*`` fallback counters),
-from ``torch_xla.debug.metrics`` read around each call (two counter reads: under
-a microsecond each).
+The same mode has ``xla/syncs.py`` count, per user line, the calls that made
+torch-xla execute a graph or copy to the host (``.item()``, ``print(tensor)``,
+``if tensor:``) and those that ran an ATen op on the CPU, and notes the lines that
+call an optimizer's ``step``/``zero_grad``.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
 from types import CodeType, FrameType
 from typing import Any
 
 from torch.overrides import TorchFunctionMode
+
+from trainium_lens.harness.xla.syncs import SyncCounter
 
 TAG_PREFIX = "trainium_lens_bwd"  # op_name = f"{TAG_PREFIX}{id}/{op_type}"
 DEPTH = 1 << 20  # frames kept on a tagged node: all of them (see above)
@@ -56,11 +56,6 @@ _SKIP = frozenset({"size", "dim", "numel", "stride", "__len__", "ndimension", "n
 _SKIP_PROPERTIES = frozenset(
     {"shape", "dtype", "device", "requires_grad", "ndim", "grad_fn", "layout", "is_leaf", "grad", "data"}
 )
-# Counters torch-xla bumps when it runs a graph or copies to the host.
-EXECUTE = "ExecuteComputation"
-TO_CPU = "xla::_to_cpu"
-LOCAL_SCALAR = "aten::_local_scalar_dense"  # .item(): counted as a fallback by torch-xla, a sync here
-
 Place = tuple[str, int, str]  # (workspace-relative file, line, function)
 
 
@@ -70,17 +65,6 @@ def tag_of(op_name: str) -> int | None:
         return None
     head = op_name[len(TAG_PREFIX) :].split("/", 1)[0]
     return int(head) if head.isdigit() else None
-
-
-@dataclass
-class LineSyncs:
-    """What one line's calls made torch-xla do, summed over the measured steps."""
-
-    calls: int = 0  # calls that synchronized or fell back
-    executions: int = 0  # graphs executed inside those calls
-    transfers: int = 0  # device→host copies inside them
-    what: dict[str, int] = field(default_factory=dict)  # the torch call ("item", "__format__")
-    fallbacks: dict[str, int] = field(default_factory=dict)  # aten op -> CPU runs
 
 
 class StepTagger(TorchFunctionMode):
@@ -98,8 +82,7 @@ class StepTagger(TorchFunctionMode):
             self._set_prefix = lambda t, tag, depth: t.device.type == "xla" and set_prefix(t, tag, depth)
         else:
             self._set_prefix = xla._set_xla_custom_op_name_prefix
-        self._counter = xla._xla_counter_value
-        self._fallback_names = xla._get_executed_fallback_ops
+        self.syncs = SyncCounter(xla._xla_counter_value, xla._get_executed_fallback_ops)
         self._relpath = relpath  # file name -> workspace-relative path, None outside user code
         self.stop_code = stop_code  # the harness frame that called the function
         self._code: dict[CodeType, tuple[str, str] | None] = {}
@@ -108,7 +91,6 @@ class StepTagger(TorchFunctionMode):
         self.optimizer_places: dict[Place, str] = {}  # line calling optimizer.step() -> range name
         self.optimizer_calls: dict[str, int] = {}  # range name -> step() calls in the measured steps
         self._step_hook: Any = None
-        self.syncs: dict[Place, LineSyncs] = {}
         self.counting = False  # syncs are counted in the measured steps only
         self.error: str | None = None  # the first failure of a hook (tags stop; the run goes on)
 
@@ -132,26 +114,6 @@ class StepTagger(TorchFunctionMode):
     def tag(self, tag: int) -> tuple[list[Place], str] | None:
         """(forward chain, autograd node) of a tag id (``xla/credit.py`` asks)."""
         return self.tags[tag] if 0 <= tag < len(self.tags) else None
-
-    def signals(self, steps: int) -> dict[str, Any]:
-        """The result's ``signals`` fields of the measured steps, per step."""
-        n = max(steps, 1)
-        syncs, fallbacks = [], []
-        for (file, line, _function), s in sorted(self.syncs.items()):
-            if s.executions or s.transfers:
-                syncs.append(
-                    {
-                        "file": file,
-                        "line": line,
-                        "calls": s.calls / n,
-                        "graphs": s.executions / n,
-                        "transfers": s.transfers / n,
-                        "what": sorted(s.what, key=lambda w: -s.what[w]),
-                    }
-                )
-            for op, count in sorted(s.fallbacks.items()):
-                fallbacks.append({"op": op, "file": file, "line": line, "calls": count / n})
-        return {"host_syncs": syncs, "xla_fallbacks": fallbacks}
 
     # -- frames -----------------------------------------------------------------------
     def _user(self, code: CodeType) -> tuple[str, str] | None:
@@ -196,10 +158,10 @@ class StepTagger(TorchFunctionMode):
         chain, optimizer = self._chain()
         if not chain:
             return func(*args, **kwargs)
-        before = self._counts() if self.counting else None
+        before = self.syncs.counts() if self.counting else None
         result = func(*args, **kwargs)
         if before is not None:
-            self._note_syncs(chain[0], name, before)
+            self.syncs.note(chain[0], name, before)
         if optimizer is not None:
             self.optimizer_places.setdefault(chain[0], optimizer)
         self._hook_new_nodes(result, chain)
@@ -248,28 +210,6 @@ class StepTagger(TorchFunctionMode):
                 self.error = f"{type(exc).__name__}: {exc}"
 
         return post_hook
-
-    # -- host syncs and CPU fallbacks ------------------------------------------------------
-    def _counts(self) -> tuple[int, int, dict[str, int]]:
-        count = self._counter
-        fallbacks = {n: count(n) or 0 for n in self._fallback_names()}
-        return count(EXECUTE) or 0, count(TO_CPU) or 0, fallbacks
-
-    def _note_syncs(self, place: Place, name: str, before: tuple[int, int, dict[str, int]]) -> None:
-        executions, transfers, fallbacks = self._counts()
-        ran = {op: n - before[2].get(op, 0) for op, n in fallbacks.items() if n > before[2].get(op, 0)}
-        scalar = ran.pop(LOCAL_SCALAR, 0)
-        executed = executions - before[0]
-        copied = max(transfers - before[1], scalar)  # .item() bumps both
-        if not (executed or copied or ran):
-            return
-        s = self.syncs.setdefault(place, LineSyncs())
-        s.calls += 1
-        s.executions += executed
-        s.transfers += copied
-        s.what[name] = s.what.get(name, 0) + 1
-        for op, n in ran.items():
-            s.fallbacks[op] = s.fallbacks.get(op, 0) + n
 
 
 def _tensors(value: Any):

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from trainium_lens.harness.xla.tags import DEPTH, EXECUTE, LOCAL_SCALAR, TAG_PREFIX, StepTagger, tag_of
+from trainium_lens.harness.xla.syncs import EXECUTE, LOCAL_SCALAR
+from trainium_lens.harness.xla.tags import DEPTH, TAG_PREFIX, StepTagger, tag_of
 
 
 class StandInXLAC:
@@ -98,17 +99,17 @@ def test_syncs_and_fallbacks_are_counted_per_line_from_the_counters():
     xlac = StandInXLAC()
     tagger = StepTagger(relpath, None, xla=xlac)
     place = ("m.py", 7, "step")
-    before = tagger._counts()
+    before = tagger.syncs.counts()
     xlac.bump(EXECUTE)  # what .item() does mid-step: run the graph so far...
     xlac.bump(LOCAL_SCALAR)  # ...and copy one scalar (a "fallback" to torch-xla's counters)
     xlac.bump("xla::_to_cpu")
-    tagger._note_syncs(place, "item", before)
-    before = tagger._counts()
+    tagger.syncs.note(place, "item", before)
+    before = tagger.syncs.counts()
     xlac.bump("aten::nonzero", 2)
-    tagger._note_syncs(("m.py", 9, "step"), "nonzero", before)
-    before = tagger._counts()
-    tagger._note_syncs(("m.py", 11, "step"), "add", before)  # nothing moved: nothing noted
-    signals = tagger.signals(steps=2)
+    tagger.syncs.note(("m.py", 9, "step"), "nonzero", before)
+    before = tagger.syncs.counts()
+    tagger.syncs.note(("m.py", 11, "step"), "add", before)  # nothing moved: nothing noted
+    signals = tagger.syncs.signals(steps=2)
     [sync] = signals["host_syncs"]
     assert sync == {
         "file": "m.py",
