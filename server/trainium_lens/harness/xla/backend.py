@@ -48,6 +48,9 @@ def unavailable_reason() -> str | None:
     return None
 
 
+# One per harness process (a batch): the backward tag ids (xla/tags.py, TagTable)
+_TAG_TABLE: Any = None
+
 # (run dir, protocol) for the Trn1 device capture, kept by ``prepare_env`` until the
 # backend is known to be xla (``XlaBackend`` sets the capture up before the PJRT
 # client, and with it the Neuron runtime, starts)
@@ -216,8 +219,9 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
         variant_key,
     )
     from trainium_lens.harness.events import HarnessError
+    from trainium_lens.harness.xla import run_warnings
     from trainium_lens.harness.xla.attribution import attribute, figures
-    from trainium_lens.harness.xla.tags import StepTagger
+    from trainium_lens.harness.xla.tags import StepTagger, TagTable
     from trainium_lens.harness.xla.trace import write_trace
     from trainium_lens.harness.xla.xplane import Capture, find_xplanes, read_xspace
 
@@ -229,11 +233,13 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
         device.mark()
     ev.stage("inputs", name, "preparing inputs (on the xla device)")
     args, kwargs = _inputs(s, marked, fn)
-    stale = stale_optimizers([*args, *kwargs.values()], backend.device)
+    stale = run_warnings.stale_optimizers([*args, *kwargs.values()], backend.device)
     for w in stale:
         ev.warning(f"{name}: {w}")
     # on from the first call: the graph compiled then keeps the backward tags (tags.py)
-    tagger = StepTagger(s.user.relpath, invoke.__code__)
+    global _TAG_TABLE
+    _TAG_TABLE = _TAG_TABLE or TagTable()
+    tagger = StepTagger(s.user.relpath, invoke.__code__, table=_TAG_TABLE)
 
     ev.stage("compile", name, "first calls (the graph compiles here, outside the measured steps)")
     try:
@@ -287,7 +293,8 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
                 "error": f"the Neuron runtime wrote no device trace (NTFF) under {device.inspect_dir}",
             }
         ]
-    warnings = _warnings(views, att, cap, backend, tagger)
+    warnings = run_warnings.after_capture(views, att, cap, backend.device_type, tagger.error)
+    warnings += run_warnings.reused_graphs(att.graphs, name)
     for w in warnings:
         ev.warning(f"{name}: {w}")
     warnings = stale + warnings
@@ -345,56 +352,3 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
         buckets=fig["buckets"],
         optimizers=fig["optimizers"],
     )
-
-
-def stale_optimizers(values: list, device: str) -> list[str]:
-    """An optimizer among the inputs (or in containers inside them) whose parameters
-    are not on the xla device: it was built before the harness moved the model
-    (moving to xla makes new parameter objects), so its step updates nothing."""
-    import torch
-
-    found, seen = [], set()
-    pending, level = list(values), list(values)
-    for _depth in range(3):  # containers of containers (a dict of optimizers in a tuple)
-        inner = [v for c in level if isinstance(c, (tuple, list)) for v in c]
-        inner += [v for c in level if isinstance(c, dict) for v in c.values()]
-        pending += inner
-        level = inner
-    for value in pending:
-        if not isinstance(value, torch.optim.Optimizer) or id(value) in seen:
-            continue
-        seen.add(id(value))
-        params = [p for group in value.param_groups for p in group["params"]]
-        if params and not any(p.device.type == "xla" for p in params):
-            found.append(
-                f"{type(value).__name__} holds parameters on {params[0].device}, not on {device}: it "
-                f"was created before the model moved to the device, so its step updates nothing here "
-                f"(create it in the inputs function after model.to(device))"
-            )
-    return found
-
-
-def _warnings(views: list[dict], att: Any, cap: Any, backend: XlaBackend, tagger: Any) -> list[str]:
-    warnings = []
-    if any(v["error"] for v in views):
-        failed = next(v for v in views if v["error"])
-        warnings.append(
-            f"{sum(1 for v in views if v['error'])} of {len(views)} device trace(s) not "
-            f"processed: {failed['error']}"
-        )
-    if att.unknown:
-        warnings.append(
-            f"{len(att.unknown)} executed instruction(s) matched no compiled module "
-            f"({', '.join(sorted(att.unknown)[:3])}): their time is not attributed"
-        )
-    if not cap.executed:
-        warnings.append(
-            f"the torch_xla profiler recorded no HLO instruction on PJRT "
-            f"{backend.device_type}: no per-line time on this device"
-        )
-    if tagger.error:
-        warnings.append(
-            f"backward instructions could not be tagged with their forward lines ({tagger.error}): "
-            f"they take lines by data flow only"
-        )
-    return warnings

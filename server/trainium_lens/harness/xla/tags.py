@@ -67,12 +67,37 @@ def tag_of(op_name: str) -> int | None:
     return int(head) if head.isdigit() else None
 
 
+class TagTable:
+    """Tag id -> (forward chain innermost first, autograd node), one per harness
+    process: torch-xla reuses a compiled executable for an identical graph (its
+    hash ignores metadata), so a graph first compiled while profiling another
+    function of the batch carries that function's tags, which must still resolve."""
+
+    def __init__(self) -> None:
+        self.tags: list[tuple[list[Place], str]] = []
+        self._ids: dict[tuple[tuple[Place, ...], str], int] = {}
+
+    def tag(self, chain: list[Place], node: str) -> int:
+        key = (tuple(chain), node)
+        tag = self._ids.get(key)
+        if tag is None:
+            tag = self._ids[key] = len(self.tags)
+            self.tags.append((list(chain), node))
+        return tag
+
+    def get(self, tag: int) -> tuple[list[Place], str] | None:
+        return self.tags[tag] if 0 <= tag < len(self.tags) else None
+
+
 class StepTagger(TorchFunctionMode):
     """Entered around each call of the profiled function (``with tagger:``)."""
 
-    def __init__(self, relpath: Any, stop_code: CodeType | None, xla: Any = None):
+    def __init__(
+        self, relpath: Any, stop_code: CodeType | None, xla: Any = None, table: TagTable | None = None
+    ):
         """``xla``: what is called of ``torch_xla._XLAC`` (``_set_xla_custom_op_name_prefix``,
-        ``_xla_counter_value``, ``_get_executed_fallback_ops``); torch_xla's by default."""
+        ``_xla_counter_value``, ``_get_executed_fallback_ops``); torch_xla's by default.
+        ``table``: the process's tag ids (a new one if not given)."""
         super().__init__()
         if xla is None:
             import torch_xla
@@ -86,8 +111,7 @@ class StepTagger(TorchFunctionMode):
         self._relpath = relpath  # file name -> workspace-relative path, None outside user code
         self.stop_code = stop_code  # the harness frame that called the function
         self._code: dict[CodeType, tuple[str, str] | None] = {}
-        self.tags: list[tuple[list[Place], str]] = []  # id -> (forward chain innermost first, node)
-        self._tag_ids: dict[tuple[tuple[Place, ...], str], int] = {}
+        self.table = table or TagTable()
         self.optimizer_places: dict[Place, str] = {}  # line calling optimizer.step() -> range name
         self.optimizer_calls: dict[str, int] = {}  # range name -> step() calls in the measured steps
         self._step_hook: Any = None
@@ -113,7 +137,11 @@ class StepTagger(TorchFunctionMode):
 
     def tag(self, tag: int) -> tuple[list[Place], str] | None:
         """(forward chain, autograd node) of a tag id (``xla/credit.py`` asks)."""
-        return self.tags[tag] if 0 <= tag < len(self.tags) else None
+        return self.table.get(tag)
+
+    @property
+    def tags(self) -> list[tuple[list[Place], str]]:
+        return self.table.tags
 
     # -- frames -----------------------------------------------------------------------
     def _user(self, code: CodeType) -> tuple[str, str] | None:
@@ -181,18 +209,10 @@ class StepTagger(TorchFunctionMode):
             meta = node.metadata
             if META_KEY in meta:
                 continue
-            tag = self._tag(chain, kind)
+            tag = self.table.tag(chain, kind)
             meta[META_KEY] = tag
             node.register_hook(self._hook(tag))
             pending.extend(next_node for next_node, _ in node.next_functions)
-
-    def _tag(self, chain: list[Place], node: str) -> int:
-        key = (tuple(chain), node)
-        tag = self._tag_ids.get(key)
-        if tag is None:
-            tag = self._tag_ids[key] = len(self.tags)
-            self.tags.append((list(chain), node))
-        return tag
 
     def _hook(self, tag: int):
         prefix = f"{TAG_PREFIX}{tag}/"
