@@ -11,7 +11,7 @@ bash scripts/setup-xla.sh
 # checkout's package is the one tested, whichever clone installed it last.
 PYTHONPATH="$PWD/server${PYTHONPATH:+:$PYTHONPATH}" .venv-xla/bin/python -m pytest -q -p no:cacheprovider -W ignore::pytest.PytestConfigWarning \
   tests/integration/harness/test_attribution.py tests/integration/harness/test_lines.py tests/unit/harness/test_contract_and_backends.py \
-  tests/integration/harness/test_errors.py tests/integration/harness/test_rmsnorm.py tests/unit/harness/xla/test_attribution.py \
+  tests/integration/harness/test_errors.py tests/integration/harness/test_rmsnorm.py tests/unit/harness/xla/ \
   tests/integration/harness/test_xla_device.py::test_harness_pairs_by_the_runtime_hash_and_runs_the_view_per_pair \
   tests/integration/harness/test_xla_device.py::test_harness_view_failures_are_one_line_each \
   tests/integration/harness/test_training.py \

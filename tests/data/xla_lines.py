@@ -34,5 +34,18 @@ def new_graph_each_step(x, w):
 _calls = 0
 
 
+# trainium: profile inputs=make_inputs
+def keep_positive(x, w):
+    y = (x @ w) - 0.05 * (_step() % 50)  # how many stay positive changes every call
+    kept = y[y > 0]  # BOOLEAN-MASK
+    return kept.sum()
+
+
+def _step():
+    global _calls
+    _calls += 1
+    return _calls
+
+
 def make_inputs():
     return torch.randn(64, 64), torch.randn(64, 64)

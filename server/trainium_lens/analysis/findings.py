@@ -307,6 +307,8 @@ def _line_of_op(result: Result, op_name: str) -> tuple[str, int] | None:
 
 
 def _compiles(result: Result) -> list[Finding]:
+    if result.backend == "xla":
+        return []  # a compiled graph's own words: analysis/xla_findings.py
     signals = result.signals
     file, line = _def_line(result)
     protocol = result.function.protocol
@@ -410,6 +412,8 @@ def _share(stats: list[LineStat], result: Result) -> float | None:
 
 
 def _patterns(result: Result) -> list[Finding]:
+    if result.backend == "xla":
+        return []  # the compiler fuses a traced graph itself: eager fusion advice does not apply
     by_function: dict[str, list[LineStat]] = defaultdict(list)
     for stat in result.lines:
         by_function[stat.function or result.function.name].append(stat)
@@ -453,6 +457,8 @@ def _dispatch_text(n: float) -> str:
 
 
 def _dispatches(result: Result) -> list[Finding]:
+    if result.backend == "xla":
+        return []  # a line's HLO instructions are not dispatches: one graph runs per step
     found = []
     for stat in sorted(result.lines, key=lambda s: (s.file, s.line)):
         n = dispatches_per_execution(stat)

@@ -96,7 +96,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--no-store", action="store_true", help="do not save the results in <workspace>/.trainium-lens/runs"
     )
+    add_verbose_argument(p)
     p.set_defaults(handler=run)
+
+
+def add_verbose_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="every row of the long sections (an xla run's fusions and HLO instructions; "
+        "the default shows the top ones and says how many more)",
+    )
 
 
 class Progress:
@@ -183,12 +194,12 @@ def _stage_text(event: dict) -> str:
     return text
 
 
-def style_for(stream: TextIO) -> Style:
+def style_for(stream: TextIO, verbose: bool = False) -> Style:
     """Unicode where the stream can take it; on a terminal, its width (a pipe or
     a file gets the full table, the same every time)."""
     encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
     width = shutil.get_terminal_size().columns if stream.isatty() else None
-    return Style(unicode=encoding.startswith("utf"), width=width)
+    return Style(unicode=encoding.startswith("utf"), width=width, verbose=verbose)
 
 
 def one_line(err: LensError) -> LensError:
@@ -272,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
             signal.signal(signum, handler)
         progress.close()
         target.close()
-    style = style_for(sys.stdout)
+    style = style_for(sys.stdout, args.verbose)
     sections = [render_result(r, style) + render_engines(r, style) + render_ranks(r, style) for r in results]
     sections += render_batch(results, style)  # variants compared, the rest summarized
     print(terminal_safe("\n\n".join(sections)))  # engines/ranks tables too

@@ -33,6 +33,7 @@ _BLOCKS = " ▏▎▍▌▋▊▉█"
 class Style:
     unicode: bool = True
     width: int | None = None  # a terminal's columns: wide tables shrink to fit
+    verbose: bool = False  # every row of the long sections (xla: fusions, instructions)
 
     @property
     def mu(self) -> str:
@@ -194,6 +195,9 @@ def headline(result: Result, style: Style = DEFAULT_STYLE) -> str:
     clock = clock_label(result)
     t = result.totals
     parts = [f"{fmt_us(t.self_time_us, style)} {clock} per call"]
+    graphs = result.signals.graphs_per_step
+    if graphs:
+        parts.append(f"{fmt_count(graphs)} graph{'s' if graphs != 1 else ''} per step")
     if t.dispatches:
         parts.append(f"{fmt_count(t.dispatches)} dispatch" + ("" if t.dispatches == 1 else "es"))
     hot = max(result.lines, key=lambda s: s.time_us, default=None)
@@ -201,7 +205,7 @@ def headline(result: Result, style: Style = DEFAULT_STYLE) -> str:
         parts.append(f"hottest line {line_ref(hot, result)} ({fmt_pct(hot.time_us / t.self_time_us)})")
     if t.has_backward and t.self_time_us > 0:
         parts.append(f"backward {fmt_pct(t.backward_time_us / t.self_time_us)}")
-    elif result.regions:
+    elif result.regions and result.backend != "xla":  # xla: everything is one compiled graph
         parts.append(f"compiled region on line {result.regions[0].line}")
     return ", ".join(parts)
 
@@ -230,17 +234,23 @@ def render_result(result: Result, style: Style = DEFAULT_STYLE) -> str:
         "",
     ]
     out += _lines_table(result, clock, style)
-    if result.regions:
-        out += ["", "  compiled regions"]
-        for region in result.regions:
-            covered = sorted({c.line for c in region.covered_lines})
-            span = f"covers lines {_spans(covered, style)}" if covered else "covered lines unknown"
-            nodes = f", {region.fx_nodes} ops fused" if region.fx_nodes else ""
-            out.append(
-                f"    {region.name}: line {region.line}, "
-                f"{fmt_us(region.self_time_us, style)} ({clock}), {span}{nodes}"
-            )
-    out += ["", *_ops_table(result, clock, style)]
+    if result.backend == "xla":  # a compiled graph: hundreds of instructions, kept to a screen
+        from trainium_lens.cli.render_xla import instructions_table, regions_section
+
+        out += regions_section(result, clock, style)
+        out += ["", *instructions_table(result, clock, style)]
+    else:
+        if result.regions:
+            out += ["", "  compiled regions"]
+            for region in result.regions:
+                covered = sorted({c.line for c in region.covered_lines})
+                span = f"covers lines {_spans(covered, style)}" if covered else "covered lines unknown"
+                nodes = f", {region.fx_nodes} ops fused" if region.fx_nodes else ""
+                out.append(
+                    f"    {region.name}: line {region.line}, "
+                    f"{fmt_us(region.self_time_us, style)} ({clock}), {span}{nodes}"
+                )
+        out += ["", *_ops_table(result, clock, style)]
     out += ["", *render_findings(result, style)]
     return finish("\n".join(out), style)
 
@@ -292,11 +302,14 @@ def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
                 fmt_us(cost, style),
             ]
         rows.append(row + [fmt_pct(share), bar(share, style), fmt_count(s.calls), top])
-    if result.unattributed_us:
-        share = result.unattributed_us / total if total > 0 else 0.0
+    named = [(f"({b.name})", b.self_time_us) for b in result.buckets]  # xla: known, no line
+    for name, time in [*named, ("(unattributed)", result.unattributed_us)]:
+        if not time:
+            continue
+        share = time / total if total > 0 else 0.0
         rows.append(
-            ["", "(unattributed)", fmt_us(result.unattributed_us, style), "", ""]
-            + (["", "", fmt_us(result.unattributed_us, style)] if train else [])
+            ["", name, fmt_us(time, style), "", ""]
+            + (["", "", fmt_us(time, style)] if train else [])
             + [fmt_pct(share), bar(share, style), "", ""]
         )
     if not rows:

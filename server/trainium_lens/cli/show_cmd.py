@@ -15,7 +15,7 @@ from pathlib import Path
 
 from trainium_lens.cli.batch_render import render_batch
 from trainium_lens.cli.common import add_workspace_argument, workspace_path
-from trainium_lens.cli.profile_cmd import style_for
+from trainium_lens.cli.profile_cmd import add_verbose_argument, style_for
 from trainium_lens.cli.render import render_result, terminal_safe
 from trainium_lens.cli.render_engines import render_engines
 from trainium_lens.cli.render_ranks import render_ranks
@@ -33,6 +33,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("run", metavar="RESULT.json|RUN_ID")
     add_workspace_argument(p)
+    add_verbose_argument(p)
     p.set_defaults(handler=run)
 
 
@@ -89,7 +90,7 @@ def resolve(ref: str, workspace: str | None) -> Result:
 
 def run(args: argparse.Namespace) -> int:
     results = resolve_many(args.run, args.workspace)
-    style = style_for(sys.stdout)
+    style = style_for(sys.stdout, args.verbose)
     sections = [render_result(r, style) + render_engines(r, style) + render_ranks(r, style) for r in results]
     sections += render_batch(results, style)  # variants compared, the rest summarized
     print(terminal_safe("\n\n".join(sections)))  # engines/ranks tables too

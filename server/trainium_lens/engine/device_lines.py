@@ -205,3 +205,7 @@ def _totals(result: Result, reports: list[Weighted], per_line: dict[tuple[str, i
     for opt in result.optimizers:  # a host figure: not shown as device time
         opt.self_time_us = 0.0
     result.unattributed_us = sum(r.unattributed_ns * s for r, s in reports) / 1000.0
+    # The host's named buckets (xla: graph plumbing) are host-clock figures; on the
+    # device those instructions have no frame and count as unattributed above, so
+    # keeping the buckets would add one clock to another.
+    result.buckets = []

@@ -94,13 +94,14 @@ def fill(result: Result, fetch: Fetch | None = None) -> bool:
 def _host_names(result: Result) -> tuple[dict[str, tuple[str, int]], dict[str, str]]:
     """Instruction names the host result ties to lines (``hlo_lines``: the fallback for
     instructions without frames) and to the backward phase (xla: a line's
-    ``backward_ops`` name the instructions its forward caused)."""
+    ``backward_ops`` name the instructions its forward caused, and its
+    ``instructions`` carry their phase)."""
     if result.backend != "xla":
         return {}, {}
     hlo_lines = {
         i.name: (s.file, i.line or s.line) for s in result.lines for i in s.instructions if i.credited
     }
-    phases = {}
+    phases = {i.name: "backward" for s in result.lines for i in s.instructions if i.phase == "backward"}
     for s in result.lines:
         for op in s.backward_ops:
             hlo_lines.setdefault(op.name, (s.file, s.line))

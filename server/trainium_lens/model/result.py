@@ -131,6 +131,8 @@ class HloRef:
     calls: float = 0.0
     credited: bool = True
     line: int = 0  # the line credited with its time
+    # schema 3: "backward" for an instruction the line's forward ops' autograd nodes caused
+    phase: str = "forward"
 
 
 @dataclass
@@ -254,6 +256,42 @@ class H2DCopy:
 
 
 @dataclass
+class Bucket:
+    """Schema 3 (backend ``xla``): time that belongs to no source line but is
+    known for what it is, e.g. ``graph plumbing`` (copies of graph inputs to
+    outputs, tuples of outputs). Lines + buckets + ``unattributed_us`` = total."""
+
+    name: str
+    self_time_us: float  # per step
+    calls: float = 0.0  # instructions executed per step
+    instructions: list[str] = field(default_factory=list)  # the biggest, by name
+
+
+@dataclass
+class HostSync:
+    """Schema 3 (backend ``xla``): a line whose calls made torch-xla execute a graph
+    or copy to the host in the middle of the step (``.item()``, ``print(t)``)."""
+
+    file: str
+    line: int
+    calls: float  # such calls per step
+    graphs: float = 0.0  # graphs executed inside them, per step
+    transfers: float = 0.0  # device→host copies inside them, per step
+    what: list[str] = field(default_factory=list)  # the torch calls ("item", "__format__")
+
+
+@dataclass
+class XlaFallback:
+    """Schema 3 (backend ``xla``): an ATen op torch-xla ran on the CPU, on the line
+    that called it (``line`` 0: not seen from a user line)."""
+
+    op: str  # "aten::nonzero"
+    file: str
+    line: int
+    calls: float  # per step
+
+
+@dataclass
 class Finding:
     kind: str  # "dispatches" | "h2d_copy" | "cpu_fallback" | "no_device_time" | "compile_in_steps" | ...
     severity: str  # "error" | "warning" | "info" | "hint"
@@ -343,6 +381,10 @@ class Signals:
     # xla on Trn1, or neuron without key_averages() device time: why the device profile
     # gave no per-line time (the host figures stay)
     neuron_profile_error: str | None = None
+    # schema 3, backend xla (torch_xla.debug.metrics over the measured steps)
+    graphs_per_step: float | None = None  # graphs executed per step (median); 1 is one graph
+    host_syncs: list[HostSync] = field(default_factory=list)
+    xla_fallbacks: list[XlaFallback] = field(default_factory=list)
 
 
 @dataclass
@@ -382,6 +424,7 @@ class Result:
     regions: list[Region] = field(default_factory=list)
     optimizers: list[OptimizerStat] = field(default_factory=list)
     unattributed_us: float = 0.0
+    buckets: list[Bucket] = field(default_factory=list)  # schema 3 (xla): named, not unattributed
     findings: list[Finding] = field(default_factory=list)
     artifacts: Artifacts = field(default_factory=Artifacts)
     timeline: list[LineWindows] = field(default_factory=list)

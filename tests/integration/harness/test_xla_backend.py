@@ -113,6 +113,22 @@ def test_a_graph_that_recompiles_every_step_is_a_finding(tmp_path, in_root):
     assert "xla_recompile_every_step" in kinds
 
 
+@needs_xla
+def test_a_boolean_mask_falls_back_to_the_cpu_on_its_line_and_the_recompiles_name_it(tmp_path, in_root):
+    """``y[y > 0]``: torch-xla runs aten::nonzero on the CPU (a graph cut, both ways
+    copies), and as the count changes every step so does the next graph's shape."""
+    line = marker_line(DATA / "xla_lines.py", "BOOLEAN-MASK")
+    r = profile(tmp_path, "tests/data/xla_lines.py", "keep_positive")
+    assert r["signals"]["xla_fallbacks"] == [
+        {"op": "aten::nonzero", "file": "tests/data/xla_lines.py", "line": line, "calls": 1.0}
+    ]
+    assert r["signals"]["graphs_per_step"] == 2
+    by_kind = {f["kind"]: f for f in r["findings"]}
+    assert by_kind["xla_cpu_fallback"]["line"] == line
+    assert "xla_host_sync" not in by_kind  # the fallback finding already says it cuts the graph
+    assert f"data-dependent shapes: {line}." in by_kind["xla_recompile_every_step"]["message"]
+
+
 def test_backend_xla_without_torch_xla_names_the_fix(tmp_path, in_root, capsys):
     # the main venv never has torch_xla (it lives in .venv-xla): the harness there must say so
     assert subprocess.run([sys.executable, "-c", "import torch_xla"], capture_output=True).returncode != 0

@@ -26,8 +26,8 @@ the runtime also captures the first measured step of each NEFF and
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
-import json
 import os
 import statistics
 import sys
@@ -35,7 +35,6 @@ import time
 from typing import Any
 
 from trainium_lens.harness.eager.backends import Backend
-from trainium_lens.harness.labels import SOURCE_KEY, format_label, source_ref
 from trainium_lens.harness.xla.device import DeviceCapture, capture_env, files
 
 DEBUG_ENV = {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1", "NEURON_FRAMEWORK_DEBUG": "1"}
@@ -48,6 +47,9 @@ def unavailable_reason() -> str | None:
         return f"torch_xla is not installed in {sys.executable}: {SETUP_HINT}"
     return None
 
+
+# One per harness process (a batch): the backward tag ids (xla/tags.py, TagTable)
+_TAG_TABLE: Any = None
 
 # (run dir, protocol) for the Trn1 device capture, kept by ``prepare_env`` until the
 # backend is known to be xla (``XlaBackend`` sets the capture up before the PJRT
@@ -123,6 +125,12 @@ class XlaBackend(Backend):
         data = self.met.metric_data("CompileTime")
         return int(data[0]) if data else 0
 
+    def executions(self) -> int:
+        """Graphs torch-xla has executed so far (its ``ExecuteComputation`` counter)."""
+        from trainium_lens.harness.xla.syncs import EXECUTE
+
+        return int(self.met.counter_value(EXECUTE) or 0)
+
     def artifacts(self, run_dir: str) -> dict:
         """On Neuron: the NEFFs this run compiled (the fresh cache holds only them;
         docs/xla.md: MODULE_*/model.neff) and the NTFFs the runtime captured, for Neuron
@@ -157,42 +165,64 @@ class XlaBackend(Backend):
 
 
 def _steps(
-    s: Any, fn: Any, args: tuple, kwargs: dict, count: int, name: str, marker: bool, first: int = 0
+    s: Any,
+    fn: Any,
+    args: tuple,
+    kwargs: dict,
+    count: int,
+    name: str,
+    marker: bool,
+    first: int = 0,
+    tagger: Any = None,
+    graphs: list[int] | None = None,
 ) -> list[float]:
+    """``count`` calls, each synced; a profiled step (``marker``) is scoped by
+    ``xp.Trace`` and reports its stage. ``tagger``: the mode the call runs under
+    (``xla/tags.py``); ``graphs``: gets the graphs each call executed."""
     from trainium_lens.harness.eager.run import invoke
 
     backend, times = s.backend, []
     for i in range(count):
-        s.events.stage("profile", name, f"step {first + i + 1}", step=first + i + 1)
+        if marker:
+            s.events.stage("profile", name, f"step {first + i + 1}", step=first + i + 1, of=first + count)
+        executed = backend.executions()
         t0 = time.perf_counter()
         try:
             # The output stays referenced until the sync: a lazy tensor nobody holds
             # is never computed (the sync would find nothing to run).
-            if marker:
-                with backend.xp.Trace(f"{STEP_MARKER}{i}"):
+            with backend.xp.Trace(f"{STEP_MARKER}{i}") if marker else _nothing():
+                with tagger if tagger is not None else _nothing():
                     out = invoke(fn, args, kwargs)
-            else:
-                out = invoke(fn, args, kwargs)
             backend.sync()  # outside the Trace scope: a sync inside it is not supported
             del out
         except Exception as exc:
             raise s.user.error_from(exc, "user_code", name) from None
         times.append((time.perf_counter() - t0) * 1e6)
+        if graphs is not None:
+            graphs.append(backend.executions() - executed)
     return times
+
+
+@contextlib.contextmanager
+def _nothing():
+    yield
 
 
 def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     from trainium_lens.harness.attribution import build
     from trainium_lens.harness.eager.run import (
-        Call,
         _inputs,
         _output,
         function_record,
+        invoke,
         marked_function,
         variant_key,
     )
     from trainium_lens.harness.events import HarnessError
+    from trainium_lens.harness.xla import run_warnings
     from trainium_lens.harness.xla.attribution import attribute, figures
+    from trainium_lens.harness.xla.tags import StepTagger, TagTable
+    from trainium_lens.harness.xla.trace import write_trace
     from trainium_lens.harness.xla.xplane import Capture, find_xplanes, read_xspace
 
     ev, name, spec, backend = s.events, marked.name, s.spec, s.backend
@@ -203,28 +233,40 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
         device.mark()
     ev.stage("inputs", name, "preparing inputs (on the xla device)")
     args, kwargs = _inputs(s, marked, fn)
+    stale = run_warnings.stale_optimizers([*args, *kwargs.values()], backend.device)
+    for w in stale:
+        ev.warning(f"{name}: {w}")
+    # on from the first call: the graph compiled then keeps the backward tags (tags.py)
+    global _TAG_TABLE
+    _TAG_TABLE = _TAG_TABLE or TagTable()
+    tagger = StepTagger(s.user.relpath, invoke.__code__, table=_TAG_TABLE)
 
     ev.stage("compile", name, "first calls (the graph compiles here, outside the measured steps)")
-    call = Call(s, fn, args, kwargs, name)
-    first = call()
-    backend.sync()
+    try:
+        with tagger:
+            first = invoke(fn, args, kwargs)
+        backend.sync()
+    except Exception as exc:
+        raise s.user.error_from(exc, "user_code", name) from None
     output = _output(s, name, first, variant_key(marked))
-    again = call()
-    backend.sync()
-    del first, again
+    del first
+    _steps(s, fn, args, kwargs, 1, name, marker=False, tagger=tagger)
     compiles0 = backend.compiles()  # from here on, a compile means the graph changed
 
     unwatched = protocol["wait"] + protocol["warmup"]
-    _steps(s, fn, args, kwargs, unwatched, name, marker=False)
+    _steps(s, fn, args, kwargs, unwatched, name, marker=False, tagger=tagger)
     log_dir = os.path.join(spec.run_dir, f"{run_id}.xla-profile")
     if device is not None:
         device.before_measured()  # an NTFF already here holds a cold execution (device.py)
     at_active = backend.compiles()
+    graphs: list[int] = []
+    tagger.counting = True
     backend.xp.start_trace(log_dir)
     try:
-        step_wall = _steps(s, fn, args, kwargs, protocol["active"], name, marker=True, first=unwatched)
+        step_wall = _steps(s, fn, args, kwargs, protocol["active"], name, True, tagger=tagger, graphs=graphs)
     finally:
         backend.xp.stop_trace()
+        tagger.counting = False
     compiles_active = backend.compiles() - at_active
 
     ev.stage("export", name, "joining executed HLO instructions with their source lines")
@@ -235,14 +277,13 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     # only the host figures (device_time_reported false until the device profile fills in)
     cap = read_xspace(planes[-1], STEP_MARKER) if planes else Capture()
     starts = sorted(start for mname, start, _end in cap.markers if mname.startswith(STEP_MARKER))
-    att = attribute(cap, starts, s.user.relpath)
+    att = attribute(cap, starts, s.user.relpath, tagger.tag, tagger.optimizer_places, tagger.optimizer_calls)
     fig = figures(att, s.source.line)
     trace = write_trace(os.path.join(spec.run_dir, f"{run_id}.trace.json"), att, cap)
 
     ev.stage("timing", name, f"{protocol['timing_calls']} unprofiled calls")
     plain = _steps(s, fn, args, kwargs, protocol["timing_calls"], name, marker=False)
     wall = statistics.median(plain)
-    warnings = []
     views = [] if device is None else device.process(os.path.join(spec.run_dir, f"{run_id}.neuron-view"))
     if device is not None and not views:
         # an entry with only an error: the core side says so in a finding
@@ -254,24 +295,11 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
                 "error": f"the Neuron runtime wrote no device trace (NTFF) under {device.inspect_dir}",
             }
         ]
-    if any(v["error"] for v in views):
-        failed = next(v for v in views if v["error"])
-        warnings.append(
-            f"{sum(1 for v in views if v['error'])} of {len(views)} device trace(s) not "
-            f"processed: {failed['error']}"
-        )
-    if att.unknown:
-        warnings.append(
-            f"{len(att.unknown)} executed instruction(s) matched no compiled module "
-            f"({', '.join(sorted(att.unknown)[:3])}): their time is not attributed"
-        )
-    if not cap.executed:
-        warnings.append(
-            f"the torch_xla profiler recorded no HLO instruction on PJRT "
-            f"{backend.device_type}: no per-line time on this device"
-        )
+    warnings = run_warnings.after_capture(views, att, cap, backend.device_type, tagger.error)
+    warnings += run_warnings.reused_graphs(att.graphs, name)
     for w in warnings:
         ev.warning(f"{name}: {w}")
+    warnings = stale + warnings
     timeline = [
         {
             "file": f,
@@ -295,6 +323,9 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
             steps=att.steps,
             per_step=fig["per_step"],
             dispatches=fig["dispatches"],
+            forward_time_us=fig["forward_time_us"],
+            backward_time_us=fig["backward_time_us"],
+            optimizer_time_us=fig["optimizer_time_us"],
         ),
         ops=fig["ops"],
         lines=fig["lines"],
@@ -316,54 +347,10 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
             "recompiles": backend.compiles() - compiles0,
             "warnings": warnings,
             "instrumentation_overhead": (statistics.median(step_wall) / wall) if wall > 0 else None,
+            "graphs_per_step": statistics.median(graphs) if graphs else None,
+            **tagger.syncs.signals(att.steps),
         },
         output=output,
+        buckets=fig["buckets"],
+        optimizers=fig["optimizers"],
     )
-
-
-def write_trace(path: str, att: Any, cap: Any) -> str | None:
-    """A Chrome trace: the executed instructions (tagged with their line) and one
-    user-line range per credited execution, both on the profiler clock (µs)."""
-    events: list[dict] = [
-        {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "user lines"}},
-        {"ph": "M", "name": "process_name", "pid": 2, "tid": 0, "args": {"name": "HLO instructions"}},
-    ]
-    threads: dict[str, int] = {}
-    for ex in cap.executed:
-        credit = att.credits.get((ex.hlo_module, ex.hlo_op))
-        args: dict[str, Any] = {"hlo_module": ex.hlo_module, "hlo_op": ex.hlo_op}
-        if credit is not None and credit.stack:
-            file, line, function = credit.stack[0]
-            args[SOURCE_KEY] = source_ref(file, line)
-            events.append(
-                {
-                    "ph": "X",
-                    "cat": "user_annotation",
-                    "name": format_label(file, line, function),
-                    "pid": 1,
-                    "tid": 1,
-                    "ts": ex.start_ns / 1000.0,
-                    "dur": (ex.end_ns - ex.start_ns) / 1000.0,
-                }
-            )
-        tid = threads.setdefault(ex.thread, len(threads) + 1)
-        events.append(
-            {
-                "ph": "X",
-                "cat": "device",
-                "name": ex.hlo_op,
-                "pid": 2,
-                "tid": tid,
-                "ts": ex.start_ns / 1000.0,
-                "dur": (ex.end_ns - ex.start_ns) / 1000.0,
-                "args": args,
-            }
-        )
-    for thread, tid in threads.items():
-        events.append({"ph": "M", "name": "thread_name", "pid": 2, "tid": tid, "args": {"name": thread}})
-    try:
-        with open(path, "w", encoding="utf-8") as fh:
-            json.dump({"traceEvents": events, "displayTimeUnit": "ns"}, fh)
-    except OSError:
-        return None
-    return path

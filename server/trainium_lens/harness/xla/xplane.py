@@ -111,6 +111,9 @@ class HloModule:
     stack_frames: list[tuple[int, int]] = field(default_factory=list)  # location, parent
     _users: dict[int, list[HloInstr]] | None = field(default=None, repr=False)
     _by_name: dict[str, HloInstr] | None = field(default=None, repr=False)
+    _by_id: dict[int, HloInstr] | None = field(default=None, repr=False)
+    _comp_of: dict[int, int] | None = field(default=None, repr=False)
+    _callers: dict[int, list[HloInstr]] | None = field(default=None, repr=False)
 
     def users(self, instr_id: int) -> list[HloInstr]:
         """Instructions that read ``instr_id`` (the index is built on first use)."""
@@ -121,6 +124,28 @@ class HloModule:
                     for op in ins.operands:
                         self._users.setdefault(op, []).append(ins)
         return self._users.get(instr_id, [])
+
+    def by_id(self, instr_id: int) -> HloInstr | None:
+        if self._by_id is None:
+            self._by_id = {ins.id: ins for instrs in self.computations.values() for ins in instrs}
+        return self._by_id.get(instr_id)
+
+    def callers(self, comp_id: int) -> list[HloInstr]:
+        """Instructions that call computation ``comp_id`` (a fusion's body, a
+        ``call``'s target, a reducer...)."""
+        if self._callers is None:
+            self._callers = {}
+            for instrs in self.computations.values():
+                for ins in instrs:
+                    for called in ins.called:
+                        self._callers.setdefault(called, []).append(ins)
+        return self._callers.get(comp_id, [])
+
+    def computation_of(self, instr_id: int) -> int | None:
+        """The id of the computation holding instruction ``instr_id``."""
+        if self._comp_of is None:
+            self._comp_of = {ins.id: c for c, instrs in self.computations.items() for ins in instrs}
+        return self._comp_of.get(instr_id)
 
     def instruction(self, name: str) -> HloInstr | None:
         """The instruction named ``name`` (the index is built on first use)."""

@@ -64,15 +64,16 @@ def markdown(uri: str, a: Annotation, annotations: Annotations) -> str:
             )
             + f" · fwd + bwd {fmt.time_us(s.time_us)}{clock}"
         )
-    if s.ops:
-        out.append(_op_table("forward ops" if s.backward_ops else None, s.ops, clock))
-    if s.backward_ops:
-        out.append(_op_table("backward ops (the autograd node that ran them)", s.backward_ops, clock))
-    if s.recompute_ops:
-        out.append(_op_table("recompute ops", s.recompute_ops, clock))
     hlo = hlo_section(s, clock)  # backend xla: the compiled instructions behind the line
-    if hlo:
+    if hlo:  # (they are the line's ops there: one table, forward then backward)
         out.append(hlo)
+    else:
+        if s.ops:
+            out.append(_op_table("forward ops" if s.backward_ops else None, s.ops, clock))
+        if s.backward_ops:
+            out.append(_op_table("backward ops (the autograd node that ran them)", s.backward_ops, clock))
+        if s.recompute_ops:
+            out.append(_op_table("recompute ops", s.recompute_ops, clock))
     on_line = [f for f in annotations.findings if f.line == a.line]
     if on_line:
         out.append(

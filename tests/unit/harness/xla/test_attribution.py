@@ -4,38 +4,9 @@ consumer rule for instructions without metadata, union of partition intervals.""
 
 from __future__ import annotations
 
+from tests.support.hlo_proto import f_bytes, f_int, instr
 from trainium_lens.harness.xla import attribution as xa
 from trainium_lens.harness.xla import xplane as xt
-
-
-# -- a tiny protobuf encoder (the test's own, to build fixtures) ----------------------
-def varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def f_int(number: int, value: int) -> bytes:
-    return varint(number << 3) + varint(value)
-
-
-def f_bytes(number: int, value: bytes | str) -> bytes:
-    data = value.encode() if isinstance(value, str) else value
-    return varint(number << 3 | 2) + varint(len(data)) + data
-
-
-def instr(name, opcode, ident, frame=0, called=(), operands=(), param=None, op_type=""):
-    meta = f_bytes(1, op_type) + (f_int(15, frame) if frame else b"")
-    out = f_bytes(1, name) + f_bytes(2, opcode) + f_bytes(7, meta) + f_int(35, ident)
-    out += b"".join(f_int(38, c) for c in called) + b"".join(f_int(36, o) for o in operands)
-    if param is not None:
-        out += f_int(9, param)
-    return out
-
 
 USER = "/ws/model.py"
 LIB = "/venv/lib/python3.10/site-packages/torch/nn/modules/linear.py"
