@@ -1,7 +1,16 @@
-"""Comparisons: variants of one file side by side, and one run against another.
+"""Variants of one computation side by side: speed and output.
 
-Pure functions of results; both return dataclasses with ``to_dict()`` because
+Pure functions of results; they return dataclasses with ``to_dict()`` because
 the language server sends them to the editor as JSON.
+
+**Speedups come from the true clock** (``speedup_basis``): device time where
+every variant has device time (``neuron``, ``cuda``), else the unprofiled wall
+medians (``Totals.wall_us_median``: the function called without the profiler,
+synchronized). Never from profiled CPU time: the profiler's own cost per op
+event inflates it, small ops most, so on the bundled RMSNorm example the
+profiled CPU figure ranked ``torch.rms_norm`` (one op, ~16 µs unprofiled)
+below the six-op version (~17 µs unprofiled). The profiled figures stay in the
+table as where-the-time-went, never as the ranking.
 
 Output tolerances (``TOLERANCES``) follow ``torch.testing.assert_close``'s
 defaults per dtype, with bfloat16's absolute tolerance raised to 1e-2 (the
@@ -21,7 +30,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from trainium_lens.harness.markers import variant_group
-from trainium_lens.model.result import LineStat, Result
+from trainium_lens.model.result import Result
 
 # dtype -> (atol, rtol)
 TOLERANCES = {
@@ -46,13 +55,19 @@ def tolerance_for(dtype: str | None) -> tuple[float, float]:
     return TOLERANCES.get(aliases.get(key, key), DEFAULT_TOLERANCE)
 
 
+# Clocks that are device time: a speedup may come from them directly.
+DEVICE_CLOCKS = frozenset({"neuron", "cuda"})
+BASIS_DEVICE = "device time"
+BASIS_WALL = "unprofiled wall median"
+
+
 @dataclass
 class VariantRow:
     variant: str  # function name
     run_id: str
     line: int  # def line
     clock: str
-    time_us: float  # primary clock, per call
+    time_us: float  # primary clock, per call (profiled)
     self_cpu_us: float
     dispatches: float
     wall_us_median: float | None
@@ -61,12 +76,18 @@ class VariantRow:
     # "reference" | "ok" | "differs" | "shape differs" | "n/a" (no output) |
     # "unchecked" (beyond atol, and no reference magnitude to apply rtol to)
     verdict: str
-    speedup: float | None  # reference time / this time (primary clock)
-    wall_speedup: float | None
+    # reference / this, on the comparison's ``speedup_basis`` (device time, else the
+    # unprofiled wall medians); None where that figure is missing
+    speedup: float | None
+    wall_speedup: float | None  # reference wall / this wall, whatever the basis
     # training steps (schema 2): time_us split; None where the run measured no backward
     forward_us: float | None = None
     backward_us: float | None = None
     optimizer_us: float | None = None
+    wall_us_min: float | None = None
+    wall_us_max: float | None = None
+    rank: int | None = None  # 1 = fastest on the basis; None without a figure there
+    profiled_speedup: float | None = None  # reference / this on the profiled clock: not a ranking
 
 
 @dataclass
@@ -74,7 +95,9 @@ class Comparison:
     clock: str  # the common clock, or "mixed"
     reference: str | None
     rows: list[VariantRow] = field(default_factory=list)
-    fastest: str | None = None  # by primary time
+    fastest: str | None = None  # on ``speedup_basis``
+    speedup_basis: str | None = None  # BASIS_DEVICE | BASIS_WALL; None: neither figure for all
+    note: str | None = None  # why the basis is what it is, when it is not device time
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -106,26 +129,55 @@ def _split(r: Result) -> dict:
     }
 
 
+def has_device_time(result: Result) -> bool:
+    return result.clock in DEVICE_CLOCKS and result.signals.device_time_reported
+
+
+def true_time(result: Result, basis: str | None) -> float | None:
+    """The figure a speedup is taken from: device time, or the unprofiled wall."""
+    if basis == BASIS_DEVICE:
+        return result.totals.self_time_us or None
+    if basis == BASIS_WALL:
+        return result.totals.wall_us_median or None
+    return None
+
+
+def speedup_basis(results: list[Result]) -> tuple[str | None, str | None]:
+    """``(basis, note)``: device time when every result has it on one clock,
+    else the unprofiled wall medians when every result has one, else None."""
+    clocks = {r.clock for r in results}
+    if len(clocks) == 1 and all(has_device_time(r) for r in results):
+        return BASIS_DEVICE, None
+    if all(r.totals.wall_us_median for r in results):
+        if len(clocks) > 1 or any(r.clock in DEVICE_CLOCKS for r in results):
+            why = "the runs have no common device clock"
+        else:
+            why = (
+                f"{'/'.join(sorted(clocks))} time is profiled: the profiler's cost per op event "
+                f"inflates it, small ops most"
+            )
+        return BASIS_WALL, f"speedups from the unprofiled wall medians ({why})"
+    return None, "no speedups: the runs have neither device time nor unprofiled wall medians"
+
+
 def compare_variants(results: list[Result]) -> Comparison:
     """One row per result; the first is the reference for speed and output."""
     if not results:
         return Comparison(clock="", reference=None)
     reference = results[0]
     clocks = {r.clock for r in results}
+    basis, note = speedup_basis(results)
+    ref_time = true_time(reference, basis)
+    ref_wall = reference.totals.wall_us_median
     rows = []
     for i, r in enumerate(results):
         if i == 0:
             verdict, bound = "reference", None
         else:
             verdict, bound = _verdict(r, reference)
-        same_clock = r.clock == reference.clock
-        speedup = (
-            reference.totals.self_time_us / r.totals.self_time_us
-            if same_clock and r.totals.self_time_us > 0
-            else None
-        )
+        time = true_time(r, basis)
         wall = r.totals.wall_us_median
-        ref_wall = reference.totals.wall_us_median
+        same_clock = r.clock == reference.clock
         rows.append(
             VariantRow(
                 variant=r.function.name,
@@ -139,18 +191,37 @@ def compare_variants(results: list[Result]) -> Comparison:
                 max_abs_diff=None if i == 0 else r.output.max_abs_diff,
                 tolerance=bound,
                 verdict=verdict,
-                speedup=speedup,
+                speedup=(ref_time / time) if ref_time and time else None,
                 wall_speedup=(ref_wall / wall) if wall and ref_wall else None,
+                wall_us_min=r.totals.wall_us_min,
+                wall_us_max=r.totals.wall_us_max,
+                profiled_speedup=(
+                    reference.totals.self_time_us / r.totals.self_time_us
+                    if same_clock and r.totals.self_time_us > 0
+                    else None
+                ),
                 **_split(r),
             )
         )
-    fastest = min(rows, key=lambda row: row.time_us).variant if len(clocks) == 1 else None
+    timed = sorted(
+        (row for row, r in zip(rows, results, strict=True) if true_time(r, basis)), key=_key(basis)
+    )
+    for n, row in enumerate(timed, 1):
+        row.rank = n
     return Comparison(
         clock=clocks.pop() if len(clocks) == 1 else "mixed",
         reference=reference.function.name,
         rows=rows,
-        fastest=fastest,
+        fastest=timed[0].variant if timed else None,
+        speedup_basis=basis,
+        note=note,
     )
+
+
+def _key(basis: str | None):
+    if basis == BASIS_DEVICE:
+        return lambda row: row.time_us
+    return lambda row: row.wall_us_median
 
 
 # -- which results are variants ---------------------------------------------------
@@ -219,143 +290,3 @@ def summarize(results: list[Result]) -> list[SummaryRow]:
         )
         for r in results
     ]
-
-
-# -- one run against another -----------------------------------------------------
-
-
-@dataclass
-class LineDelta:
-    before_line: int | None
-    after_line: int | None
-    text: str  # the line as it is after (or before, when removed)
-    before_us: float | None
-    after_us: float | None
-    delta_us: float
-    ratio: float | None  # after / before
-    status: str  # "same" | "moved" | "edited" | "added" | "removed"
-    before_calls: float | None = None
-    after_calls: float | None = None
-
-
-@dataclass
-class TotalsDelta:
-    before_us: float
-    after_us: float
-    delta_us: float
-    ratio: float | None
-    before_wall_us: float | None
-    after_wall_us: float | None
-    before_dispatches: float
-    after_dispatches: float
-
-
-@dataclass
-class RunDiff:
-    before: str  # run ids
-    after: str
-    function: str
-    clock: str
-    comparable: bool  # False when the two runs used different clocks
-    note: str | None
-    totals: TotalsDelta
-    lines: list[LineDelta] = field(default_factory=list)  # biggest change first
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def _ratio(after: float | None, before: float | None) -> float | None:
-    return after / before if before and after is not None else None
-
-
-def match_lines(before: list[LineStat], after: list[LineStat]):
-    """Pairs (b, a) by: same text and number; same text (nearest number, the
-    code moved); same number (the line was edited). Leftovers are removed/added.
-
-    Linear in the number of lines (dictionaries, not an all-pairs scan): the
-    editor pairs every annotated line of two runs, thousands on big files."""
-    pairs: list[tuple[LineStat | None, LineStat | None, str]] = []
-    left_a = {(a.file, a.line): a for a in after}
-    left_b = []
-    for b in before:  # same text, same number
-        a = left_a.get((b.file, b.line))
-        if a is not None and a.text.strip() == b.text.strip():
-            pairs.append((b, left_a.pop((a.file, a.line)), "same"))
-        else:
-            left_b.append(b)
-    by_text: dict[tuple[str, str], list[LineStat]] = {}
-    for a in left_a.values():
-        if a.text.strip():
-            by_text.setdefault((a.file, a.text.strip()), []).append(a)
-    rest = []
-    for b in left_b:  # same text, nearest number (the code moved)
-        candidates = by_text.get((b.file, b.text.strip())) if b.text.strip() else None
-        if candidates:
-            a = min(candidates, key=lambda a: abs(a.line - b.line))
-            candidates.remove(a)
-            pairs.append((b, left_a.pop((a.file, a.line)), "moved"))
-        else:
-            rest.append(b)
-    removed = []
-    for b in rest:  # same number (the line was edited)
-        a = left_a.pop((b.file, b.line), None)
-        if a is not None:
-            pairs.append((b, a, "edited"))
-        else:
-            removed.append(b)
-    pairs += [(b, None, "removed") for b in removed]
-    pairs += [(None, a, "added") for a in left_a.values()]
-    return pairs
-
-
-def diff_runs(before: Result, after: Result) -> RunDiff:
-    comparable = before.clock == after.clock
-    note = None
-    if not comparable:
-        note = (
-            f"different clocks ({before.clock} before, {after.clock} after): "
-            f"the deltas compare unlike figures"
-        )
-    elif before.host != after.host:
-        note = f"different hosts ({before.host} before, {after.host} after)"
-    rows = []
-    for b, a, status in match_lines(before.lines, after.lines):
-        b_us = b.self_time_us if b else None
-        a_us = a.self_time_us if a else None
-        rows.append(
-            LineDelta(
-                before_line=b.line if b else None,
-                after_line=a.line if a else None,
-                text=(a or b).text if (a or b) else "",
-                before_us=b_us,
-                after_us=a_us,
-                delta_us=(a_us or 0.0) - (b_us or 0.0),
-                ratio=_ratio(a_us, b_us),
-                status=status,
-                before_calls=b.calls if b else None,
-                after_calls=a.calls if a else None,
-            )
-        )
-    rows.sort(key=lambda r: (-abs(r.delta_us), r.after_line or r.before_line or 0))
-    bt, at = before.totals, after.totals
-    totals = TotalsDelta(
-        before_us=bt.self_time_us,
-        after_us=at.self_time_us,
-        delta_us=at.self_time_us - bt.self_time_us,
-        ratio=_ratio(at.self_time_us, bt.self_time_us),
-        before_wall_us=bt.wall_us_median,
-        after_wall_us=at.wall_us_median,
-        before_dispatches=bt.dispatches,
-        after_dispatches=at.dispatches,
-    )
-    return RunDiff(
-        before=before.run_id,
-        after=after.run_id,
-        function=after.function.name,
-        clock=after.clock if comparable else "mixed",
-        comparable=comparable,
-        note=note,
-        totals=totals,
-        lines=rows,
-    )

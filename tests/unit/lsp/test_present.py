@@ -170,11 +170,30 @@ def test_line_times_pair_lines_as_diff_runs_does():
         run_id="r2",
     )
     expected = {
-        d.after_line: d.before_us
+        (d.file, d.after_line): d.before_us
         for d in diff_runs(before, after).lines
         if d.after_line is not None and d.before_us is not None
     }
-    assert line_times(before, after) == expected == {3: 10.0, 5: 20.0, 6: 40.0, 8: 5.0}
+    assert expected == {("m.py", 3): 10.0, ("m.py", 5): 20.0, ("m.py", 6): 40.0, ("m.py", 8): 5.0}
+    assert line_times(before, after) == expected
+
+
+def test_hint_deltas_are_fwd_plus_bwd_and_file_qualified():
+    """A training step: the delta is of the line's forward + backward; a helper
+    file's line 3 is not the profiled file's line 3."""
+    from trainium_lens.lsp.runs import line_times
+    from trainium_lens.model.result import LineStat
+
+    before = make_result("m.py", "f", 2, {3: ("y = x @ w", 10.0, [])}, run_id="t1")
+    after = make_result("m.py", "f", 2, {3: ("y = x @ w", 10.0, [])}, run_id="t2")
+    before.lines[0].backward_self_time_us = 30.0
+    after.lines[0].backward_self_time_us = 90.0  # the backward tripled, the forward did not move
+    for res, us in ((before, 5.0), (after, 1.0)):
+        res.lines.append(LineStat("helper.py", 3, us, us, us, 1.0, text="return x * 2", function="h"))
+    times = line_times(before, after)
+    assert times == {("m.py", 3): 40.0, ("helper.py", 3): 5.0}
+    a = Annotation(2, after.lines[0], after, stale=False, previous_us=times[("m.py", 3)])
+    assert label(a).endswith("▲ 150%")  # 40 -> 100 µs, where forward alone reads "= 0%"
 
 
 def test_a_line_picks_the_marked_function_around_it(tmp_path):
