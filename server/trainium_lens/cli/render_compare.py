@@ -188,10 +188,10 @@ def render_diff(diff: RunDiff, style: Style | None = None) -> str:
     if rows:
         out += table(headers, rows, "ll" + "r" * (len(headers) - 3) + "l")
         if hidden:
-            one = hidden == 1
+            its, they = ("its", "it calls") if hidden == 1 else ("their", "they call")
             out.append(
-                f"  {hidden} line{'' if one else 's'} not shown: no time of {'its' if one else 'their'} own "
-                f"on either side ({'its' if one else 'their'} time is on the lines {'it calls' if one else 'they call'})"
+                f"  {hidden} line{'' if hidden == 1 else 's'} not shown: no time of {its} own on "
+                f"either side ({its} time is on the lines {they})"
             )
     else:
         out.append("  (no lines)")
