@@ -81,8 +81,9 @@ def test_wrong_type_names_the_field():
 
 
 def test_newer_schema_says_upgrade():
-    with pytest.raises(R.ResultError, match="schema version 3.*upgrade trainium-lens"):
-        R.Result.from_dict(minimal(schema_version=3))
+    newer = R.SCHEMA_VERSION + 1
+    with pytest.raises(R.ResultError, match=f"schema version {newer}.*upgrade trainium-lens"):
+        R.Result.from_dict(minimal(schema_version=newer))
 
 
 def test_not_a_result():

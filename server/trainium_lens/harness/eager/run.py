@@ -17,6 +17,7 @@ from trainium_lens.harness.attribution.tree import attribute
 from trainium_lens.harness.eager.compiled import CompileWatch
 from trainium_lens.harness.eager.hits import add_hits
 from trainium_lens.harness.eager.lines import LineLabeler
+from trainium_lens.harness.eager.origin import add_origins
 from trainium_lens.harness.events import EventStream, HarnessError
 from trainium_lens.harness.job.include_hooks import IncludeHooks
 from trainium_lens.harness.job.loader import UserCode, call_inputs, required_params, resolve
@@ -188,6 +189,7 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
         )
     )
     add_hits(doc["lines"], s.labeler.labels, steps.hits, steps.labelled_calls)  # hits.py
+    add_origins(doc["lines"], s.labeler.labels, steps.origins)  # origin.py
     doc["library_files"] = [
         {"file": f, "path": p}
         for f, p in sorted(s.user.library_files.items())
@@ -224,6 +226,7 @@ class Steps:
     at_active: dict  # compile counters when the active steps began
     after: dict  # and when they ended
     hits: dict  # label -> executions of the line in the labelled calls (hits.py)
+    origins: tuple = ({}, {})  # torch calls per label, and through library code (origin.py)
 
 
 def _first_calls(call: Call) -> tuple[Any, dict]:
@@ -270,6 +273,7 @@ def _profile_steps(call: Call, protocol: dict, run_id: str) -> Steps:
     at_active = s.watch.counters()
     s.labeler.h2d.clear()
     s.labeler.hits.clear()
+    s.labeler.origins.clear()
     labelled_calls = 0
     s.backend.start_capture()
     try:
@@ -299,6 +303,7 @@ def _profile_steps(call: Call, protocol: dict, run_id: str) -> Steps:
         at_active,
         s.watch.counters(),
         dict(s.labeler.hits.hits),
+        s.labeler.origins.snapshot(),
     )
 
 
