@@ -1,45 +1,110 @@
-"""Optimizer findings: an optimizer step that dispatches per-parameter loops.
+"""Optimizer findings: the fastest ``step`` implementation, as measured.
 
 ``torch.optim`` optimizers have three implementations of ``step``: a Python loop
 over the parameters (``foreach=False``, the default for CPU tensors), one
 ``_foreach_*`` op per update term over all parameters (``foreach=True``), and
-one fused kernel (``fused=True``). The result records each optimizer range
-(``Optimizer.step#AdamW.step``) with the ops dispatched inside it; a step that
-dispatched many ops and not one ``_foreach_``/``_fused_`` op ran the loop.
+one fused kernel (``fused=True``). Which is fastest depends on the device and
+the parameters: on a CPU ``foreach=True`` can be *slower* than the loop while
+``fused=True`` is three times faster. So the advice comes from measurement:
+the harness times the three on copies of the run's parameters, gradients and
+state, on the run's device (``harness/eager/optim_trials.py``,
+``OptimizerStat.trials``), and the finding names the fastest with its time —
+or stays silent when what the code runs is already the fastest (within
+``MIN_GAIN``).
+
+* ``optimizer_loop`` (warning): the step ran per-parameter loops
+  (``LOOP_MIN_OPS`` ops or more, not one ``_foreach_``/``_fused_`` op) and a
+  measured implementation is faster.
+* ``optimizer_choice`` (info): it already runs ``foreach`` or ``fused`` and
+  another measured implementation is ``MIN_GAIN`` faster.
+* A loop without measurements (a result from before they were taken, a
+  backend that does not take them) keeps the unmeasured hint, and says so.
 """
 
 from __future__ import annotations
 
-from trainium_lens.model.result import Finding, Result
+from trainium_lens.model.result import Finding, OptimizerStat, OptimizerTrial, Result
 
 LOOP_MIN_OPS = 24  # fewer ops per step: too few parameters for the loop to matter
+MIN_GAIN = 1.1  # the fastest must beat the current implementation by this factor
 KIND = "optimizer_loop"
+KIND_CHOICE = "optimizer_choice"
+
+
+def _us(value: float) -> str:
+    return f"{value / 1000:.3g} ms" if value >= 1000 else f"{value:.3g} µs"
 
 
 def optimizer_findings(result: Result) -> list[Finding]:
     found = []
     for opt in result.optimizers:
-        if not opt.name.startswith("Optimizer.step#") or opt.fused_ops or opt.ops < LOOP_MIN_OPS:
+        if not opt.name.startswith("Optimizer.step#"):
             continue
-        cls = opt.name.split("#", 1)[1].rsplit(".", 1)[0]
-        time = (
-            f", {opt.self_time_us / 1000:.3g} ms"
-            if opt.self_time_us >= 1000
-            else (f", {opt.self_time_us:.3g} µs" if opt.self_time_us else "")
-        )
-        found.append(
-            Finding(
-                kind=KIND,
-                severity="warning",
-                file=opt.file,
-                line=opt.line,
-                message=f"{cls}.step dispatched {opt.ops:g} ops per step{time} in per-parameter "
-                f"loops (no _foreach_/_fused_ op): foreach=True runs each update term as "
-                f"one _foreach_ op over all parameters, fused=True as one kernel.",
-                fix=f"{cls}(..., foreach=True) or fused=True",
-            )
-        )
+        finding = _measured(opt) if any(t.time_us for t in opt.trials) else _unmeasured(opt)
+        if finding is not None:
+            found.append(finding)
     return found
+
+
+def _class(opt: OptimizerStat) -> str:
+    return opt.name.split("#", 1)[1].rsplit(".", 1)[0]
+
+
+def _loop(opt: OptimizerStat) -> bool:
+    return not opt.fused_ops and opt.ops >= LOOP_MIN_OPS
+
+
+def _trial_text(t: OptimizerTrial) -> str:
+    if t.time_us:
+        return f"{t.config} {_us(t.time_us)}" + (" (now)" if t.current else "")
+    return f"{t.config} not run ({t.error or 'no figure'})"
+
+
+def _measured(opt: OptimizerStat) -> Finding | None:
+    timed = [t for t in opt.trials if t.time_us]
+    current = next((t for t in timed if t.current), None)
+    if current is None or current.time_us is None:
+        return None  # what the code runs could not be timed: no honest comparison
+    fastest = min(timed, key=lambda t: t.time_us or 0.0)
+    assert fastest.time_us is not None
+    gain = current.time_us / fastest.time_us
+    if fastest is current or gain < MIN_GAIN:
+        return None
+    cls, loop = _class(opt), _loop(opt)
+    what = (
+        f"{cls}.step dispatched {opt.ops:g} ops per step in per-parameter loops (no _foreach_/_fused_ op)"
+        if loop
+        else f"{cls}.step runs {current.config}"
+    )
+    device = f" on {opt.trials_device}" if opt.trials_device else ""
+    return Finding(
+        kind=KIND if loop else KIND_CHOICE,
+        severity="warning" if loop else "info",
+        file=opt.file,
+        line=opt.line,
+        message=f"{what}. Measured per step on copies of its parameters, gradients and state{device} "
+        f"(unprofiled, median of {fastest.steps}): {', '.join(_trial_text(t) for t in opt.trials)}; "
+        f"{fastest.config} is fastest, {gain:.2g}× faster than now.",
+        fix=f"{cls}(..., {fastest.config})",
+    )
+
+
+def _unmeasured(opt: OptimizerStat) -> Finding | None:
+    if not _loop(opt):
+        return None
+    cls = _class(opt)
+    time = f", {_us(opt.self_time_us)}" if opt.self_time_us else ""
+    return Finding(
+        kind=KIND,
+        severity="warning",
+        file=opt.file,
+        line=opt.line,
+        message=f"{cls}.step dispatched {opt.ops:g} ops per step{time} in per-parameter "
+        f"loops (no _foreach_/_fused_ op): foreach=True runs each update term as "
+        f"one _foreach_ op over all parameters, fused=True as one kernel. Not measured on "
+        f"this run: which is faster depends on the device (on CPUs foreach=True can be slower).",
+        fix=f"{cls}(..., fused=True) or foreach=True, whichever measures faster",
+    )
 
 
 def with_optimizer_findings(result: Result, findings: list[Finding]) -> list[Finding]:
