@@ -145,6 +145,7 @@ def _copy(optimizer: Any, flags: dict[str, bool]) -> Any:
     """A new optimizer over copies of the parameters, gradients and state."""
     cls = type(optimizer)
     accepted = inspect.signature(cls.__init__).parameters
+    flags = {k: v for k, v in flags.items() if k in accepted}  # RMSprop: no fused= at all
     groups = []
     for group in optimizer.param_groups:
         params = []
