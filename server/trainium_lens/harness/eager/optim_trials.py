@@ -11,7 +11,7 @@ not assumed:
 1. ``OptimizerWatch`` notes every optimizer whose ``step`` runs during the
    function's first (unprofiled) call, through torch's global step pre-hook,
    with the user line that called it (the line its ``Optimizer.step#…``
-   range is credited to).
+   range is credited to) and a copy of the gradients it is about to use.
 2. After the unprofiled timing, ``measure`` builds, per optimizer and per
    implementation, a new optimizer of the same class and hyperparameters over
    **copies** of its parameters, gradients and state (``state_dict`` deep-copied,
@@ -38,6 +38,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -54,12 +55,24 @@ MAX_STEPS = 50
 ROUND_ROBIN_BYTES = 1 << 30
 
 
+@dataclass
+class Seen:
+    """An optimizer whose ``step`` ran, the user line that called it, and the
+    gradients it stepped with (copied before its first step: a training step
+    that ends in ``zero_grad(set_to_none=True)`` leaves none behind)."""
+
+    optimizer: Any
+    file: str
+    line: int
+    grads: dict[int, torch.Tensor] = field(default_factory=dict)  # id(param) -> gradient
+
+
 class OptimizerWatch:
     """The optimizers whose ``step`` ran while ``watch()`` was open."""
 
     def __init__(self, user: Any):
         self.user = user  # job.loader.UserCode: which frames are the user's
-        self.seen: dict[int, tuple[Any, str, int]] = {}  # id -> (optimizer, file, line)
+        self.seen: dict[int, Seen] = {}  # id(optimizer) -> what was seen
 
     @contextmanager
     def watch(self) -> Iterator[None]:
@@ -78,7 +91,13 @@ class OptimizerWatch:
     def _hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if id(optimizer) not in self.seen:
             file, line = self._caller()
-            self.seen[id(optimizer)] = (optimizer, file, line)
+            grads = {
+                id(p): p.grad.detach().clone()
+                for g in optimizer.param_groups
+                for p in g["params"]
+                if p.grad is not None
+            }
+            self.seen[id(optimizer)] = Seen(optimizer, file, line, grads)
         return None
 
     def _caller(self) -> tuple[str, int]:
@@ -94,19 +113,22 @@ class OptimizerWatch:
 def measure(watch: OptimizerWatch, sync: Callable[[], None], budget_s: float = BUDGET_S) -> list[dict]:
     """One entry per optimizer seen: ``{name, file, line, device, trials}``."""
     out = []
-    for optimizer, file, line in watch.seen.values():
+    for seen in watch.seen.values():
+        optimizer = seen.optimizer
         params = [p for g in optimizer.param_groups for p in g["params"]]
-        if not any(p.grad is not None for p in params):
+        grads = {id(p): p.grad if p.grad is not None else seen.grads.get(id(p)) for p in params}
+        if not any(g is not None for g in grads.values()):
             continue  # a step with no gradients does nothing: nothing to compare
         out.append(
             {
                 "name": f"Optimizer.step#{type(optimizer).__name__}.step",
-                "file": file,
-                "line": line,
+                "file": seen.file,
+                "line": seen.line,
                 "device": str(params[0].device),
-                "trials": _trials(optimizer, params, sync, budget_s),
+                "trials": _trials(optimizer, params, grads, sync, budget_s),
             }
         )
+        seen.grads = {}  # the copies are made: let the snapshot go
     return out
 
 
@@ -141,8 +163,9 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
 
 
-def _copy(optimizer: Any, flags: dict[str, bool]) -> Any:
-    """A new optimizer over copies of the parameters, gradients and state."""
+def _copy(optimizer: Any, flags: dict[str, bool], grads: dict[int, Any] | None = None) -> Any:
+    """A new optimizer over copies of the parameters, gradients (``grads`` by
+    ``id(param)``, else each parameter's own) and state."""
     cls = type(optimizer)
     accepted = inspect.signature(cls.__init__).parameters
     flags = {k: v for k, v in flags.items() if k in accepted}  # RMSprop: no fused= at all
@@ -151,8 +174,9 @@ def _copy(optimizer: Any, flags: dict[str, bool]) -> Any:
         params = []
         for p in group["params"]:
             q = p.detach().clone().requires_grad_(p.requires_grad)
-            if p.grad is not None:
-                q.grad = p.grad.detach().clone()
+            grad = grads.get(id(p)) if grads is not None else p.grad
+            if grad is not None:
+                q.grad = grad.detach().clone()
             params.append(q)
         rest = {k: copy.deepcopy(v) for k, v in group.items() if k != "params"}
         groups.append({**rest, **flags, "params": params})
@@ -166,7 +190,7 @@ def _copy(optimizer: Any, flags: dict[str, bool]) -> Any:
 
 
 def _bytes(optimizer: Any, params: list) -> int:
-    total = sum(p.numel() * p.element_size() * (2 if p.grad is not None else 1) for p in params)
+    total = sum(p.numel() * p.element_size() * 2 for p in params)  # the parameter and its gradient
     for state in optimizer.state.values():
         for value in state.values():
             if isinstance(value, torch.Tensor):
@@ -174,7 +198,9 @@ def _bytes(optimizer: Any, params: list) -> int:
     return total
 
 
-def _trials(optimizer: Any, params: list, sync: Callable[[], None], budget_s: float) -> list[dict]:
+def _trials(
+    optimizer: Any, params: list, grads: dict[int, Any], sync: Callable[[], None], budget_s: float
+) -> list[dict]:
     cls = type(optimizer)
     accepted = inspect.signature(cls.__init__).parameters
     current = current_config(optimizer, params)
@@ -192,7 +218,7 @@ def _trials(optimizer: Any, params: list, sync: Callable[[], None], budget_s: fl
         copies = {}
         for label, flags in group:
             try:
-                copies[label] = _copy(optimizer, flags)
+                copies[label] = _copy(optimizer, flags, grads)
             except Exception as exc:
                 trials[label]["error"] = _one_line(exc)
         _time(copies, trials, sync, budget_s * len(group) / max(len(runnable), 1))

@@ -51,7 +51,7 @@ def snapshot(model, opt):
 def test_three_implementations_timed_on_copies_and_the_users_state_untouched():
     model, opt = trained(torch.optim.AdamW, foreach=False)
     watch, line = watched(opt)
-    assert [(f, ln) for _o, f, ln in watch.seen.values()] == [(HERE.name, line)]
+    assert [(x.file, x.line) for x in watch.seen.values()] == [(HERE.name, line)]
     before = snapshot(model, opt)
     (m,) = T.measure(watch, lambda: None, budget_s=0.05)
     assert (m["name"], m["file"], m["line"], m["device"]) == (
@@ -114,6 +114,28 @@ def test_attach_puts_trials_on_their_entry_and_no_grads_measures_nothing():
     assert (
         "trials" not in entries[0] and len(entries[1]["trials"]) == 3 and entries[1]["trials_device"] == "cpu"
     )
-    opt.zero_grad(set_to_none=True)
+    for p in model.parameters():
+        p.grad = None
     watch, _line = watched(opt)
-    assert T.measure(watch, lambda: None) == []
+    assert T.measure(watch, lambda: None) == []  # no gradients when it stepped: nothing to compare
+
+
+def test_gradients_cleared_after_the_step_are_the_ones_it_stepped_with():
+    """nanoGPT's loop ends in ``zero_grad(set_to_none=True)``: the trials use
+    the gradients copied when the step began."""
+    model, opt = trained(torch.optim.AdamW)
+    grads = [p.grad.clone() for p in model.parameters()]
+    watch, _line = watched(opt)
+    opt.zero_grad(set_to_none=True)
+    (m,) = T.measure(watch, lambda: None, budget_s=0.02)
+    assert all(t["time_us"] for t in m["trials"])
+    seen = T.OptimizerWatch(watch.user)
+    with seen.watch():
+        for p, g in zip(model.parameters(), grads, strict=True):
+            p.grad = g.clone()
+        _step(opt)
+    opt.zero_grad(set_to_none=True)
+    (x,) = seen.seen.values()
+    copy = T._copy(opt, dict(T.CONFIGS)["fused=True"], x.grads)
+    for q, g in zip(copy.param_groups[0]["params"], grads, strict=True):
+        assert torch.equal(q.grad, g)
