@@ -246,6 +246,8 @@ class OptimizerTrial:
     config: str  # "foreach=False" (per-parameter loop) | "foreach=True" | "fused=True"
     current: bool = False  # the implementation the profiled code ran
     time_us: float | None = None  # median over ``steps``; None when it could not run
+    # the best step: what the advice compares (a busy host's preemptions fall on the
+    # median, never on the best; analysis/optimizer_findings.py)
     time_us_min: float | None = None
     time_us_max: float | None = None
     steps: int = 0

@@ -23,7 +23,7 @@ not assumed:
    (``OptimizerStat.trials``); ``analysis/optimizer_findings.py`` names the fastest.
 
 Bounds: ``BUDGET_S`` of timed steps per optimizer (at least ``MIN_STEPS`` and at
-most ``MAX_STEPS`` each, after ``WARMUP``); copies larger than ``ROUND_ROBIN_BYTES``
+most ``MAX_STEPS`` rounds, after ``WARMUP``); copies larger than ``ROUND_ROBIN_BYTES``
 in all are made and timed one implementation at a time instead. An
 implementation the class lacks (``RMSprop`` has no ``fused=``) or that fails
 here carries its one-line reason instead of a time.
@@ -227,6 +227,8 @@ def _trials(
 
 
 def _time(copies: dict, trials: dict, sync: Callable[[], None], budget_s: float) -> None:
+    """Round-robin steps of ``copies`` until ``budget_s`` has passed (at least
+    ``MIN_STEPS`` rounds, at most ``MAX_STEPS``), after ``WARMUP`` rounds."""
     times: dict[str, list[float]] = {label: [] for label in copies}
 
     def step(label: str) -> float | None:
@@ -243,17 +245,14 @@ def _time(copies: dict, trials: dict, sync: Callable[[], None], budget_s: float)
     for _ in range(WARMUP):
         for label in list(copies):
             step(label)
-    first = {label: step(label) for label in list(copies)}
-    for label, us in first.items():
-        if us is not None and label in copies:
-            times[label].append(us)
-    per_round = sum(us for us in first.values() if us is not None) / 1e6
-    rounds = max(MIN_STEPS, min(MAX_STEPS, int(budget_s / per_round) if per_round > 0 else MAX_STEPS))
-    for _ in range(rounds - 1):
+    start = time.perf_counter()
+    rounds = 0
+    while copies and rounds < MAX_STEPS and (rounds < MIN_STEPS or time.perf_counter() - start < budget_s):
         for label in list(copies):
             us = step(label)
             if us is not None:
                 times[label].append(us)
+        rounds += 1
     for label, values in times.items():
         if values and "error" not in trials[label]:
             trials[label].update(
