@@ -86,8 +86,8 @@ def test_cpu_variants_rank_as_their_unprofiled_walls_do():
     assert by["compiled"].speedup == pytest.approx(16.6 / 23.7)
     assert [r.rank for r in c.rows] == [2, 1, 3] and c.fastest == "fused"
     assert by["fused"].profiled_speedup == pytest.approx(27.6 / 93.0)  # kept, never the ranking
-    walls = sorted(c.rows, key=lambda r: r.wall_us_median)
-    assert [r.variant for r in walls] == [r.variant for r in sorted(c.rows, key=lambda r: r.rank)]
+    walls = sorted(c.rows, key=lambda r: r.wall_us_median or 0.0)
+    assert [r.variant for r in walls] == [r.variant for r in sorted(c.rows, key=lambda r: r.rank or 0)]
 
 
 def test_device_time_ranks_where_every_variant_has_it():

@@ -106,7 +106,7 @@ def test_attach_puts_trials_on_their_entry_and_no_grads_measures_nothing():
     model, opt = trained(torch.optim.SGD, momentum=0.9)
     watch, line = watched(opt)
     measured = T.measure(watch, lambda: None, budget_s=0.02)
-    entries = [
+    entries: list[dict] = [
         {"name": "Optimizer.zero_grad#SGD.zero_grad", "file": HERE.name, "line": line},
         {"name": "Optimizer.step#SGD.step", "file": HERE.name, "line": line},
     ]
