@@ -31,11 +31,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from trainium_lens.analysis.variants import (  # noqa: F401  (re-exported)
+    BASIS_WALL,
     TOLERANCES,
     Comparison,
     SummaryRow,
     VariantRow,
     compare_variants,
+    noisy_note,
     speedup_basis,
     summarize,
     tolerance_for,
@@ -237,6 +239,9 @@ def diff_runs(before: Result, after: Result) -> RunDiff:
         notes.append(f"different hosts ({before.host} before, {after.host} after)")
     if (before.function.file, before.function.name) != (after.function.file, after.function.name):
         notes.append(f"different functions ({before.function.name} before, {after.function.name} after)")
+    basis, _why = speedup_basis([before, after])
+    if basis == BASIS_WALL and (noisy := noisy_note([before, after])):
+        notes.append(noisy.replace("those speedups are", "the speedup is"))
     rows = [_line_delta(b, a, status) for b, a, status in match_lines(before.lines, after.lines)]
     home = after.function.file
     rows.sort(key=lambda r: (-abs(r.delta_us), r.file != home, r.file, r.after_line or r.before_line or 0))

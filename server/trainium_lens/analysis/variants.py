@@ -59,6 +59,10 @@ def tolerance_for(dtype: str | None) -> tuple[float, float]:
 DEVICE_CLOCKS = frozenset({"neuron", "cuda"})
 BASIS_DEVICE = "device time"
 BASIS_WALL = "unprofiled wall median"
+# A wall median this far above the best call: most calls were slowed (a busy
+# host), so a speedup from it is flagged (examples/train_step.py on the shared
+# 2-core machine at load 6-12: medians 80-335 ms against best calls of 2.1-2.3 ms).
+NOISY_WALL = 1.5
 
 
 @dataclass
@@ -87,6 +91,7 @@ class VariantRow:
     wall_us_min: float | None = None
     wall_us_max: float | None = None
     rank: int | None = None  # 1 = fastest on the basis; None without a figure there
+    wall_noisy: bool = False  # wall median over NOISY_WALL × the best call: a busy host
     profiled_speedup: float | None = None  # reference / this on the profiled clock: not a ranking
 
 
@@ -160,6 +165,25 @@ def speedup_basis(results: list[Result]) -> tuple[str | None, str | None]:
     return None, "no speedups: the runs have neither device time nor unprofiled wall medians"
 
 
+def wall_noisy(result: Result) -> bool:
+    """Most unprofiled calls ran slow: the wall median is not what the code costs."""
+    t = result.totals
+    return bool(t.wall_us_median and t.wall_us_min and t.wall_us_median > NOISY_WALL * t.wall_us_min)
+
+
+def noisy_note(results: list[Result]) -> str | None:
+    noisy = [r for r in results if wall_noisy(r)]
+    if not noisy:
+        return None
+    worst = max(noisy, key=lambda r: (r.totals.wall_us_median or 0) / (r.totals.wall_us_min or 1))
+    ratio = (worst.totals.wall_us_median or 0) / (worst.totals.wall_us_min or 1)
+    return (
+        f"the wall median of {', '.join(r.function.name for r in noisy)} is over {NOISY_WALL:g}× its best "
+        f"call (up to {ratio:.3g}×): the host was busy, so those speedups are not reliable; profile again "
+        f"on a quieter machine"
+    )
+
+
 def compare_variants(results: list[Result]) -> Comparison:
     """One row per result; the first is the reference for speed and output."""
     if not results:
@@ -195,6 +219,7 @@ def compare_variants(results: list[Result]) -> Comparison:
                 wall_speedup=(ref_wall / wall) if wall and ref_wall else None,
                 wall_us_min=r.totals.wall_us_min,
                 wall_us_max=r.totals.wall_us_max,
+                wall_noisy=basis == BASIS_WALL and wall_noisy(r),
                 profiled_speedup=(
                     reference.totals.self_time_us / r.totals.self_time_us
                     if same_clock and r.totals.self_time_us > 0
@@ -208,6 +233,8 @@ def compare_variants(results: list[Result]) -> Comparison:
     )
     for n, row in enumerate(timed, 1):
         row.rank = n
+    if basis == BASIS_WALL and (noisy := noisy_note(results)):
+        note = f"{note}; {noisy}" if note else noisy
     return Comparison(
         clock=clocks.pop() if len(clocks) == 1 else "mixed",
         reference=reference.function.name,

@@ -69,7 +69,7 @@ def render_comparison(comparison: Comparison, style: Style | None = None) -> str
     rows = []
     for r in comparison.rows:
         row = [r.variant, str(r.line)]
-        speed = _speed(r.speedup, style)
+        speed = _speed(r.speedup, style) + (" (busy)" if r.wall_noisy else "")
         if device:
             row += [fmt_us(r.time_us, style), speed]
         else:

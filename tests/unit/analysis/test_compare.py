@@ -236,3 +236,22 @@ def test_forward_only_diff_keeps_its_simple_columns():
         "status",
     ]
     assert any(ln.startswith("  3 ") and "-15.0 µs" in ln and "0.50×" in ln for ln in text.splitlines())
+
+
+def test_a_busy_hosts_walls_are_flagged_not_trusted():
+    # examples/train_step.py at load 12 on 2 cores: medians of 335 and 80 ms, best calls ~2 ms
+    variants = rmsnorm_variants()
+    variants[0].totals.wall_us_median, variants[0].totals.wall_us_min = 335.0, 2.25
+    c = compare_variants(variants)
+    assert [r.wall_noisy for r in c.rows] == [True, False, False]
+    assert (
+        "rms_norm" not in c.note
+        and "the wall median of naive is over 1.5× its best call (up to 149×)" in c.note
+    )
+    text = render_comparison(c, Style())
+    assert "1.00× (busy)" in text and "not reliable" in text
+    d = diff_runs(variants[0], variants[1])
+    assert d.note is not None and "the speedup is not reliable" in d.note
+    quiet = rmsnorm_variants()
+    assert not any(r.wall_noisy for r in compare_variants(quiet).rows)
+    assert "busy" not in (diff_runs(quiet[0], quiet[1]).note or "")
