@@ -240,7 +240,7 @@ def diff_runs(before: Result, after: Result) -> RunDiff:
     if (before.function.file, before.function.name) != (after.function.file, after.function.name):
         notes.append(f"different functions ({before.function.name} before, {after.function.name} after)")
     basis, _why = speedup_basis([before, after])
-    if basis == BASIS_WALL and (noisy := noisy_note([before, after])):
+    if basis == BASIS_WALL and (noisy := noisy_note([before, after], ["the run before", "the run after"])):
         notes.append(noisy.replace("those speedups are", "the speedup is"))
     rows = [_line_delta(b, a, status) for b, a, status in match_lines(before.lines, after.lines)]
     home = after.function.file

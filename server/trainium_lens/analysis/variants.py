@@ -171,14 +171,16 @@ def wall_noisy(result: Result) -> bool:
     return bool(t.wall_us_median and t.wall_us_min and t.wall_us_median > NOISY_WALL * t.wall_us_min)
 
 
-def noisy_note(results: list[Result]) -> str | None:
-    noisy = [r for r in results if wall_noisy(r)]
+def noisy_note(results: list[Result], names: list[str] | None = None) -> str | None:
+    """Why speedups from these results' wall medians are not to be trusted, or
+    None. ``names``: how to call each result (default: its function)."""
+    names = names or [r.function.name for r in results]
+    noisy = [(n, r) for n, r in zip(names, results, strict=True) if wall_noisy(r)]
     if not noisy:
         return None
-    worst = max(noisy, key=lambda r: (r.totals.wall_us_median or 0) / (r.totals.wall_us_min or 1))
-    ratio = (worst.totals.wall_us_median or 0) / (worst.totals.wall_us_min or 1)
+    ratio = max((r.totals.wall_us_median or 0) / (r.totals.wall_us_min or 1) for _n, r in noisy)
     return (
-        f"the wall median of {', '.join(r.function.name for r in noisy)} is over {NOISY_WALL:g}× its best "
+        f"the wall median of {', '.join(n for n, _r in noisy)} is over {NOISY_WALL:g}× its best "
         f"call (up to {ratio:.3g}×): the host was busy, so those speedups are not reliable; profile again "
         f"on a quieter machine"
     )

@@ -78,3 +78,18 @@ def test_unmeasured_loop_says_it_was_not_measured_and_current_untimed_says_nothi
     assert "Not measured on this run" in f.message and "whichever measures faster" in f.fix
     untimed = [("foreach=False", True, None, "OutOfMemoryError: ..."), ISSUE[1], ISSUE[2]]
     assert [f for f in analyze(with_step(untimed)) if f.kind.startswith("optimizer")] == []
+
+
+def test_a_disturbed_measurement_names_nothing():
+    # nanoGPT's AdamW at load 10 on 2 cores: medians far above the best steps
+    trials = [
+        ("foreach=False", True, 3412.0, None),
+        ("foreach=True", False, 2924.0, None),
+        ("fused=True", False, 13580.0, None),
+    ]
+    res = with_step(trials)
+    res.optimizers[0].trials[1].time_us = 59025.0  # the "fastest" mostly waited for other processes
+    (f,) = [f for f in analyze(res) if f.kind == "optimizer_loop"]
+    assert "disturbed (a median step 20.2× the best" in f.message and "whichever measures faster" in f.fix
+    res.optimizers[0].ops = 12.0  # not a loop: nothing to say without a measurement to stand on
+    assert [f for f in analyze(res) if f.kind.startswith("optimizer")] == []
