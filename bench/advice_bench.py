@@ -17,7 +17,7 @@
 
 Rounds alternate; figures are medians (and best) of the rounds, ratios pair by pair.
 
-    .venv/bin/python bench/advice_bench.py [ROUNDS] [THREADS]
+    .venv/bin/python bench/advice_bench.py [ROUNDS] [THREADS] [gelu,optimizers,origins]
 
 THREADS (default: torch's) sets ``torch.set_num_threads``: on a shared, busy
 machine one thread keeps intra-op barriers from waiting on a descheduled peer.
@@ -177,14 +177,14 @@ def origins(rounds: int) -> None:
     )
 
 
-def main(rounds: int = 30, threads: int | None = None) -> None:
+def main(rounds: int = 30, threads: int | None = None, sections: str = "gelu,optimizers,origins") -> None:
     if threads:
         torch.set_num_threads(threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {rounds} rounds")
-    gelu(rounds)
-    optimizers(rounds)
-    origins(rounds)
+    for name in sections.split(","):
+        {"gelu": gelu, "optimizers": optimizers, "origins": origins}[name](rounds)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 30, int(sys.argv[2]) if len(sys.argv) > 2 else None)
+    args = sys.argv[1:]
+    main(int(args[0]) if args else 30, int(args[1]) if len(args) > 1 and args[1] != "0" else None, *args[2:3])
