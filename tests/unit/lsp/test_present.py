@@ -235,3 +235,30 @@ def test_hover_links_explorer_only_for_neuron_runs():
         assert "[Open timeline](command:trainiumLens.openTimeline?" in text
         assert ("[Open in Neuron Explorer](command:trainiumLens.openExplorer?" in text) == expected
         assert ("Neuron device time" in text) == expected
+
+
+def test_diff_markdown_of_training_steps_shows_fwd_bwd_and_files():
+    from trainium_lens.lsp.features.compare import diff_markdown, variants_markdown
+    from trainium_lens.model.result import LineStat
+
+    before = make_result("m.py", "f", 2, {3: ("y = attn(q, k, v)", 696.0, [])}, run_id="d1")
+    after = make_result("m.py", "f", 2, {3: ("y = attn(q, k, v)", 888.0, [])}, run_id="d2")
+    before.lines[0].backward_self_time_us, after.lines[0].backward_self_time_us = 1400.0, 4400.0
+    for res in (before, after):
+        res.totals.backward_time_us = res.lines[0].backward_self_time_us
+        res.totals.self_time_us += res.lines[0].backward_self_time_us
+        res.lines.append(LineStat("lib/h_[x].py", 3, 5.0, 5.0, 5.0, 1.0, text="return x | y", function="h"))
+    text = diff_markdown(before, after)
+    assert "| line | source | fwd | bwd | fwd + bwd | Δ |" in text
+    assert (
+        "| 3 | `y = attn(q, k, v)` | 696 µs → 888 µs | 1.4 ms → 4.4 ms | 2.1 ms → 5.29 ms | ▲ 152% |" in text
+    )
+    assert (
+        "| lib/h\\_\\[x\\]\\.py:3 | `return x \\| y` |" in text
+    )  # a file's name escaped, the cell's pipe too
+    assert "step: forward" in text and "backward 1.4 ms → 4.4 ms" in text
+    table = variants_markdown([before, after])
+    assert (
+        table.splitlines()[0] == "| variant | wall median | speedup | profiled | dispatches | max abs diff |"
+    )
+    assert "speedups from the unprofiled wall medians" in table
