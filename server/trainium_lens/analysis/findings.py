@@ -21,7 +21,9 @@ Thresholds (why these numbers):
   outside the user's files (``LineStat.via_library``: ``out = model(x)`` of an
   installed model, ``self.act(x)`` into transformers): the ops to fuse are in
   a file the user does not edit. Such a line can still get a named fused op
-  (``analysis/pattern_findings.py``).
+  (``analysis/pattern_findings.py``). Only direct ops costing at least
+  ``MINOR_OP_SHARE`` (5 %) of the line count (``_weighty``): a ``linear``
+  followed by a ``p=0`` dropout that returns its input is one op's work.
 * **fused pattern** — a known multi-op idiom (RMSNorm, LayerNorm, tanh GELU,
   softmax, SiLU) named with the fused op that replaces it:
   ``analysis/pattern_findings.py`` says when.
@@ -52,6 +54,7 @@ DISPATCH_SHARE = 0.05
 OVERHEAD_RATIO = 10.0
 NEGLIGIBLE_US = 1.0  # a line costing less per call has nothing a fusion could save
 LIBRARY_SHARE = 0.5  # most of the line's torch calls ran in library code: no dispatch hint
+MINOR_OP_SHARE = 0.05  # a direct op costing less of its line's time is not worth a fusion
 
 SEVERITY = {
     "no_device_time": "warning",
@@ -384,7 +387,14 @@ def _dispatches(result: Result) -> list[Finding]:
             continue
         if stat.time_us < NEGLIGIBLE_US or (stat.via_library or 0.0) >= LIBRARY_SHARE:
             continue  # nothing to save, or the ops are in a file the user does not edit
-        names = [op_base(o.name) for o in direct_ops(stat, result) if op_base(o.name) not in VIEW_OPS]
+        weighty = _weighty(stat, result)
+        if weighty is not None:
+            n = sum(o.direct_calls or o.calls for o in weighty) / (stat.hits or 1)
+            if n < DISPATCH_MIN:
+                continue  # one op does the work; the others cost next to nothing to fuse away
+        names = [
+            op_base(o.name) for o in (weighty or direct_ops(stat, result)) if op_base(o.name) not in VIEW_OPS
+        ]
         ran = f", each of its {stat.hits:g} runs per call" if stat.hits and stat.hits > 1 else ""
         shown = ", ".join(dict.fromkeys(names)) or "ops"
         found.append(
@@ -398,6 +408,25 @@ def _dispatches(result: Result) -> list[Finding]:
             )
         )
     return found
+
+
+def _weighty(stat: LineStat, result: Result) -> list[LineOp] | None:
+    """The line's direct compute ops that cost something: each one's time with
+    what ran inside it (the op table's total per call, an average over the
+    function, times the line's calls of it) at least ``MINOR_OP_SHARE`` of the
+    line's. ``self.resid_dropout(self.c_proj(y))`` with ``p=0`` dispatches a
+    ``linear`` doing all the work and a ``dropout`` that returns its input:
+    nothing to fuse. None when the result has no op table to tell."""
+    per_call = {o.name: o.total_time_us / o.calls for o in result.ops if o.calls}
+    if not per_call or stat.self_time_us <= 0:
+        return None
+    direct = [o for o in direct_ops(stat, result) if op_base(o.name) not in VIEW_OPS]
+    return [
+        o
+        for o in direct
+        if per_call.get(o.name, o.self_time_us / max(o.calls, 1.0)) * (o.direct_calls or o.calls)
+        >= MINOR_OP_SHARE * stat.self_time_us
+    ]
 
 
 def _overhead(result: Result) -> list[Finding]:

@@ -120,3 +120,28 @@ def test_backward_counts_in_a_lines_share():
     res = result([fwd_cheap, other])
     res.totals.self_time_us += 40.0
     assert [(f.kind, f.line) for f in analyze(res)] == [("dispatches", 8)]
+
+
+def test_a_line_whose_second_op_costs_nothing_is_not_told_to_fuse():
+    # nanoGPT's ``y = self.resid_dropout(self.c_proj(y))`` with dropout p=0: the
+    # linear (and the addmm inside it) is the work; the dropout returns its input.
+    ops = [("aten::linear", 4, 8.0), ("aten::addmm", 4, 900.0), ("aten::dropout", 4, 4.0)]
+    proj = direct(line(71, "y = self.resid_dropout(self.c_proj(y))", ops, function="attn"))
+    proj["ops"][1]["direct_calls"] = 0  # addmm ran inside linear
+    proj["hits"] = 4.0
+    table = [
+        {"name": "aten::linear", "calls": 4, "self_time_us": 8.0, "total_time_us": 908.0, "self_cpu_us": 8.0},
+        {
+            "name": "aten::addmm",
+            "calls": 4,
+            "self_time_us": 900.0,
+            "total_time_us": 900.0,
+            "self_cpu_us": 900.0,
+        },
+        {"name": "aten::dropout", "calls": 4, "self_time_us": 4.0, "total_time_us": 4.0, "self_cpu_us": 4.0},
+    ]
+    assert analyze(result([proj], ops=table)) == []
+    # a dropout that does work (p > 0: bernoulli and a multiply inside it) counts
+    table[2]["total_time_us"] = 200.0
+    (f,) = analyze(result([proj], ops=table))
+    assert f.kind == "dispatches" and "(linear, dropout, each of its 4 runs per call)" in f.message
