@@ -37,6 +37,7 @@ from trainium_lens.analysis.variants import (  # noqa: F401  (re-exported)
     SummaryRow,
     VariantRow,
     compare_variants,
+    disturbed_note,
     noisy_note,
     speedup_basis,
     summarize,
@@ -240,8 +241,11 @@ def diff_runs(before: Result, after: Result) -> RunDiff:
     if (before.function.file, before.function.name) != (after.function.file, after.function.name):
         notes.append(f"different functions ({before.function.name} before, {after.function.name} after)")
     basis, _why = speedup_basis([before, after])
-    if basis == BASIS_WALL and (noisy := noisy_note([before, after], ["the run before", "the run after"])):
+    sides = ["the run before", "the run after"]
+    if basis == BASIS_WALL and (noisy := noisy_note([before, after], sides)):
         notes.append(noisy.replace("those speedups are", "the speedup is"))
+    if disturbed := disturbed_note([before, after], sides):
+        notes.append(disturbed)
     rows = [_line_delta(b, a, status) for b, a, status in match_lines(before.lines, after.lines)]
     home = after.function.file
     rows.sort(key=lambda r: (-abs(r.delta_us), r.file != home, r.file, r.after_line or r.before_line or 0))

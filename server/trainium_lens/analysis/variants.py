@@ -186,6 +186,24 @@ def noisy_note(results: list[Result], names: list[str] | None = None) -> str | N
     )
 
 
+# The finding a run gets when its measurement was disturbed (the noise check of
+# the analysis); a comparison that uses such a run says so.
+NOISY_KIND = "noisy_measurement"
+
+
+def disturbed_note(results: list[Result], names: list[str] | None = None) -> str | None:
+    """Which of these results carry a ``noisy_measurement`` finding, in words."""
+    names = names or [r.function.name for r in results]
+    hit = [n for n, r in zip(names, results, strict=True) if any(f.kind == NOISY_KIND for f in r.findings)]
+    if not hit:
+        return None
+    was = "was" if len(hit) == 1 else "were"
+    return (
+        f"{', '.join(hit)} {was} measured on a disturbed host (noisy_measurement): "
+        f"their figures are not reliable"
+    )
+
+
 def compare_variants(results: list[Result]) -> Comparison:
     """One row per result; the first is the reference for speed and output."""
     if not results:
@@ -237,6 +255,8 @@ def compare_variants(results: list[Result]) -> Comparison:
         row.rank = n
     if basis == BASIS_WALL and (noisy := noisy_note(results)):
         note = f"{note}; {noisy}" if note else noisy
+    if disturbed := disturbed_note(results):
+        note = f"{note}; {disturbed}" if note else disturbed
     return Comparison(
         clock=clocks.pop() if len(clocks) == 1 else "mixed",
         reference=reference.function.name,

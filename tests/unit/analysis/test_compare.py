@@ -255,3 +255,16 @@ def test_a_busy_hosts_walls_are_flagged_not_trusted():
     quiet = rmsnorm_variants()
     assert not any(r.wall_noisy for r in compare_variants(quiet).rows)
     assert "busy" not in (diff_runs(quiet[0], quiet[1]).note or "")
+
+
+def test_a_run_with_a_noisy_measurement_finding_is_named_in_the_comparison():
+    from trainium_lens.model.result import Finding
+
+    before, after = training_runs()
+    after.findings.append(Finding("noisy_measurement", "warning", MAIN, 1, "another process used 0.9 cores"))
+    d = diff_runs(before, after)
+    assert (
+        d.note is not None and "the run after was measured on a disturbed host (noisy_measurement)" in d.note
+    )
+    c = compare_variants([before, after])
+    assert c.note is not None and "step was measured on a disturbed host" in c.note
