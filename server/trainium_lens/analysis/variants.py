@@ -100,7 +100,7 @@ class Comparison:
     clock: str  # the common clock, or "mixed"
     reference: str | None
     rows: list[VariantRow] = field(default_factory=list)
-    fastest: str | None = None  # on ``speedup_basis``
+    fastest: str | None = None  # on ``speedup_basis``; None when the walls were disturbed
     speedup_basis: str | None = None  # BASIS_DEVICE | BASIS_WALL; None: neither figure for all
     note: str | None = None  # why the basis is what it is, when it is not device time
 
@@ -253,7 +253,8 @@ def compare_variants(results: list[Result]) -> Comparison:
     )
     for n, row in enumerate(timed, 1):
         row.rank = n
-    if basis == BASIS_WALL and (noisy := noisy_note(results)):
+    noisy = noisy_note(results) if basis == BASIS_WALL else None
+    if noisy:
         note = f"{note}; {noisy}" if note else noisy
     if disturbed := disturbed_note(results):
         note = f"{note}; {disturbed}" if note else disturbed
@@ -261,7 +262,7 @@ def compare_variants(results: list[Result]) -> Comparison:
         clock=clocks.pop() if len(clocks) == 1 else "mixed",
         reference=reference.function.name,
         rows=rows,
-        fastest=timed[0].variant if timed else None,
+        fastest=timed[0].variant if timed and not noisy else None,  # a busy host ranks nothing
         speedup_basis=basis,
         note=note,
     )

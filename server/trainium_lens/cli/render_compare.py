@@ -100,6 +100,8 @@ def render_comparison(comparison: Comparison, style: Style | None = None) -> str
     if fastest is not None and len(comparison.rows) > 1:
         figure = fmt_us(fastest.time_us if device else fastest.wall_us_median, style)
         out.append(f"  fastest: {fastest.variant} ({figure}, {basis})")
+    elif any(r.wall_noisy for r in comparison.rows):
+        out.append("  fastest: not judged (the host was busy during the wall timing)")
     if comparison.note:
         out.append(f"  note: {comparison.note}")
     return finish("\n".join(out), style)

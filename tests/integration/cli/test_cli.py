@@ -226,7 +226,10 @@ def test_comparison_table(all_variants):
         assert f"{result['totals']['dispatches']:g}" in cells
         assert f"{walls['rms_norm_naive'] / walls[name]:.2f}×" in cells  # speedup: wall against wall
     fastest = min(walls, key=walls.__getitem__)
-    assert f"  fastest: {fastest} (" in comparison and "unprofiled wall median)" in comparison
+    if "(busy)" in comparison:  # most unprofiled calls ran slow: flagged, and nothing is ranked
+        assert "  fastest: not judged (the host was busy" in comparison and "not reliable" in comparison
+    else:
+        assert f"  fastest: {fastest} (" in comparison and "unprofiled wall median)" in comparison
     bound = 1e-2 + 1.6e-2 * data[0]["output"]["max_abs"]  # bf16 against the reference
     for name, result in zip(("rms_norm_fused", "rms_norm_compiled"), data[1:], strict=True):
         # The same computation in bf16: within a bf16 ulp or two of the naive one.
