@@ -11,7 +11,9 @@ not assumed:
 1. ``OptimizerWatch`` notes every optimizer whose ``step`` runs during the
    function's first (unprofiled) call, through torch's global step pre-hook,
    with the user line that called it (the line its ``Optimizer.step#…``
-   range is credited to) and a copy of the gradients it is about to use.
+   range is credited to) and a copy of the gradients it is about to use. An
+   optimizer that does not step in the first call (gradient accumulation) is
+   not measured; its finding then says so.
 2. After the unprofiled timing, ``measure`` builds, per optimizer and per
    implementation, a new optimizer of the same class and hyperparameters over
    **copies** of its parameters, gradients and state (``state_dict`` deep-copied,

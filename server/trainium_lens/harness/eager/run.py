@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -232,7 +232,8 @@ class Steps:
     at_active: dict  # compile counters when the active steps began
     after: dict  # and when they ended
     hits: dict  # label -> executions of the line in the labelled calls (hits.py)
-    origins: tuple = ({}, {})  # torch calls per label, and through library code (origin.py)
+    # torch calls per label, and those through library code (origin.py)
+    origins: tuple = field(default_factory=lambda: ({}, {}))
 
 
 def _first_calls(call: Call) -> tuple[Any, dict]:
