@@ -1,227 +1,51 @@
-"""Comparisons: variants of one file side by side, and one run against another.
+"""One run against another: what changed per line, forward and backward.
 
-Pure functions of results; both return dataclasses with ``to_dict()`` because
-the language server sends them to the editor as JSON.
+Pure functions of results (``diff_runs``); the dataclasses have ``to_dict()``
+because the language server sends them to the editor as JSON and
+``trainium-lens compare --json`` writes them.
 
-Output tolerances (``TOLERANCES``) follow ``torch.testing.assert_close``'s
-defaults per dtype, with bfloat16's absolute tolerance raised to 1e-2 (the
-variants of one computation legitimately differ by an ulp or two in bf16,
-and one bf16 ulp near 1.0 is 7.8e-3). The harness records the largest
-absolute difference against the first variant and the largest magnitude of
-that reference output, so the check is norm-wise::
+**Whole step.** Each line carries its forward (``self_time_us``: the ops the
+line dispatched, the optimizer's included on its ``step()`` line), its backward
+(``backward_self_time_us`` plus ``recompute_time_us``: what the autograd engine
+ran for the line's forward ops, checkpointing's re-run included) and their sum
+(``LineStat.time_us``), before and after. **The parts add up**: the lines'
+fwd+bwd plus the unattributed bucket is the step's total on each side
+(``result.Totals.self_time_us``), so the line deltas plus the unattributed
+delta are the total delta (``TotalsDelta.lines_*``, ``*_unattributed_us``).
 
-    max|out - ref| <= atol + rtol * max|ref|
+**Lines are file-qualified.** A line is matched only with a line of the same
+file (``LineStat.file``): a helper module's line 12 is not the profiled file's
+line 12, and a moved line of another file still pairs with itself.
 
-which accepts whatever an element-wise ``allclose`` accepts (and a little
-more when the largest difference sits on a small element).
+**Speedup.** The per-line figures are the profiled clock (the only per-line
+figures there are); the step's ``speedup`` comes from the true clock, as the
+variants' table's does (``analysis.variants.speedup_basis``): device time, else
+the unprofiled wall medians.
+
+The variants of one file side by side live in ``analysis/variants.py``; their
+names are re-exported here for older callers.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from trainium_lens.harness.markers import variant_group
+from trainium_lens.analysis.variants import (  # noqa: F401  (re-exported)
+    BASIS_WALL,
+    TOLERANCES,
+    Comparison,
+    SummaryRow,
+    VariantRow,
+    compare_variants,
+    disturbed_note,
+    noisy_note,
+    speedup_basis,
+    summarize,
+    tolerance_for,
+    true_time,
+    variant_groups,
+)
 from trainium_lens.model.result import LineStat, Result
-
-# dtype -> (atol, rtol)
-TOLERANCES = {
-    "torch.bfloat16": (1e-2, 1.6e-2),
-    "torch.float16": (1e-3, 1e-3),
-    "torch.float32": (1e-5, 1.3e-6),
-    "torch.float64": (1e-7, 1e-7),
-}
-DEFAULT_TOLERANCE = (1e-5, 1.3e-6)
-
-
-def tolerance_for(dtype: str | None) -> tuple[float, float]:
-    if not dtype:
-        return DEFAULT_TOLERANCE
-    key = dtype if dtype.startswith("torch.") else f"torch.{dtype}"
-    aliases = {
-        "torch.half": "torch.float16",
-        "torch.float": "torch.float32",
-        "torch.double": "torch.float64",
-        "torch.bf16": "torch.bfloat16",
-    }
-    return TOLERANCES.get(aliases.get(key, key), DEFAULT_TOLERANCE)
-
-
-@dataclass
-class VariantRow:
-    variant: str  # function name
-    run_id: str
-    line: int  # def line
-    clock: str
-    time_us: float  # primary clock, per call
-    self_cpu_us: float
-    dispatches: float
-    wall_us_median: float | None
-    max_abs_diff: float | None
-    tolerance: float | None  # the bound max_abs_diff is checked against
-    # "reference" | "ok" | "differs" | "shape differs" | "n/a" (no output) |
-    # "unchecked" (beyond atol, and no reference magnitude to apply rtol to)
-    verdict: str
-    speedup: float | None  # reference time / this time (primary clock)
-    wall_speedup: float | None
-    # training steps (schema 2): time_us split; None where the run measured no backward
-    forward_us: float | None = None
-    backward_us: float | None = None
-    optimizer_us: float | None = None
-
-
-@dataclass
-class Comparison:
-    clock: str  # the common clock, or "mixed"
-    reference: str | None
-    rows: list[VariantRow] = field(default_factory=list)
-    fastest: str | None = None  # by primary time
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def _verdict(result: Result, reference: Result) -> tuple[str, float | None]:
-    out, ref = result.output, reference.output
-    if ref.shape is not None and out.shape is not None and out.shape != ref.shape:
-        return "shape differs", None
-    if out.max_abs_diff is None:
-        return "n/a", None
-    atol, rtol = tolerance_for(out.dtype or ref.dtype)
-    if ref.max_abs is None:
-        # Without the reference's magnitude only the absolute part is known:
-        # within it is surely fine; beyond it cannot be judged honestly.
-        return ("ok" if out.max_abs_diff <= atol else "unchecked"), atol
-    bound = atol + rtol * ref.max_abs
-    return ("ok" if out.max_abs_diff <= bound else "differs"), bound
-
-
-def _split(r: Result) -> dict:
-    t = r.totals
-    if not t.has_backward:
-        return {}
-    return {
-        "forward_us": t.forward_time_us + t.recompute_time_us,
-        "backward_us": t.backward_time_us,
-        "optimizer_us": t.optimizer_time_us,
-    }
-
-
-def compare_variants(results: list[Result]) -> Comparison:
-    """One row per result; the first is the reference for speed and output."""
-    if not results:
-        return Comparison(clock="", reference=None)
-    reference = results[0]
-    clocks = {r.clock for r in results}
-    rows = []
-    for i, r in enumerate(results):
-        if i == 0:
-            verdict, bound = "reference", None
-        else:
-            verdict, bound = _verdict(r, reference)
-        same_clock = r.clock == reference.clock
-        speedup = (
-            reference.totals.self_time_us / r.totals.self_time_us
-            if same_clock and r.totals.self_time_us > 0
-            else None
-        )
-        wall = r.totals.wall_us_median
-        ref_wall = reference.totals.wall_us_median
-        rows.append(
-            VariantRow(
-                variant=r.function.name,
-                run_id=r.run_id,
-                line=r.function.line,
-                clock=r.clock,
-                time_us=r.totals.self_time_us,
-                self_cpu_us=r.totals.self_cpu_us,
-                dispatches=r.totals.dispatches,
-                wall_us_median=wall,
-                max_abs_diff=None if i == 0 else r.output.max_abs_diff,
-                tolerance=bound,
-                verdict=verdict,
-                speedup=speedup,
-                wall_speedup=(ref_wall / wall) if wall and ref_wall else None,
-                **_split(r),
-            )
-        )
-    fastest = min(rows, key=lambda row: row.time_us).variant if len(clocks) == 1 else None
-    return Comparison(
-        clock=clocks.pop() if len(clocks) == 1 else "mixed",
-        reference=reference.function.name,
-        rows=rows,
-        fastest=fastest,
-    )
-
-
-# -- which results are variants ---------------------------------------------------
-
-
-def _group_key(result: Result) -> str:
-    """The harness's grouping of variants (``markers.variant_group``)."""
-    return variant_group(result.function.compare, result.function.inputs)
-
-
-def _same_output(a: Result, b: Result) -> bool:
-    return a.output.shape == b.output.shape and a.output.dtype == b.output.dtype
-
-
-def variant_groups(results: list[Result]) -> tuple[list[list[Result]], list[Result]]:
-    """``(groups, others)``: groups of two or more variants, each in the given
-    order, and every result that is no one's variant.
-
-    Variants share an ``inputs=`` function (or both have none) and return
-    outputs of the first's shape and dtype (a forward pass and a training step
-    on the same inputs are not variants), or name the same ``compare=`` group (explicit: kept together
-    whatever they return; the output check still says if they differ)."""
-    keyed: dict[str, list[Result]] = {}
-    others: list[Result] = []
-    for r in results:
-        key = _group_key(r)
-        members = keyed.setdefault(key, [])
-        if members and key.startswith("inputs:") and not _same_output(members[0], r):
-            others.append(r)
-            continue
-        members.append(r)
-    groups = []
-    for members in keyed.values():
-        if len(members) > 1:
-            groups.append(members)
-        else:
-            others.extend(members)
-    order = {id(r): i for i, r in enumerate(results)}
-    others.sort(key=lambda r: order[id(r)])
-    return groups, others
-
-
-@dataclass
-class SummaryRow:
-    function: str
-    run_id: str
-    line: int
-    clock: str
-    time_us: float
-    dispatches: float
-    wall_us_median: float | None
-
-
-def summarize(results: list[Result]) -> list[SummaryRow]:
-    """A plain row per result (no speedups, no output check): for functions
-    that are not variants of each other."""
-    return [
-        SummaryRow(
-            function=r.function.name,
-            run_id=r.run_id,
-            line=r.function.line,
-            clock=r.clock,
-            time_us=r.totals.self_time_us,
-            dispatches=r.totals.dispatches,
-            wall_us_median=r.totals.wall_us_median,
-        )
-        for r in results
-    ]
-
-
-# -- one run against another -----------------------------------------------------
 
 
 @dataclass
@@ -229,6 +53,8 @@ class LineDelta:
     before_line: int | None
     after_line: int | None
     text: str  # the line as it is after (or before, when removed)
+    # fwd+bwd (``LineStat.time_us``): what the line costs a step; forward alone
+    # for a run without backward
     before_us: float | None
     after_us: float | None
     delta_us: float
@@ -236,10 +62,18 @@ class LineDelta:
     status: str  # "same" | "moved" | "edited" | "added" | "removed"
     before_calls: float | None = None
     after_calls: float | None = None
+    file: str = ""  # the line's file (workspace-relative, or an --include'd module path)
+    before_fwd_us: float | None = None  # forward self time (the optimizer's on its step line)
+    after_fwd_us: float | None = None
+    fwd_delta_us: float = 0.0
+    before_bwd_us: float | None = None  # backward self time + recompute
+    after_bwd_us: float | None = None
+    bwd_delta_us: float = 0.0
 
 
 @dataclass
 class TotalsDelta:
+    # the whole step (``Totals.self_time_us``), profiled clock
     before_us: float
     after_us: float
     delta_us: float
@@ -248,6 +82,24 @@ class TotalsDelta:
     after_wall_us: float | None
     before_dispatches: float
     after_dispatches: float
+    # after / before on the true clock (device time, else unprofiled walls), and which
+    speedup: float | None = None
+    speedup_basis: str | None = None
+    # the step split as the harness measured it (Totals.*_time_us); backward includes recompute
+    before_forward_us: float = 0.0
+    after_forward_us: float = 0.0
+    before_backward_us: float = 0.0
+    after_backward_us: float = 0.0
+    before_optimizer_us: float = 0.0
+    after_optimizer_us: float = 0.0
+    # the parts of the table: sums over its lines, and the bucket no line owns;
+    # lines fwd + lines bwd + unattributed = the step, on each side
+    before_lines_fwd_us: float = 0.0
+    after_lines_fwd_us: float = 0.0
+    before_lines_bwd_us: float = 0.0
+    after_lines_bwd_us: float = 0.0
+    before_unattributed_us: float = 0.0
+    after_unattributed_us: float = 0.0
 
 
 @dataclass
@@ -260,6 +112,8 @@ class RunDiff:
     note: str | None
     totals: TotalsDelta
     lines: list[LineDelta] = field(default_factory=list)  # biggest change first
+    backward: bool = False  # either run measured backward: the fwd/bwd columns mean something
+    file: str = ""  # the profiled function's file: its lines print as bare numbers
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -267,6 +121,14 @@ class RunDiff:
 
 def _ratio(after: float | None, before: float | None) -> float | None:
     return after / before if before and after is not None else None
+
+
+def fwd_us(stat: LineStat) -> float:
+    return stat.self_time_us
+
+
+def bwd_us(stat: LineStat) -> float:
+    return stat.backward_self_time_us + stat.recompute_time_us
 
 
 def match_lines(
@@ -311,38 +173,38 @@ def match_lines(
     return pairs
 
 
-def diff_runs(before: Result, after: Result) -> RunDiff:
-    comparable = before.clock == after.clock
-    note = None
-    if not comparable:
-        note = (
-            f"different clocks ({before.clock} before, {after.clock} after): "
-            f"the deltas compare unlike figures"
-        )
-    elif before.host != after.host:
-        note = f"different hosts ({before.host} before, {after.host} after)"
-    rows = []
-    for b, a, status in match_lines(before.lines, after.lines):
-        b_us = b.self_time_us if b else None
-        a_us = a.self_time_us if a else None
-        either = a or b
-        rows.append(
-            LineDelta(
-                before_line=b.line if b else None,
-                after_line=a.line if a else None,
-                text=either.text if either else "",
-                before_us=b_us,
-                after_us=a_us,
-                delta_us=(a_us or 0.0) - (b_us or 0.0),
-                ratio=_ratio(a_us, b_us),
-                status=status,
-                before_calls=b.calls if b else None,
-                after_calls=a.calls if a else None,
-            )
-        )
-    rows.sort(key=lambda r: (-abs(r.delta_us), r.after_line or r.before_line or 0))
+def _line_delta(b: LineStat | None, a: LineStat | None, status: str) -> LineDelta:
+    either = a or b
+    assert either is not None
+    b_fwd, a_fwd = (fwd_us(b) if b else None), (fwd_us(a) if a else None)
+    b_bwd, a_bwd = (bwd_us(b) if b else None), (bwd_us(a) if a else None)
+    b_us, a_us = (b.time_us if b else None), (a.time_us if a else None)
+    return LineDelta(
+        before_line=b.line if b else None,
+        after_line=a.line if a else None,
+        text=either.text,
+        before_us=b_us,
+        after_us=a_us,
+        delta_us=(a_us or 0.0) - (b_us or 0.0),
+        ratio=_ratio(a_us, b_us),
+        status=status,
+        before_calls=b.calls if b else None,
+        after_calls=a.calls if a else None,
+        file=either.file,
+        before_fwd_us=b_fwd,
+        after_fwd_us=a_fwd,
+        fwd_delta_us=(a_fwd or 0.0) - (b_fwd or 0.0),
+        before_bwd_us=b_bwd,
+        after_bwd_us=a_bwd,
+        bwd_delta_us=(a_bwd or 0.0) - (b_bwd or 0.0),
+    )
+
+
+def _totals(before: Result, after: Result) -> TotalsDelta:
     bt, at = before.totals, after.totals
-    totals = TotalsDelta(
+    basis, _why = speedup_basis([before, after])
+    b_true, a_true = true_time(before, basis), true_time(after, basis)
+    return TotalsDelta(
         before_us=bt.self_time_us,
         after_us=at.self_time_us,
         delta_us=at.self_time_us - bt.self_time_us,
@@ -351,14 +213,53 @@ def diff_runs(before: Result, after: Result) -> RunDiff:
         after_wall_us=at.wall_us_median,
         before_dispatches=bt.dispatches,
         after_dispatches=at.dispatches,
+        speedup=(b_true / a_true) if b_true and a_true else None,
+        speedup_basis=basis if b_true and a_true else None,
+        before_forward_us=bt.forward_time_us,
+        after_forward_us=at.forward_time_us,
+        before_backward_us=bt.backward_time_us + bt.recompute_time_us,
+        after_backward_us=at.backward_time_us + at.recompute_time_us,
+        before_optimizer_us=bt.optimizer_time_us,
+        after_optimizer_us=at.optimizer_time_us,
+        before_lines_fwd_us=sum(fwd_us(s) for s in before.lines),
+        after_lines_fwd_us=sum(fwd_us(s) for s in after.lines),
+        before_lines_bwd_us=sum(bwd_us(s) for s in before.lines),
+        after_lines_bwd_us=sum(bwd_us(s) for s in after.lines),
+        before_unattributed_us=before.unattributed_us,
+        after_unattributed_us=after.unattributed_us,
     )
+
+
+def diff_runs(before: Result, after: Result) -> RunDiff:
+    comparable = before.clock == after.clock
+    notes = []
+    if not comparable:
+        notes.append(
+            f"different clocks ({before.clock} before, {after.clock} after): "
+            f"the deltas compare unlike figures"
+        )
+    elif before.host != after.host:
+        notes.append(f"different hosts ({before.host} before, {after.host} after)")
+    if (before.function.file, before.function.name) != (after.function.file, after.function.name):
+        notes.append(f"different functions ({before.function.name} before, {after.function.name} after)")
+    basis, _why = speedup_basis([before, after])
+    sides = ["the run before", "the run after"]
+    if basis == BASIS_WALL and (noisy := noisy_note([before, after], sides)):
+        notes.append(noisy.replace("those speedups are", "the speedup is"))
+    if disturbed := disturbed_note([before, after], sides):
+        notes.append(disturbed)
+    rows = [_line_delta(b, a, status) for b, a, status in match_lines(before.lines, after.lines)]
+    home = after.function.file
+    rows.sort(key=lambda r: (-abs(r.delta_us), r.file != home, r.file, r.after_line or r.before_line or 0))
     return RunDiff(
         before=before.run_id,
         after=after.run_id,
         function=after.function.name,
         clock=after.clock if comparable else "mixed",
         comparable=comparable,
-        note=note,
-        totals=totals,
+        note="; ".join(notes) or None,
+        totals=_totals(before, after),
         lines=rows,
+        backward=before.totals.has_backward or after.totals.has_backward,
+        file=home,
     )

@@ -11,16 +11,22 @@ Thresholds (why these numbers):
   ran, ``LineStat.hits``: ``return F.layer_norm(...)`` reached from five
   LayerNorm modules runs five times with one op each, nothing to fuse)
   *and* holds at least ``DISPATCH_SHARE`` (5 %) of the
-  function's primary time. Every dispatch is a separate kernel launch (on
+  function's primary time (forward + backward). Every dispatch is a separate kernel launch (on
   Neuron eager, roughly a separate NEFF execution), so two elementwise ops on
   one line already pay launch overhead twice; the share floor keeps cheap lines
   from cluttering the editor. View/metadata ops (``view``, ``expand``, ...)
-  launch nothing and are not counted.
-* **fused pattern** — a known multi-op idiom within one function (RMSNorm,
-  LayerNorm, softmax, SiLU) whose ops account for ``PATTERN_SHARE`` (20 %) or
-  more of the function's time: named with the fused op that replaces it.
-* **fused pattern** also needs ``PATTERN_MIN_DISPATCHES`` (3) dispatches: a
-  function that already calls the fused op dispatches one.
+  launch nothing and are not counted. Never on a line whose own cost is
+  negligible (under ``NEGLIGIBLE_US``, 1 µs per call, whatever its share), nor
+  on a line whose torch calls ran mostly (``LIBRARY_SHARE``) inside code
+  outside the user's files (``LineStat.via_library``: ``out = model(x)`` of an
+  installed model, ``self.act(x)`` into transformers): the ops to fuse are in
+  a file the user does not edit. Such a line can still get a named fused op
+  (``analysis/pattern_findings.py``). Only direct ops costing at least
+  ``MINOR_OP_SHARE`` (5 %) of the line count (``_weighty``): a ``linear``
+  followed by a ``p=0`` dropout that returns its input is one op's work.
+* **fused pattern** — a known multi-op idiom (RMSNorm, LayerNorm, tanh GELU,
+  softmax, SiLU) named with the fused op that replaces it:
+  ``analysis/pattern_findings.py`` says when.
 * **instrumentation overhead** — reported when line labelling made a call more
   than ``OVERHEAD_RATIO`` (10×) slower than a plain call. Op times exclude the
   labelling (it runs between ops), so this is a hint about the timeline's
@@ -38,8 +44,6 @@ for the generic dispatch count and the instrumentation note.
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
-from dataclasses import dataclass
 
 from trainium_lens.analysis.optimizer_findings import with_optimizer_findings
 from trainium_lens.analysis.rank_findings import rank_findings
@@ -47,9 +51,10 @@ from trainium_lens.model.result import Finding, LineOp, LineStat, Result
 
 DISPATCH_MIN = 2
 DISPATCH_SHARE = 0.05
-PATTERN_SHARE = 0.20
 OVERHEAD_RATIO = 10.0
-PATTERN_MIN_DISPATCHES = 3
+NEGLIGIBLE_US = 1.0  # a line costing less per call has nothing a fusion could save
+LIBRARY_SHARE = 0.5  # most of the line's torch calls ran in library code: no dispatch hint
+MINOR_OP_SHARE = 0.05  # a direct op costing less of its line's time is not worth a fusion
 
 SEVERITY = {
     "no_device_time": "warning",
@@ -121,55 +126,6 @@ HELPER_OPS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Pattern:
-    name: str
-    needs: tuple[frozenset[str], ...]  # each: at least one of these ops present
-    fix: str
-    message: str
-
-
-# Checked in order; the first that matches a function wins (LayerNorm before
-# RMSNorm: LayerNorm also has mean, add, rsqrt and mul).
-PATTERNS = (
-    Pattern(
-        "layer_norm",
-        (
-            frozenset({"mean"}),
-            frozenset({"sub"}),
-            frozenset({"rsqrt", "sqrt"}),
-            frozenset({"var", "pow", "mul"}),
-            frozenset({"mul", "div"}),
-        ),
-        "torch.nn.functional.layer_norm",
-        "compute LayerNorm op by op",
-    ),
-    Pattern(
-        "rms_norm",
-        (
-            frozenset({"mean"}),
-            frozenset({"mul", "pow", "square"}),
-            frozenset({"add"}),
-            frozenset({"rsqrt", "sqrt", "reciprocal"}),
-        ),
-        "torch.rms_norm",
-        "compute RMSNorm op by op",
-    ),
-    Pattern(
-        "softmax",
-        (frozenset({"exp"}), frozenset({"sum"}), frozenset({"div"})),
-        "torch.softmax",
-        "compute softmax op by op",
-    ),
-    Pattern(
-        "silu",
-        (frozenset({"sigmoid"}), frozenset({"mul"})),
-        "torch.nn.functional.silu",
-        "compute SiLU op by op",
-    ),
-)
-
-
 def op_base(name: str) -> str:
     """``aten::mul_`` -> ``mul``; ``aten::add.Tensor`` -> ``add``."""
     base = name.split("::", 1)[-1].split(".", 1)[0]
@@ -231,6 +187,7 @@ def analyze(result: Result) -> list[Finding]:
     """Every finding for one result, most severe first, then by line."""
     findings: list[Finding] = []
     from trainium_lens.analysis.neuron_findings import neuron_findings
+    from trainium_lens.analysis.pattern_findings import pattern_findings
     from trainium_lens.analysis.xla_findings import xla_findings
 
     for check in (
@@ -239,7 +196,7 @@ def analyze(result: Result) -> list[Finding]:
         _compiles,
         _h2d_copies,
         _rt_inspect,
-        _patterns,
+        pattern_findings,  # fused-op patterns: analysis/pattern_findings.py
         _dispatches,
         _overhead,
         xla_findings,
@@ -398,54 +355,23 @@ def _function_total(result: Result) -> float:
 
 
 def _share(stats: list[LineStat], result: Result) -> float | None:
-    """The lines' share of the function's time, by medians over the measured
-    steps where the result has them: one preempted step (a busy machine) must
-    not make every other line look negligible."""
+    """The lines' share of the function's time (forward + backward + recompute:
+    what they cost a step), by medians over the measured steps where the result
+    has them: one preempted step (a busy machine) must not make every other
+    line look negligible."""
     per_step = result.totals.per_step_self_time_us
     if per_step and all(s.self_time_us_median for s in stats):
         total = statistics.median(per_step)
-        part = sum(s.self_time_us_median for s in stats)
+        part = sum(
+            s.self_time_us_median
+            + (s.backward_self_time_us_median or s.backward_self_time_us)
+            + s.recompute_time_us
+            for s in stats
+        )
     else:
         total = _function_total(result)
-        part = sum(s.self_time_us for s in stats)
+        part = sum(s.time_us for s in stats)
     return part / total if total > 0 else None
-
-
-def _patterns(result: Result) -> list[Finding]:
-    if result.backend == "xla":
-        return []  # the compiler fuses a traced graph itself: eager fusion advice does not apply
-    by_function: dict[str, list[LineStat]] = defaultdict(list)
-    for stat in result.lines:
-        by_function[stat.function or result.function.name].append(stat)
-    found = []
-    for function, stats in by_function.items():
-        direct = {s.line: {op_base(o.name) for o in direct_ops(s, result)} for s in stats}
-        present = set().union(*direct.values())
-        for pattern in PATTERNS:
-            if not all(present & need for need in pattern.needs):
-                continue
-            wanted = frozenset().union(*pattern.needs)
-            involved = sorted((s for s in stats if direct[s.line] & wanted), key=lambda s: s.line)
-            dispatches = sum(dispatches_per_execution(s) for s in involved)
-            time = sum(s.self_time_us for s in involved)
-            share = _share(involved, result)
-            if dispatches < PATTERN_MIN_DISPATCHES or (share is not None and share < PATTERN_SHARE):
-                break
-            first, last = involved[0].line, involved[-1].line
-            where = f"lines {first}–{last}" if first != last else f"line {first}"
-            found.append(
-                _finding(
-                    "fused_op",
-                    involved[0].file,
-                    first,
-                    f"{where} of {function}() {pattern.message}: {_dispatch_text(dispatches)} "
-                    f"per {'execution' if any((s.hits or 1) > 1 for s in involved) else 'call'}, "
-                    f"{_us(time)}; {pattern.fix} does it in one fused op.",
-                    fix=pattern.fix,
-                )
-            )
-            break
-    return found
 
 
 def _us(value: float) -> str:
@@ -465,7 +391,16 @@ def _dispatches(result: Result) -> list[Finding]:
         share = _share([stat], result)
         if n < DISPATCH_MIN or (share is not None and share < DISPATCH_SHARE):
             continue
-        names = [op_base(o.name) for o in direct_ops(stat, result) if op_base(o.name) not in VIEW_OPS]
+        if stat.time_us < NEGLIGIBLE_US or (stat.via_library or 0.0) >= LIBRARY_SHARE:
+            continue  # nothing to save, or the ops are in a file the user does not edit
+        weighty = _weighty(stat, result)
+        if weighty is not None:
+            n = sum(o.direct_calls or o.calls for o in weighty) / (stat.hits or 1)
+            if n < DISPATCH_MIN:
+                continue  # one op does the work; the others cost next to nothing to fuse away
+        names = [
+            op_base(o.name) for o in (weighty or direct_ops(stat, result)) if op_base(o.name) not in VIEW_OPS
+        ]
         ran = f", each of its {stat.hits:g} runs per call" if stat.hits and stat.hits > 1 else ""
         shown = ", ".join(dict.fromkeys(names)) or "ops"
         found.append(
@@ -479,6 +414,25 @@ def _dispatches(result: Result) -> list[Finding]:
             )
         )
     return found
+
+
+def _weighty(stat: LineStat, result: Result) -> list[LineOp] | None:
+    """The line's direct compute ops that cost something: each one's time with
+    what ran inside it (the op table's total per call, an average over the
+    function, times the line's calls of it) at least ``MINOR_OP_SHARE`` of the
+    line's. ``self.resid_dropout(self.c_proj(y))`` with ``p=0`` dispatches a
+    ``linear`` doing all the work and a ``dropout`` that returns its input:
+    nothing to fuse. None when the result has no op table to tell."""
+    per_call = {o.name: o.total_time_us / o.calls for o in result.ops if o.calls}
+    if not per_call or stat.self_time_us <= 0:
+        return None
+    direct = [o for o in direct_ops(stat, result) if op_base(o.name) not in VIEW_OPS]
+    return [
+        o
+        for o in direct
+        if per_call.get(o.name, o.self_time_us / max(o.calls, 1.0)) * (o.direct_calls or o.calls)
+        >= MINOR_OP_SHARE * stat.self_time_us
+    ]
 
 
 def _overhead(result: Result) -> list[Finding]:

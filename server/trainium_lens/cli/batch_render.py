@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from trainium_lens.analysis.compare import compare_variants, summarize, variant_groups
-from trainium_lens.cli.render import CLOCK_NAMES, Style, finish, fmt_count, fmt_us, render_comparison, table
+from trainium_lens.analysis.variants import compare_variants, summarize, variant_groups
+from trainium_lens.cli.render import CLOCK_NAMES, Style, finish, fmt_count, fmt_us, table
+from trainium_lens.cli.render_compare import render_comparison
 from trainium_lens.model.result import Result
 
 

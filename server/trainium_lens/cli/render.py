@@ -12,7 +12,6 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-from trainium_lens.analysis.compare import Comparison, RunDiff
 from trainium_lens.analysis.findings import direct_ops
 from trainium_lens.model.result import LineStat, Result
 
@@ -386,92 +385,3 @@ def render_findings(result: Result, style: Style = DEFAULT_STYLE) -> list[str]:
             break_on_hyphens=False,
         )
     return out
-
-
-# -- several results -----------------------------------------------------------------
-
-
-def render_comparison(comparison: Comparison, style: Style = DEFAULT_STYLE) -> str:
-    clock = comparison.clock
-    show_cpu = clock != "cpu"
-    train = any(r.backward_us is not None for r in comparison.rows)
-    rows = []
-    for r in comparison.rows:
-        speed = (
-            "1.00" + style.times
-            if r.verdict == "reference"
-            else (f"{r.speedup:.2f}{style.times}" if r.speedup else "-")
-        )
-        diff = "-" if r.max_abs_diff is None else f"{r.max_abs_diff:.3g}"
-        verdict = r.verdict
-        le, gt = ("≤", ">") if style.unicode else ("<=", ">")
-        if r.tolerance is not None:
-            verdict += {
-                "ok": f" ({le} {r.tolerance:.2g})",
-                "differs": f" ({gt} {r.tolerance:.2g})",
-                "unchecked": f" ({gt} atol {r.tolerance:.2g}, magnitude unknown)",
-            }.get(r.verdict, "")
-        row = [r.variant, str(r.line), fmt_us(r.time_us, style), speed]
-        if train:
-            row += [fmt_us(r.forward_us, style), fmt_us(r.backward_us, style), fmt_us(r.optimizer_us, style)]
-        if show_cpu:
-            row.append(fmt_us(r.self_cpu_us, style))
-        rows.append(row + [fmt_count(r.dispatches), fmt_us(r.wall_us_median, style), diff, verdict])
-    headers = ["variant", "line", f"time ({clock})", "speedup"]
-    if train:  # a training step: where the time went
-        headers += ["fwd", "bwd", "optimizer"]
-    if show_cpu:  # on the CPU backend the primary clock already is CPU self time
-        headers.append("self (cpu)")
-    headers += ["dispatches", "wall median", "max |diff|", "output"]
-    out = [
-        f"comparison ({CLOCK_NAMES.get(clock, clock)} per call; speedup and output "
-        f"against {comparison.reference})"
-    ]
-    out += table(headers, rows, "lrrr" + "rrr" * train + "r" * show_cpu + "rrrl")
-    return finish("\n".join(out), style)
-
-
-def render_diff(diff: RunDiff, style: Style = DEFAULT_STYLE) -> str:
-    t = diff.totals
-    ratio = f", {t.ratio:.2f}{style.times}" if t.ratio else ""
-    out = [f"{diff.function}: {diff.before} → {diff.after}"]
-    if diff.note:
-        out.append(f"  note: {diff.note}")
-    out.append(
-        f"  total ({diff.clock}) {fmt_us(t.before_us, style)} → {fmt_us(t.after_us, style)}"
-        f" ({fmt_signed_us(t.delta_us, style)}{ratio}); dispatches "
-        f"{fmt_count(t.before_dispatches)} → {fmt_count(t.after_dispatches)}; wall median "
-        f"{fmt_us(t.before_wall_us, style)} → {fmt_us(t.after_wall_us, style)}"
-    )
-    rows = []
-    for d in diff.lines:
-        where = (
-            str(d.after_line)
-            if d.before_line in (None, d.after_line)
-            else f"{d.before_line}→{d.after_line}"
-            if d.after_line is not None
-            else str(d.before_line)
-        )
-        ratio = f"{d.ratio:.2f}{style.times}" if d.ratio else ""
-        rows.append(
-            [
-                where,
-                truncate(d.text, SOURCE_WIDTH, style),
-                fmt_us(d.before_us, style),
-                fmt_us(d.after_us, style),
-                fmt_signed_us(d.delta_us, style),
-                ratio,
-                d.status,
-            ]
-        )
-    out.append("")
-    out += (
-        table(
-            ["line", "source", f"before ({diff.clock})", f"after ({diff.clock})", "delta", "ratio", "status"],
-            rows,
-            "llrrrrl",
-        )
-        if rows
-        else ["  (no lines)"]
-    )
-    return finish("\n".join(out), style)

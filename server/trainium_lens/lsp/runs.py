@@ -22,12 +22,14 @@ from trainium_lens.model.result import Finding, LineStat, Result
 log = logging.getLogger(__name__)
 
 
-_TIMES: dict[tuple[str, str], dict[int, float]] = {}
+_TIMES: dict[tuple[str, str], dict[tuple[str, int], float]] = {}
 
 
-def line_times(before: Result, after: Result) -> dict[int, float]:
-    """For each line of ``after``: the primary self time of the same line in
-    ``before`` (paired as ``analysis.compare.match_lines`` pairs them). Cached
+def line_times(before: Result, after: Result) -> dict[tuple[str, int], float]:
+    """For each ``(file, line)`` of ``after``: what the same line cost a step in
+    ``before`` — forward + backward (``LineStat.time_us``; forward alone for a
+    run without backward), the figure the hints show — paired as
+    ``analysis.compare.match_lines`` pairs them (only within one file). Cached
     per pair: stored runs never change, and the hints ask on every view."""
     key = (before.run_id, after.run_id)
     cached = _TIMES.get(key)
@@ -35,7 +37,7 @@ def line_times(before: Result, after: Result) -> dict[int, float]:
         return cached
     if len(_TIMES) > 256:
         _TIMES.clear()
-    out = {a.line: b.self_time_us for b, a, _status in match_lines(before.lines, after.lines) if a and b}
+    out = {(a.file, a.line): b.time_us for b, a, _status in match_lines(before.lines, after.lines) if a and b}
     _TIMES[key] = out
     return out
 
@@ -126,7 +128,7 @@ class Annotation:
     stat: LineStat
     result: Result
     stale: bool
-    previous_us: float | None = None  # the same line in the function's previous run
+    previous_us: float | None = None  # the same line's fwd+bwd in the function's previous run
 
     @property
     def time_us(self) -> float:
@@ -299,7 +301,7 @@ class DocumentRuns:
                     rank[line] = order
                 elif len(current) > 1:
                     rank[line] = (owned, result.created_at)
-                by_line[line] = Annotation(line, stat, result, stale, before.get(profiled))
+                by_line[line] = Annotation(line, stat, result, stale, before.get((self.file, profiled)))
             for finding in result.findings:
                 if finding.file != self.file:
                     continue

@@ -29,7 +29,9 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 from trainium_lens.model.paths import is_run_id
 
-SCHEMA_VERSION = 3  # 2: backward/recompute per line, totals split, optimizers; 3: see docs/architecture.md
+# 2: backward/recompute per line, totals split, optimizers
+# 3: optional fields only (a schema-2 file loads unchanged): docs/architecture.md, "Schema 3"
+SCHEMA_VERSION = 3
 
 BACKENDS = ("neuron", "cuda", "cpu", "xla")
 
@@ -200,6 +202,11 @@ class LineStat:
     # Neuron device time per engine (union of the line's instruction intervals on
     # that engine, per step): xla runs on Trn1 whose device profile was read
     engines: list[EngineTime] = field(default_factory=list)
+    # schema 3: the share (0..1) of the line's torch calls made inside code outside the
+    # user's files and outside torch (``self.act(x)`` running transformers' GELU), and
+    # those modules, most calls first; None: not counted (older results, backend xla)
+    via_library: float | None = None
+    library_modules: list[str] = field(default_factory=list)
 
     @property
     def time_us(self) -> float:
@@ -233,6 +240,24 @@ class Region:
 
 
 @dataclass
+class OptimizerTrial:
+    """One implementation of an optimizer's ``step`` timed by the harness on copies
+    of the run's parameters, gradients and state, on the run's device
+    (``harness/eager/optim_trials.py``): wall time per ``step()``, synchronized,
+    without the profiler."""
+
+    config: str  # "foreach=False" (per-parameter loop) | "foreach=True" | "fused=True"
+    current: bool = False  # the implementation the profiled code ran
+    time_us: float | None = None  # median over ``steps``; None when it could not run
+    # the best step: what the advice compares (a busy host's preemptions fall on the
+    # median, never on the best; analysis/optimizer_findings.py)
+    time_us_min: float | None = None
+    time_us_max: float | None = None
+    steps: int = 0
+    error: str | None = None  # why it could not run (unsupported here, out of memory...)
+
+
+@dataclass
 class OptimizerStat:
     """One optimizer's ``step``/``zero_grad`` (its ``Optimizer.step#…`` range)."""
 
@@ -243,6 +268,10 @@ class OptimizerStat:
     ops: float  # ATen ops dispatched inside, per step
     fused_ops: float = 0.0  # of which _foreach_* / _fused_*
     self_time_us: float = 0.0
+    # schema 3: its implementations measured against each other (``step`` ranges of the
+    # eager backends; empty where none was measured)
+    trials: list[OptimizerTrial] = field(default_factory=list)
+    trials_device: str | None = None  # where they ran ("cpu", "cuda:0", ...)
 
 
 @dataclass

@@ -186,11 +186,30 @@ def test_line_times_pair_lines_as_diff_runs_does():
         run_id="r2",
     )
     expected = {
-        d.after_line: d.before_us
+        (d.file, d.after_line): d.before_us
         for d in diff_runs(before, after).lines
         if d.after_line is not None and d.before_us is not None
     }
-    assert line_times(before, after) == expected == {3: 10.0, 5: 20.0, 6: 40.0, 8: 5.0}
+    assert expected == {("m.py", 3): 10.0, ("m.py", 5): 20.0, ("m.py", 6): 40.0, ("m.py", 8): 5.0}
+    assert line_times(before, after) == expected
+
+
+def test_hint_deltas_are_fwd_plus_bwd_and_file_qualified():
+    """A training step: the delta is of the line's forward + backward; a helper
+    file's line 3 is not the profiled file's line 3."""
+    from trainium_lens.lsp.runs import line_times
+    from trainium_lens.model.result import LineStat
+
+    before = make_result("m.py", "f", 2, {3: ("y = x @ w", 10.0, [])}, run_id="t1")
+    after = make_result("m.py", "f", 2, {3: ("y = x @ w", 10.0, [])}, run_id="t2")
+    before.lines[0].backward_self_time_us = 30.0
+    after.lines[0].backward_self_time_us = 90.0  # the backward tripled, the forward did not move
+    for res, us in ((before, 5.0), (after, 1.0)):
+        res.lines.append(LineStat("helper.py", 3, us, us, us, 1.0, text="return x * 2", function="h"))
+    times = line_times(before, after)
+    assert times == {("m.py", 3): 40.0, ("helper.py", 3): 5.0}
+    a = Annotation(2, after.lines[0], after, stale=False, previous_us=times[("m.py", 3)])
+    assert label(a).endswith("▲ 150%")  # 40 -> 100 µs, where forward alone reads "= 0%"
 
 
 def test_a_line_picks_the_marked_function_around_it(tmp_path):
@@ -232,3 +251,30 @@ def test_hover_links_explorer_only_for_neuron_runs():
         assert "[Open timeline](command:trainiumLens.openTimeline?" in text
         assert ("[Open in Neuron Explorer](command:trainiumLens.openExplorer?" in text) == expected
         assert ("Neuron device time" in text) == expected
+
+
+def test_diff_markdown_of_training_steps_shows_fwd_bwd_and_files():
+    from trainium_lens.lsp.features.compare import diff_markdown, variants_markdown
+    from trainium_lens.model.result import LineStat
+
+    before = make_result("m.py", "f", 2, {3: ("y = attn(q, k, v)", 696.0, [])}, run_id="d1")
+    after = make_result("m.py", "f", 2, {3: ("y = attn(q, k, v)", 888.0, [])}, run_id="d2")
+    before.lines[0].backward_self_time_us, after.lines[0].backward_self_time_us = 1400.0, 4400.0
+    for res in (before, after):
+        res.totals.backward_time_us = res.lines[0].backward_self_time_us
+        res.totals.self_time_us += res.lines[0].backward_self_time_us
+        res.lines.append(LineStat("lib/h_[x].py", 3, 5.0, 5.0, 5.0, 1.0, text="return x | y", function="h"))
+    text = diff_markdown(before, after)
+    assert "| line | source | fwd | bwd | fwd + bwd | Δ |" in text
+    assert (
+        "| 3 | `y = attn(q, k, v)` | 696 µs → 888 µs | 1.4 ms → 4.4 ms | 2.1 ms → 5.29 ms | ▲ 152% |" in text
+    )
+    assert (
+        "| lib\\/h\\_\\[x\\]\\.py:3 | `return x \\| y` |" in text
+    )  # a file's name escaped, the cell's pipe too
+    assert "step: forward" in text and "backward 1.4 ms → 4.4 ms" in text
+    table = variants_markdown([before, after])
+    assert (
+        table.splitlines()[0] == "| variant | wall median | speedup | profiled | dispatches | max abs diff |"
+    )
+    assert "speedups from the unprofiled wall medians" in table

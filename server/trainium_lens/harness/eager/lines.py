@@ -25,6 +25,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from trainium_lens.harness.eager.hits import HitCounter
+from trainium_lens.harness.eager.origin import Origins
 from trainium_lens.harness.job.loader import UserCode
 from trainium_lens.harness.labels import format_label
 
@@ -83,6 +84,7 @@ class LineLabeler:
         self._names: dict[tuple[CodeType, int], str] = {}
         self.h2d: dict[str, int] = {}  # innermost label name -> calls that copied host→device
         self.hits = HitCounter()  # label name -> executions of the line (hits.py)
+        self.origins = Origins()  # label name -> torch calls, and those through library code
         self.mode = _LineMode(self)
         self._recompute: Callable[[], None] | None = None
         self.hook = _CompiledCallHook(self)
@@ -107,6 +109,7 @@ class LineLabeler:
         stop = self.stop_code
         code_info = self._code_info
         known = self._names
+        via = ""  # library code between torch and the innermost user line (origin.py)
         while frame is not None:
             code = frame.f_code
             if code is stop:
@@ -120,8 +123,12 @@ class LineLabeler:
                 name = known.get(key)
                 if name is None:
                     name = known[key] = self.label(info[0], key[1], info[1])
+                if not names:
+                    self.origins.note(name, via)
                 names.append(name)
                 note(name, frame, child)
+            elif not names:
+                via = self.origins.module_of(frame) or via
             child = frame
             frame = frame.f_back
         names.reverse()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -17,6 +17,10 @@ from trainium_lens.harness.attribution.tree import attribute
 from trainium_lens.harness.eager.compiled import CompileWatch
 from trainium_lens.harness.eager.hits import add_hits
 from trainium_lens.harness.eager.lines import LineLabeler
+from trainium_lens.harness.eager.optim_trials import OptimizerWatch
+from trainium_lens.harness.eager.optim_trials import attach as attach_trials
+from trainium_lens.harness.eager.optim_trials import measure as measure_optimizers
+from trainium_lens.harness.eager.origin import add_origins
 from trainium_lens.harness.events import EventStream, HarnessError
 from trainium_lens.harness.job.include_hooks import IncludeHooks
 from trainium_lens.harness.job.loader import UserCode, call_inputs, required_params, resolve
@@ -47,6 +51,7 @@ class Session:
         self.watch.install()
         self.labeler = LineLabeler(user, invoke.__code__, device_backend=backend.device != "cpu")
         self.include_hooks = IncludeHooks(user, self.labeler.mode)  # --include: inside F.* too
+        self.optimizers = OptimizerWatch(user)  # optimizers stepped in the first call (optim_trials.py)
         self.inputs: dict[str, tuple[tuple, dict]] = {}
         # per group of variants (see variant_key): (function, first output tensor)
         self.references: dict[str, tuple[str, Any]] = {}
@@ -162,6 +167,7 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
     att, clock, device_reported = _attribute(call, steps, marked)
     trace, offset = _export_trace(call, steps.prof, run_id, att)
     wall, overhead = _time_unprofiled(call, protocol)
+    trials = _optimizer_trials(call)
     signals = _signals(call, steps, compiles_from, device_reported, overhead)
     artifacts = {"location": s.spec.host, "run_dir": os.path.abspath(s.spec.run_dir), "trace": trace}
     artifacts.update(s.backend.artifacts(s.spec.run_dir))
@@ -193,6 +199,8 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
         )
     )
     add_hits(doc["lines"], s.labeler.labels, steps.hits, steps.labelled_calls)  # hits.py
+    add_origins(doc["lines"], s.labeler.labels, steps.origins)  # origin.py
+    attach_trials(doc["optimizers"], trials)  # optim_trials.py
     doc["library_files"] = [
         {"file": f, "path": p}
         for f, p in sorted(s.user.library_files.items())
@@ -229,6 +237,8 @@ class Steps:
     at_active: dict  # compile counters when the active steps began
     after: dict  # and when they ended
     hits: dict  # label -> executions of the line in the labelled calls (hits.py)
+    # torch calls per label, and those through library code (origin.py)
+    origins: tuple = field(default_factory=lambda: ({}, {}))
 
 
 def _first_calls(call: Call) -> tuple[Any, dict]:
@@ -237,7 +247,8 @@ def _first_calls(call: Call) -> tuple[Any, dict]:
     s.events.stage("compile", call.name, "first calls (compiles land here, outside the measured steps)")
     s.watch.install()
     start = s.watch.counters()
-    first = call()
+    with s.optimizers.watch():  # which optimizers step, for optim_trials.measure
+        first = call()
     s.backend.sync()
     s.watch.install()
     s.labeler.hook.refresh()
@@ -275,6 +286,7 @@ def _profile_steps(call: Call, protocol: dict, run_id: str) -> Steps:
     at_active = s.watch.counters()
     s.labeler.h2d.clear()
     s.labeler.hits.clear()
+    s.labeler.origins.clear()
     labelled_calls = 0
     s.backend.start_capture()
     try:
@@ -304,6 +316,7 @@ def _profile_steps(call: Call, protocol: dict, run_id: str) -> Steps:
         at_active,
         s.watch.counters(),
         dict(s.labeler.hits.hits),
+        s.labeler.origins.snapshot(),
     )
 
 
@@ -364,6 +377,15 @@ def _time_unprofiled(call: Call, protocol: dict) -> tuple[list[float], float | N
     labelled = _timed(call, max(3, min(10, protocol["timing_calls"])), True)
     wall = statistics.median(plain)
     return plain, (statistics.median(labelled) / wall if wall > 0 else None)
+
+
+def _optimizer_trials(call: Call) -> list[dict]:
+    """The optimizers' step implementations timed on copies (optim_trials.py)."""
+    s = call.s
+    if not s.optimizers.seen:
+        return []
+    s.events.stage("timing", call.name, "optimizer step: loop, foreach and fused timed on copies")
+    return measure_optimizers(s.optimizers, s.backend.sync)
 
 
 def _signals(call: Call, steps: Steps, start: dict, device_reported: bool, overhead: float | None) -> dict:

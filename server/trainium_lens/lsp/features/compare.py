@@ -12,10 +12,10 @@ from typing import Any
 
 from lsprotocol import types
 
-from trainium_lens.analysis.compare import compare_variants, diff_runs, variant_groups
+from trainium_lens.analysis.compare import LineDelta, diff_runs
+from trainium_lens.analysis.variants import BASIS_DEVICE, compare_variants, variant_groups
 from trainium_lens.lsp.present import format as fmt
-from trainium_lens.lsp.present.markdown import code, escape
-from trainium_lens.lsp.runs import line_times
+from trainium_lens.lsp.present import markdown as md
 from trainium_lens.lsp.state import LensServer
 from trainium_lens.model.result import Result
 
@@ -41,44 +41,100 @@ def variants(results: list[Result]) -> dict | None:
 
 
 def diff_markdown(before: Result, after: Result) -> str:
-    """Line by line, before → after, for a hover or the panel's fallback."""
-    times = line_times(before, after)
+    """Line by line, before → after (``analysis.compare.diff_runs``), for a hover
+    or the panel's fallback: forward, backward and both where a step has
+    backward; a line of another file is named ``file:line``."""
+    d = diff_runs(before, after)
+    t = d.totals
+    clock = fmt.clock_suffix(after)
     head = (
-        f"**{escape(after.function.name)}**: {fmt.time_us(before.totals.self_time_us)} → "
-        f"{fmt.time_us(after.totals.self_time_us)} {escape(after.clock)}"
-        f" ({fmt.delta(before.totals.self_time_us, after.totals.self_time_us) or 'n/a'})"
+        f"**{md.escape(after.function.name)}**: {fmt.time_us(t.before_us)} → "
+        f"{fmt.time_us(t.after_us)}{clock} ({fmt.delta(t.before_us, t.after_us) or 'n/a'})"
     )
-    rows = ["| line | source | before | after | Δ |", "| ---: | --- | ---: | ---: | ---: |"]
-    for stat in sorted(after.lines, key=lambda s: s.line):
-        now = stat.self_time_us or stat.total_time_us
-        was = times.get(stat.line)
-        rows.append(
-            f"| {stat.line} | {code(stat.text.strip()[:80], in_table=True)} | "
-            f"{fmt.time_us(was) if was is not None else 'new'} | {fmt.time_us(now)} | "
-            f"{(fmt.delta(was, now) or '') if was is not None else ''} |"
+    if t.speedup:
+        head += f" · speedup {t.speedup:.2f}× ({t.speedup_basis})"
+    if d.backward:
+        head += (
+            f"\n\nstep: forward {_pair(t.before_forward_us, t.after_forward_us)} · backward "
+            f"{_pair(t.before_backward_us, t.after_backward_us)} · optimizer "
+            f"{_pair(t.before_optimizer_us, t.after_optimizer_us)}"
         )
+    if d.note:
+        head += f"\n\n_{md.escape(d.note)}_"
+    shown = sorted(
+        (x for x in d.lines if x.before_us or x.after_us),
+        key=lambda x: (x.file != d.file, x.file, x.after_line or x.before_line or 0),
+    )
+    if d.backward:
+        rows = ["| line | source | fwd | bwd | fwd + bwd | Δ |", "| ---: | --- | ---: | ---: | ---: | ---: |"]
+        for x in shown:
+            rows.append(
+                f"| {_where(x, d.file)} | {md.code(x.text.strip(), in_table=True)} | "
+                f"{_pair(x.before_fwd_us, x.after_fwd_us)} | {_pair(x.before_bwd_us, x.after_bwd_us)} | "
+                f"{_pair(x.before_us, x.after_us)} | {_change(x)} |"
+            )
+    else:
+        rows = ["| line | source | before | after | Δ |", "| ---: | --- | ---: | ---: | ---: |"]
+        for x in shown:
+            rows.append(
+                f"| {_where(x, d.file)} | {md.code(x.text.strip(), in_table=True)} | "
+                f"{_time(x.before_us, 'new')} | "
+                f"{_time(x.after_us, 'removed')} | {_change(x)} |"
+            )
     return head + "\n\n" + "\n".join(rows)
 
 
+def _time(us: float | None, missing: str) -> str:
+    return fmt.time_us(us) if us is not None else missing
+
+
+def _pair(before: float | None, after: float | None) -> str:
+    if not before and not after:
+        return ""
+    return f"{_time(before, '–')} → {_time(after, '–')}"
+
+
+def _change(x: LineDelta) -> str:
+    if x.before_us is None or x.after_us is None:
+        return ""
+    return fmt.delta(x.before_us, x.after_us) or ""
+
+
+def _where(x: LineDelta, home: str) -> str:
+    number = x.after_line if x.after_line is not None else x.before_line
+    return str(number) if x.file in ("", home) else f"{md.escape(x.file)}:{number}"
+
+
 def variants_markdown(results: list[Result]) -> str:
-    """One row per variant: primary time, CPU self time, dispatches, wall median."""
+    """One row per variant, ranked on the true clock (``analysis.variants``):
+    device time, else the unprofiled wall median; the profiled figure beside."""
     if not results:
         return "_no runs_"
-    base = results[0].totals.self_time_us
+    c = compare_variants(results)
+    device = c.speedup_basis == BASIS_DEVICE
     rows = [
-        "| variant | time | vs first | cpu self | dispatches | wall median | max abs diff |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| variant | "
+        + ("time" if device else "wall median")
+        + " | speedup | "
+        + ("wall median" if device else "profiled")
+        + " | dispatches | max abs diff |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for r in results:
-        wall = r.totals.wall_us_median
-        diff_ = r.output.max_abs_diff
+    for row in c.rows:
+        wall = fmt.time_us(row.wall_us_median) if row.wall_us_median is not None else "–"
+        profiled = f"{fmt.time_us(row.time_us)} {row.clock}"
+        diff_ = row.max_abs_diff
         rows.append(
-            f"| {escape(r.function.name)} | {fmt.time_us(r.totals.self_time_us)} {escape(r.clock)} | "
-            f"{fmt.delta(base, r.totals.self_time_us) or ''} | {fmt.time_us(r.totals.self_cpu_us)} | "
-            f"{fmt.count(r.totals.dispatches)} | {fmt.time_us(wall) if wall is not None else '–'} | "
-            f"{f'{diff_:.3g}' if diff_ is not None else '–'} |"
+            f"| {md.escape(row.variant)} | {profiled if device else wall} | "
+            f"{f'{row.speedup:.2f}×' if row.speedup else '–'} | {wall if device else profiled} | "
+            f"{fmt.count(row.dispatches)} | {f'{diff_:.3g}' if diff_ is not None else '–'} |"
         )
-    return "\n".join(rows)
+    text = "\n".join(rows)
+    if c.fastest and len(c.rows) > 1:
+        text += f"\n\nfastest: **{md.escape(c.fastest)}** ({c.speedup_basis})"
+    if c.note:
+        text += f"\n\n_{md.escape(c.note)}_"
+    return text
 
 
 # -- trainiumLens.compareWithPrevious ------------------------------------------

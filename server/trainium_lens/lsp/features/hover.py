@@ -49,9 +49,12 @@ def markdown(uri: str, a: Annotation, annotations: Annotations) -> str:
             f"{fmt.time_us(s.self_time_us_median or s.self_time_us)})"
         )
     out += [t] if (t := rank_format.hover_table(s, clock)) else []  # torchrun: per rank
-    if a.previous_us is not None:
-        change = fmt.delta(a.previous_us, s.self_time_us) or "n/a"
-        out.append(f"previous run: {fmt.time_us(a.previous_us)} → {fmt.time_us(s.self_time_us)} ({change})")
+    if a.previous_us is not None:  # fwd+bwd where the step has backward (runs.line_times)
+        change = fmt.delta(a.previous_us, s.time_us) or "n/a"
+        what = "fwd + bwd " if r.totals.has_backward else ""
+        out.append(
+            f"previous run: {what}{fmt.time_us(a.previous_us)} → {fmt.time_us(s.time_us)}{clock} ({change})"
+        )
     if s.backward_self_time_us or s.backward_total_time_us or s.recompute_time_us:
         out.append(
             f"backward self **{fmt.time_us(s.backward_self_time_us)}{clock}** · total "

@@ -2,8 +2,9 @@
 
 ``⏱ 1.16 ms · 49% · 3 ops`` on Neuron, ``⏱ 12 µs cpu · 8% · 1 op`` on CPU (the
 clock is named whenever it is not Neuron device time), ``(stale)`` once the
-line was edited, and ``▼ 38%`` against the function's previous run. A line of
-a training step whose forward caused backward work reads
+line was edited, and ``▼ 38%`` against the function's previous run (of the
+line's forward + backward where the step has backward). A line of a training
+step whose forward caused backward work reads
 ``⏱ fwd 0.40 ms · bwd 0.91 ms cpu · 12% · 2 ops`` (share: of the whole step).
 """
 
@@ -43,7 +44,7 @@ def label(a: Annotation) -> str:
         parts.append(fmt.plural(a.stat.calls, "op"))
     parts += [spread] if (spread := rank_format.hint_spread(a.stat)) and not a.inclusive else []
     if a.previous_us is not None and not a.inclusive:
-        change = fmt.delta(a.previous_us, a.stat.self_time_us)
+        change = fmt.delta(a.previous_us, a.stat.time_us)  # fwd+bwd, as previous_us
         if change:
             parts.append(change)
     text = " · ".join(parts)
