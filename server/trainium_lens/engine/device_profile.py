@@ -129,6 +129,7 @@ def _apply(result: Result, reports: list[npf.LineReport], root: str) -> None:
         stat = host.get(key) or LineStat(key[0], key[1], 0.0, 0.0, 0.0, 0.0)
         us = acc.self_ns / 1000.0
         stat.self_time_us = stat.self_time_us_min = stat.self_time_us_max = stat.self_time_us_median = us
+        stat.step_us = [us]  # one device-profiled step: one sample (the gate says it cannot judge noise)
         stat.total_time_us = max(acc.total_ns, acc.self_ns) / 1000.0
         stat.engines = [EngineTime(e, ns / 1000.0) for e, ns in sorted(acc.engines.items())]
         stat.ops = [
@@ -179,6 +180,7 @@ def _apply(result: Result, reports: list[npf.LineReport], root: str) -> None:
     totals = result.totals
     totals.self_time_us = totals.self_time_us_min = totals.self_time_us_max = busy
     totals.per_step_self_time_us = [busy]
+    totals.step_us = [busy]
     totals.steps = totals.steps or 1  # the device profile is of one step
     result.unattributed_us = sum(r.unattributed_ns for r in reports) / 1000.0
     result.clock = "neuron"

@@ -18,7 +18,7 @@ from typing import Any
 from trainium_lens.harness.attribution.figures import lines_and_ops, optimizers
 from trainium_lens.harness.attribution.tree import MAX_WINDOWS, MERGE_GAP_US, Attribution
 
-SCHEMA_VERSION = 2  # result.SCHEMA_VERSION (a test keeps the two equal)
+SCHEMA_VERSION = 3  # result.SCHEMA_VERSION (a test keeps the two equal)
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -180,6 +180,7 @@ def totals(
         "self_time_us_max": max(per_step) if per_step else 0.0,
         "dispatches": dispatches,
         "per_step_self_time_us": per_step,
+        "step_us": [round(v, 3) for v in per_step],  # schema 3: the regression gate's samples
         **split,
     }
 

@@ -259,6 +259,7 @@ def figures(att: XlaAttribution, text: Callable[[str, int], str]) -> dict:
                 "function": function,
                 "ops": sorted(line_ops.get(place, []), key=lambda o: -o["self_time_us"]),
                 "instructions": sorted(refs.get(place, []), key=_ref_order),
+                "step_us": [round(v, 3) for v in steps],  # schema 3 (no backward split on xla)
             }
         )
     lines.sort(key=lambda s: (-s["self_time_us"], -s["total_time_us"], s["file"], s["line"]))
