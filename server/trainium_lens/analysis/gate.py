@@ -1,0 +1,397 @@
+"""The regression gate: did a run get slower than its baseline, beyond a threshold
+*and* beyond the noise of both measurements? Per function and per line
+(forward + backward + recompute, ``LineStat.time_us``). Pure functions of two
+results; ``cli/check_cmd.py`` profiles, asks, and turns the answer into an exit
+status, JUnit XML and GitHub annotations.
+
+Judged from the per-step samples the two results hold (``Totals.step_us``,
+``LineStat.step_us``; any count — the harness may measure more steps when a
+run is noisy). Why it is not a plain test of two sample sets: all the steps of
+one run share the host's load of that moment, so on a shared host runs differ
+from each other far more than steps within a run do (measured on this
+project's 2-core machine: unchanged code read 0.65–1.09× its baseline from run
+to run, 0.1–170× during bursts of load; docs/ci.md, "How the gate judges"). A
+test on raw samples would call that a regression. So:
+
+1. **The control.** The lines that did exactly the same work in both runs
+   (same text, same ops, same calls per step) ran on the same host in the same
+   steps as everything else. Each item's per-step time is divided by the
+   control's time *in the same step*: what the host's load does to both
+   cancels, what the code does to the item alone stays. (Without enough control
+   — under ``CONTROL_SHARE`` of the step — the raw samples, fastest half, are
+   judged, and the report says so.) ``drift`` = the control's typical time now
+   over then; beyond ``BUSY_DRIFT`` either way the host changed too much for
+   even that (ops suffer load unequally) and the measurement is ``busy``.
+2. **Effect**: the item's normalised cost grew by more than ``max_regression``
+   (10%), and by more than ``min_effect`` (1%) of the baseline's whole step in
+   µs — a line that costs nothing cannot fail a build by doubling.
+3. **Beyond the noise**: a one-sided Mann–Whitney U test (``rank_test.py``) of
+   this run's normalised samples against the baseline's scaled by (1 +
+   threshold): the samples must say, at level ``alpha`` (0.01), that the item now
+   costs more than baseline + 10%, not merely that the medians differ.
+
+An item needs samples on both sides: a baseline from before schema 3 has no
+per-line samples (lines are "not judged"; the function still is, from
+``per_step_self_time_us``, raw); too few steps to ever reach ``alpha`` is said
+as such, never silently passed.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass, field
+
+from trainium_lens.analysis.compare import match_lines
+from trainium_lens.analysis.rank_test import greater_p, smallest_p
+from trainium_lens.model.result import LineStat, Result
+
+REGRESSED = "regressed"
+WITHIN_NOISE = "within noise"  # over the thresholds, but the steps overlap
+NOT_JUDGED = "not judged"  # over the thresholds on its figures, but no (or too few) samples
+NOT_CONFIRMED = "not confirmed"  # regressed in one measurement, not in the re-measurement
+OK = "ok"
+FASTER = "faster"
+NEW = "new"  # a line the baseline did not have
+
+CONTROL_SHARE = 0.2  # the same-work lines must cover this much of the baseline step
+BUSY_DRIFT = 3.0  # the control ran this much faster or slower: too changed to judge
+
+
+@dataclass
+class Options:
+    max_regression: float = 0.10  # fraction of the item's baseline cost
+    min_effect: float = 0.01  # fraction of the baseline's whole step
+    alpha: float = 0.01  # one-sided level of the rank test
+    keep: float = 0.5  # without a control: the fastest fraction of each side's steps judged
+
+
+@dataclass
+class Item:
+    kind: str  # "function" | "line"
+    file: str
+    line: int  # the line in this run (a function: its def line)
+    text: str  # the source line (a function: its name)
+    before_us: float | None  # typical step cost (median of the fastest half), primary clock
+    after_us: float | None
+    status: str
+    reason: str  # one line: why this status
+    p: float | None = None  # the rank test's p-value, when it ran
+    steps: tuple[int, int] = (0, 0)  # samples judged: baseline, this run
+    baseline_line: int | None = None  # where the line was in the baseline
+    # the change the threshold saw: per step relative to the control (else raw)
+    judged_change: float | None = None
+
+    @property
+    def change(self) -> float | None:
+        if self.before_us is None or self.after_us is None:
+            return None
+        if self.before_us <= 0:
+            return math.inf if self.after_us > 0 else 0.0
+        return self.after_us / self.before_us - 1.0
+
+
+@dataclass
+class Report:
+    function: str
+    file: str
+    clock: str
+    baseline: str  # run id
+    baseline_commit: str  # GitState.short
+    baseline_where: str  # backend@host
+    run: str
+    run_commit: str
+    options: Options
+    items: list[Item] = field(default_factory=list)  # the function first, then lines
+    notes: list[str] = field(default_factory=list)
+    measurements: int = 1  # runs of this code measured for the verdict
+    # How much slower the lines that did the same work ran (``drift``): their typical
+    # cost now over then, summed; None when too little of the step did the same work.
+    drift: float | None = None
+
+    unconfirmed: bool = False  # a regression the re-measurements could not confirm (``combine``)
+
+    @property
+    def busy(self) -> bool:
+        """The unchanged work ran slower too: the host (or the inputs) changed, not
+        the code, and no item of this measurement can be judged."""
+        return self.drift is not None and not 1.0 / BUSY_DRIFT <= self.drift <= BUSY_DRIFT
+
+    @property
+    def judgeable(self) -> bool:
+        """False when the verdict cannot be trusted either way: a busy host, an
+        unconfirmed regression, or a step over the thresholds without samples."""
+        blind = any(i.kind == "function" and i.status == NOT_JUDGED for i in self.items)
+        return not (self.busy or self.unconfirmed or blind)
+
+    @property
+    def regressions(self) -> list[Item]:
+        return [i for i in self.items if i.status == REGRESSED]
+
+    @property
+    def unjudged(self) -> list[Item]:
+        return [i for i in self.items if i.status == NOT_JUDGED]
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.regressions) and not self.busy
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        for item, raw in zip(self.items, data["items"], strict=True):
+            for key in ("change", "judged_change"):
+                value = getattr(item, key)
+                raw[key] = value if value is None or math.isfinite(value) else None  # JSON has no inf
+        return data
+
+
+def fastest(samples: list[float], keep: float) -> list[float]:
+    """The fastest ``keep`` fraction of the steps (at least one), fastest first."""
+    if not samples:
+        return []
+    return sorted(samples)[: max(1, math.ceil(len(samples) * keep))]
+
+
+def typical(samples: list[float], keep: float) -> float | None:
+    kept = fastest(samples, keep)
+    return statistics.median(kept) if kept else None
+
+
+def incompatible(before: Result, after: Result) -> str | None:
+    """Why ``before`` cannot be this run's baseline (one line), or None. A result
+    file from another machine of the same kind is fine; another backend, clock or
+    kind of machine is not: its per-line times measure something else."""
+    if before.backend != after.backend or before.clock != after.clock:
+        return (
+            f"the baseline {before.run_id} was measured on backend {before.backend} (clock "
+            f"{before.clock}), this run on {after.backend} (clock {after.clock}): per-line times "
+            f"of different backends are not comparable; record a baseline on {after.backend}"
+        )
+    b_env, a_env = before.environment, after.environment
+    for label, was, now in (
+        ("instance type", b_env.instance_type, a_env.instance_type),
+        ("device", b_env.device_name, a_env.device_name),
+    ):
+        if was and now and was != now:
+            return (
+                f"the baseline {before.run_id} ran on another kind of machine ({label} {was}, this "
+                f"run {now}): record a baseline on a {now}"
+            )
+    if before.world_size != after.world_size:
+        return (
+            f"the baseline {before.run_id} ran on {before.world_size} rank(s), this run on "
+            f"{after.world_size}: record a baseline with the same --nproc"
+        )
+    if (before.function.file, before.function.name) != (after.function.file, after.function.name):
+        return (
+            f"the baseline {before.run_id} is of {before.function.file}::{before.function.name}, "
+            f"not {after.function.file}::{after.function.name}"
+        )
+    return None
+
+
+def _notes(before: Result, after: Result) -> list[str]:
+    notes = []
+    if before.host != after.host:
+        notes.append(f"baseline from host {before.host}, this run on {after.host} (same backend and kind)")
+    for label, was, now in (
+        ("torch", before.environment.torch, after.environment.torch),
+        ("torch-neuronx", before.environment.torch_neuronx, after.environment.torch_neuronx),
+    ):
+        if was and now and was != now:
+            notes.append(f"{label} {was} in the baseline, {now} now: a change may be the library's")
+    return notes
+
+
+@dataclass
+class Control:
+    """Per measured step, the time of the lines that did the same work in both runs."""
+
+    before: list[float]
+    after: list[float]
+    drift: float  # typical now / typical then
+
+
+def _work(stat: LineStat) -> tuple:
+    """What a line asked of the device per step: its text, its ops and their calls."""
+    ops = [(o.name, round(o.calls, 2)) for o in stat.ops]
+    ops += [(o.name, round(o.calls, 2)) for o in stat.backward_ops]
+    return (stat.text.strip(), tuple(sorted(ops)))
+
+
+def control(before: Result, after: Result, step_us: float, opts: Options) -> Control | None:
+    """The lines of both runs that did the same work, summed per step; None when
+    they cover under ``CONTROL_SHARE`` of the baseline's step or lack samples.
+    (Work that grows alike on every line — bigger inputs — also reads as drift.)"""
+    n_b, n_a = len(before.totals.samples), len(after.totals.samples)
+    was, now = [0.0] * n_b, [0.0] * n_a
+    for b, a, _status in match_lines(before.lines, after.lines):
+        if a is None or b is None or _work(a) != _work(b):
+            continue
+        if len(b.step_us) != n_b or len(a.step_us) != n_a:
+            continue
+        was = [x + y for x, y in zip(was, b.step_us, strict=True)]
+        now = [x + y for x, y in zip(now, a.step_us, strict=True)]
+    t_b, t_a = typical(was, opts.keep), typical(now, opts.keep)
+    if not t_b or not t_a or t_b < CONTROL_SHARE * step_us or min(was) <= 0 or min(now) <= 0:
+        return None
+    return Control(was, now, t_a / t_b)
+
+
+def _judge(
+    kind: str,
+    where: tuple[str, int, str],
+    before: list[float],
+    after: list[float],
+    means: tuple[float, float],
+    floor_us: float,
+    ctrl: Control | None,
+    opts: Options,
+) -> Item:
+    """One item: see the module's docstring for the steps."""
+    file, line, text = where
+    have = bool(before) and bool(after)
+    b_us = typical(before, opts.keep) if have else means[0]
+    a_us = typical(after, opts.keep) if have else means[1]
+    item = Item(kind, file, line, text, b_us, a_us, OK, "")
+    relative = have and ctrl is not None and len(before) == len(ctrl.before) and len(after) == len(ctrl.after)
+    if relative and ctrl is not None:
+        judged_b = [x / c for x, c in zip(before, ctrl.before, strict=True)]
+        judged_a = [x / c for x, c in zip(after, ctrl.after, strict=True)]
+        m_b, m_a = statistics.median(judged_b), statistics.median(judged_a)
+    elif have:
+        judged_b, judged_a = fastest(before, opts.keep), fastest(after, opts.keep)
+        m_b, m_a = statistics.median(judged_b), statistics.median(judged_a)
+    else:
+        judged_b, judged_a = [], []
+        m_b, m_a = means
+    change = (m_a / m_b - 1.0) if m_b > 0 else (math.inf if m_a > 0 else 0.0)
+    item.judged_change = change
+    effect = (b_us or 0.0) * change if math.isfinite(change) else (a_us or 0.0)
+    if effect <= floor_us or change <= opts.max_regression:
+        faster = -effect > floor_us and change < -opts.max_regression
+        item.status = FASTER if faster else OK
+        item.reason = "faster" if faster else "within the threshold"
+        return item
+    if not have:
+        item.status = NOT_JUDGED
+        item.reason = "no per-step samples in the baseline (recorded before schema 3): cannot judge noise"
+        return item
+    item.steps = (len(judged_b), len(judged_a))
+    if smallest_p(len(judged_b), len(judged_a)) > opts.alpha:
+        item.status = NOT_JUDGED
+        item.reason = (
+            f"too few steps to tell from noise ({len(before)} in the baseline, {len(after)} now: "
+            f"{len(judged_b)} against {len(judged_a)} can never reach p < {opts.alpha:g}); "
+            f"measure more (--active 20)"
+        )
+        return item
+    item.p = greater_p(judged_a, [x * (1.0 + opts.max_regression) for x in judged_b])
+    how = "per step against the unchanged lines" if relative else "fastest half of the steps"
+    if item.p < opts.alpha:
+        item.status = REGRESSED
+        item.reason = (
+            f"slower than baseline + {opts.max_regression:.0%} beyond the noise ({how}: rank test "
+            f"p={item.p:.2g}, {len(judged_b)} vs {len(judged_a)} steps)"
+        )
+    else:
+        item.status = WITHIN_NOISE
+        item.reason = f"its steps overlap baseline + {opts.max_regression:.0%} ({how}: p={item.p:.2g})"
+    return item
+
+
+def judge(before: Result, after: Result, opts: Options | None = None) -> Report:
+    """``after`` against the baseline ``before`` (check ``incompatible`` first)."""
+    opts = opts or Options()
+    fn = after.function
+    report = Report(
+        function=fn.name,
+        file=fn.file,
+        clock=after.clock,
+        baseline=before.run_id,
+        baseline_commit=before.git.short,
+        baseline_where=f"{before.backend}@{before.host}",
+        run=after.run_id,
+        run_commit=after.git.short,
+        options=opts,
+        notes=_notes(before, after),
+    )
+    b_steps, a_steps = before.totals.samples, after.totals.samples
+    step_us = (typical(b_steps, opts.keep) if b_steps else None) or before.totals.self_time_us
+    floor_us = opts.min_effect * step_us
+    ctrl = control(before, after, step_us, opts)
+    report.drift = ctrl.drift if ctrl else None
+    if ctrl is None:
+        report.notes.append(
+            "too little of the step did the same work in both runs to measure the host's load against: "
+            "judged on the raw samples (fastest half)"
+        )
+    report.items.append(
+        _judge(
+            "function",
+            (fn.file, fn.line, fn.name),
+            b_steps,
+            a_steps,
+            (before.totals.self_time_us, after.totals.self_time_us),
+            0.0,  # the whole step: the threshold alone
+            ctrl,
+            opts,
+        )
+    )
+    lines: list[Item] = []
+    for b, a, _status in match_lines(before.lines, after.lines):
+        if a is None:
+            continue  # removed: it costs nothing now
+        if b is None:
+            if a.time_us > floor_us:
+                typ = _line_typical(a, opts)
+                lines.append(Item("line", a.file, a.line, a.text, None, typ, NEW, "not in the baseline"))
+            continue
+        where = (a.file, a.line, a.text)
+        item = _judge("line", where, b.step_us, a.step_us, (b.time_us, a.time_us), floor_us, ctrl, opts)
+        item.baseline_line = b.line
+        lines.append(item)
+    rank = {REGRESSED: 0, NEW: 1, WITHIN_NOISE: 2, NOT_JUDGED: 3}
+    lines.sort(key=lambda i: (rank.get(i.status, 9), -((i.after_us or 0.0) - (i.before_us or 0.0))))
+    report.items += lines
+    return report
+
+
+def _line_typical(stat: LineStat, opts: Options) -> float:
+    value = typical(stat.step_us, opts.keep) if stat.step_us else None
+    return stat.time_us if value is None else value
+
+
+def combine(measured: list[Report], need: int = 2) -> Report:
+    """One verdict from several measurements of the same code against one baseline
+    (``check`` measures again while something looks slower or the host was busy).
+    Busy measurements are set aside; an item regressed only if it regressed in every
+    other one, and in at least ``need`` of them (a burst of load rarely lasts
+    through a second run; a slower line does). A regression seen in fewer than
+    ``need`` usable measurements is ``not confirmed`` and the report ``busy``:
+    it cannot be judged either way. All busy: the last one, ``busy``."""
+    usable = [r for r in measured if not r.busy]
+    final = (usable or measured)[-1]
+    final.measurements = len(measured)
+    aside = len(measured) - len(usable)
+    if aside and usable:
+        drifts = ", ".join(f"{r.drift:.2g}×" for r in measured if r.busy)
+        final.notes.append(
+            f"{aside} of {len(measured)} measurements set aside: the unchanged lines ran {drifts} as long "
+            f"as in the baseline (the host's load changed too much)"
+        )
+    for item in final.items:
+        if item.status != REGRESSED:
+            continue
+        key = (item.kind, item.file, item.line)
+        if any(key not in {(i.kind, i.file, i.line) for i in other.regressions} for other in usable[:-1]):
+            item.status = NOT_CONFIRMED
+            item.reason = f"regressed in the last measurement (p={item.p:.2g}), not in an earlier one"
+        elif len(usable) < need:
+            item.status = NOT_CONFIRMED
+            item.reason = (
+                f"regressed (p={item.p:.2g}) in the only measurement on a quiet enough host: "
+                f"cannot confirm it"
+            )
+            final.unconfirmed = True
+    return final
