@@ -22,7 +22,7 @@ from junitparser import Failure, JUnitXml
 
 from tests.integration.cli.test_cli import SERVER, cli
 
-V1 = '''import torch
+V1 = """import torch
 
 
 def make_inputs():
@@ -40,7 +40,7 @@ def block(x, w1, w2, w3):
     h = h @ w2
     h = torch.tanh(h)
     return h.sum()
-'''
+"""
 V2 = V1.replace("    h = h @ w2\n", "    h = h @ w2 @ w3\n")
 CHANGED = 16  # the line V2 changes
 
@@ -130,10 +130,14 @@ def test_a_baseline_from_another_backend_is_refused(repo, env, tmp_path):
     doc = json.loads((repo / "perf" / "baseline.json").read_text())
     doc.update(backend="cuda", clock="cuda")
     (tmp_path / "cuda.json").write_text(json.dumps(doc))
-    proc = cli("check", "block.py", "--baseline", str(tmp_path / "cuda.json"), "--no-store", cwd=repo, env=env)
+    proc = cli(
+        "check", "block.py", "--baseline", str(tmp_path / "cuda.json"), "--no-store", cwd=repo, env=env
+    )
     assert proc.returncode == 2
     assert "measured on backend cuda (clock cuda), this run on cpu" in proc.stderr.splitlines()[-1]
-    early = cli("check", "block.py", "--baseline", str(tmp_path / "cuda.json"), "--backend", "cpu", cwd=repo, env=env)
+    early = cli(
+        "check", "block.py", "--baseline", str(tmp_path / "cuda.json"), "--backend", "cpu", cwd=repo, env=env
+    )
     assert early.returncode == 2 and "[import]" not in early.stderr  # refused before profiling
 
 
@@ -144,7 +148,8 @@ def test_a_committed_baseline_works_in_another_clone(repo, env, tmp_path):
     doc["host"] = "dev-laptop"  # recorded on another machine of the same kind
     (repo / "perf" / "baseline.json").write_text(json.dumps(doc))
     (repo / "pyproject.toml").write_text(
-        '[tool.trainium-lens]\nbaseline = "perf/baseline.json"\nmax-regression = "10%"\njunit = "out/lens.xml"\n'
+        '[tool.trainium-lens]\nbaseline = "perf/baseline.json"\n'
+        'max-regression = "10%"\njunit = "out/lens.xml"\n'
     )
     git(repo, "add", "perf/baseline.json", "pyproject.toml")
     git(repo, "commit", "-qm", "baseline")

@@ -55,9 +55,7 @@ def test_junit_marks_unjudged_items_skipped(tmp_path):
 
 def test_github_annotations_name_the_file_and_line(tmp_path):
     workspace = tmp_path / "repo" / "sub"
-    lines = gate_output.github_annotations(
-        reports(), workspace, {"GITHUB_WORKSPACE": str(tmp_path / "repo")}
-    )
+    lines = gate_output.github_annotations(reports(), workspace, {"GITHUB_WORKSPACE": str(tmp_path / "repo")})
     assert len(lines) == 2
     step, line = lines
     assert step.startswith("::error file=sub/model.py,line=14,title=Trainium Lens%3A block step slower")
@@ -66,7 +64,9 @@ def test_github_annotations_name_the_file_and_line(tmp_path):
     assert "h = h @ w2 @ w3  # 50%25, a comma: and a colon" in message  # data: % escaped, : kept
     assert "\n" not in line
     # outside a checkout: the path as results name it
-    assert gate_output.github_annotations(reports(), workspace, {})[1].startswith("::error file=model.py,line=16")
+    assert gate_output.github_annotations(reports(), workspace, {})[1].startswith(
+        "::error file=model.py,line=16"
+    )
 
 
 def test_the_text_report_names_the_line_before_and_after():
@@ -81,7 +81,11 @@ def test_pyproject_options(tmp_path: Path):
     (tmp_path / "pyproject.toml").write_text(
         '[tool.trainium-lens]\nbaseline = "perf/base.json"\nmax-regression = "5%"\nactive = 30\n'
     )
-    assert project_config.load(tmp_path) == {"baseline": "perf/base.json", "max-regression": "5%", "active": 30}
+    assert project_config.load(tmp_path) == {
+        "baseline": "perf/base.json",
+        "max-regression": "5%",
+        "active": 30,
+    }
     assert project_config.percentage("5%", "x") == pytest.approx(0.05)
     assert project_config.percentage(12, "x") == pytest.approx(0.12)
     (tmp_path / "pyproject.toml").write_text('[tool.trainium-lens]\nmax-regresion = "5%"\n')

@@ -7,7 +7,17 @@ import re
 
 from tests.conftest import ROOT
 from trainium_lens.lsp import server as lsp_server
-from trainium_lens.lsp.features import codelens, compare, explorer, heat, history, panel, profile, timeline, warm
+from trainium_lens.lsp.features import (
+    codelens,
+    compare,
+    explorer,
+    heat,
+    history,
+    panel,
+    profile,
+    timeline,
+    warm,
+)
 
 
 def client_names() -> dict[str, dict[str, str]]:
