@@ -360,38 +360,3 @@ def judge(before: Result, after: Result, opts: Options | None = None) -> Report:
 def _line_typical(stat: LineStat, opts: Options) -> float:
     value = typical(stat.step_us, opts.keep) if stat.step_us else None
     return stat.time_us if value is None else value
-
-
-def combine(measured: list[Report], need: int = 2) -> Report:
-    """One verdict from several measurements of the same code against one baseline
-    (``check`` measures again while something looks slower or the host was busy).
-    Busy measurements are set aside; an item regressed only if it regressed in every
-    other one, and in at least ``need`` of them (a burst of load rarely lasts
-    through a second run; a slower line does). A regression seen in fewer than
-    ``need`` usable measurements is ``not confirmed`` and the report ``busy``:
-    it cannot be judged either way. All busy: the last one, ``busy``."""
-    usable = [r for r in measured if not r.busy]
-    final = (usable or measured)[-1]
-    final.measurements = len(measured)
-    aside = len(measured) - len(usable)
-    if aside and usable:
-        drifts = ", ".join(f"{r.drift:.2g}×" for r in measured if r.busy)
-        final.notes.append(
-            f"{aside} of {len(measured)} measurements set aside: the unchanged lines ran {drifts} as long "
-            f"as in the baseline (the host's load changed too much)"
-        )
-    for item in final.items:
-        if item.status != REGRESSED:
-            continue
-        key = (item.kind, item.file, item.line)
-        if any(key not in {(i.kind, i.file, i.line) for i in other.regressions} for other in usable[:-1]):
-            item.status = NOT_CONFIRMED
-            item.reason = f"regressed in the last measurement (p={item.p:.2g}), not in an earlier one"
-        elif len(usable) < need:
-            item.status = NOT_CONFIRMED
-            item.reason = (
-                f"regressed (p={item.p:.2g}) in the only measurement on a quiet enough host: "
-                f"cannot confirm it"
-            )
-            final.unconfirmed = True
-    return final

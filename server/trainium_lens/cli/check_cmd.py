@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from trainium_lens.analysis import gate
+from trainium_lens.analysis.gate_repeat import combine, needs_another
 from trainium_lens.cli import gate_output, project_config
 from trainium_lens.cli.common import add_target_arguments
 from trainium_lens.cli.pipes import emit
@@ -67,8 +68,8 @@ def register(subparsers) -> None:
         "--confirm",
         type=int,
         metavar="N",
-        help=f"measure up to N times more while something looks slower or the host is busy; fail only "
-        f"on what regressed every time (default {CONFIRM})",
+        help=f"measure up to N times more while something looks slower or the host is busy, and judge "
+        f"the measurements together (default {CONFIRM})",
     )
     p.add_argument("--junit", metavar="PATH", help="also write JUnit XML to PATH")
     p.add_argument("--json", metavar="PATH", help="also write this run's result(s) to PATH (a new baseline)")
@@ -169,17 +170,19 @@ def run(args: argparse.Namespace) -> int:
     store = None if args.no_store else RunStore(root)
     results = profile_job(job, args, store)
     pairs = _pairs(baselines, results)
-    measured = [[gate.judge(b, a, opts) for b, a in pairs]]
+    measured = [results]
     for attempt in range(confirm):
-        last = measured[-1]
-        if not any(r.failed or r.busy for r in last):
+        last = [gate.judge(b, a, opts) for b, a in _pairs(baselines, measured[-1])]
+        if not any(needs_another(r) for r in last):
             break
-        why = "the host was busy" if any(r.busy for r in last) else "something looked slower"
+        why = "the host was busy" if any(r.busy for r in last) else "something looks slower"
         print(f"  measuring again ({attempt + 1} of {confirm}): {why}", file=sys.stderr)
-        again = profile_job(dataclasses.replace(job, batch_id=new_batch_id()), args, store)
-        measured.append([gate.judge(b, a, opts) for b, a in _pairs(baselines, again)])
+        measured.append(profile_job(dataclasses.replace(job, batch_id=new_batch_id()), args, store))
     need = 2 if confirm else 1
-    reports = [gate.combine([m[i] for m in measured], need) for i in range(len(pairs))]
+    reports = []
+    for b, _a in pairs:
+        runs = [next(r for r in m if r.function.name == b.function.name) for m in measured]
+        reports.append(combine(b, runs, opts, need))
     if args.json:
         data = results[0].to_dict() if len(results) == 1 else [r.to_dict() for r in results]
         write_json(args.json, data)

@@ -9,6 +9,7 @@ import random
 import pytest
 
 from trainium_lens.analysis import gate
+from trainium_lens.analysis.gate_repeat import combine, needs_another
 from trainium_lens.model.result import Result
 
 FILE = "model.py"
@@ -187,19 +188,44 @@ def test_another_backend_or_machine_kind_is_refused_with_the_reason():
     assert any("host ci-runner-7" in n for n in gate.judge(other_host, cpu).notes)
 
 
-def test_combine_keeps_only_what_regressed_every_time():
+def test_measured_again_pooled_and_kept_only_if_slower_every_time():
     rng = random.Random(10)
     ops = {**OPS, 16: ["aten::mm", "aten::mm"]}
     base = run(base_lines(rng))
-    slow = gate.judge(base, run(base_lines(rng, mm2=2.0), "r-1", ops=ops))
-    fine = gate.judge(base, run(base_lines(rng), "r-2", ops=ops))
-    assert slow.failed and not fine.failed
-    assert not gate.combine([slow, fine]).failed
-    again = gate.judge(base, run(base_lines(rng, mm2=2.0), "r-3", ops=ops))
-    both = gate.combine([slow, again])
-    assert both.failed and both.measurements == 2
-    busy = gate.judge(base, run(base_lines(rng, scale=6.0, mm2=2.0), "r-4", ops=ops))
-    assert busy.busy
-    alone = gate.combine([gate.judge(base, run(base_lines(rng, mm2=2.0), "r-5", ops=ops)), busy])
+    slow = [run(base_lines(rng, mm2=2.0), f"s-{i}", ops=ops) for i in range(2)]
+    fine = run(base_lines(rng), "f-0", ops=ops)
+    assert gate.judge(base, slow[0]).failed and not gate.judge(base, fine).failed
+    refuted = combine(base, [slow[0], fine])
+    assert not refuted.failed and refuted.judgeable  # slower once, not the second time: noise
+    line16 = next(i for i in refuted.items if i.line == 16)
+    assert line16.status != gate.REGRESSED
+    both = combine(base, slow)
+    assert both.failed and both.measurements == 2 and any("2 measurements judged together" in n for n in both.notes)
+    busy = run(base_lines(rng, scale=6.0, mm2=2.0), "b-0", ops=ops)
+    assert gate.judge(base, busy).busy and needs_another(gate.judge(base, busy))
+    alone = combine(base, [slow[0], busy])
     assert not alone.failed and alone.unconfirmed and not alone.judgeable
     assert any("set aside" in n for n in alone.notes)
+    assert combine(base, [slow[0]], need=1).failed  # --confirm 0: one measurement decides
+
+
+def test_pooling_shows_what_one_noisy_run_cannot():
+    """Twice the cost on a line whose steps spread 0.5–1.9× (independently of the
+    control): within noise in one run of 8 steps, plain in three runs pooled."""
+    rng = random.Random(11)
+    base_steps = [0.5, 1.9, 0.7, 1.7, 0.9, 1.5, 1.1, 1.3]
+
+    def one(factor: float, run_id: str, shuffle: int) -> Result:
+        r = random.Random(shuffle)
+        spread = base_steps[:]
+        r.shuffle(spread)
+        ops = {**OPS, 16: ["aten::mm"] * (1 if factor == 1.0 else 2)}  # line 16 does more work
+        return run({15: noisy(rng, 400, 8), 16: [400 * factor * f for f in spread]}, run_id, ops=ops)
+
+    base = one(1.0, "b", 1)
+    runs = [one(2.0, f"r-{i}", i + 2) for i in range(3)]
+    first = gate.judge(base, runs[0])
+    line16 = next(i for i in first.items if i.line == 16)
+    assert line16.status == gate.WITHIN_NOISE and needs_another(first)
+    pooled = combine(base, runs)
+    assert [i.line for i in pooled.regressions if i.kind == "line"] == [16]
