@@ -32,7 +32,8 @@ from trainium_lens.errors import LensError, UsageError
 from trainium_lens.model.result import Result
 from trainium_lens.model.store import RunStore
 
-CHECK_ACTIVE = 20  # measured steps unless told: the rank test needs samples (5 → 3 judged)
+CHECK_ACTIVE = 20  # measured steps unless told: the rank test needs samples
+CHECK_TIMING_CALLS = 5  # the gate judges profiled steps; the unprofiled wall is shown only
 CONFIRM = 2  # measurements more, at most, while something looks slower or the host is busy
 
 
@@ -78,10 +79,11 @@ def register(subparsers) -> None:
         choices=("auto", "neuron", "cuda", "cpu", "xla"),
         help="where the function runs (default auto; a baseline from another backend is refused)",
     )
+    defaults = {"active": CHECK_ACTIVE, "timing_calls": CHECK_TIMING_CALLS}
     for key in PROTOCOL_KEYS:
-        default = f"; default {CHECK_ACTIVE} here" if key == "active" else ""
+        here = f"; default {defaults[key]} here" if key in defaults else ""
         p.add_argument(
-            f"--{key.replace('_', '-')}", dest=key, type=int, metavar="N", help=PROTOCOL_HELP[key] + default
+            f"--{key.replace('_', '-')}", dest=key, type=int, metavar="N", help=PROTOCOL_HELP[key] + here
         )
     p.add_argument("--include", action="append", metavar="PACKAGE", help="as for profile; repeatable")
     p.add_argument("--nproc", type=int, metavar="N", help="as for profile")
@@ -149,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
     backend = args.backend or str(config.get("backend", "auto"))
     protocol = {k: getattr(args, k) for k in PROTOCOL_KEYS if getattr(args, k) is not None}
     protocol.setdefault("active", int(config.get("active", CHECK_ACTIVE)))
+    protocol.setdefault("timing_calls", CHECK_TIMING_CALLS)
     job = make_job(
         args.file,
         functions=[args.function] if args.function else [],

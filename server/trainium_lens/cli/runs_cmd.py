@@ -85,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         where = " of " + "::".join(x for x in (args.file, args.function) if x) if args.file else ""
         print(f"trainium-lens: no stored runs{where} in {store.runs}", file=sys.stderr)
         return 0
+    for path, reason in store.skipped:  # one bad file must not hide the others, nor go unsaid
+        print(f"trainium-lens: skipped {path.name}: {reason}", file=sys.stderr)
     style = style_for(sys.stdout)
     text = "\n".join(listing(results, style, qualified=args.function is None))
     emit(finish(text, style))
