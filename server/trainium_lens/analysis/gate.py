@@ -341,6 +341,11 @@ def judge(before: Result, after: Result, opts: Options | None = None) -> Report:
     floor_us = opts.min_effect * step_us
     ctrl = control(before, after, step_us, opts)
     report.drift = ctrl.drift if ctrl else None
+    if ctrl is not None and ctrl.drift < 0.5:
+        report.notes.append(
+            f"the unchanged lines ran {ctrl.drift:.2f}× as long as in the baseline: it was measured on a "
+            f"busier host, and a regression can hide behind that; record it again on a quiet one"
+        )
     if ctrl is None:
         report.notes.append(
             "too little of the step did the same work in both runs to measure the host's load against: "
