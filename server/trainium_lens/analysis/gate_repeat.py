@@ -10,8 +10,8 @@ load changed too much (``needs_another``). Then:
   line twice as slow on a loaded host whose steps overlap in one run shows
   plainly in three);
 * a regression of the pooled run stands only if the item was over the
-  threshold in *every* usable measurement (a burst of load in one run,
-  diluted into the pool, must not pass for a slower line) and, with ``need``
+  thresholds, in both readings, in *every* usable measurement (a burst of load
+  in one run, diluted into the pool, must not pass for a slower line) and, with ``need``
   = 2, in at least two of them; seen in one usable measurement only, it is
   "not confirmed" and the verdict is "cannot judge", never a silent pass.
 """
@@ -75,11 +75,10 @@ def combine(before: Result, runs: list[Result], opts: Options | None = None, nee
         if item.status != REGRESSED:
             continue
         key = (item.kind, item.file, item.line)
-        changes = [_change(rep, key) for rep in each]
-        over = [c is not None and c > opts.max_regression for c in changes]
-        if not all(over):
+        seen = [_status(rep, key) for rep in each]
+        if not all(st in (REGRESSED, WITHIN_NOISE) for st in seen):
             item.status = NOT_CONFIRMED
-            shown = ", ".join("–" if c is None else f"{c * 100:+.0f}%" for c in changes)
+            shown = ", ".join(st or "–" for st in seen)
             item.reason = f"over the threshold in some measurements only ({shown}): taken as noise"
         elif len(usable) < need:
             item.status = NOT_CONFIRMED
@@ -91,8 +90,10 @@ def combine(before: Result, runs: list[Result], opts: Options | None = None, nee
     return final
 
 
-def _change(report: Report, key: tuple) -> float | None:
+def _status(report: Report, key: tuple) -> str | None:
+    """The item's verdict in one measurement: over the thresholds in both readings
+    there (regressed, or within noise), or not."""
     for i in report.items:
         if (i.kind, i.file, i.line) == key:
-            return i.judged_change
+            return i.status
     return None
