@@ -5,12 +5,11 @@ the thresholds that its samples could not show beyond noise, or a host whose
 load changed too much (``needs_another``). Then:
 
 * busy measurements are set aside (``Report.busy``);
-* the rest are **pooled**: their per-step samples, each step still paired with
-  the control of that same step, judged as one run (more steps, more power: a
-  line twice as slow on a loaded host whose steps overlap in one run shows
-  plainly in three);
+* the rest are **pooled**: their per-step samples judged as one run (more
+  steps, more power: a line whose fastest steps overlap the baseline's in one
+  run on a loaded host shows plainly in three);
 * a regression of the pooled run stands only if the item was over the
-  thresholds, in both readings, in *every* usable measurement (a burst of load
+  thresholds in *every* usable measurement (a burst of load
   in one run, diluted into the pool, must not pass for a slower line) and, with ``need``
   = 2, in at least two of them; seen in one usable measurement only, it is
   "not confirmed" and the verdict is "cannot judge", never a silent pass.
@@ -31,9 +30,8 @@ def needs_another(report: Report) -> bool:
 
 def pool(runs: list[Result]) -> Result:
     """The runs' per-step samples as one run (the last one's figures otherwise):
-    each line's samples concatenated in the same order as the step totals, so
-    a step stays paired with its control; a line a run did not execute counts
-    0 in that run's steps."""
+    each line's samples concatenated in the same order as the step totals; a
+    line a run did not execute counts 0 in that run's steps."""
     merged = copy.deepcopy(runs[-1])
     if len(runs) == 1:
         return merged
@@ -91,8 +89,8 @@ def combine(before: Result, runs: list[Result], opts: Options | None = None, nee
 
 
 def _status(report: Report, key: tuple) -> str | None:
-    """The item's verdict in one measurement: over the thresholds in both readings
-    there (regressed, or within noise), or not."""
+    """The item's verdict in one measurement: over the thresholds there
+    (regressed, or within noise), or not."""
     for i in report.items:
         if (i.kind, i.file, i.line) == key:
             return i.status

@@ -66,14 +66,13 @@ def render(report: Report, style: Style) -> str:
         + (f"; {report.measurements} measurements" if report.measurements > 1 else ""),
     ]
     if report.drift is not None:
-        head.append(
-            f"  host: the lines that did the same work ran {report.drift:.2f}× as long as in the baseline"
-            + (
-                " (too changed to judge)"
-                if report.busy
-                else "; each item is judged per step against them (the 'judged' column)"
-            )
-        )
+        if report.busy:
+            how = " (too changed to judge)"
+        elif report.drift > 1:
+            how = f"; items judged against baseline × {report.drift:.2f} (the 'judged' column)"
+        else:
+            how = "; items judged against the baseline as it is"
+        head.append(f"  host: the unchanged lines ran {report.drift:.2f}× as long as in the baseline{how}")
     head += [f"  note: {n}" for n in report.notes]
     shown = [i for i in report.items if i.kind == "function" or i.status in SHOWN]
     rows = [
