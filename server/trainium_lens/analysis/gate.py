@@ -13,8 +13,9 @@ baseline the first matmul of 13 of 20 steps took 13–56 ms while the same
 matmul right after it took 0.8 ms — and the host's speed changes from run to
 run. So:
 
-1. **Typical cost** = the median of the *fastest quarter* of the steps (at
-   least one): the steps the load left alone. 20 steps give 5 against 5.
+1. **Clean steps**: those within 1.5× of the fastest step (``Options.clean``):
+   the steps the load left alone. **Typical cost** = their median. On the
+   loaded host a baseline of 20 steps kept 3 of them; a quiet one keeps all.
 2. **The host's speed** (``drift``): for the lines that did exactly the same
    work in both runs (same text, same ops, same calls per step), their typical
    cost now over then; the *median* over those lines (one stalled line must not
@@ -28,10 +29,11 @@ run. So:
    baseline's step in µs — a line that costs nothing cannot fail a build by
    doubling.
 4. **Beyond the noise**: a one-sided Mann–Whitney U test (``rank_test.py``) of
-   this run's fastest quarter against the baseline's × max(1, drift) × (1 +
+   this run's clean steps against the baseline's × max(1, drift) × (1 +
    threshold) rejects at ``alpha`` (0.01): the samples must show that the item
-   costs more than that, not merely that the medians differ. 5 against 5 can
-   reject only with no overlap at all (p = 1/252).
+   costs more than that, not merely that the medians differ. Too few clean
+   steps to ever reach ``alpha`` (3 against 4: p ≥ 1/35) is "not judged", and
+   ``check`` measures again to gather more.
 
 An item needs samples on both sides: a baseline from before schema 3 has no
 per-line samples (lines are "not judged"; the function still is, from
@@ -65,7 +67,7 @@ class Options:
     max_regression: float = 0.10  # fraction of the item's baseline cost
     min_effect: float = 0.01  # fraction of the baseline's whole step
     alpha: float = 0.01  # one-sided level of the rank test
-    keep: float = 0.25  # the fastest fraction of each side's steps judged (load only adds time)
+    clean: float = 1.5  # steps within this factor of the fastest are the ones judged
 
 
 @dataclass
@@ -74,7 +76,7 @@ class Item:
     file: str
     line: int  # the line in this run (a function: its def line)
     text: str  # the source line (a function: its name)
-    before_us: float | None  # typical step cost (median of the fastest quarter), primary clock
+    before_us: float | None  # typical step cost (median of the clean steps), primary clock
     after_us: float | None
     status: str
     reason: str  # one line: why this status
@@ -147,15 +149,21 @@ class Report:
         return data
 
 
-def fastest(samples: list[float], keep: float) -> list[float]:
-    """The fastest ``keep`` fraction of the steps (at least one), fastest first."""
+def fastest(samples: list[float], clean: float) -> list[float]:
+    """The steps the load left alone: those within ``clean``× of the fastest one,
+    fastest first. Load only ever adds time, in stalls far longer than the step's
+    own jitter (measured: 13–56 ms stalls of a 0.8 ms line); a line whose fastest
+    step is 0 keeps its fastest quarter instead."""
     if not samples:
         return []
-    return sorted(samples)[: max(1, math.ceil(len(samples) * keep))]
+    ordered = sorted(samples)
+    if ordered[0] <= 0:
+        return ordered[: max(1, math.ceil(len(ordered) / 4))]
+    return [x for x in ordered if x <= ordered[0] * clean]
 
 
-def typical(samples: list[float], keep: float) -> float | None:
-    kept = fastest(samples, keep)
+def typical(samples: list[float], clean: float) -> float | None:
+    kept = fastest(samples, clean)
     return statistics.median(kept) if kept else None
 
 
@@ -221,7 +229,7 @@ def drift(before: Result, after: Result, opts: Options) -> float | None:
     for b, a, _status in match_lines(before.lines, after.lines):
         if a is None or b is None or _work(a) != _work(b) or not b.step_us or not a.step_us:
             continue
-        was, now = typical(b.step_us, opts.keep), typical(a.step_us, opts.keep)
+        was, now = typical(b.step_us, opts.clean), typical(a.step_us, opts.clean)
         if was and now and was > 0:
             ratios.append(now / was)
     return statistics.median(ratios) if ratios else None
@@ -240,8 +248,8 @@ def _judge(
     """One item: see the module's docstring for the steps."""
     file, line, text = where
     have = bool(before) and bool(after)
-    b_us = typical(before, opts.keep) if have else means[0]
-    a_us = typical(after, opts.keep) if have else means[1]
+    b_us = typical(before, opts.clean) if have else means[0]
+    a_us = typical(after, opts.clean) if have else means[1]
     item = Item(kind, file, line, text, b_us, a_us, OK, "")
     expected = (b_us or 0.0) * scale
     change = (a_us or 0.0) / expected - 1.0 if expected > 0 else (math.inf if (a_us or 0.0) > 0 else 0.0)
@@ -256,7 +264,7 @@ def _judge(
         item.status = NOT_JUDGED
         item.reason = "no per-step samples in the baseline (recorded before schema 3): cannot judge noise"
         return item
-    kept_b, kept_a = fastest(before, opts.keep), fastest(after, opts.keep)
+    kept_b, kept_a = fastest(before, opts.clean), fastest(after, opts.clean)
     item.steps = (len(kept_b), len(kept_a))
     if smallest_p(len(kept_b), len(kept_a)) > opts.alpha:
         item.status = NOT_JUDGED
@@ -299,8 +307,8 @@ def judge(before: Result, after: Result, opts: Options | None = None) -> Report:
     b_steps, a_steps = before.totals.samples, after.totals.samples
     # The baseline's step as the sum of its lines' typical costs: the fastest steps of
     # the total can still each hold one stalled line on a loaded host.
-    step_us = sum(typical(s.step_us, opts.keep) or 0.0 for s in before.lines)
-    step_us = step_us or (typical(b_steps, opts.keep) if b_steps else None) or before.totals.self_time_us
+    step_us = sum(typical(s.step_us, opts.clean) or 0.0 for s in before.lines)
+    step_us = step_us or (typical(b_steps, opts.clean) if b_steps else None) or before.totals.self_time_us
     floor_us = opts.min_effect * step_us
     report.drift = drift(before, after, opts)
     scale = max(1.0, report.drift) if report.drift is not None and not report.busy else 1.0
@@ -343,5 +351,5 @@ def judge(before: Result, after: Result, opts: Options | None = None) -> Report:
 
 
 def _line_typical(stat: LineStat, opts: Options) -> float:
-    value = typical(stat.step_us, opts.keep) if stat.step_us else None
+    value = typical(stat.step_us, opts.clean) if stat.step_us else None
     return stat.time_us if value is None else value

@@ -1,8 +1,9 @@
 """One verdict from several measurements of the same code against one baseline.
 
 ``check`` measures again while a measurement shows a regression, an item over
-the thresholds that its samples could not show beyond noise, or a host whose
-load changed too much (``needs_another``). Then:
+the thresholds that its samples could not show beyond noise or had too few
+clean steps to judge, or a host whose load changed too much
+(``needs_another``). Then:
 
 * busy measurements are set aside (``Report.busy``);
 * the rest are **pooled**: their per-step samples judged as one run (more
@@ -19,13 +20,23 @@ from __future__ import annotations
 
 import copy
 
-from trainium_lens.analysis.gate import NOT_CONFIRMED, REGRESSED, WITHIN_NOISE, Options, Report, judge
+from trainium_lens.analysis.gate import (
+    NOT_CONFIRMED,
+    NOT_JUDGED,
+    REGRESSED,
+    WITHIN_NOISE,
+    Options,
+    Report,
+    judge,
+)
 from trainium_lens.model.result import Result
+
+OVER = (REGRESSED, WITHIN_NOISE, NOT_JUDGED)  # over the thresholds by its typical cost
 
 
 def needs_another(report: Report) -> bool:
     """Would another measurement change what this one says?"""
-    return report.busy or any(i.status in (REGRESSED, WITHIN_NOISE) for i in report.items)
+    return report.busy or any(i.status in OVER for i in report.items)
 
 
 def pool(runs: list[Result]) -> Result:
@@ -74,7 +85,7 @@ def combine(before: Result, runs: list[Result], opts: Options | None = None, nee
             continue
         key = (item.kind, item.file, item.line)
         seen = [_status(rep, key) for rep in each]
-        if not all(st in (REGRESSED, WITHIN_NOISE) for st in seen):
+        if not all(st in OVER for st in seen):
             item.status = NOT_CONFIRMED
             shown = ", ".join(st or "–" for st in seen)
             item.reason = f"over the threshold in some measurements only ({shown}): taken as noise"

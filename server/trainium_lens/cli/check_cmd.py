@@ -5,9 +5,10 @@ baseline per function and per line (``analysis/gate.py``: beyond the threshold
 *and* the noise of both measurements, from their per-step samples), and exits
 0 (no regression), 1 (a regression: the lines are named), 2 (cannot judge: a
 baseline from another backend or kind of machine, too few steps, bad options).
-When something regressed it measures once more (``--confirm``) and keeps only
-what regressed both times. Options may come from ``[tool.trainium-lens]`` in
-the workspace's pyproject.toml (``project_config.py``); the command line wins.
+While something looks slower or the host is busy it measures again
+(``--confirm``) and judges the measurements together (``analysis/gate_repeat.py``).
+Options may come from ``[tool.trainium-lens]`` in the workspace's pyproject.toml
+(``project_config.py``); the command line wins.
 """
 
 from __future__ import annotations

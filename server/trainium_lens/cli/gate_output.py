@@ -60,8 +60,8 @@ def render(report: Report, style: Style) -> str:
     head = [
         f"check {report.file}::{report.function}  against {report.baseline} "
         f"({report.baseline_where}, commit {report.baseline_commit})",
-        f"  this run {report.run} (commit {report.run_commit}); before/after = median of the fastest "
-        f"{o.keep:.0%} of the steps, {report.clock} clock; threshold +{o.max_regression:.0%}, "
+        f"  this run {report.run} (commit {report.run_commit}); before/after = median of the clean steps "
+        f"(within {o.clean:g}× of the fastest), {report.clock} clock; threshold +{o.max_regression:.0%}, "
         f"min effect {o.min_effect:.0%} of the step, rank test at p < {o.alpha:g}"
         + (f"; {report.measurements} measurements" if report.measurements > 1 else ""),
     ]
