@@ -63,7 +63,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("--max-regression", metavar="PCT", help="allowed slowdown per item (default 10%%)")
     p.add_argument(
-        "--min-effect", metavar="PCT", help="ignore changes under this share of the step (default 1%%)"
+        "--min-effect", metavar="PCT", help="ignore changes under this share of the step (default 3%%)"
     )
     p.add_argument("--alpha", type=float, metavar="P", help="the rank test's level (default 0.01)")
     p.add_argument(

@@ -5,7 +5,7 @@ So that CI and a developer run the same gate with the same words::
     [tool.trainium-lens]
     baseline = "perf/baseline.json"     # check: RUN_ID or RESULT.json
     max-regression = "10%"              # check
-    min-effect = "1%"                   # check: of the baseline's step
+    min-effect = "3%"                   # check: of the baseline's step
     alpha = 0.01                        # check: the rank test's level
     junit = "reports/trainium-lens.xml" # check
     backend = "cpu"                     # profile-like commands

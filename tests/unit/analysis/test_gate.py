@@ -186,7 +186,7 @@ def test_a_line_that_costs_nothing_cannot_fail_the_build():
     opts = gate.Options(min_effect=0.05)  # ...under a 5% minimum effect
     report = gate.judge(run(before), run(after, "r-1"), opts)
     assert status(report, 18) == gate.OK
-    assert gate.judge(run(before), run(after, "r-1")).failed  # at the default 1% it counts
+    assert gate.judge(run(before), run(after, "r-1")).failed  # at the default 3% it counts
 
 
 def test_too_few_steps_are_said_not_passed():
