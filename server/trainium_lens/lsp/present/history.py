@@ -1,5 +1,6 @@
 """A line's recent history for its hover: the last runs of its function, each with
-when it ran, the commit it measured and what the line cost, and a sparkline.
+when it ran, the commit it measured and what the line cost (the median of its
+steps, fwd + bwd), and a sparkline.
 
 Lines are paired across runs as ``analysis.compare.match_lines`` pairs them (the
 same text and number, the text moved, or the number edited), so a line keeps
@@ -7,6 +8,8 @@ its history while the code around it changes.
 """
 
 from __future__ import annotations
+
+import statistics
 
 from trainium_lens.analysis.compare import match_lines
 from trainium_lens.lsp.present import format as fmt
@@ -35,18 +38,25 @@ def sparkline(values: list[float | None]) -> str:
     return "".join(out)
 
 
+def cost(stat: LineStat) -> float:
+    """A line's cost in one run for its history: the median of its per-step
+    samples (fwd + bwd), so a burst of load in a few steps of one run does not
+    make a trend; the mean (``time_us``) for a result without samples."""
+    return statistics.median(stat.step_us) if stat.step_us else stat.time_us
+
+
 def line_costs(history: list[Result], result: Result, stat: LineStat) -> list[float | None]:
-    """What ``stat``'s line cost (fwd + bwd per step) in each run of ``history``
-    (oldest first), up to ``result``; None where the line had no figure."""
+    """What ``stat``'s line cost (``cost``) in each run of ``history`` (oldest
+    first), up to ``result``; None where the line had no figure."""
     out: list[float | None] = []
     for run in history:
         if run.run_id == result.run_id:
-            out.append(stat.time_us)
+            out.append(cost(stat))
             break
         mine = [s for s in result.lines if s.file == stat.file]
         theirs = [s for s in run.lines if s.file == stat.file]
         match = next((b for b, a, _st in match_lines(theirs, mine) if a is stat and b is not None), None)
-        out.append(match.time_us if match else None)
+        out.append(cost(match) if match else None)
     return out
 
 
@@ -58,7 +68,7 @@ def section(history: list[Result], result: Result, stat: LineStat) -> str | None
     costs = line_costs(upto, result, stat)
     runs = upto[-len(costs) :]
     clock = fmt.clock_suffix(result)
-    rows = ["| when (UTC) | commit | line |", "| --- | --- | ---: |"]
+    rows = ["| when (UTC) | commit | line (median step) |", "| --- | --- | ---: |"]
     for run, cost in list(zip(runs, costs, strict=True))[-SHOWN:][::-1]:
         when = escape(run.created_at.replace("T", " ")[:16])
         mark = " ← this run" if run.run_id == result.run_id else ""
