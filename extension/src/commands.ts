@@ -4,7 +4,8 @@
 import * as vscode from "vscode";
 import type { LensContext } from "./context";
 import { ResultsPanel } from "./panel/resultsPanel";
-import { ClientCommand, ServerCommand } from "./protocol";
+import { type HistoryReply, baselineItems } from "./baselinePick";
+import { ClientCommand, Request, ServerCommand } from "./protocol";
 import { refuseUntrusted } from "./trust";
 
 // The server's reply; on failure it has already shown the reason (window/showMessage).
@@ -76,6 +77,27 @@ export function registerCommands(ctx: LensContext): void {
         { uri: uri.toString() },
       );
       if (reply && !reply.error) await panel.show({ uri, function: reply.function }, false);
+    }),
+    vscode.commands.registerCommand("trainiumLens.compareWithBaseline", async () => {
+      const editor = pythonEditor();
+      const client = editor && (await servers.ready());
+      if (!editor || !client) return;
+      const uri = editor.document.uri;
+      const reply = await client.sendRequest<HistoryReply>(Request.history, { uri: uri.toString() });
+      const items = baselineItems(reply);
+      if (!items.length) {
+        void vscode.window.showInformationMessage(
+          `Trainium Lens: ${reply?.function ?? "this file"} has no earlier run to compare with: profile it again first.`,
+        );
+        return;
+      }
+      const picked = await vscode.window.showQuickPick(items, {
+        title: `Compare ${reply.function}'s latest run with…`,
+        placeHolder: "a stored run (when · commit)",
+        matchOnDetail: true,
+      });
+      if (picked)
+        await panel.show({ uri, function: reply.function ?? undefined, baseline: picked.runId }, false);
     }),
     vscode.commands.registerCommand(ClientCommand.showResults, async () => {
       const editor = pythonEditor();

@@ -14,6 +14,7 @@ export const ServerCommand = {
 export const Request = {
   runData: "trainiumLens/runData",
   timeline: "trainiumLens/timeline",
+  history: "trainiumLens/history",
 } as const;
 
 /** Notifications, server → client. */

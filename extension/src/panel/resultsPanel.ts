@@ -11,6 +11,7 @@ import { Request } from "../protocol";
 export interface PanelTarget {
   uri: vscode.Uri;
   function?: string;
+  baseline?: string; // a run id: the diff is against it instead of the previous run
 }
 
 export class ResultsPanel implements vscode.Disposable {
@@ -33,6 +34,7 @@ export class ResultsPanel implements vscode.Disposable {
       data = await client.sendRequest<RunData>(Request.runData, {
         uri: target.uri.toString(),
         function: target.function,
+        baseline: target.baseline,
       });
     } catch (e) {
       void vscode.window.showErrorMessage(

@@ -13,10 +13,11 @@ import importlib
 import sys
 
 from trainium_lens import __version__
+from trainium_lens.cli.pipes import silence_stdout
 from trainium_lens.errors import LensError
 
 # In the order ``--help`` lists them.
-COMMANDS = ("profile", "show", "compare", "fetch", "doctor", "explorer", "export", "lsp")
+COMMANDS = ("profile", "show", "runs", "compare", "check", "fetch", "doctor", "explorer", "export", "lsp")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,3 +46,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("trainium-lens: cancelled", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of stdout went away (``| head``): end quietly
+        silence_stdout()
+        return 0

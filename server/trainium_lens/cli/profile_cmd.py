@@ -20,8 +20,9 @@ from trainium_lens.cli.render import Style, render_result, terminal_safe
 from trainium_lens.cli.render_engines import render_engines
 from trainium_lens.cli.render_ranks import render_ranks
 from trainium_lens.engine import runner
-from trainium_lens.engine.jobs import PROTOCOL_KEYS, make_job
+from trainium_lens.engine.jobs import PROTOCOL_KEYS, Job, make_job
 from trainium_lens.errors import Cancelled, HarnessError, LensError, NotStored, UsageError
+from trainium_lens.model.result import Result
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets import make_target
 
@@ -260,6 +261,28 @@ def run(args: argparse.Namespace) -> int:
         include=args.include,
         nproc=args.nproc,
     )
+    store = None if args.no_store else RunStore(job.workspace)
+    results, not_stored = profile_job(job, args, store)
+    style = style_for(sys.stdout, args.verbose)
+    sections = [render_result(r, style) + render_engines(r, style) + render_ranks(r, style) for r in results]
+    sections += render_batch(results, style)  # variants compared, the rest summarized
+    print(terminal_safe("\n\n".join(sections)))  # engines/ranks tables too
+    if args.json:
+        data = results[0].to_dict() if len(results) == 1 else [r.to_dict() for r in results]
+        write_json(args.json, data)
+    if not_stored is not None:
+        sys.stdout.flush()
+        raise one_line(LensError(f"{not_stored} (the tables above are not saved; --no-store skips saving)"))
+    return 0
+
+
+def profile_job(
+    job: Job, args: argparse.Namespace, store: RunStore | None
+) -> tuple[list[Result], NotStored | None]:
+    """Run ``job`` on the target the arguments name (``add_target_arguments``), with
+    the progress line on stderr and SIGTERM/SIGHUP stopping it: shared with ``check``.
+    A run that finished but could not be stored comes back with why (``NotStored``):
+    the caller shows its results first."""
     target = make_target(
         args.host,
         python=args.python,
@@ -267,7 +290,6 @@ def run(args: argparse.Namespace) -> int:
         remote_python=args.remote_python,
         work_dir=args.work_dir,
     )
-    store = None if args.no_store else RunStore(job.workspace)
     progress = Progress(sys.stderr)
     progress.status(f"starting the harness on {target.host}")
     previous = _stop_on_signals()
@@ -283,14 +305,4 @@ def run(args: argparse.Namespace) -> int:
             signal.signal(signum, handler)
         progress.close()
         target.close()
-    style = style_for(sys.stdout, args.verbose)
-    sections = [render_result(r, style) + render_engines(r, style) + render_ranks(r, style) for r in results]
-    sections += render_batch(results, style)  # variants compared, the rest summarized
-    print(terminal_safe("\n\n".join(sections)))  # engines/ranks tables too
-    if args.json:
-        data = results[0].to_dict() if len(results) == 1 else [r.to_dict() for r in results]
-        write_json(args.json, data)
-    if not_stored is not None:
-        sys.stdout.flush()
-        raise one_line(LensError(f"{not_stored} (the tables above are not saved; --no-store skips saving)"))
-    return 0
+    return results, not_stored

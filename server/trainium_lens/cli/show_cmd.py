@@ -1,9 +1,11 @@
-"""``trainium-lens show RESULT.json|RUN_ID``: re-print stored results.
+"""``trainium-lens show [RESULT.json|RUN_ID|latest[~N] [FILE [FUNCTION]]]``: re-print stored results.
 
 Accepts what ``profile`` leaves behind: a ``--json`` file (one result, or a
 list for several functions), a run id, or a unique prefix of one. A batch id
 (the run id without its ``-N`` index) shows every function of that run and
-the comparison, exactly as ``profile`` printed them.
+the comparison, exactly as ``profile`` printed them. ``latest``/``latest~N``
+name a function's runs by age (``refs.py``). With nothing named, it lists the
+stored runs (as ``runs`` does) instead of failing.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ import json
 import sys
 from pathlib import Path
 
+from trainium_lens.cli import refs
 from trainium_lens.cli.batch_render import render_batch
 from trainium_lens.cli.common import add_workspace_argument, workspace_path
+from trainium_lens.cli.pipes import emit
 from trainium_lens.cli.profile_cmd import add_verbose_argument, style_for
-from trainium_lens.cli.render import render_result, terminal_safe
+from trainium_lens.cli.render import finish, render_result
 from trainium_lens.cli.render_engines import render_engines
 from trainium_lens.cli.render_ranks import render_ranks
 from trainium_lens.errors import LensError, UsageError
@@ -31,7 +35,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Print results saved by `profile` (a --json file, a run id or a unique "
         "prefix, or a batch id) as `profile` printed them.",
     )
-    p.add_argument("run", metavar="RESULT.json|RUN_ID")
+    p.add_argument("run", metavar="RESULT.json|RUN_ID|latest[~N]", nargs="?")
+    p.add_argument("file", metavar="FILE", nargs="?", help="with latest[~N]: the profiled file")
+    p.add_argument("function", metavar="FUNCTION", nargs="?", help="with latest[~N]: the function")
     add_workspace_argument(p)
     add_verbose_argument(p)
     p.set_defaults(handler=run)
@@ -61,8 +67,16 @@ def store_for(workspace: str | None) -> RunStore:
     return RunStore(root)
 
 
-def resolve_many(ref: str, workspace: str | None) -> list[Result]:
+def resolve_many(
+    ref: str, workspace: str | None, file: str | None = None, function: str | None = None
+) -> list[Result]:
     path = Path(ref).expanduser()
+    if refs.back(ref) is not None and not path.is_file():
+        root = workspace_path(workspace)
+        rel = refs.workspace_file(file, root) if file else None
+        return [refs.pick(RunStore(root), ref, rel, function)]
+    if file or function:
+        raise UsageError(f"FILE and FUNCTION go with latest or latest~N, not with {ref!r}")
     if path.is_file() or ref.endswith(".json"):
         return load_file(path)
     store = store_for(workspace)
@@ -80,18 +94,38 @@ def resolve_many(ref: str, workspace: str | None) -> list[Result]:
         )
 
 
-def resolve(ref: str, workspace: str | None) -> Result:
+def resolve(ref: str, workspace: str | None, file: str | None = None, function: str | None = None) -> Result:
     """Exactly one result (for ``compare``)."""
-    results = resolve_many(ref, workspace)
+    results = resolve_many(ref, workspace, file, function)
     if len(results) != 1:
         raise UsageError(f"{ref} holds {len(results)} results: name one run id")
     return results[0]
 
 
 def run(args: argparse.Namespace) -> int:
-    results = resolve_many(args.run, args.workspace)
+    if args.run is None:
+        return list_instead(args.workspace)
+    results = resolve_many(args.run, args.workspace, args.file, args.function)
     style = style_for(sys.stdout, args.verbose)
     sections = [render_result(r, style) + render_engines(r, style) + render_ranks(r, style) for r in results]
     sections += render_batch(results, style)  # variants compared, the rest summarized
-    print(terminal_safe("\n\n".join(sections)))  # engines/ranks tables too
+    emit(finish("\n\n".join(sections), style))  # engines/ranks tables too
+    return 0
+
+
+def list_instead(workspace: str | None) -> int:
+    """``show`` with no run: what there is to show, and how."""
+    from trainium_lens.cli.runs_cmd import listing, stored
+
+    store, results = stored(workspace, None, None)
+    if not results:
+        print(
+            f"trainium-lens: no stored runs in {store.runs}; profile a file first "
+            f"(trainium-lens profile FILE), or name a RESULT.json",
+            file=sys.stderr,
+        )
+        return 0
+    style = style_for(sys.stdout)
+    head = "stored runs, newest first (show RUN, show latest [FILE [FUNCTION]], show latest~1 ...):"
+    emit(finish("\n".join([head, *listing(results, style)]), style))
     return 0

@@ -121,6 +121,8 @@ def apply(result: Result, reports: list[Weighted], root: str, phases: dict[str, 
         stat.backward_self_time_us_max = stat.backward_self_time_us_median = back
         stat.backward_total_time_us = max(acc.backward_total_ns, acc.backward_ns) / 1000.0
         stat.recompute_time_us = 0.0
+        # one device-profiled figure per line: one sample (the gate says it cannot judge noise)
+        stat.step_us = [us + back]
         stat.engines = [EngineTime(e, ns / 1000.0) for e, ns in sorted(acc.engines.items())]
         by_time = sorted(acc.per_hlo.items(), key=lambda kv: -kv[1])
         if native:  # ATen ops stay (calls, CPU); the profile has no per-op device time
@@ -195,6 +197,7 @@ def _totals(result: Result, reports: list[Weighted], per_line: dict[tuple[str, i
     totals = result.totals
     totals.self_time_us = totals.self_time_us_min = totals.self_time_us_max = busy
     totals.per_step_self_time_us = [busy]
+    totals.step_us = [busy]
     totals.steps = totals.steps or 1
     # the split must add up to self time: backward as the lines' backward time (each
     # instruction is credited once), the rest forward; optimizer and recompute are

@@ -163,6 +163,7 @@ def _merge_lines(entries: list[tuple[int, dict]]) -> tuple[list[dict], dict[int,
         merged["self_time_us_max"] = max(float(ln.get("self_time_us_max") or 0.0) for _r, ln in present)
         merged["self_time_us_median"] = merged["self_time_us"]
         merged["ops"] = _merge_named([ln.get("ops") or [] for _r, ln in present], len(ranks))
+        merged["step_us"] = _median_steps([have[r].get("step_us") or [] if r in have else [] for r in ranks])
         out.append(merged)
     out.sort(key=lambda ln: -ln["self_time_us"])
     return out, {r: (waits[r], colls[r]) for r in ranks}
@@ -204,9 +205,19 @@ def _merge_totals(all_totals: list[dict]) -> dict:
     width = min(len(s) for s in steps)
     per_step = [_median([s[i] for s in steps]) for i in range(width)]
     totals["per_step_self_time_us"] = per_step
+    totals["step_us"] = _median_steps([t.get("step_us") or [] for t in all_totals])
     totals["self_time_us_min"] = min(per_step) if per_step else 0.0
     totals["self_time_us_max"] = max(per_step) if per_step else 0.0
     return totals
+
+
+def _median_steps(samples: list[list[float]]) -> list[float]:
+    """Step by step, the median across ranks (a rank without a line's samples counts
+    0 in each step, as in the line's figures; none anywhere: none)."""
+    if not any(samples):
+        return []
+    width = max(len(s) for s in samples)
+    return [_median([s[i] if i < len(s) else 0.0 for s in samples]) for i in range(width)]
 
 
 def rank_result(result: Result, rank: int) -> Result:

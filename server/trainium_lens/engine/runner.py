@@ -6,12 +6,14 @@ target reaches its host or how results are stored.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 
 from trainium_lens.analysis.findings import analyze
 from trainium_lens.engine.device_profile import fill as fill_neuron_lines
 from trainium_lens.engine.jobs import Job
+from trainium_lens.engine.provenance import git_state
 from trainium_lens.engine.ranks import RankEvents, merge_document
 from trainium_lens.errors import LensError, NotStored, TargetError, TimedOut
 from trainium_lens.model.result import Batch, Result, ResultError
@@ -37,6 +39,7 @@ def profile(
     Run folders of results the store pruned go too, on the target that holds them.
     """
     events = RankEvents(on_event or (lambda _event: None))  # torchrun jobs: one rank's progress
+    git = git_state(job.workspace, job.file)  # before the run: an edit during it must not relabel it
     try:
         document = target.run(job, events, cancel, timeout)
     except TimedOut as exc:  # a hung rank: say which, and where it waited
@@ -50,6 +53,7 @@ def profile(
         raise LensError("the harness returned no results")
     for result in batch.results:
         result.batch_id = result.batch_id or batch.batch_id
+        result.git = dataclasses.replace(git)
         # xla on Trn1: per-line device time from the Parquet folders the harness listed
         fill_neuron_lines(result, target.fetch)
         result.findings = analyze(result)

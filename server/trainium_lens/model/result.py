@@ -88,6 +88,15 @@ class Totals:
     backward_time_us: float = 0.0  # ops under the autograd engine's backward nodes
     optimizer_time_us: float = 0.0  # ops under Optimizer.step / zero_grad
     recompute_time_us: float = 0.0  # forward re-run inside the backward (checkpointing)
+    # schema 3: the primary-clock time of each measured step, in order (as many as
+    # the run measured; one where a device profile replaced the figures). What the
+    # regression gate (analysis/gate.py) judges noise from.
+    step_us: list[float] = field(default_factory=list)
+
+    @property
+    def samples(self) -> list[float]:
+        """Per-step samples: ``step_us``, else a schema-2 run's ``per_step_self_time_us``."""
+        return self.step_us or self.per_step_self_time_us
 
     @property
     def has_backward(self) -> bool:
@@ -207,6 +216,9 @@ class LineStat:
     # those modules, most calls first; None: not counted (older results, backend xla)
     via_library: float | None = None
     library_modules: list[str] = field(default_factory=list)
+    # schema 3: ``time_us`` (forward + backward + recompute self time) in each measured
+    # step, in order; their mean is ``time_us``. Empty in results before schema 3.
+    step_us: list[float] = field(default_factory=list)
 
     @property
     def time_us(self) -> float:
@@ -428,6 +440,24 @@ class Output:
 
 
 @dataclass
+class GitState:
+    """The code a run measured (schema 3): the workspace's git state when the run
+    began, recorded on this machine by ``engine/provenance.py`` (the harness may run
+    on a host that has no ``.git``)."""
+
+    commit: str | None = None  # HEAD's full hash; None outside a git work tree
+    dirty: bool = False  # tracked files differed from HEAD, or the profiled file is untracked
+    branch: str | None = None  # None on a detached HEAD
+
+    @property
+    def short(self) -> str:
+        """``3f2a9c1`` / ``3f2a9c1+dirty`` / ``-`` (no git)."""
+        if not self.commit:
+            return "-"
+        return self.commit[:7] + ("+dirty" if self.dirty else "")
+
+
+@dataclass
 class LibraryFile:
     """A file of an included package (``--include``): its module path, as the
     result's lines name it, and where it lies on the host that ran the profile."""
@@ -465,6 +495,7 @@ class Result:
     # torchrun jobs only (``--nproc N``, see engine/ranks.py); absent from a one-process result
     ranks: list[RankRun] = field(default_factory=list)
     world_size: int = 1
+    git: GitState = field(default_factory=GitState)  # schema 3: the commit this run measured
 
     # -- conveniences used by every consumer --------------------------------
     def line(self, file: str, line: int) -> LineStat | None:

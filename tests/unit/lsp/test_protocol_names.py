@@ -7,7 +7,17 @@ import re
 
 from tests.conftest import ROOT
 from trainium_lens.lsp import server as lsp_server
-from trainium_lens.lsp.features import codelens, compare, explorer, heat, panel, profile, timeline, warm
+from trainium_lens.lsp.features import (
+    codelens,
+    compare,
+    explorer,
+    heat,
+    history,
+    panel,
+    profile,
+    timeline,
+    warm,
+)
 
 
 def client_names() -> dict[str, dict[str, str]]:
@@ -26,7 +36,11 @@ def test_client_and_server_name_the_same_methods():
         "openExplorer": explorer.COMMAND,
         "releaseWorker": warm.RELEASE,
     }
-    assert names["Request"] == {"runData": panel.REQUEST, "timeline": timeline.REQUEST}
+    assert names["Request"] == {
+        "runData": panel.REQUEST,
+        "timeline": timeline.REQUEST,
+        "history": history.REQUEST,
+    }
     assert names["Notification"] == {
         "heat": heat.NOTIFICATION,
         "runState": profile.RUN_STATE,

@@ -180,6 +180,7 @@ def totals(
         "self_time_us_max": max(per_step) if per_step else 0.0,
         "dispatches": dispatches,
         "per_step_self_time_us": per_step,
+        "step_us": [round(v, 3) for v in per_step],  # schema 3: the regression gate's samples
         **split,
     }
 

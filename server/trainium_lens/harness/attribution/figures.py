@@ -44,6 +44,15 @@ class _Sums:
     def spread(self, key: Any, phase: int) -> tuple[float, float, float]:
         return _spread(self.per_step.get((key, phase), [0.0] * self.steps))
 
+    def step_sum(self, key: Any, phases: tuple[int, ...]) -> list[float]:
+        """Per measured step, the sum over ``phases`` (rounded to ns: the samples
+        are stored per line, a few per step, and exactness past a ns is noise)."""
+        out = [0.0] * self.steps
+        for phase in phases:
+            for i, v in enumerate(self.per_step.get((key, phase), ())):
+                out[i] += v
+        return [round(v, 3) for v in out]
+
 
 def _line_ops(att: Attribution, n: int) -> dict[tuple[str, int], list[dict]]:
     """(label, phase) -> its ops: forward in program order (what the line
@@ -104,6 +113,9 @@ def lines_and_ops(att: Attribution, labels: dict, source: Any) -> dict:
                 "backward_ops": per_line_ops.get((key, BWD), []),
                 "recompute_time_us": self_s.get(key, RECOMPUTE) / n,
                 "recompute_ops": per_line_ops.get((key, RECOMPUTE), []),
+                # schema 3: what the line cost in each measured step (fwd + bwd +
+                # recompute, as ``LineStat.time_us``): the regression gate's samples
+                "step_us": self_s.step_sum(key, (FWD, BWD, RECOMPUTE)),
             }
         )
     lines.sort(

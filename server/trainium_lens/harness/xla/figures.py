@@ -184,6 +184,15 @@ def _line(
         "backward_self_time_us_max": bhi,
         "backward_self_time_us_median": bmed,
         "backward_ops": sorted(line_ops.get((place, BACKWARD), []), key=lambda o: -o["self_time_us"]),
+        # schema 3: the regression gate's samples, forward + backward per step
+        "step_us": [
+            round(f + b, 3)
+            for f, b in zip(
+                self_s.values.get((place, FORWARD), [0.0] * self_s.steps),
+                self_s.values.get((place, BACKWARD), [0.0] * self_s.steps),
+                strict=True,
+            )
+        ],
     }
 
 

@@ -14,10 +14,12 @@ from lsprotocol import types
 
 from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.present import rank_format
+from trainium_lens.lsp.present.history import section as history_section
 from trainium_lens.lsp.present.hover_hlo import hlo_section
 from trainium_lens.lsp.present.markdown import code, command_link, escape
 from trainium_lens.lsp.runs import Annotation, Annotations
 from trainium_lens.lsp.state import LensServer
+from trainium_lens.model.result import Result
 
 CLOCK_WORDS = {
     "neuron": "Neuron device time",
@@ -27,7 +29,7 @@ CLOCK_WORDS = {
 }
 
 
-def markdown(uri: str, a: Annotation, annotations: Annotations) -> str:
+def markdown(uri: str, a: Annotation, annotations: Annotations, history: list[Result] | None = None) -> str:
     r, s = a.result, a.stat
     clock = escape(fmt.clock_suffix(r))
     out = [
@@ -77,6 +79,9 @@ def markdown(uri: str, a: Annotation, annotations: Annotations) -> str:
             out.append(_op_table("backward ops (the autograd node that ran them)", s.backward_ops, clock))
         if s.recompute_ops:
             out.append(_op_table("recompute ops", s.recompute_ops, clock))
+    past = history_section(history or [], r, s)  # the line in the function's last runs
+    if past:
+        out.append(past)
     on_line = [f for f in annotations.findings if f.line == a.line]
     if on_line:
         out.append(
@@ -130,10 +135,14 @@ def hover(ls: LensServer, params: types.HoverParams) -> types.Hover | None:
     a = annotations.by_line.get(params.position.line)
     if a is None:
         return None
+    runs = ls.document_runs(uri)
+    history = runs.index.history(a.result.function.file, a.result.function.name) if runs else []
     lines, _ = ls.doc_lines(uri)
     end = ls.workspace.position_codec.client_num_units(lines[a.line]) if a.line < len(lines) else 0
     return types.Hover(
-        contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=markdown(uri, a, annotations)),
+        contents=types.MarkupContent(
+            kind=types.MarkupKind.Markdown, value=markdown(uri, a, annotations, history)
+        ),
         range=types.Range(
             start=types.Position(line=a.line, character=0), end=types.Position(line=a.line, character=end)
         ),

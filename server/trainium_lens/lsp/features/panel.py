@@ -5,7 +5,9 @@ the function's latest result (op table, line table, findings: the result's
 own JSON), the comparison of the file's variants (None below two), the diff
 against the function's previous run (None without one), and where each
 profiled line sits in the editor now (so a click reveals the right line).
-Without ``function``: the most recently profiled function of the file.
+Without ``function``: the most recently profiled function of the file. With
+``baseline`` (a run id of that function, picked from ``trainiumLens/history``)
+the diff is against that run instead of the previous one.
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ def run_data(ls: LensServer, params: Any) -> dict:
     if not history:
         return empty
     result = history[-1]
+    baseline = _arg(params, "baseline")
+    before = next((r for r in history if r.run_id == baseline), None) if baseline else None
+    if before is None and len(history) > 1:
+        before = history[-2]
+    if before is result:
+        before = None
     variants = compare.file_variants(histories)
     annotations = ls.annotations(uri)
     placed = {a.stat.line: a for a in annotations.lines if a.result is result} if annotations else {}
@@ -54,11 +62,11 @@ def run_data(ls: LensServer, params: Any) -> dict:
     return {
         "result": result.to_dict(),
         "comparison": compare.variants(variants),
-        "diff": compare.diff(history[-2], result) if len(history) > 1 else None,
+        "diff": compare.diff(before, result) if before else None,
         "lines": lines,
         "markdown": {
             "comparison": compare.variants_markdown(variants) if len(variants) > 1 else None,
-            "diff": compare.diff_markdown(history[-2], result) if len(history) > 1 else None,
+            "diff": compare.diff_markdown(before, result) if before else None,
         },
     }
 
