@@ -18,6 +18,7 @@ from trainium_lens.cli.common import add_target_arguments
 from trainium_lens.cli.render import Style, render_result
 from trainium_lens.cli.render_engines import render_engines
 from trainium_lens.cli.render_ranks import render_ranks
+from trainium_lens.cli.render_work import render_work
 from trainium_lens.engine import runner
 from trainium_lens.engine.jobs import PROTOCOL_KEYS, make_job
 from trainium_lens.errors import Cancelled, HarnessError, LensError
@@ -263,7 +264,10 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
         target.close()
     style = style_for(sys.stdout)
-    sections = [render_result(r, style) + render_engines(r, style) + render_ranks(r, style) for r in results]
+    sections = [
+        render_result(r, style) + render_work(r, style) + render_engines(r, style) + render_ranks(r, style)
+        for r in results
+    ]
     sections += render_batch(results, style)  # variants compared, the rest summarized
     print("\n\n".join(sections))
     if args.json:

@@ -19,6 +19,7 @@ from trainium_lens.cli.profile_cmd import style_for
 from trainium_lens.cli.render import render_result
 from trainium_lens.cli.render_engines import render_engines
 from trainium_lens.cli.render_ranks import render_ranks
+from trainium_lens.cli.render_work import render_work
 from trainium_lens.errors import LensError, UsageError
 from trainium_lens.model.result import Result, ResultError, load
 from trainium_lens.model.store import RunStore
@@ -90,7 +91,10 @@ def resolve(ref: str, workspace: str | None) -> Result:
 def run(args: argparse.Namespace) -> int:
     results = resolve_many(args.run, args.workspace)
     style = style_for(sys.stdout)
-    sections = [render_result(r, style) + render_engines(r, style) + render_ranks(r, style) for r in results]
+    sections = [
+        render_result(r, style) + render_work(r, style) + render_engines(r, style) + render_ranks(r, style)
+        for r in results
+    ]
     sections += render_batch(results, style)  # variants compared, the rest summarized
     print("\n\n".join(sections))
     return 0

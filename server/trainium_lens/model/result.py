@@ -27,7 +27,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
-SCHEMA_VERSION = 2  # 2: backward/recompute per line, totals split, optimizers
+SCHEMA_VERSION = 3  # 2: backward/recompute per line, totals split, optimizers; 3: work, roof, memory
 
 BACKENDS = ("neuron", "cuda", "cpu", "xla")
 
@@ -196,6 +196,21 @@ class LineStat:
     # Neuron device time per engine (union of the line's instruction intervals on
     # that engine, per step): xla runs on Trn1 whose device profile was read
     engines: list[EngineTime] = field(default_factory=list)
+    # schema 3: work per call (docs/architecture.md, "Schema 3"); None: not measured.
+    # FLOPs: matmul/conv/attention ops (eager: from recorded shapes; xla: HLO shapes;
+    # Neuron device profile: adjusted_flops). Bytes moved: an estimate (eager: tensor
+    # inputs + outputs of the ops the line dispatched). Backward: the ops the autograd
+    # engine ran for the line's forward ops (recompute included).
+    flops: float | None = None
+    bytes: float | None = None
+    backward_flops: float | None = None
+    backward_bytes: float | None = None
+    dtype: str | None = None  # of its FLOP-heaviest op (else byte-heaviest): picks the peak
+    # memory (eager: allocator events of the work call; xla: HLO buffer sizes)
+    alloc_bytes: float | None = None  # allocated by its forward ops, still held when they returned
+    saved_bytes: float | None = None  # storages it saved for backward (each storage once, first saver)
+    saved_activation_bytes: float | None = None  # of those, allocated during the step (not params/inputs)
+    peak_bytes: float | None = None  # its tensors live at the step's memory peak
 
     @property
     def time_us(self) -> float:
@@ -337,6 +352,58 @@ class Signals:
 
 
 @dataclass
+class PeakFlops:
+    dtype: str  # "float32", "bfloat16", ... (torch's dtype names)
+    flops_per_s: float
+
+
+@dataclass
+class Roof:
+    """The device's peaks a line is measured against, and where they came from.
+
+    The harness writes the measured CPU roof (and, on CUDA, the device name and
+    TF32 mode); ``analysis/peaks.py`` fills a device's from its tables."""
+
+    device: str = ""
+    flops: list[PeakFlops] = field(default_factory=list)  # peak FLOP/s per dtype
+    bytes_per_s: float = 0.0  # memory bandwidth
+    source: str = ""  # e.g. "measured on this host ...", "Neuron docs: trn1 ..."
+    measured: bool = False  # measured on the host (CPU) rather than from a table
+    cores: int | None = None  # CPU threads / NeuronCores the figures are for
+    measured_at: str | None = None
+    tf32: bool | None = None  # CUDA: fp32 matmuls run as TF32 (torch.backends.cuda.matmul.allow_tf32)
+
+
+@dataclass
+class Work:
+    """How the per-line FLOPs and bytes were obtained, and the function's sums (per call)."""
+
+    source: str = ""  # "shapes" (eager) | "hlo" (xla) | "neuron-profile"
+    flops: float = 0.0  # forward + backward, every op (unattributed included)
+    bytes: float = 0.0
+    unattributed_flops: float = 0.0
+    note: str = ""
+
+
+@dataclass
+class Memory:
+    """The step's memory: its peak and who holds it (bytes)."""
+
+    device: str = ""
+    available: bool = False
+    peak_bytes: float = 0.0  # largest rise above what was allocated when the step began
+    peak_phase: str = ""  # "forward" | "backward" | "recompute" | "optimizer"
+    peak_file: str | None = None  # the line whose op reached the peak
+    peak_line: int | None = None
+    unattributed_peak_bytes: float = 0.0  # live at the peak, made by no user line
+    held_before_bytes: float | None = None  # allocated when the step began (CUDA allocator; else unknown)
+    allocator_peak_bytes: float | None = None  # CUDA: torch.cuda.max_memory_allocated over the step
+    saved_bytes: float | None = None  # every storage saved for backward (None: not watched)
+    source: str = ""
+    note: str | None = None  # why something is not available
+
+
+@dataclass
 class Output:
     """What the function returned, for comparing variants of one file."""
 
@@ -384,6 +451,10 @@ class Result:
     # torchrun jobs only (``--nproc N``, see engine/ranks.py); absent from a one-process result
     ranks: list[RankRun] = field(default_factory=list)
     world_size: int = 1
+    # schema 3: what the device could do, how the work was counted, the step's memory
+    roof: Roof | None = None
+    work: Work | None = None
+    memory: Memory | None = None
 
     # -- conveniences used by every consumer --------------------------------
     def line(self, file: str, line: int) -> LineStat | None:

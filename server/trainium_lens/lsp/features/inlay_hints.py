@@ -5,6 +5,8 @@ clock is named whenever it is not Neuron device time), ``(stale)`` once the
 line was edited, and ``▼ 38%`` against the function's previous run. A line of
 a training step whose forward caused backward work reads
 ``⏱ fwd 0.40 ms · bwd 0.91 ms cpu · 12% · 2 ops`` (share: of the whole step).
+A line whose work was counted ends with its roofline marker: ``· 41% peak``,
+``· mem-bound 63% BW`` or ``· overhead-bound`` (present/roofline_format.py).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import bisect
 from lsprotocol import types
 
 from trainium_lens.lsp.present import format as fmt
-from trainium_lens.lsp.present import rank_format
+from trainium_lens.lsp.present import rank_format, roofline_format
 from trainium_lens.lsp.runs import Annotation, Annotations
 
 
@@ -38,6 +40,7 @@ def label(a: Annotation) -> str:
     parts.append(fmt.share(a.time_us, result.totals.self_time_us))
     if a.stat.calls:
         parts.append(fmt.plural(a.stat.calls, "op"))
+    parts += [m] if not a.inclusive and (m := roofline_format.marker(result, a.stat)) else []
     parts += [spread] if (spread := rank_format.hint_spread(a.stat)) and not a.inclusive else []
     if a.previous_us is not None and not a.inclusive:
         change = fmt.delta(a.previous_us, a.stat.self_time_us)
