@@ -230,6 +230,7 @@ def direct_ops(line: LineStat, result: Result) -> list[LineOp]:
 def analyze(result: Result) -> list[Finding]:
     """Every finding for one result, most severe first, then by line."""
     findings: list[Finding] = []
+    from trainium_lens.analysis.roofline_findings import with_roofline_findings
     from trainium_lens.analysis.xla_findings import xla_findings
 
     for check in (
@@ -245,6 +246,7 @@ def analyze(result: Result) -> list[Finding]:
     ):
         findings.extend(check(result))
     findings = with_optimizer_findings(result, findings)
+    findings = with_roofline_findings(result, findings)  # overhead/memory-bound lines, checkpointing
     findings.extend(rank_findings(result))  # torchrun jobs: the straggler
     order = {"error": 0, "warning": 1, "info": 2, "hint": 3}
     findings.sort(key=lambda f: (order.get(f.severity, 9), f.file, f.line, f.kind))

@@ -31,6 +31,11 @@ from trainium_lens.analysis.peaks import peak_for, resolve
 from trainium_lens.model.result import LineStat, Result, Roof
 
 OVERHEAD_BELOW = 0.10
+ABOVE_ROOF_NOTE = (
+    "above 100%: faster than the roof allows — the bytes are an estimate (data that stays in "
+    "cache moves faster than memory bandwidth), or a measured roof was taken on a busy host "
+    "(delete cpu-roof.json in the cache folder to measure it again)"
+)
 
 
 @dataclass

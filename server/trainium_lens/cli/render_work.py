@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from trainium_lens.analysis import units
 from trainium_lens.analysis.peaks import resolve
-from trainium_lens.analysis.roofline import function_mfu, has_work, step_roof
+from trainium_lens.analysis.roofline import ABOVE_ROOF_NOTE, function_mfu, has_work, step_roof
 from trainium_lens.cli.render import SOURCE_WIDTH, Style, finish, line_ref, table, truncate
 from trainium_lens.model.result import Result
 
@@ -32,8 +32,10 @@ def render_work(result: Result, style: Style | None = None) -> str:
             f"{units.flops(mfu.flops)} per call over the {mfu.basis}"
         )
     rows = []
+    above = False
     for s in sorted(lines, key=lambda s: (s.file != result.function.file, s.file, s.line)):
         r = step_roof(result, s, roof)
+        above = above or (r is not None and r.pct_of_peak > 100)
         flops = (s.flops or 0.0) + (s.backward_flops or 0.0)
         bytes_ = (s.bytes or 0.0) + (s.backward_bytes or 0.0)
         rows.append(
@@ -58,9 +60,12 @@ def render_work(result: Result, style: Style | None = None) -> str:
             shrink={1: 16},
             ellipsis=style.ellipsis,
         )
+    if above:
+        out.append(f"  % peak {ABOVE_ROOF_NOTE}")
     mem = result.memory
     if mem is not None:
         if mem.available:
+            phase = f", in the {mem.peak_phase}" if mem.peak_phase else ""
             saved = f"; {units.nbytes(mem.saved_bytes)} saved for backward" if mem.saved_bytes else ""
             before = (
                 f"; {units.nbytes(mem.held_before_bytes)} held before it"
@@ -68,8 +73,8 @@ def render_work(result: Result, style: Style | None = None) -> str:
                 else ""
             )
             out.append(
-                f"  memory ({mem.device}): peak {units.nbytes(mem.peak_bytes)} above the step's start, "
-                f"in the {mem.peak_phase}{before}{saved}"
+                f"  memory ({mem.device}): peak {units.nbytes(mem.peak_bytes)} above the step's start"
+                f"{phase}{before}{saved} ({mem.source})"
             )
         elif mem.note:
             out.append(f"  memory: {mem.note}")

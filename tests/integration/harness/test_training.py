@@ -70,7 +70,7 @@ def test_example_linear_and_norm_lines_carry_their_backward(example):
     for name in ("train_step_naive", "train_step_fused"):
         r = example[name]
         start = r.function.line
-        assert r.schema_version == 2 and r.totals.backward_time_us > 0
+        assert r.schema_version == 3 and r.totals.backward_time_us > 0
         for needle in ("model.qkv(h)", "model.proj(", "model.out(F.gelu", "model.head(x)"):
             s = _line(r, EXAMPLE, needle, after=start)
             assert s.backward_self_time_us > 0, (name, needle)

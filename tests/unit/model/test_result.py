@@ -81,8 +81,8 @@ def test_wrong_type_names_the_field():
 
 
 def test_newer_schema_says_upgrade():
-    with pytest.raises(R.ResultError, match="schema version 3.*upgrade trainium-lens"):
-        R.Result.from_dict(minimal(schema_version=3))
+    with pytest.raises(R.ResultError, match="schema version 4.*upgrade trainium-lens"):
+        R.Result.from_dict(minimal(schema_version=4))
 
 
 def test_not_a_result():

@@ -193,6 +193,7 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     )
     from trainium_lens.harness.events import HarnessError
     from trainium_lens.harness.xla.attribution import attribute, figures
+    from trainium_lens.harness.xla.work import add_work
     from trainium_lens.harness.xla.xplane import Capture, find_xplanes, read_xspace
 
     ev, name, spec, backend = s.events, marked.name, s.spec, s.backend
@@ -235,6 +236,7 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     starts = sorted(start for mname, start, _end in cap.markers if mname.startswith(STEP_MARKER))
     att = attribute(cap, starts, s.user.relpath)
     fig = figures(att, s.source.line)
+    work = add_work(fig["lines"], att, cap)  # FLOPs, bytes, HLO buffers per line (xla/work.py)
     trace = write_trace(os.path.join(spec.run_dir, f"{run_id}.trace.json"), att, cap)
 
     ev.stage("timing", name, f"{protocol['timing_calls']} unprofiled calls")
@@ -316,7 +318,20 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
             "instrumentation_overhead": (statistics.median(step_wall) / wall) if wall > 0 else None,
         },
         output=output,
+        **work,
+        roof=cpu_roof(backend),
     )
+
+
+def cpu_roof(backend: Any) -> dict | None:
+    """On torch-xla's CPU device the instructions run on this host's CPU: its measured roof."""
+    if backend.device_type.upper() != "CPU":
+        return None
+    from trainium_lens.harness.work.calibrate import cpu_roof as measured
+
+    roof = measured(backend.torch)
+    roof["source"] += " (torch's CPU kernels: XLA's CPU runtime runs its own, a roof of the same host)"
+    return roof
 
 
 def write_trace(path: str, att: Any, cap: Any) -> str | None:

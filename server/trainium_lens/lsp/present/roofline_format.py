@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from trainium_lens.analysis import units
 from trainium_lens.analysis.peaks import resolve
-from trainium_lens.analysis.roofline import line_roofs, step_roof
+from trainium_lens.analysis.roofline import ABOVE_ROOF_NOTE, line_roofs, step_roof
 from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.present.markdown import escape
 from trainium_lens.model.result import LineStat, Result, Roof
@@ -48,9 +48,10 @@ def _memory(result: Result, s: LineStat) -> str | None:
         parts.append(f"saves {units.nbytes(s.saved_bytes)} for backward{extra}")
     mem = result.memory
     if s.peak_bytes and mem is not None and mem.peak_bytes:
+        phase = f", in the {escape(mem.peak_phase)}" if mem.peak_phase else ""
         parts.append(
             f"{units.nbytes(s.peak_bytes)} live at the step's peak "
-            f"({units.nbytes(mem.peak_bytes)} above its start, in the {escape(mem.peak_phase)})"
+            f"({units.nbytes(mem.peak_bytes)} above its start{phase})"
         )
     return "memory: " + " · ".join(parts) if parts else None
 
@@ -78,6 +79,8 @@ def hover_section(result: Result, s: LineStat) -> str | None:
                 f"{units.pct(p.pct_of_peak)} {'FLOP/s' if p.bound == 'compute' else 'BW'} | {p.verdict} |"
             )
         out.append("\n".join(rows))
+        if any(p.pct_of_peak > 100 for p in points):
+            out.append(f"_{ABOVE_ROOF_NOTE}_")
     elif has_work:
         out.append(
             f"forward {units.flops(s.flops or 0)}, {units.nbytes(s.bytes or 0)} · backward "
