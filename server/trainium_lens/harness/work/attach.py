@@ -41,7 +41,7 @@ def add_work(doc: dict, s: Any, call: Any, def_label: str) -> None:
     try:
         wp = work_step(call, s.backend)
         device_type = torch.device(s.backend.device).type
-        w = figures.measure(wp, s.labeler.labels, def_label, torch.autograd.DeviceType.CPU, device_type)
+        w = figures.measure(wp, s.labeler.labels, def_label, device_type)
     except Exception as exc:  # the timed figures stand; say why these are missing
         s.events.warning(f"{name}: no FLOP/byte/memory figures: {type(exc).__name__}: {exc}")
         return

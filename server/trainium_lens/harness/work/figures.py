@@ -18,12 +18,12 @@ Recompute (``torch.utils.checkpoint``) counts with the backward: it runs inside 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from trainium_lens.harness.attribution.tree import BWD, OP, RECOMPUTE, REGION, attribute, classify
 from trainium_lens.harness.work import formulas, memory
+from trainium_lens.harness.work.events import light_events
 from trainium_lens.harness.work.step import WorkProfile
 
 SOURCE_NOTE = (
@@ -97,30 +97,11 @@ def _is_allocation_fn() -> Any:
     return lambda n: n.tag == allocation
 
 
-def _tree(prof: Any) -> list[Any]:
-    return list(prof.profiler.kineto_results.experimental_event_tree())
-
-
-def _nodes(roots: Iterable[Any]) -> dict[int, Any]:
-    """Op nodes of the tree by correlation id (= ``FunctionEvent.id``)."""
-    out: dict[int, Any] = {}
-    stack = list(roots)
-    while stack:
-        n = stack.pop()
-        cid = getattr(n, "correlation_id", 0)
-        if cid:
-            out[cid] = n
-        stack.extend(n.children)
-    return out
-
-
-def measure(wp: WorkProfile, labels: dict, def_label: str, cpu_type: Any, device_type: str) -> dict:
+def measure(wp: WorkProfile, labels: dict, def_label: str, device_type: str) -> dict:
     """``{"lines": {label: LineWork}, "saved": ..., "work": {...}, "memory": {...}}``."""
-    events = wp.prof.events()
-    att = attribute(events, labels, False, def_label, cpu_type, record_events=True)
+    events, roots = light_events(wp.prof)  # not prof.events(): events.py says why
+    att = attribute(events, labels, False, def_label, None, record_events=True)
     lines_of = att.event_lines  # event id -> (label, phase)
-    roots = _tree(wp.prof)
-    nodes = _nodes(roots)
     is_allocation = _is_allocation_fn()
     kinds: dict[str, int] = {}
 
@@ -133,7 +114,11 @@ def measure(wp: WorkProfile, labels: dict, def_label: str, cpu_type: Any, device
     per_event: dict[int, int] = {}
     for e in events:
         if e.id in lines_of:
-            f = formulas.flops(e.name, e.input_shapes, getattr(e, "concrete_inputs", None))
+            f = (
+                formulas.flops(e.name, e.input_shapes, e.concrete_inputs)
+                if e.name in formulas.FORMULAS
+                else 0
+            )
             if f:
                 per_event[e.id] = f
     lines: dict[Any, LineWork] = {}
@@ -154,7 +139,7 @@ def measure(wp: WorkProfile, labels: dict, def_label: str, cpu_type: Any, device
                 direct = False
             p = p.cpu_parent
         b, alloc, dtype = 0, 0, None
-        node = nodes.get(e.id)
+        node = e.node
         if direct and node is not None and kind(e.name) != REGION:
             inputs, first, dtype = _inputs(node)
             alloc = _allocated(node, is_allocation)

@@ -77,7 +77,8 @@ def walk(
     mem = Memory(device=device_type)
     live: dict[int, Live] = {}  # allocation id -> live allocation made in the step
     by_ptr: dict[int, int] = {}  # ptr -> allocation id (live, made in the step)
-    level = 0
+    level, peak_at = 0, -1
+    mine = []  # this device's allocator events, in time order
     for _t, _i, node in allocs:
         if node.name.startswith(SAVED_PREFIX):
             _saved(mem, node, saved, by_ptr, device_type, resolve)
@@ -85,7 +86,7 @@ def walk(
         f = node.extra_fields
         if getattr(f.device, "type", str(f.device)) != device_type:
             continue
-        mem.events += 1
+        mine.append(node)
         size = int(f.alloc_size)
         level += size
         if size > 0:
@@ -94,14 +95,32 @@ def walk(
             by_ptr[f.ptr] = f.allocation_id
             mem.allocated[owner] = mem.allocated.get(owner, 0) + size
             if level > mem.peak_bytes:
-                mem.peak_bytes = level
+                mem.peak_bytes, peak_at = level, len(mine) - 1
                 mem.peak_owner, mem.peak_phase = owner
-                mem.at_peak = _by_label(live)
         else:
             gone = live.pop(f.allocation_id, None)
             if gone is not None and by_ptr.get(f.ptr) == f.allocation_id:
                 del by_ptr[f.ptr]
+    mem.events = len(mine)
+    mem.at_peak = _by_label(_live_after(mine[: peak_at + 1], resolve))
     return mem
+
+
+def _live_after(events: list[Any], resolve: Callable[[Any], Owner | None]) -> dict[int, Live]:
+    """The allocations made by ``events`` and not freed by them (replayed once:
+    keeping a copy at every new peak would cost the square of the events)."""
+    live: dict[int, Live] = {}
+    for node in events:
+        f = node.extra_fields
+        if int(f.alloc_size) > 0:
+            live[f.allocation_id] = Live(int(f.alloc_size), (None, 0))
+        else:
+            live.pop(f.allocation_id, None)
+    for node in events:
+        f = node.extra_fields
+        if f.allocation_id in live and int(f.alloc_size) > 0:
+            live[f.allocation_id].owner = _owner_of(node, resolve)
+    return live
 
 
 def _by_label(live: dict[int, Live]) -> dict[Any, int]:
