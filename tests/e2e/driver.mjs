@@ -400,7 +400,8 @@ async function rooflinePhase() {
     .catch((e) => log(`roofline shot: ${e}`));
   // Click the last point drawn (nothing covers it): the editor goes to its line.
   const target = out.roofline.points[out.roofline.points.length - 1].line;
-  await page.locator(`${sel} .view-line`).first().click(); // the cursor somewhere else first
+  // the cursor somewhere else first: on the def line (no point is on it)
+  await page.locator(`${sel} .view-line`, { hasText: cfg.trainDefText }).click();
   const before = await cursorLine(sel);
   await frame.locator(`#roofline-chart circle.point[data-line="${target}"]`).last().click();
   const until = Date.now() + 10_000;

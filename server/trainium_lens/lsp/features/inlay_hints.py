@@ -6,7 +6,7 @@ line was edited, and ``▼ 38%`` against the function's previous run. A line of
 a training step whose forward caused backward work reads
 ``⏱ fwd 0.40 ms · bwd 0.91 ms cpu · 12% · 2 ops`` (share: of the whole step).
 A line whose work was counted ends with its roofline marker: ``· 41% peak``,
-``· mem-bound 63% BW`` or ``· overhead-bound`` (present/roofline_format.py).
+``· mem-bound`` or ``· overhead`` (present/roofline_format.py); not on a stale line.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ def label(a: Annotation) -> str:
     parts.append(fmt.share(a.time_us, result.totals.self_time_us))
     if a.stat.calls:
         parts.append(fmt.plural(a.stat.calls, "op"))
-    parts += [m] if not a.inclusive and (m := roofline_format.marker(result, a.stat)) else []
+    if not a.inclusive and not a.stale:  # a stale line's "(stale)" must not be cut off
+        parts += [m] if (m := roofline_format.marker(result, a.stat)) else []
     parts += [spread] if (spread := rank_format.hint_spread(a.stat)) and not a.inclusive else []
     if a.previous_us is not None and not a.inclusive:
         change = fmt.delta(a.previous_us, a.stat.self_time_us)

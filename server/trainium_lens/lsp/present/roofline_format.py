@@ -1,9 +1,11 @@
 """The roofline in the editor: the hint's marker and the hover's section.
 
 Hint: ``· 41% peak`` (compute-bound: FLOP/s against the peak of the line's
-dtype), ``· mem-bound 63% BW`` (bytes/s against the bandwidth), or
-``· overhead-bound`` (more than 10× the time its work needs). Hover: the roof
-and its source, the line's forward and backward points, and its memory.
+dtype), ``· mem-bound`` (bytes are the binding term), or ``· overhead`` (more
+than 10× the time its work needs) — short, because VS Code cuts an inlay hint
+at 43 characters by default (``editor.inlayHints.maximumLength``); the %
+of bandwidth is in the hover. Hover: the roof and its source, the line's
+forward and backward points, and its memory.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ def marker(result: Result, stat: LineStat, roof: Roof | None = None) -> str | No
     if r is None:
         return None
     if r.verdict == "overhead-bound":
-        return "overhead-bound"
+        return "overhead"
     if r.bound == "memory":
-        return f"mem-bound {units.pct(r.bytes_pct)} BW"
+        return "mem-bound"
     return f"{units.pct(r.flops_pct)} peak"
 
 
