@@ -150,8 +150,8 @@ function roofLines(data: RoofData, s: Scale, esc: Esc): string {
   const out: string[] = [];
   const xLo = 10 ** s.x0;
   const xHi = 10 ** s.x1;
-  const ceilings = [...roof.flops].sort((a, b) => b.flops_per_s - a.flops_per_s);
-  ceilings.forEach((f, i) => {
+  // the server lists the function's dominant dtype first: its ceiling is drawn solid
+  roof.flops.forEach((f, i) => {
     const ridge = f.flops_per_s / roof.bytes_per_s;
     const start = Math.max(xLo, (10 ** s.y0 / roof.bytes_per_s) as number);
     const bwY = Math.max(start * roof.bytes_per_s, 10 ** s.y0);

@@ -10,9 +10,12 @@ recompute included) with FLOPs ``F``, bytes ``B`` and time ``t`` (primary clock)
   the roof the line reached — its % of peak of the binding resource;
 * time: the median over the measured steps (a preempted step on a busy host
   would otherwise read as overhead);
-* verdict: ``overhead-bound`` when efficiency < ``OVERHEAD_BELOW`` (10 %): the
-  line takes more than ten times what its work needs, so launches, dispatch and
-  tiny ops dominate; otherwise ``compute-bound`` or ``memory-bound`` by ``bound``.
+* verdict: far below the roof (efficiency < ``OVERHEAD_BELOW``, 10 %: more than
+  ten times what the work needs) it is ``overhead-bound`` when the line's ops
+  are tiny (the roof allows each less than ``TINY_OP_US``, 20 µs: launches and
+  dispatch dominate) and ``below-roof`` otherwise (big ops running slowly: a
+  busy host, a slow kernel for these shapes, a peak that does not apply);
+  otherwise ``compute-bound`` or ``memory-bound`` by ``bound``.
 
 Bytes are an estimate (inputs + outputs of the line's ops: caches and fusion
 move less), so a memory-bound line can read above 100 % of bandwidth; the
@@ -31,6 +34,7 @@ from trainium_lens.analysis.peaks import peak_for, resolve
 from trainium_lens.model.result import LineStat, Result, Roof
 
 OVERHEAD_BELOW = 0.10
+TINY_OP_US = 20.0
 ABOVE_ROOF_NOTE = (
     "above 100%: faster than the roof allows — the bytes are an estimate (data that stays in "
     "cache moves faster than memory bandwidth), or a measured roof was taken on a busy host "
@@ -48,6 +52,7 @@ class LineRoof:
     peak_flops: float
     peak_bytes_per_s: float
     roof_us: float  # the least time this work needs on this device
+    ops: float = 1.0  # ops dispatched for this work per call (the line's own, or its backward's)
 
     @property
     def flops_per_s(self) -> float:
@@ -87,15 +92,27 @@ class LineRoof:
     @property
     def verdict(self) -> str:
         if self.efficiency < OVERHEAD_BELOW:
-            return "overhead-bound"
+            return "overhead-bound" if self.roof_us / max(self.ops, 1.0) < TINY_OP_US else "below-roof"
         return f"{self.bound}-bound"
 
 
-def _make(phase: str, time_us: float, flops: float, bytes_: float, dtype: str | None, roof: Roof) -> LineRoof:
+def _make(
+    phase: str, time_us: float, flops: float, bytes_: float, dtype: str | None, roof: Roof, ops: float
+) -> LineRoof:
     peak, used = peak_for(roof, dtype)
     bw = roof.bytes_per_s
     roof_s = max(flops / peak if peak else 0.0, bytes_ / bw if bw else 0.0)
-    return LineRoof(phase, time_us, flops, bytes_, used, peak, bw, roof_s * 1e6)
+    return LineRoof(phase, time_us, flops, bytes_, used, peak, bw, roof_s * 1e6, ops)
+
+
+def _forward_ops(stat: LineStat) -> float:
+    direct = sum(op.direct_calls for op in stat.ops)
+    return direct or stat.calls or 1.0
+
+
+def _backward_ops(stat: LineStat) -> float:
+    ops = list(stat.backward_ops) + list(stat.recompute_ops)
+    return sum(op.direct_calls for op in ops) or sum(op.calls for op in ops) or 1.0
 
 
 def has_work(stat: LineStat) -> bool:
@@ -110,12 +127,22 @@ def line_roofs(result: Result, stat: LineStat, roof: Roof | None = None) -> list
     out = []
     fwd_t = stat.self_time_us_median or stat.self_time_us
     if (stat.flops or stat.bytes) and fwd_t > 0:
-        out.append(_make("forward", fwd_t, stat.flops or 0.0, stat.bytes or 0.0, stat.dtype, roof))
+        out.append(
+            _make(
+                "forward", fwd_t, stat.flops or 0.0, stat.bytes or 0.0, stat.dtype, roof, _forward_ops(stat)
+            )
+        )
     back_t = (stat.backward_self_time_us_median or stat.backward_self_time_us) + stat.recompute_time_us
     if (stat.backward_flops or stat.backward_bytes) and back_t > 0:
         out.append(
             _make(
-                "backward", back_t, stat.backward_flops or 0.0, stat.backward_bytes or 0.0, stat.dtype, roof
+                "backward",
+                back_t,
+                stat.backward_flops or 0.0,
+                stat.backward_bytes or 0.0,
+                stat.dtype,
+                roof,
+                _backward_ops(stat),
             )
         )
     return out
@@ -129,7 +156,8 @@ def step_roof(result: Result, stat: LineStat, roof: Roof | None = None) -> LineR
         return None
     flops = (stat.flops or 0.0) + (stat.backward_flops or 0.0)
     bytes_ = (stat.bytes or 0.0) + (stat.backward_bytes or 0.0)
-    return _make("step", time_us, flops, bytes_, stat.dtype, roof)
+    ops = _forward_ops(stat) + (_backward_ops(stat) if stat.backward_ops or stat.recompute_ops else 0.0)
+    return _make("step", time_us, flops, bytes_, stat.dtype, roof, ops)
 
 
 def line_time_us(stat: LineStat) -> float:
@@ -218,7 +246,11 @@ def chart(result: Result) -> dict:
             "device": roof.device,
             "source": roof.source,
             "measured": roof.measured,
-            "flops": [{"dtype": p.dtype, "flops_per_s": p.flops_per_s} for p in roof.flops],
+            # the function's dominant dtype first: the chart draws its ceiling solid
+            "flops": [
+                {"dtype": p.dtype, "flops_per_s": p.flops_per_s}
+                for p in sorted(roof.flops, key=lambda p: p.dtype != (mfu.dtype if mfu else "float32"))
+            ],
             "bytes_per_s": roof.bytes_per_s,
         },
         "points": points,

@@ -7,6 +7,10 @@ the figures of the code it names (``analysis/roofline.py``, ``peaks.py``):
   to compute or memory. It names the ops per execution and the time per op, and
   replaces the generic ``dispatches`` hint on the same line (same advice, with
   the roofline's figures).
+* ``below_roof`` (info) — a line as far below its roof whose ops are not tiny
+  (``roofline.TINY_OP_US``): not launch overhead; the op itself runs slowly
+  here (a busy host, a slow kernel for these shapes or dtype, a peak that does
+  not apply). Same share floor.
 * ``memory_bound`` (info) — a memory-bound line (≥ 10 % of its roof, bytes the
   binding term) with two or more elementwise dispatches per execution and the
   same share: each op reads and writes the tensor again, a fused kernel does it
@@ -47,6 +51,26 @@ def _ops_text(stat: LineStat, result: Result) -> tuple[float, str]:
     n = dispatches_per_execution(stat)
     names = [op_base(o.name) for o in direct_ops(stat, result) if op_base(o.name) not in VIEW_OPS]
     return n, ", ".join(dict.fromkeys(names)) or "ops"
+
+
+def _below_roof(result: Result, stat: LineStat, roof) -> Finding | None:
+    r = step_roof(result, stat, roof)
+    if r is None or r.verdict != "below-roof" or _share(stat, result) < SHARE:
+        return None
+    n, names = _ops_text(stat, result)
+    what = f"{r.dtype} peak" if r.bound == "compute" else "memory bandwidth"
+    return Finding(
+        kind="below_roof",
+        severity="info",
+        file=stat.file,
+        line=stat.line,
+        message=(
+            f"Far below the roof: {names} run{'s' if n == 1 else ''} at {units.pct(r.pct_of_peak)} of the "
+            f"{what} ({_us(r.time_us)} per call where the roof allows {_us(r.roof_us)}); the ops are not "
+            f"tiny, so not launch overhead: a busy host, a slow kernel for these shapes or dtype, or "
+            f"a peak that does not apply here."
+        ),
+    )
 
 
 def _overhead(result: Result, stat: LineStat, roof, fused: dict) -> Finding | None:
@@ -152,7 +176,11 @@ def with_roofline_findings(result: Result, findings: list[Finding]) -> list[Find
     added: list[Finding] = []
     if roof is not None:
         for stat in result.lines:
-            finding = _overhead(result, stat, roof, fused) or _memory_bound(result, stat, roof, fused)
+            finding = (
+                _overhead(result, stat, roof, fused)
+                or _below_roof(result, stat, roof)
+                or _memory_bound(result, stat, roof, fused)
+            )
             if finding is not None:
                 added.append(finding)
     added += _checkpoint(result)

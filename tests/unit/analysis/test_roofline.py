@@ -214,3 +214,14 @@ def test_a_schema_2_result_has_no_work():
     doc.update(schema_version=2, roof=None)
     r = Result.from_dict(doc)
     assert r.lines[0].flops is None and line_roofs(r, r.lines[0]) == [] and chart(r)["points"] == []
+
+
+def test_far_below_the_roof_with_big_ops_is_not_called_overhead():
+    """A 5 GFLOP matmul at 1% of the peak: its op is not tiny (the roof allows it 50 ms),
+    so the time is not launch overhead: ``below-roof``, and the finding says so."""
+    r = result([line(3, us=5e6, flops=5e9, bytes_=1e6, ops=("aten::mm",)), line(4, us=10.0)])
+    (fwd,) = line_roofs(r, r.lines[0])
+    assert fwd.verdict == "below-roof" and fwd.efficiency == pytest.approx(0.01)
+    found = [f for f in analyze(r) if f.line == 3]
+    assert [f.kind for f in found] == ["below_roof"]
+    assert "1% of the float32 peak" in found[0].message and "not launch overhead" in found[0].message

@@ -1,8 +1,9 @@
 """The roofline in the editor: the hint's marker and the hover's section.
 
 Hint: ``· 41% peak`` (compute-bound: FLOP/s against the peak of the line's
-dtype), ``· mem-bound`` (bytes are the binding term), or ``· overhead`` (more
-than 10× the time its work needs) — short, because VS Code cuts an inlay hint
+dtype; also a below-roof line's), ``· mem-bound`` (bytes are the binding
+term; ``· 4% BW`` below the roof), or ``· overhead`` (more than 10× the time
+its work needs, tiny ops) — short, because VS Code cuts an inlay hint
 at 43 characters by default (``editor.inlayHints.maximumLength``); the %
 of bandwidth is in the hover. Hover: the roof and its source, the line's
 forward and backward points, and its memory.
@@ -24,8 +25,10 @@ def marker(result: Result, stat: LineStat, roof: Roof | None = None) -> str | No
         return None
     if r.verdict == "overhead-bound":
         return "overhead"
-    if r.bound == "memory":
+    if r.verdict == "memory-bound":
         return "mem-bound"
+    if r.bound == "memory":  # below the roof on the bandwidth side
+        return f"{units.pct(r.bytes_pct)} BW"
     return f"{units.pct(r.flops_pct)} peak"
 
 
