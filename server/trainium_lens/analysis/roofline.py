@@ -29,6 +29,7 @@ dominant dtype.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from trainium_lens.analysis.peaks import peak_for, resolve
 from trainium_lens.model.result import LineStat, Result, Roof
@@ -225,7 +226,7 @@ def chart(result: Result) -> dict:
     points = [_point(s, p) for s in result.lines for p in line_roofs(result, s, roof)]
     mfu = function_mfu(result, roof)
     mem = result.memory
-    held = [
+    held: list[dict[str, Any]] = [
         {
             "file": s.file,
             "line": s.line,
@@ -238,7 +239,7 @@ def chart(result: Result) -> dict:
         for s in result.lines
         if s.peak_bytes or s.saved_bytes
     ]
-    held.sort(key=lambda h: (-h["peak_bytes"], -h["saved_bytes"], h["file"], h["line"]))
+    held.sort(key=lambda h: (-float(h["peak_bytes"]), -float(h["saved_bytes"]), h["file"], h["line"]))
     return {
         "roof": None
         if roof is None

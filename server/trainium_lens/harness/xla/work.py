@@ -199,7 +199,8 @@ def _heap_peak(mw: ModuleWork, att: Any) -> tuple[int, dict, int]:
                 params += alloc.get(2, 0)
         elif number == 4 and isinstance(value, bytes):
             traces.append([fields(v) for n, v in fields(value) if n == 1 and isinstance(v, bytes)])
-    total, at_peak = 0, {}
+    total = 0
+    at_peak: dict[Any, int] = {}
     for events in traces:
         live: dict[int, int] = {}
         level = best = 0
