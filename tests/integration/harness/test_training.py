@@ -267,7 +267,7 @@ def test_the_harness_writes_the_schema_the_reader_reads():
     from trainium_lens.harness.attribution import build
     from trainium_lens.model import result as R
 
-    assert build.SCHEMA_VERSION == R.SCHEMA_VERSION == 2
+    assert build.SCHEMA_VERSION == R.SCHEMA_VERSION == 3
 
 
 def test_hover_lists_backward_ops_apart_from_forward_ops(example):
