@@ -2,15 +2,16 @@
 the figures of the code it names (``analysis/roofline.py``, ``peaks.py``):
 
 * ``overhead_bound`` (info) — a line that takes more than ten times what its
-  work needs on this device (roofline efficiency < 10 %) and holds at least
-  ``SHARE`` (5 %) of the step: its time goes to launching and dispatching, not
-  to compute or memory. It names the ops per execution and the time per op, and
-  replaces the generic ``dispatches`` hint on the same line (same advice, with
-  the roofline's figures).
-* ``below_roof`` (info) — a line as far below its roof whose ops are not tiny
-  (``roofline.TINY_OP_US``): not launch overhead; the op itself runs slowly
-  here (a busy host, a slow kernel for these shapes or dtype, a peak that does
-  not apply). Same share floor.
+  work needs on this device (roofline efficiency < 10 %) in tiny ops, two or
+  more per execution, and holds at least ``SHARE`` (5 %) of the step: its time
+  goes to launching and dispatching, not to compute or memory. It names the
+  ops per execution and the time per op, and replaces the generic
+  ``dispatches`` hint on the same line (same advice, with the roofline's figures).
+* ``below_roof`` (info) — a line with FLOPs as far below its compute roof whose
+  ops are not tiny (``roofline.TINY_OP_US``): not launch overhead; the op itself
+  runs slowly here (a busy host, a slow kernel for these shapes or dtype, a peak
+  that does not apply). Not for byte-only lines: their elementwise math counts
+  0 FLOPs, so their bandwidth roof can be far too optimistic. Same share floor.
 * ``memory_bound`` (info) — a memory-bound line (≥ 10 % of its roof, bytes the
   binding term) with two or more elementwise dispatches per execution and the
   same share: each op reads and writes the tensor again, a fused kernel does it
@@ -55,7 +56,9 @@ def _ops_text(stat: LineStat, result: Result) -> tuple[float, str]:
 
 def _below_roof(result: Result, stat: LineStat, roof) -> Finding | None:
     r = step_roof(result, stat, roof)
-    if r is None or r.verdict != "below-roof" or _share(stat, result) < SHARE:
+    # only against a FLOP count: elementwise math (gelu's erf, exp) is 0 FLOPs by this
+    # definition, so a byte-only line's bandwidth roof can be far too optimistic
+    if r is None or r.verdict != "below-roof" or r.bound != "compute" or _share(stat, result) < SHARE:
         return None
     n, names = _ops_text(stat, result)
     what = f"{r.dtype} peak" if r.bound == "compute" else "memory bandwidth"
@@ -78,13 +81,11 @@ def _overhead(result: Result, stat: LineStat, roof, fused: dict) -> Finding | No
     if r is None or r.verdict != "overhead-bound" or _share(stat, result) < SHARE:
         return None
     n, names = _ops_text(stat, result)
+    if n < 2:  # one op per execution: nothing to fuse on this line
+        return None
     per_op = r.time_us / max(n * (stat.hits or 1), 1)
     ops = f"{n:g} op{'s' if n != 1 else ''} per execution ({names})"
-    advice = (
-        "fuse them (torch.compile) or give each op more work"
-        if n >= 2
-        else "too little work per op for this device: batch more work per call"
-    )
+    advice = "fuse them (torch.compile) or give each op more work"
     return Finding(
         kind="overhead_bound",
         severity="info",
@@ -96,7 +97,7 @@ def _overhead(result: Result, stat: LineStat, roof, fused: dict) -> Finding | No
             f"~{_us(per_op)} per op): launches and dispatch set the time, not compute or memory; "
             f"{advice}."
         ),
-        fix="torch.compile" if n >= 2 else None,
+        fix="torch.compile",
     )
 
 

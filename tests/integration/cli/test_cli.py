@@ -130,9 +130,10 @@ def section(stdout: str, function: str) -> str:
 
 
 def table_rows(text: str) -> dict[int, str]:
-    """Per-line table rows by line number."""
+    """Per-line table rows by line number (the time table: the work section's
+    rows, which follow the findings, are not these)."""
     rows = {}
-    for ln in text.splitlines():
+    for ln in text.split("  work and roofline")[0].splitlines():
         m = re.match(r"^  (\d+)\s{2,}", ln)
         if m:
             rows[int(m.group(1))] = ln

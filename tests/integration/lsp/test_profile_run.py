@@ -21,6 +21,7 @@ from lsprotocol import types
 
 from tests.conftest import EXAMPLES
 from tests.support.lsp_client import change, hints, hover, lenses, open_doc, settle, start, stop
+from trainium_lens.lsp.present import roofline_format
 from trainium_lens.model.store import RunStore
 
 NAIVE = "rms_norm_naive"
@@ -134,7 +135,10 @@ def test_hints_on_exactly_the_attributed_lines(profiled):
     for stat in result.lines:
         label = profiled.hints[stat.line - 1]
         assert label.startswith("⏱ ") and " cpu · " in label  # CPU time says so
-        assert label.split(" · ")[-1] == f"{int(stat.calls)} op{'s' if stat.calls != 1 else ''}"
+        parts = label.split(" · ")
+        marker = roofline_format.marker(result, stat)  # the line's roofline, last (docs/roofline.md)
+        assert marker and parts[-1] == marker
+        assert parts[-2] == f"{int(stat.calls)} op{'s' if stat.calls != 1 else ''}"
         assert profiled.source[stat.line - 1].strip() == stat.text.strip()
 
 
