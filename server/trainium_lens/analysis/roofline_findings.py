@@ -15,7 +15,9 @@ the figures of the code it names (``analysis/roofline.py``, ``peaks.py``):
 * ``memory_bound`` (info) — a memory-bound line (≥ 10 % of its roof, bytes the
   binding term) with two or more elementwise dispatches per execution and the
   same share: each op reads and writes the tensor again, a fused kernel does it
-  once. The fused op is named when the ``fused_op`` pattern finding covers the line.
+  once. The fused op is named when the ``fused_op`` pattern finding covers the
+  line, or the line's own ops spell one out (``LINE_FUSIONS``: tanh-GELU,
+  SiLU, softmax, RMSNorm). It too replaces the line's ``dispatches`` hint.
 * ``checkpoint`` (info) — in a training step, a user function other than the
   profiled one whose lines keep ``CHECKPOINT_SHARE`` (25 %) or more of the
   step's memory peak as activations saved for backward, and that is not
@@ -26,6 +28,7 @@ the figures of the code it names (``analysis/roofline.py``, ``peaks.py``):
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 
 from trainium_lens.analysis import units
@@ -43,8 +46,21 @@ def _us(value: float) -> str:
     return f"{value / 1000:.3g} ms" if value >= 1000 else f"{value:.3g} µs"
 
 
+# A line's own ops that spell out one fused op (checked against its direct ops only)
+LINE_FUSIONS = (
+    (frozenset({"tanh", "pow", "mul", "add"}), "torch.nn.functional.gelu(x, approximate='tanh')"),
+    (frozenset({"erf", "mul", "add"}), "torch.nn.functional.gelu(x)"),
+    (frozenset({"sigmoid", "mul"}), "torch.nn.functional.silu"),
+    (frozenset({"exp", "sum", "div"}), "torch.softmax"),
+    (frozenset({"pow", "mean", "rsqrt", "mul"}), "torch.rms_norm"),
+)
+
+
 def _share(stat: LineStat, result: Result) -> float:
-    total = result.totals.self_time_us
+    """The line's share of the step, medians on both sides (one preempted step on a
+    busy host must not shrink every other line's share)."""
+    per_step = result.totals.per_step_self_time_us
+    total = statistics.median(per_step) if per_step else result.totals.self_time_us
     return line_time_us(stat) / total if total > 0 else 0.0
 
 
@@ -109,7 +125,8 @@ def _memory_bound(result: Result, stat: LineStat, roof, fused: dict) -> Finding 
     elementwise = [op for op in names.split(", ") if op not in MATMUL_OPS]
     if n < 2 or len(elementwise) < 2:
         return None
-    fix = fused.get((stat.file, stat.line))
+    own = {op_base(o.name) for o in direct_ops(stat, result)}
+    fix = fused.get((stat.file, stat.line)) or next((f for ops, f in LINE_FUSIONS if ops <= own), None)
     alternative = (
         f"{fix} does it in one fused op" if fix else "a fused kernel (torch.compile) reads and writes once"
     )
@@ -163,7 +180,7 @@ def _checkpoint(result: Result) -> list[Finding]:
 
 def with_roofline_findings(result: Result, findings: list[Finding]) -> list[Finding]:
     """``findings`` plus these; a line's ``dispatches`` hint gives way to its
-    ``overhead_bound`` finding."""
+    ``overhead_bound`` or ``memory_bound`` finding (the same advice, with figures)."""
     roof = resolve(result)
     if roof is None and result.memory is None:
         return findings
@@ -185,6 +202,6 @@ def with_roofline_findings(result: Result, findings: list[Finding]) -> list[Find
             if finding is not None:
                 added.append(finding)
     added += _checkpoint(result)
-    replaced = {(f.file, f.line) for f in added if f.kind == "overhead_bound"}
+    replaced = {(f.file, f.line) for f in added if f.kind in ("overhead_bound", "memory_bound")}
     kept = [f for f in findings if not (f.kind == "dispatches" and (f.file, f.line) in replaced)]
     return kept + added

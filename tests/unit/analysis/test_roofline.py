@@ -225,3 +225,12 @@ def test_far_below_the_roof_with_big_ops_is_not_called_overhead():
     found = [f for f in analyze(r) if f.line == 3]
     assert [f.kind for f in found] == ["below_roof"]
     assert "1% of the float32 peak" in found[0].message and "not launch overhead" in found[0].message
+
+
+def test_memory_bound_line_that_spells_out_tanh_gelu_is_told_the_fused_op():
+    ops = ("aten::mul", "aten::pow", "aten::mul", "aten::add", "aten::mul", "aten::tanh", "aten::add")
+    r = result([line(5, us=100.0, bytes_=5e5, ops=ops), line(6, us=10.0)])
+    found_all = analyze(r)
+    (found,) = [f for f in found_all if f.kind == "memory_bound"]
+    assert not [f for f in found_all if f.kind == "dispatches" and f.line == 5]
+    assert "approximate='tanh'" in found.message and found.fix.startswith("torch.nn.functional.gelu")
