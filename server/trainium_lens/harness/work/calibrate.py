@@ -12,7 +12,9 @@ roof is what torch itself reaches here, measured the same way each time:
 
 The cache lives with the run folders (``$TRAINIUM_LENS_CACHE``, default
 ``~/.cache/trainium-lens``), ``cpu-roof.json``: measured once per host, as the
-result's ``roof.source`` says. Each measurement takes well under a second.
+result's ``roof.source`` says; measured again when a profiled line ran faster
+than the cached roof (it was taken on a busy host), each figure keeping the
+best of the measurements. A measurement takes 1.5–3 s.
 """
 
 from __future__ import annotations
@@ -115,20 +117,51 @@ def measure(torch: Any) -> dict:
     }
 
 
-def cpu_roof(torch: Any) -> dict:
-    """The cached roof of this host (measured now on a first run), with its source."""
+def below(roof: dict, achieved: dict | None) -> bool:
+    """Did a profiled line run faster than this roof allows? (then it was measured
+    while the host was busy: measure again)"""
+    if not achieved:
+        return False
+    peaks = {p["dtype"]: p["flops_per_s"] for p in roof.get("flops", [])}
+    for dtype, rate in (achieved.get("flops") or {}).items():
+        if rate > peaks.get(dtype, peaks.get("float32", float("inf"))):
+            return True
+    return float(achieved.get("bytes_per_s") or 0.0) > float(roof.get("bytes_per_s") or float("inf"))
+
+
+def _best_of(old: dict, new: dict) -> dict:
+    """Each figure the higher of two measurements: a busy moment only lowers one."""
+    peaks = {p["dtype"]: p["flops_per_s"] for p in old.get("flops", [])}
+    for p in new["flops"]:
+        peaks[p["dtype"]] = max(p["flops_per_s"], peaks.get(p["dtype"], 0.0))
+    merged = dict(new, flops=[{"dtype": d, "flops_per_s": v} for d, v in peaks.items()])
+    merged["bytes_per_s"] = max(float(new["bytes_per_s"]), float(old.get("bytes_per_s") or 0.0))
+    merged["source"] = new["source"] + " (the best of every measurement on this host)"
+    return merged
+
+
+def cpu_roof(torch: Any, achieved: dict | None = None) -> dict:
+    """The cached roof of this host (measured now on a first run), with its source.
+
+    ``achieved``: the fastest rates the run's lines reached (``{"flops": {dtype:
+    FLOP/s}, "bytes_per_s": ...}``); when a line beat the cached roof, that roof
+    was measured on a busy host: it is measured again and each figure keeps the
+    best of both (a roof only rises)."""
     key = f"{cpu_model()}|threads={torch.get_num_threads()}|torch={torch.__version__}"
     path = cache_file()
     cached: dict = {}
+    old: dict = {}
     try:
         with open(path, encoding="utf-8") as fh:
             cached = json.load(fh)
         roof = cached.get(key) if isinstance(cached, dict) else None
         if isinstance(roof, dict) and roof.get("flops") and roof.get("bytes_per_s"):
-            return dict(roof, source=f"{roof['source']}; measured {roof.get('measured_at', '')}, cached")
+            if not below(roof, achieved):
+                return dict(roof, source=f"{roof['source']}; measured {roof.get('measured_at', '')}, cached")
+            old = roof
     except (OSError, ValueError):
         cached = {}
-    roof = measure(torch)
+    roof = _best_of(old, measure(torch)) if old else measure(torch)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         data = dict(cached if isinstance(cached, dict) else {}, **{key: roof})
