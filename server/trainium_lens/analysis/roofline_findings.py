@@ -43,7 +43,9 @@ MATMUL_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "co
 
 
 def _us(value: float) -> str:
-    return f"{value / 1000:.3g} ms" if value >= 1000 else f"{value:.3g} µs"
+    if value >= 1000:
+        return f"{value / 1000:.3g} ms"
+    return f"{value:.3g} µs" if value >= 1 else f"{value * 1000:.3g} ns"
 
 
 # A line's own ops that spell out one fused op (checked against its direct ops only)

@@ -70,6 +70,9 @@ def test_hlo_buffers_and_the_roof(result):
     assert dot["alloc_bytes"] >= M * N * 4  # its result buffer
     memory = result["memory"]
     assert memory["source"].startswith("the compiled module's buffer assignment")
+    # the heap simulation's peak is the sum of what is live there, line by line
+    live = sum(s["peak_bytes"] for s in result["lines"]) + memory["unattributed_peak_bytes"]
+    assert memory["peak_bytes"] > 0 and live == memory["peak_bytes"]
     assert memory["held_before_bytes"] >= (M * K + K * N) * 4  # the inputs are parameters
     roof = result["roof"]  # torch-xla's CPU device runs on this host: its measured roof
     assert roof["measured"] and "measured on this host" in roof["source"]
