@@ -194,8 +194,12 @@ def with_roofline_findings(result: Result, findings: list[Finding]) -> list[Find
                 if s.function == fn and s.file == f.file:
                     fused[(s.file, s.line)] = f.fix
     added: list[Finding] = []
+    # a line already told it loops per parameter (optimizer_findings.py) needs no second word
+    said = {(f.file, f.line) for f in findings if f.kind == "optimizer_loop"}
     if roof is not None:
         for stat in result.lines:
+            if (stat.file, stat.line) in said:
+                continue
             finding = (
                 _overhead(result, stat, roof, fused)
                 or _below_roof(result, stat, roof)
