@@ -217,6 +217,24 @@ def test_findings_name_the_fix(all_variants, ws):
     assert "RMSNorm" not in section(proc.stdout, "rms_norm_fused")
 
 
+def test_work_and_roofline_section(all_variants, ws):
+    """Per line: bytes moved and a verdict against this host's measured roof, whose
+    source is printed; RMSNorm has no matmul, so no FLOPs and no MFU."""
+    proc, data = all_variants
+    naive = section(proc.stdout, "rms_norm_naive")
+    work = naive.split("  work and roofline", 1)[1]
+    assert "roof: " in work and "measured on this host" in work
+    header = next(ln for ln in work.splitlines() if ln.lstrip().startswith("line "))
+    for column in ("FLOPs", "bytes", "% peak", "verdict", "saved", "at peak"):
+        assert column in header
+    square = source_line(ws / "examples" / "rmsnorm.py", r"x2 = x \* x")
+    row = next(ln for ln in work.splitlines() if re.match(rf"^  {square}\s", ln))
+    stored = next(s for s in data[0]["lines"] if s["line"] == square)
+    assert stored["flops"] == 0 and stored["bytes"] > 0  # a mul: bytes, no FLOPs by definition
+    assert re.search(r"(compute|memory|overhead)-bound|below-roof", row), row
+    assert "function MFU" not in work
+
+
 def test_comparison_table(all_variants):
     proc, data = all_variants
     comparison = proc.stdout.split("\n\n")[-1]
