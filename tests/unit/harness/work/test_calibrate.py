@@ -56,7 +56,7 @@ def test_a_line_faster_than_the_roof_measures_again_and_keeps_the_best(tmp_path,
 
 
 def test_achieved_rates_from_the_lines():
-    lines = [
+    lines: list[dict] = [
         {"flops": 5e6, "dtype": "float32", "bytes": 1e3, "self_time_us": 200.0, "self_time_us_median": 100.0},
         {"flops": 0.0, "dtype": None, "bytes": 4e6, "self_time_us": 100.0},
     ]
