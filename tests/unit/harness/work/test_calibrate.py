@@ -14,7 +14,7 @@ from trainium_lens.harness.work import attach, calibrate
 
 
 def fake(values):
-    calls = []
+    calls: list[int] = []
 
     def measure(_torch):
         fp32, bw = values[len(calls)]
