@@ -1,7 +1,8 @@
 """Work per line: FLOPs, bytes moved and memory, from one extra labelled call.
 
-``formulas``: FLOPs of an op from its input shapes; ``step``: the extra call
-(shapes, allocator events, saved tensors); ``figures``: its events → per-line
-figures; ``memory``: allocations → the step's peak and what is live there;
-``calibrate``: this host's CPU peak (measured once, cached).
+``step``: the extra call (shapes, allocator events, saved tensors); ``events``:
+its op events read from the profiler's C++ tree; ``formulas``: FLOPs of an op
+from its input shapes; ``figures``: events → per-line figures; ``memory``:
+allocations → the step's peak and what is live there; ``calibrate``: this
+host's CPU roof (measured once, cached); ``attach``: all of it into the result.
 """
