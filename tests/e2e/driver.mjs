@@ -5,7 +5,8 @@
 //   node tests/e2e/driver.mjs CONFIG.json OUT.json
 //
 // CONFIG: {url, file, defText, lineTexts, settingsPath, settings, barePython,
-//          goodPython, libsDir, pickHost, shots, phases: ["errors", "host", "profile"]}
+//          goodPython, libsDir, pickHost, shots, phases: ["errors", "host", "profile",
+//          "train", "roofline"]}
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -36,6 +37,7 @@ await run(async () => {
   if (cfg.phases.includes("host")) await hostPhase();
   if (cfg.phases.includes("profile")) await profilePhase();
   if (cfg.phases.includes("train")) await trainPhase();
+  if (cfg.phases.includes("roofline")) await rooflinePhase();
 }, "failure.png");
 
 // -- the server cannot start: a clear message, then recovery ------------------
@@ -201,10 +203,10 @@ async function panelFrame(timeout = 30_000) {
 }
 
 /** The line of the editor's cursor, from the editor itself (focused or not). */
-async function cursorLine() {
-  const tops = await lineTops();
+async function cursorLine(sel = editorSel) {
+  const tops = await lineTops(sel);
   const top = await page
-    .locator(`${editorSel} .cursors-layer .cursor`)
+    .locator(`${sel} .cursors-layer .cursor`)
     .first()
     .evaluate((c) => parseFloat(c.style.top));
   return tops[top];
@@ -345,4 +347,65 @@ async function trainPhase() {
   out.train = { hints: await hintsByLine(sel) };
   await page.screenshot({ path: join(cfg.shots, "train-step-hints.png") });
   log("training-step hints read");
+}
+
+// -- the results panel's roofline chart: drawn, and a point reveals its line -------
+
+async function frameWith(selector, timeout) {
+  const until = Date.now() + timeout;
+  while (Date.now() < until) {
+    for (const frame of page.frames()) {
+      if (
+        await frame
+          .locator(selector)
+          .count()
+          .catch(() => 0)
+      )
+        return frame;
+    }
+    await page.waitForTimeout(300);
+  }
+  throw new Error(`the results panel never showed ${selector}`);
+}
+
+async function rooflinePhase() {
+  const sel = editorOf(cfg.trainFile);
+  // the panel follows the run: it shows the training step now, roofline and all
+  const frame = await frameWith("#roofline-chart circle.point", 60_000);
+  out.roofline = {
+    title: await frame.locator("h1").textContent(),
+    points: await frame.locator("#roofline-chart circle.point").evaluateAll((cs) =>
+      cs.map((c) => ({
+        line: Number(c.getAttribute("data-line")),
+        cls: c.getAttribute("class"),
+        title: c.querySelector("title")?.textContent ?? "",
+      })),
+    ),
+    roof: await frame.locator("p.muted", { hasText: "Roof:" }).first().textContent(),
+    mfu: await frame
+      .locator("p", { hasText: "Function MFU" })
+      .first()
+      .textContent()
+      .catch(() => null),
+    memoryLines: await frame
+      .locator("#memory tbody tr")
+      .evaluateAll((rows) => rows.map((r) => Number(r.getAttribute("data-line")))),
+  };
+  await frame.locator("#roofline-chart").scrollIntoViewIfNeeded();
+  await page.waitForTimeout(300);
+  await page
+    .locator("iframe.webview.ready")
+    .first()
+    .screenshot({ path: join(cfg.shots, "roofline-panel.png") })
+    .catch((e) => log(`roofline shot: ${e}`));
+  // Click the last point drawn (nothing covers it): the editor goes to its line.
+  const target = out.roofline.points[out.roofline.points.length - 1].line;
+  // the cursor somewhere else first: on the def line (no point is on it)
+  await page.locator(`${sel} .view-line`, { hasText: cfg.trainDefText }).click();
+  const before = await cursorLine(sel);
+  await frame.locator(`#roofline-chart circle.point[data-line="${target}"]`).last().click();
+  const until = Date.now() + 10_000;
+  while ((await cursorLine(sel)) !== target && Date.now() < until) await page.waitForTimeout(200);
+  out.roofline.revealed = { clicked: target, before, cursor: await cursorLine(sel) };
+  log(`roofline point ${target} revealed line ${out.roofline.revealed.cursor}`);
 }

@@ -277,7 +277,7 @@ def _start_session(tmp: Path) -> tuple[CodeServer, dict]:
         "goodPython": sys.executable,
         "libsDir": str(installed / "extension" / "dist" / "libs"),
         "pickHost": "trn-e2e",
-        "phases": ["errors", "host", "profile", "train"],
+        "phases": ["errors", "host", "profile", "train", "roofline"],
         "trainFile": TRAIN_EXAMPLE,
         "trainDefText": f"def {TRAIN_FUNCTION}(",
         "trainLine": line_number(ROOT / TRAIN_EXAMPLE, "model.qkv(h)", f"def {TRAIN_FUNCTION}("),
@@ -451,3 +451,23 @@ def test_results_panel_lists_ops_by_self_time_and_reveals_lines(session):
     assert revealed["before"] != revealed["clicked"] and revealed["cursor"] == revealed["clicked"]
     for shot in ("editor-hints.png", "editor-and-panel.png", "hover.png"):
         assert (RESULTS / shot).stat().st_size > 10_000
+
+
+def test_results_panel_draws_the_roofline_and_a_point_reveals_its_line(session):
+    """The training step's panel: one point per line (and phase) with FLOPs, under the
+    roof measured on this host; a click on a point puts the cursor on its line."""
+    train = next(r for r in session["results"] if r.function.name == TRAIN_FUNCTION)
+    roofline = session["roofline"]
+    assert TRAIN_FUNCTION in roofline["title"]
+    with_flops = {s.line for s in train.lines if (s.flops or 0) + (s.backward_flops or 0) > 0}
+    drawn = {p["line"] for p in roofline["points"]}
+    assert drawn and drawn <= with_flops
+    qkv = line_number(ROOT / TRAIN_EXAMPLE, "model.qkv(h)", f"def {TRAIN_FUNCTION}(")
+    assert qkv in drawn  # a Linear: FLOPs forward and backward
+    assert any("backward" in p["cls"] for p in roofline["points"])
+    assert "measured on this host" in roofline["roof"]
+    assert roofline["mfu"] and "Function MFU" in roofline["mfu"]
+    assert roofline["memoryLines"]  # the memory view lists the lines live at the peak
+    revealed = roofline["revealed"]
+    assert revealed["before"] != revealed["clicked"] and revealed["cursor"] == revealed["clicked"]
+    assert (RESULTS / "roofline-panel.png").stat().st_size > 10_000

@@ -1,4 +1,5 @@
 // Numbers and rows for the results panel (pure: tested under node --test).
+import type { RoofData } from "./roofline";
 // The result's fields are documented in server/trainium_lens/model/result.py; every
 // time is per step (per call of the profiled function), on the run's clock.
 
@@ -61,6 +62,8 @@ export interface ResultDoc {
 
 export interface RunData {
   result?: ResultDoc | null;
+  // the roofline chart's points and the memory view (server: analysis/roofline.chart)
+  roofline?: RoofData | null;
   comparison?: unknown;
   diff?: unknown;
   // where each profiled line (1-based, as in the result) sits in the editor now (0-based)

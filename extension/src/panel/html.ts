@@ -15,6 +15,7 @@ import {
   sortedLines,
   sortedOps,
 } from "./format";
+import { rooflineSection } from "./roofline";
 
 export interface PageAssets {
   cspSource: string; // webview.cspSource
@@ -123,6 +124,8 @@ export function renderBody(data: RunData): string {
   );
   if (r.unattributed_us)
     parts.push(`<p class="muted">Unattributed: ${escapeHtml(formatUs(r.unattributed_us))}</p>`);
+  const roofline = rooflineSection(data.roofline, clockLabel(r.clock), escapeHtml);
+  if (roofline) parts.push(roofline);
 
   const opRows = sortedOps(r).map(
     (o) =>

@@ -188,6 +188,7 @@ def analyze(result: Result) -> list[Finding]:
     findings: list[Finding] = []
     from trainium_lens.analysis.neuron_findings import neuron_findings
     from trainium_lens.analysis.pattern_findings import pattern_findings
+    from trainium_lens.analysis.roofline_findings import with_roofline_findings
     from trainium_lens.analysis.xla_findings import xla_findings
 
     for check in (
@@ -204,6 +205,7 @@ def analyze(result: Result) -> list[Finding]:
     ):
         findings.extend(check(result))
     findings = with_optimizer_findings(result, findings)
+    findings = with_roofline_findings(result, findings)  # overhead/memory-bound lines, checkpointing
     findings.extend(rank_findings(result))  # torchrun jobs: the straggler
     order = {"error": 0, "warning": 1, "info": 2, "hint": 3}
     findings.sort(key=lambda f: (order.get(f.severity, 9), f.file, f.line, f.kind))

@@ -19,6 +19,7 @@ from trainium_lens.cli.common import add_target_arguments
 from trainium_lens.cli.render import Style, render_result, terminal_safe
 from trainium_lens.cli.render_engines import render_engines
 from trainium_lens.cli.render_ranks import render_ranks
+from trainium_lens.cli.render_work import render_work
 from trainium_lens.engine import runner
 from trainium_lens.engine.jobs import PROTOCOL_KEYS, Job, make_job
 from trainium_lens.errors import Cancelled, HarnessError, LensError, NotStored, UsageError
@@ -264,7 +265,10 @@ def run(args: argparse.Namespace) -> int:
     store = None if args.no_store else RunStore(job.workspace)
     results, not_stored = profile_job(job, args, store)
     style = style_for(sys.stdout, args.verbose)
-    sections = [render_result(r, style) + render_engines(r, style) + render_ranks(r, style) for r in results]
+    sections = [
+        render_result(r, style) + render_work(r, style) + render_engines(r, style) + render_ranks(r, style)
+        for r in results
+    ]
     sections += render_batch(results, style)  # variants compared, the rest summarized
     print(terminal_safe("\n\n".join(sections)))  # engines/ranks tables too
     if args.json:

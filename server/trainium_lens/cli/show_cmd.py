@@ -23,6 +23,7 @@ from trainium_lens.cli.profile_cmd import add_verbose_argument, style_for
 from trainium_lens.cli.render import finish, render_result
 from trainium_lens.cli.render_engines import render_engines
 from trainium_lens.cli.render_ranks import render_ranks
+from trainium_lens.cli.render_work import render_work
 from trainium_lens.errors import LensError, UsageError
 from trainium_lens.model.result import Result, ResultError, load
 from trainium_lens.model.store import RunStore
@@ -107,7 +108,10 @@ def run(args: argparse.Namespace) -> int:
         return list_instead(args.workspace)
     results = resolve_many(args.run, args.workspace, args.file, args.function)
     style = style_for(sys.stdout, args.verbose)
-    sections = [render_result(r, style) + render_engines(r, style) + render_ranks(r, style) for r in results]
+    sections = [
+        render_result(r, style) + render_work(r, style) + render_engines(r, style) + render_ranks(r, style)
+        for r in results
+    ]
     sections += render_batch(results, style)  # variants compared, the rest summarized
     emit(finish("\n\n".join(sections), style))  # engines/ranks tables too
     return 0

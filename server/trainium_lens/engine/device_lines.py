@@ -32,6 +32,7 @@ from trainium_lens.model.result import (
     Region,
     Result,
     SourceLine,
+    Work,
 )
 from trainium_lens.traces.neuron_lines import LineReport
 
@@ -79,13 +80,9 @@ def _collect(reports: list[Weighted], root: str) -> dict[tuple[str, int], _Line]
     return per_line
 
 
-# The roofline adds these per-call work fields to LineStat; until then there is nowhere
-# to put the figures and this stays False (the merge wires it by itself)
-HAS_WORK = all(hasattr(LineStat, name) for name in ("flops", "bytes"))
-
-
 def _set_work(stat: LineStat, acc: _Line, fields: set[str]) -> None:
-    if not HAS_WORK or "raw_flops" not in fields:
+    """The line's work from the device profile (docs/roofline.md), where the export has it."""
+    if "raw_flops" not in fields:
         return
     # raw_flops: the instruction's real FLOPs (2 per MAC); adjusted_flops is the
     # BF16-equivalent for utilisation and stays in the reader's report
@@ -98,8 +95,7 @@ def _set_work(stat: LineStat, acc: _Line, fields: set[str]) -> None:
         figures["bytes"] = sum(acc.work.get(k, 0.0) for k in hbm)
         figures["backward_bytes"] = sum(acc.backward_work.get(k, 0.0) for k in hbm)
     for name, value in figures.items():
-        if hasattr(LineStat, name):  # the roofline's fields (see HAS_WORK)
-            setattr(stat, name, value)
+        setattr(stat, name, value)
 
 
 def apply(result: Result, reports: list[Weighted], root: str, phases: dict[str, str]) -> None:
@@ -141,7 +137,14 @@ def apply(result: Result, reports: list[Weighted], root: str, phases: dict[str, 
                 if phases.get(n) == "backward"
             ]
         stat.instructions = [
-            HloRef(name, opcode=opcodes.get(name, ""), self_time_us=ns / 1000.0, calls=1.0, line=key[1])
+            HloRef(
+                name,
+                opcode=opcodes.get(name, ""),
+                self_time_us=ns / 1000.0,
+                calls=1.0,
+                line=key[1],
+                phase=phases.get(name, "forward"),
+            )
             for name, ns in by_time
         ] + [
             HloRef(
@@ -171,6 +174,13 @@ def apply(result: Result, reports: list[Weighted], root: str, phases: dict[str, 
         )
     result.regions = _regions(per_line, credited_at)
     _totals(result, reports, per_line)
+    if "raw_flops" in fields:  # the device's own count replaces the host's (HLO shapes)
+        result.work = Work(
+            source="neuron-profile",
+            flops=sum((s.flops or 0.0) + (s.backward_flops or 0.0) for s in lines),
+            bytes=sum((s.bytes or 0.0) + (s.backward_bytes or 0.0) for s in lines),
+            note="raw_flops and HBM read + write bytes of the device profile's instructions",
+        )
 
 
 def _regions(per_line: dict[tuple[str, int], _Line], credited_at: dict) -> list[Region]:

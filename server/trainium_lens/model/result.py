@@ -219,6 +219,21 @@ class LineStat:
     # schema 3: ``time_us`` (forward + backward + recompute self time) in each measured
     # step, in order; their mean is ``time_us``. Empty in results before schema 3.
     step_us: list[float] = field(default_factory=list)
+    # schema 3: work per call (docs/architecture.md, "Schema 3"); None: not measured.
+    # FLOPs: matmul/conv/attention ops (eager: from recorded shapes; xla: HLO shapes;
+    # Neuron device profile: adjusted_flops). Bytes moved: an estimate (eager: tensor
+    # inputs + outputs of the ops the line dispatched). Backward: the ops the autograd
+    # engine ran for the line's forward ops (recompute included).
+    flops: float | None = None
+    bytes: float | None = None
+    backward_flops: float | None = None
+    backward_bytes: float | None = None
+    dtype: str | None = None  # of its FLOP-heaviest op (else byte-heaviest): picks the peak
+    # memory (eager: allocator events of the work call; xla: HLO buffer sizes)
+    alloc_bytes: float | None = None  # allocated by its forward ops, still held when they returned
+    saved_bytes: float | None = None  # storages it saved for backward (each storage once, first saver)
+    saved_activation_bytes: float | None = None  # of those, allocated during the step (not params/inputs)
+    peak_bytes: float | None = None  # its tensors live at the step's memory peak
 
     @property
     def time_us(self) -> float:
@@ -429,6 +444,58 @@ class Signals:
 
 
 @dataclass
+class PeakFlops:
+    dtype: str  # "float32", "bfloat16", ... (torch's dtype names)
+    flops_per_s: float
+
+
+@dataclass
+class Roof:
+    """The device's peaks a line is measured against, and where they came from.
+
+    The harness writes the measured CPU roof (and, on CUDA, the device name and
+    TF32 mode); ``analysis/peaks.py`` fills a device's from its tables."""
+
+    device: str = ""
+    flops: list[PeakFlops] = field(default_factory=list)  # peak FLOP/s per dtype
+    bytes_per_s: float = 0.0  # memory bandwidth
+    source: str = ""  # e.g. "measured on this host ...", "Neuron docs: trn1 ..."
+    measured: bool = False  # measured on the host (CPU) rather than from a table
+    cores: int | None = None  # CPU threads / NeuronCores the figures are for
+    measured_at: str | None = None
+    tf32: bool | None = None  # CUDA: fp32 matmuls run as TF32 (torch.backends.cuda.matmul.allow_tf32)
+
+
+@dataclass
+class Work:
+    """How the per-line FLOPs and bytes were obtained, and the function's sums (per call)."""
+
+    source: str = ""  # "shapes" (eager) | "hlo" (xla) | "neuron-profile"
+    flops: float = 0.0  # forward + backward, every op (unattributed included)
+    bytes: float = 0.0
+    unattributed_flops: float = 0.0
+    note: str = ""
+
+
+@dataclass
+class Memory:
+    """The step's memory: its peak and who holds it (bytes)."""
+
+    device: str = ""
+    available: bool = False
+    peak_bytes: float = 0.0  # largest rise above what was allocated when the step began
+    peak_phase: str = ""  # "forward" | "backward" | "recompute" | "optimizer"
+    peak_file: str | None = None  # the line whose op reached the peak
+    peak_line: int | None = None
+    unattributed_peak_bytes: float = 0.0  # live at the peak, made by no user line
+    held_before_bytes: float | None = None  # allocated when the step began (CUDA allocator; else unknown)
+    allocator_peak_bytes: float | None = None  # CUDA: torch.cuda.max_memory_allocated over the step
+    saved_bytes: float | None = None  # every storage saved for backward (None: not watched)
+    source: str = ""
+    note: str | None = None  # why something is not available
+
+
+@dataclass
 class Output:
     """What the function returned, for comparing variants of one file."""
 
@@ -496,6 +563,10 @@ class Result:
     ranks: list[RankRun] = field(default_factory=list)
     world_size: int = 1
     git: GitState = field(default_factory=GitState)  # schema 3: the commit this run measured
+    # schema 3: what the device could do, how the work was counted, the step's memory
+    roof: Roof | None = None
+    work: Work | None = None
+    memory: Memory | None = None
 
     # -- conveniences used by every consumer --------------------------------
     def line(self, file: str, line: int) -> LineStat | None:

@@ -130,9 +130,11 @@ def test_gpt_forward_findings_stay_true(gpt):
     is told to fuse; the labels cost far less than 10x."""
     forward = gpt["results"]["forward"]
     kinds = {f.kind for f in forward.findings}
-    assert kinds <= {"dispatches"}, [f.message for f in forward.findings]
-    assert set(SEVERITY) >= kinds
-    flagged = {(f.file, f.line) for f in forward.findings}
+    # (roofline findings, analysis/roofline_findings.py: a dispatch hint's line may carry
+    # overhead_bound instead; below_roof only for a line with FLOPs, on a busy host)
+    roofline = {"overhead_bound", "memory_bound", "below_roof"}
+    assert kinds <= {"dispatches"} | roofline, [f.message for f in forward.findings]
+    assert set(SEVERITY) | roofline >= kinds
     for file, needle in (
         ("src/tinygpt/norm.py", "return F.layer_norm"),
         ("src/tinygpt/attention.py", "scaled_dot_product_attention"),
@@ -141,9 +143,14 @@ def test_gpt_forward_findings_stay_true(gpt):
     ):
         stat = _line(forward, file, needle)
         assert dispatches_per_execution(stat) < 2
-        assert (stat.file, stat.line) not in flagged
+        told = [f for f in forward.findings if (f.file, f.line) == (stat.file, stat.line)]
+        assert all(f.kind == "below_roof" for f in told), [f.message for f in told]
     for f in forward.findings:  # whatever remains is true per execution
-        assert dispatches_per_execution(forward.line(f.file, f.line)) >= 2
+        stat = forward.line(f.file, f.line)
+        if f.kind == "below_roof":
+            assert stat.flops  # a matmul far below the measured peak: no fusing advice
+        else:
+            assert dispatches_per_execution(stat) >= 2
 
 
 def test_training_step_and_trainer_method(gpt):

@@ -291,21 +291,17 @@ def test_an_ntff_written_before_the_measured_steps_is_said_to_be_the_cold_execut
     assert [v["mode"] for v in later.process(str(tmp_path / "later-view"))] == ["model"]
 
 
-def test_work_per_line_reaches_line_stat_once_it_has_the_fields(tmp_path, monkeypatch):
-    """The roofline adds LineStat.flops/bytes; until the merge they do not exist, and the
-    device profile's work stays in the reader's report. Here the fields are made to
-    exist (as class attributes with defaults, the way a dataclass field looks)."""
-    from trainium_lens.engine import device_lines
-    from trainium_lens.model.result import LineStat
-
-    names = ("flops", "bytes", "backward_flops", "backward_bytes")
-    for name in names:
-        monkeypatch.setattr(LineStat, name, 0.0, raising=False)
-    monkeypatch.setattr(device_lines, "HAS_WORK", True)
+def test_work_per_line_from_the_device_profile(tmp_path, monkeypatch):
+    """The device profile's raw_flops and HBM read + write bytes reach each line's
+    work fields, summed with the stack-frame rule of time; the result says where
+    the figures came from."""
     result, _views, _doc = run_with(tmp_path, monkeypatch)
+    names = ("flops", "bytes", "backward_flops", "backward_bytes")
     work = {line: {n: getattr(result.line("model.py", line), n) for n in names} for line in (10, 12, 30)}
     assert work[10] == {"flops": 524288, "bytes": 4096 + 2048, "backward_flops": 0.0, "backward_bytes": 0.0}
     assert work[30]["flops"] == 64 and work[12]["flops"] == 0.0
+    assert result.work is not None and result.work.source == "neuron-profile"
+    assert result.work.flops == sum((s.flops or 0) + (s.backward_flops or 0) for s in result.lines)
 
 
 @pytest.mark.ssh

@@ -28,6 +28,7 @@ from trainium_lens.harness.job.placement import to_device
 from trainium_lens.harness.markers import Marked, variant_group
 from trainium_lens.harness.spec import Spec
 from trainium_lens.harness.torchrun.rank import align_step
+from trainium_lens.harness.work.attach import add_work
 
 
 def invoke(fn: Any, args: tuple, kwargs: dict) -> Any:
@@ -206,6 +207,8 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
         for f, p in sorted(s.user.library_files.items())
         if any(line["file"] == f for line in doc["lines"])
     ]
+    # FLOPs, bytes, memory: one more call, after everything timed (work/step.py says why)
+    add_work(doc, s, call, s.labeler.label(s.rel_file, marked.def_line, marked.name))
     return doc
 
 

@@ -223,6 +223,7 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     from trainium_lens.harness.xla.attribution import attribute, figures
     from trainium_lens.harness.xla.tags import StepTagger, TagTable
     from trainium_lens.harness.xla.trace import write_trace
+    from trainium_lens.harness.xla.work import add_work
     from trainium_lens.harness.xla.xplane import Capture, find_xplanes, read_xspace
 
     ev, name, spec, backend = s.events, marked.name, s.spec, s.backend
@@ -279,6 +280,7 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     starts = sorted(start for mname, start, _end in cap.markers if mname.startswith(STEP_MARKER))
     att = attribute(cap, starts, s.user.relpath, tagger.tag, tagger.optimizer_places, tagger.optimizer_calls)
     fig = figures(att, s.source.line)
+    work = add_work(fig["lines"], att, cap)  # FLOPs, bytes, HLO buffers per line (xla/work.py)
     trace = write_trace(os.path.join(spec.run_dir, f"{run_id}.trace.json"), att, cap)
 
     ev.stage("timing", name, f"{protocol['timing_calls']} unprofiled calls")
@@ -353,4 +355,17 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
         output=output,
         buckets=fig["buckets"],
         optimizers=fig["optimizers"],
+        **work,
+        roof=cpu_roof(backend),
     )
+
+
+def cpu_roof(backend: Any) -> dict | None:
+    """On torch-xla's CPU device the instructions run on this host's CPU: its measured roof."""
+    if backend.device_type.upper() != "CPU":
+        return None
+    from trainium_lens.harness.work.calibrate import cpu_roof as measured
+
+    roof = measured(backend.torch)
+    roof["source"] += " (torch's CPU kernels: XLA's CPU runtime runs its own, a roof of the same host)"
+    return roof

@@ -98,6 +98,7 @@ class HloInstr:
     called: list[int] = field(default_factory=list)  # computation ids (a fusion's body)
     operands: list[int] = field(default_factory=list)  # instruction ids
     parameter_number: int = 0
+    raw: bytes = b""  # the HloInstructionProto (shapes, dimension numbers: xla/work.py)
 
 
 @dataclass
@@ -109,6 +110,7 @@ class HloModule:
     function_names: list[str] = field(default_factory=list)
     file_locations: list[tuple[int, int, int]] = field(default_factory=list)  # file, function, line
     stack_frames: list[tuple[int, int]] = field(default_factory=list)  # location, parent
+    buffer_assignment: bytes = b""  # the HloProto's BufferAssignmentProto (xla/work.py)
     _users: dict[int, list[HloInstr]] | None = field(default=None, repr=False)
     _by_name: dict[str, HloInstr] | None = field(default=None, repr=False)
     _by_id: dict[int, HloInstr] | None = field(default=None, repr=False)
@@ -172,7 +174,7 @@ def _metadata(ins: HloInstr, buf: bytes) -> None:
 
 
 def _instruction(buf: bytes) -> HloInstr:
-    ins = HloInstr("", "")
+    ins = HloInstr("", "", raw=buf)
     for number, value in fields(buf):
         if number == 1:
             ins.name = _str(value)
@@ -230,10 +232,13 @@ def parse_hlo_module(buf: bytes) -> HloModule:
 
 
 def parse_hlo_proto(buf: bytes) -> HloModule:
-    """An ``HloProto`` (field 1: the module)."""
-    for number, value in fields(buf):
+    """An ``HloProto`` (field 1: the module; 3: its buffer assignment, kept raw)."""
+    parts = fields(buf)
+    for number, value in parts:
         if number == 1 and isinstance(value, bytes):
-            return parse_hlo_module(value)
+            module = parse_hlo_module(value)
+            module.buffer_assignment = next((v for n, v in parts if n == 3 and isinstance(v, bytes)), b"")
+            return module
     raise ValueError("HloProto without a module")
 
 

@@ -2,7 +2,8 @@
 
 Markdown (the client renders it trusted, for the command links): the line's
 op table (name, calls, self time, CPU time), self vs total, the spread over the
-measured steps, the delta against the previous run, findings on the line, the
+measured steps, the delta against the previous run, the line's work and roofline
+(FLOPs, bytes, % of peak, memory), findings on the line, the
 line's time window in trace time, and links to the timeline / Neuron Explorer.
 Every string that comes from the stored result goes through
 ``present.markdown`` (``escape``/``code``): a result is untrusted data.
@@ -13,7 +14,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from trainium_lens.lsp.present import format as fmt
-from trainium_lens.lsp.present import rank_format
+from trainium_lens.lsp.present import rank_format, roofline_format
 from trainium_lens.lsp.present.history import section as history_section
 from trainium_lens.lsp.present.hover_hlo import hlo_section
 from trainium_lens.lsp.present.markdown import code, command_link, escape
@@ -79,6 +80,7 @@ def markdown(uri: str, a: Annotation, annotations: Annotations, history: list[Re
             out.append(_op_table("backward ops (the autograd node that ran them)", s.backward_ops, clock))
         if s.recompute_ops:
             out.append(_op_table("recompute ops", s.recompute_ops, clock))
+    out += [w] if (w := roofline_format.hover_section(r, s)) else []  # FLOPs, % of peak, memory
     past = history_section(history or [], r, s)  # the line in the function's last runs
     if past:
         out.append(past)

@@ -6,6 +6,8 @@ line was edited, and ``▼ 38%`` against the function's previous run (of the
 line's forward + backward where the step has backward). A line of a training
 step whose forward caused backward work reads
 ``⏱ fwd 0.40 ms · bwd 0.91 ms cpu · 12% · 2 ops`` (share: of the whole step).
+A line whose work was counted ends with its roofline marker: ``· 41% peak``,
+``· mem-bound`` or ``· overhead`` (present/roofline_format.py); not on a stale line.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from lsprotocol import types
 
 from trainium_lens.lsp.present import format as fmt
-from trainium_lens.lsp.present import rank_format
+from trainium_lens.lsp.present import rank_format, roofline_format
 from trainium_lens.lsp.runs import Annotation, Annotations
 from trainium_lens.lsp.settings import Threshold
 from trainium_lens.lsp.state import LensServer
@@ -42,6 +44,8 @@ def label(a: Annotation) -> str:
     parts.append(fmt.share(a.time_us, result.totals.self_time_us))
     if a.stat.calls:
         parts.append(fmt.plural(a.stat.calls, "op"))
+    if not a.inclusive and not a.stale:  # a stale line's "(stale)" must not be cut off
+        parts += [m] if (m := roofline_format.marker(result, a.stat)) else []
     parts += [spread] if (spread := rank_format.hint_spread(a.stat)) and not a.inclusive else []
     if a.previous_us is not None and not a.inclusive:
         change = fmt.delta(a.previous_us, a.stat.time_us)  # fwd+bwd, as previous_us

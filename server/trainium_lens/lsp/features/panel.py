@@ -1,10 +1,11 @@
 """``trainiumLens/runData``: everything the client's results panel draws, as JSON.
 
-Request ``{uri, function?}`` → ``{result, comparison, diff, lines, markdown}``:
+Request ``{uri, function?}`` → ``{result, comparison, diff, lines, roofline, markdown}``:
 the function's latest result (op table, line table, findings: the result's
 own JSON), the comparison of the file's variants (None below two), the diff
 against the function's previous run (None without one), and where each
-profiled line sits in the editor now (so a click reveals the right line).
+profiled line sits in the editor now (so a click reveals the right line), and
+the roofline chart's points and the memory view (``analysis/roofline.chart``).
 Without ``function``: the most recently profiled function of the file. With
 ``baseline`` (a run id of that function, picked from ``trainiumLens/history``)
 the diff is against that run instead of the previous one.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainium_lens.analysis import roofline
 from trainium_lens.lsp.features import compare
 from trainium_lens.lsp.state import LensServer
 
@@ -28,7 +30,14 @@ def _arg(params: Any, name: str) -> Any:
 
 def run_data(ls: LensServer, params: Any) -> dict:
     uri, function = _arg(params, "uri"), _arg(params, "function")
-    empty: dict[str, Any] = {"result": None, "comparison": None, "diff": None, "lines": [], "markdown": None}
+    empty: dict[str, Any] = {
+        "result": None,
+        "comparison": None,
+        "diff": None,
+        "lines": [],
+        "roofline": None,
+        "markdown": None,
+    }
     runs = ls.document_runs(uri) if isinstance(uri, str) else None
     if runs is None:
         return empty
@@ -64,6 +73,7 @@ def run_data(ls: LensServer, params: Any) -> dict:
         "comparison": compare.variants(variants),
         "diff": compare.diff(before, result) if before else None,
         "lines": lines,
+        "roofline": roofline.chart(result),  # the roofline chart and the memory view
         "markdown": {
             "comparison": compare.variants_markdown(variants) if len(variants) > 1 else None,
             "diff": compare.diff_markdown(before, result) if before else None,

@@ -1,0 +1,72 @@
+"""The CPU roof's cache: measured once per host, kept; measured again when a line
+beat it (a busy host made it low), each figure the best of both. ``measure`` is
+replaced by a counter here (the caching is under test; the real measurement runs
+in tests/integration/harness/test_work.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from trainium_lens.harness.work import attach, calibrate
+
+
+def fake(values):
+    calls: list[int] = []
+
+    def measure(_torch):
+        fp32, bw = values[len(calls)]
+        calls.append(1)
+        return {
+            "device": "cpu",
+            "flops": [{"dtype": "float32", "flops_per_s": fp32}],
+            "bytes_per_s": bw,
+            "source": "measured on this host",
+            "measured": True,
+            "measured_at": "now",
+        }
+
+    return measure, calls
+
+
+def test_measured_once_then_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINIUM_LENS_CACHE", str(tmp_path))
+    measure, calls = fake([(1e11, 1e10)])
+    monkeypatch.setattr(calibrate, "measure", measure)
+    first = calibrate.cpu_roof(torch)
+    again = calibrate.cpu_roof(torch, {"flops": {"float32": 5e10}, "bytes_per_s": 0.0})
+    assert len(calls) == 1 and "cached" in again["source"] and again["flops"] == first["flops"]
+    assert list(json.loads((tmp_path / "cpu-roof.json").read_text())) == [
+        f"{calibrate.cpu_model()}|threads={torch.get_num_threads()}|torch={torch.__version__}"
+    ]
+
+
+def test_a_line_faster_than_the_roof_measures_again_and_keeps_the_best(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINIUM_LENS_CACHE", str(tmp_path))
+    measure, calls = fake([(2e10, 1e10), (9e10, 5e9)])  # the first on a busy host
+    monkeypatch.setattr(calibrate, "measure", measure)
+    calibrate.cpu_roof(torch)
+    roof = calibrate.cpu_roof(torch, {"flops": {"float32": 5e10}, "bytes_per_s": 0.0})
+    assert len(calls) == 2
+    assert roof["flops"] == [{"dtype": "float32", "flops_per_s": 9e10}]
+    assert roof["bytes_per_s"] == 1e10  # the first measurement's copy was the better
+    assert "best of every measurement" in roof["source"]
+
+
+def test_achieved_rates_from_the_lines():
+    lines: list[dict] = [
+        {"flops": 5e6, "dtype": "float32", "bytes": 1e3, "self_time_us": 200.0, "self_time_us_median": 100.0},
+        {"flops": 0.0, "dtype": None, "bytes": 4e6, "self_time_us": 100.0},
+    ]
+    fast = attach.achieved(lines)  # forward rates by the median time
+    assert fast["flops"]["float32"] == pytest.approx(5e10) and fast["bytes_per_s"] == pytest.approx(4e10)
+
+
+def test_a_real_measurement_is_positive_and_says_how():
+    torch.set_num_threads(1)
+    roof = calibrate.measure(torch)
+    assert {p["dtype"] for p in roof["flops"]} >= {"float32"}
+    assert all(p["flops_per_s"] > 1e8 for p in roof["flops"]) and roof["bytes_per_s"] > 1e8
+    assert roof["measured"] and "measured on this host" in roof["source"] and roof["cores"] == 1
