@@ -12,7 +12,10 @@ Conventions that every layer relies on:
 * ``self_time_us`` is always the **primary clock** of the backend
   (``clock``): Neuron device time, CUDA kernel time, or CPU self time. The
   CPU figure is also kept separately as ``self_cpu_us`` so a UI can never show
-  a CPU number as device time by accident.
+  a CPU number as device time by accident. Schema 3: on the ``cpu`` clock
+  ``self_time_us`` is *calibrated* (the profiler's measured cost per op event
+  subtracted, see ``Calibration``) and ``self_cpu_us`` stays the raw profiler
+  figure beside it.
 * ``file`` is relative to the workspace root, with ``/`` separators; ``line``
   is 1-based.
 
@@ -27,7 +30,9 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
-SCHEMA_VERSION = 2  # 2: backward/recompute per line, totals split, optimizers
+# 2: backward/recompute per line, totals split, optimizers
+# 3: calibration, stability, reconciliation; per-step samples; regions' phase
+SCHEMA_VERSION = 3
 
 BACKENDS = ("neuron", "cuda", "cpu", "xla")
 
@@ -84,6 +89,11 @@ class Totals:
     backward_time_us: float = 0.0  # ops under the autograd engine's backward nodes
     optimizer_time_us: float = 0.0  # ops under Optimizer.step / zero_grad
     recompute_time_us: float = 0.0  # forward re-run inside the backward (checkpointing)
+    # schema 3
+    step_us: list[float] = field(default_factory=list)  # per measured step used, primary clock, per call
+    calls_per_step: int = 1  # back-to-back calls in each measured step (cpu clock, tiny functions)
+    # device-side elapsed per unprofiled call (CUDA events: kernels and the idle gaps between them)
+    device_span_us_median: float | None = None
 
     @property
     def has_backward(self) -> bool:
@@ -196,6 +206,8 @@ class LineStat:
     # Neuron device time per engine (union of the line's instruction intervals on
     # that engine, per step): xla runs on Trn1 whose device profile was read
     engines: list[EngineTime] = field(default_factory=list)
+    # schema 3: forward + backward + recompute self time per measured step used
+    step_us: list[float] = field(default_factory=list)
 
     @property
     def time_us(self) -> float:
@@ -226,6 +238,9 @@ class Region:
     calls: float
     covered_lines: list[SourceLine] = field(default_factory=list)
     fx_nodes: int = 0  # ops the graph fused into this region
+    # schema 3: "backward" for AOTAutograd's compiled backward (``CompiledFunctionBackward``),
+    # credited to the line whose compiled forward made it; covered lines: the forward graph's
+    phase: str = "forward"
 
 
 @dataclass
@@ -337,6 +352,67 @@ class Signals:
 
 
 @dataclass
+class CalibrationWorkload:
+    workload: str
+    events: int
+    unprofiled_us: float
+    profiled_us: float  # Σ self time of its events under the profiler
+
+
+@dataclass
+class Calibration:
+    """Schema 3, ``cpu`` clock only: the profiler's own cost per op event, measured
+    at the start of the run under the same profiler settings
+    (``harness/eager/calibrate.py``). An event nested ``d`` ops deep costs
+    ``per_depth_us × d`` inside the measured windows; that is subtracted from
+    every primary figure (``self_cpu_us`` figures stay raw)."""
+
+    per_depth_us: float
+    cost_s: float = 0.0  # the calibration's own time in this run
+    profiler_start_s: float = 0.0  # the profiler's first start (paid once per run anyway)
+    subtracted_us: float = 0.0  # taken off this function, per call
+    workloads: list[CalibrationWorkload] = field(default_factory=list)
+
+
+@dataclass
+class Stability:
+    """Schema 3: what the host did while the function was measured
+    (``harness/eager/steady.py``, ``host.py``); ``analysis/noise.py`` judges it."""
+
+    steps_wanted: int = 0  # the protocol's active steps
+    steps_measured: int = 0  # measured (paired: pairs), extra steps included
+    steps_clean: int = 0  # of which no thread of ours waited for a CPU
+    steps_used: int = 0  # in the figures (the clean ones, or all if too few were clean)
+    extra_steps: int = 0
+    run_delay_share: float | None = None  # run-queue delay / wall over the measured steps
+    step_switches: float | None = None  # involuntary context switches per measured step
+    window_s: float | None = None  # from settling to the last timing call
+    others_cores: float | None = None  # CPU of other processes in that window, in cores
+    involuntary_switches: int | None = None  # in that window
+    settle_calls: int = 0
+    calls_per_step: int = 1
+    timing_calls: int = 0  # unprofiled calls made (the wall's)
+    timing_clean: int = 0  # of which undisturbed
+
+
+@dataclass
+class Reconciliation:
+    """Schema 3: the result against an independent measurement on the same host
+    (``analysis/reconcile.py``): the profiled figure per call over the unprofiled
+    wall median (cpu clock), or the device time over the device-side span of an
+    unprofiled call (cuda), else over the wall (neuron, xla)."""
+
+    reference: str  # "wall" | "device_span"
+    reference_us: float
+    profiled_us: float  # the primary figure per call (calibrated on the cpu clock)
+    raw_us: float | None  # the uncalibrated figure, where it differs
+    ratio: float  # profiled / reference
+    tolerance: float  # |ratio - 1| allowed (device clocks: only above 1)
+    within: bool
+    note: str = ""  # why a ratio outside the tolerance can be expected, when it can
+
+
+@dataclass
 class Output:
     """What the function returned, for comparing variants of one file."""
 
@@ -384,6 +460,10 @@ class Result:
     # torchrun jobs only (``--nproc N``, see engine/ranks.py); absent from a one-process result
     ranks: list[RankRun] = field(default_factory=list)
     world_size: int = 1
+    # schema 3 (None in older results)
+    calibration: Calibration | None = None
+    stability: Stability | None = None
+    reconciliation: Reconciliation | None = None
 
     # -- conveniences used by every consumer --------------------------------
     def line(self, file: str, line: int) -> LineStat | None:

@@ -81,8 +81,16 @@ def test_wrong_type_names_the_field():
 
 
 def test_newer_schema_says_upgrade():
-    with pytest.raises(R.ResultError, match="schema version 3.*upgrade trainium-lens"):
-        R.Result.from_dict(minimal(schema_version=3))
+    newer = R.SCHEMA_VERSION + 1
+    with pytest.raises(R.ResultError, match=f"schema version {newer}.*upgrade trainium-lens"):
+        R.Result.from_dict(minimal(schema_version=newer))
+
+
+def test_schema_2_loads_without_the_schema_3_fields():
+    r = R.Result.from_dict(minimal(schema_version=2))
+    assert r.schema_version == 2
+    assert r.calibration is None and r.stability is None and r.reconciliation is None
+    assert r.totals.step_us == [] and r.totals.calls_per_step == 1
 
 
 def test_not_a_result():

@@ -18,7 +18,7 @@ from typing import Any
 from trainium_lens.harness.attribution.figures import lines_and_ops, optimizers
 from trainium_lens.harness.attribution.tree import MAX_WINDOWS, MERGE_GAP_US, Attribution
 
-SCHEMA_VERSION = 2  # result.SCHEMA_VERSION (a test keeps the two equal)
+SCHEMA_VERSION = 3  # result.SCHEMA_VERSION (a test keeps the two equal)
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -106,6 +106,9 @@ class Profiled:
     covered: Any = None  # region name -> {"lines": [(file, line)], "nodes": n} (or None)
     h2d_calls: dict = field(default_factory=dict)  # label -> calls (all labelled calls)
     labelled_calls: int = 1
+    calibration: dict | None = None  # cpu clock: the profiler's cost per event (calibrate.py)
+    stability: dict | None = None  # what the host did during the run (steady.py, host.py)
+    device_span_us: list[float] | None = None  # per unprofiled call, device-side elapsed (CUDA events)
 
 
 def document(
@@ -164,11 +167,14 @@ def totals(
     steps: int,
     per_step: list[float],
     dispatches: float,
+    calls_per_step: int = 1,
+    device_span_us: list[float] | None = None,
     **split: float,
 ) -> dict:
     """``Result.totals``: per-step figures, their spread, the unprofiled wall time;
     ``split``: forward/backward/optimizer/recompute where the backend tells them apart."""
     wall = sorted(wall_us)
+    busy = sorted(device_span_us or [])
     return {
         "self_time_us": self_time_us,
         "self_cpu_us": self_cpu_us,
@@ -180,6 +186,9 @@ def totals(
         "self_time_us_max": max(per_step) if per_step else 0.0,
         "dispatches": dispatches,
         "per_step_self_time_us": per_step,
+        "step_us": per_step,
+        "calls_per_step": calls_per_step,
+        "device_span_us_median": statistics.median(busy) if busy else None,
         **split,
     }
 
@@ -206,6 +215,8 @@ def result_document(p: Profiled) -> dict:
             steps=att.steps,
             per_step=figures["per_step"],
             dispatches=figures["dispatches"],
+            calls_per_step=att.calls_per_step,
+            device_span_us=p.device_span_us,
             forward_time_us=figures["forward_time_us"],
             backward_time_us=figures["backward_time_us"],
             optimizer_time_us=figures["optimizer_time_us"],
@@ -220,17 +231,30 @@ def result_document(p: Profiled) -> dict:
         signals=signals,
         output=p.output,
         optimizers=optimizers(att, labels, fallback),
+        calibration=_calibration(p.calibration, att),
+        stability=p.stability,
     )
+
+
+def _calibration(cal: dict | None, att: Attribution) -> dict | None:
+    """The run's calibration and what it took off this function, per call."""
+    if cal is None:
+        return None
+    n = max(att.steps, 1) * max(att.calls_per_step, 1)
+    return {**cal, "subtracted_us": att.calibrated_us / n}
 
 
 def batch_document(batch_id: str, results: list[dict]) -> dict:
     return {"schema_version": SCHEMA_VERSION, "batch_id": batch_id, "results": results}
 
 
+_PHASES = ("forward", "backward", "recompute")
+
+
 def _regions(att: Attribution, labels: dict, fallback: tuple[str, int], covered: Any) -> list[dict]:
-    n = max(att.steps, 1)
+    n = max(att.steps, 1) * max(att.calls_per_step, 1)
     out = []
-    for (region, key), (calls, t) in sorted(att.regions.items(), key=lambda kv: -kv[1][1]):
+    for (region, key), (calls, t, phase) in sorted(att.regions.items(), key=lambda kv: -kv[1][1]):
         file, line = labels[key][:2] if key in labels else fallback
         graph = (covered(region) if covered else None) or {}
         out.append(
@@ -242,6 +266,7 @@ def _regions(att: Attribution, labels: dict, fallback: tuple[str, int], covered:
                 "calls": calls / n,
                 "covered_lines": [{"file": f, "line": ln} for f, ln in graph.get("lines", [])],
                 "fx_nodes": graph.get("nodes", 0),
+                "phase": _PHASES[phase] if 0 <= phase < len(_PHASES) else "forward",
             }
         )
     return out
@@ -275,7 +300,7 @@ def _h2d(att: Attribution, labels: dict, calls: dict, labelled_calls: int) -> li
                 "file": file,
                 "line": line,
                 "calls": n / max(labelled_calls, 1),
-                "self_time_us": copy_time.get(key, 0.0) / max(att.steps, 1),
+                "self_time_us": copy_time.get(key, 0.0) / (max(att.steps, 1) * max(att.calls_per_step, 1)),
             }
         )
     return out

@@ -23,9 +23,10 @@ def _spread(values: list[float]) -> tuple[float, float, float]:
 
 
 class _Sums:
-    """``(step, label, phase) -> value`` summed over the steps, and per step."""
+    """``(step, label, phase) -> value`` summed over the steps, and per step
+    (per call: a step of ``calls`` calls counts its sum over them)."""
 
-    def __init__(self, values: dict, steps: int):
+    def __init__(self, values: dict, steps: int, calls: int = 1):
         self.steps = steps
         self.by_key: dict[tuple, float] = {}
         self.per_step: dict[tuple, list[float]] = {}
@@ -36,13 +37,21 @@ class _Sums:
                 row = self.per_step.get(k)
                 if row is None:
                     row = self.per_step[k] = [0.0] * steps
-                row[step] += value
+                row[step] += value / calls
 
     def get(self, key: Any, phase: int) -> float:
         return self.by_key.get((key, phase), 0.0)
 
     def spread(self, key: Any, phase: int) -> tuple[float, float, float]:
         return _spread(self.per_step.get((key, phase), [0.0] * self.steps))
+
+    def steps_of(self, key: Any, *phases: int) -> list[float]:
+        """Per step, the phases summed."""
+        out = [0.0] * self.steps
+        for phase in phases:
+            for i, v in enumerate(self.per_step.get((key, phase), ())):
+                out[i] += v
+        return out
 
 
 def _line_ops(att: Attribution, n: int) -> dict[tuple[str, int], list[dict]]:
@@ -68,10 +77,11 @@ def _line_ops(att: Attribution, n: int) -> dict[tuple[str, int], list[dict]]:
 
 def lines_and_ops(att: Attribution, labels: dict, source: Any) -> dict:
     """The result's ``lines``, ``ops``, ``unattributed_us`` and the totals' figures."""
-    n = max(att.steps, 1)
-    self_s = _Sums(att.line_self, att.steps)
-    total_s = _Sums(att.line_total, att.steps)
-    cpu_s = _Sums(att.line_cpu, att.steps)
+    m = max(att.calls_per_step, 1)
+    n = max(att.steps, 1) * m
+    self_s = _Sums(att.line_self, att.steps, m)
+    total_s = _Sums(att.line_total, att.steps, m)
+    cpu_s = _Sums(att.line_cpu, att.steps, m)
     per_line_ops = _line_ops(att, n)
     keys = {k for (k, _p) in self_s.by_key} | {k for (k, _p) in total_s.by_key} | set(att.line_calls)
     keys.discard(None)
@@ -104,6 +114,7 @@ def lines_and_ops(att: Attribution, labels: dict, source: Any) -> dict:
                 "backward_ops": per_line_ops.get((key, BWD), []),
                 "recompute_time_us": self_s.get(key, RECOMPUTE) / n,
                 "recompute_ops": per_line_ops.get((key, RECOMPUTE), []),
+                "step_us": self_s.steps_of(key, FWD, BWD, RECOMPUTE),
             }
         )
     lines.sort(
@@ -131,7 +142,7 @@ def lines_and_ops(att: Attribution, labels: dict, source: Any) -> dict:
     for (step, phase), value in att.phase_time.items():
         phases[phase] += value
         if 0 <= step < att.steps:
-            per_step[step] += value
+            per_step[step] += value / m
     unattributed = sum(v for (k, _p), v in self_s.by_key.items() if k is None)
     return {
         "lines": lines,
@@ -150,7 +161,7 @@ def lines_and_ops(att: Attribution, labels: dict, source: Any) -> dict:
 
 def optimizers(att: Attribution, labels: dict, fallback: tuple[str, int]) -> list[dict]:
     """One entry per optimizer range name (``Optimizer.step#AdamW.step``)."""
-    n = max(att.steps, 1)
+    n = max(att.steps, 1) * max(att.calls_per_step, 1)
     out = []
     for name, f in att.optimizers.items():
         file, line = labels[f.key][:2] if f.key in labels else fallback

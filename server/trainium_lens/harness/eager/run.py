@@ -1,8 +1,10 @@
-"""Profile one marked function: inputs → compile (first calls) → profiled steps
-(labelled) → attribution → export → unprofiled timing → result dict."""
+"""Profile one marked function: inputs → compile (first calls) → calibrate (once
+per run, cpu clock) → settle → profiled steps (labelled, more while the host
+disturbs them) → attribution → export → unprofiled timing → result dict."""
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import time
@@ -14,8 +16,11 @@ import torch
 from trainium_lens.harness.attribution import build
 from trainium_lens.harness.attribution.trace_tags import tag_trace
 from trainium_lens.harness.attribution.tree import attribute
+from trainium_lens.harness.eager import steady
+from trainium_lens.harness.eager.calibrate import calibrate
 from trainium_lens.harness.eager.compiled import CompileWatch
 from trainium_lens.harness.eager.hits import add_hits
+from trainium_lens.harness.eager.host import HostWindow, RunQueueDelay, involuntary_switches
 from trainium_lens.harness.eager.lines import LineLabeler
 from trainium_lens.harness.events import EventStream, HarnessError
 from trainium_lens.harness.job.include_hooks import IncludeHooks
@@ -51,6 +56,20 @@ class Session:
         # per group of variants (see variant_key): (function, first output tensor)
         self.references: dict[str, tuple[str, Any]] = {}
         self.source = build.SourceText(user.root, user.abspath)
+        self.run_delay = RunQueueDelay()
+        self._calibration: dict | None = None
+        self._calibrated = False
+
+    def calibration(self) -> dict | None:
+        """The cpu clock's calibration, measured once per run (calibrate.py); None
+        on device clocks, which are not calibrated."""
+        if not self._calibrated:
+            self._calibrated = True
+            if not self.backend.device_clock:
+                self.events.stage("calibrate", None, "measuring the profiler's cost per op event")
+                kwargs = _profiler_kwargs(self, self.spec.run_dir, "calibration")
+                self._calibration = calibrate(torch, self.backend.activities(), kwargs)
+        return self._calibration
 
 
 def variant_key(marked: Marked) -> str:
@@ -150,6 +169,14 @@ def _timed(call: Call, calls: int, labelled: bool) -> list[float]:
     return times
 
 
+def _timed_once(call: Call) -> float:
+    sync = call.s.backend.sync
+    t0 = time.perf_counter()
+    call()
+    sync()
+    return (time.perf_counter() - t0) * 1e6
+
+
 def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> dict:
     """inputs → first calls → profiled steps → attribution → trace → timing → result."""
     run_id = f"{s.spec.batch_id}-{index}"
@@ -158,11 +185,28 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
     args, kwargs = _inputs(s, marked, fn)
     call = Call(s, fn, args, kwargs, marked.name)
     first, compiles_from = _first_calls(call)
-    steps = _profile_steps(call, protocol, run_id)
-    att, clock, device_reported = _attribute(call, steps, marked)
+    calibration = s.calibration()
+    window = HostWindow().start()
+    s.events.stage("settle", marked.name, "unprofiled calls until the call time is steady")
+    compiles = s.watch.counters()["compiles"]
+    settled = steady.settle(
+        lambda: _timed_once(call), protocol["wait"], lambda: s.watch.counters()["compiles"] > compiles
+    )
+    per_step = steady.calls_per_step(settled, s.backend.device_clock)
+    steps = _profile_steps(call, protocol, run_id, per_step)
+    att, clock, device_reported = _attribute(call, steps, marked, calibration)
     trace, offset = _export_trace(call, steps.prof, run_id, att)
-    wall, overhead = _time_unprofiled(call, protocol)
+    wall, overhead, timing = _time_unprofiled(call, protocol)
+    span = timing.pop("device_span_us", None)
     signals = _signals(call, steps, compiles_from, device_reported, overhead)
+    stability = {
+        **steps.plan.evidence(),
+        **window.stop(),
+        **timing,
+        "settle_calls": len(settled),
+        "calls_per_step": per_step,
+        "steps_used": att.steps,
+    }
     artifacts = {"location": s.spec.host, "run_dir": os.path.abspath(s.spec.run_dir), "trace": trace}
     artifacts.update(s.backend.artifacts(s.spec.run_dir))
     doc = build.result_document(
@@ -185,6 +229,9 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
             covered=s.watch.covered,
             h2d_calls=steps.h2d_calls,
             labelled_calls=steps.labelled_calls,
+            calibration=calibration if clock == "cpu" and s.backend.name == "cpu" else None,
+            stability=stability,
+            device_span_us=span,
         )
     )
     add_hits(doc["lines"], s.labeler.labels, steps.hits, steps.labelled_calls)  # hits.py
@@ -217,6 +264,8 @@ class Steps:
     """What the profiled steps left behind."""
 
     prof: Any
+    plan: steady.StepPlan
+    per_step: int  # back-to-back calls in each step (figures are per call)
     paired: bool
     labelled_calls: int
     h2d_calls: dict
@@ -255,43 +304,70 @@ def _profiler_kwargs(s: Session, run_dir: str, run_id: str) -> dict:
     return kwargs
 
 
-def _profile_steps(call: Call, protocol: dict, run_id: str) -> Steps:
+PROGRESS_EVERY_S = 0.25  # a progress event per step would cost the next step ~7 µs (a pipe write)
+
+
+def _profile_steps(call: Call, protocol: dict, run_id: str, per_step: int) -> Steps:
     # CPU clock: every measured step is followed by the same call unlabelled; CPU
     # times come from those (labels perturb the ops' own CPU time, see
     # attribution.attribute). Device clocks are not perturbed by host labels.
+    # The settle phase ran the protocol's ``wait`` calls; a step makes ``per_step``
+    # back-to-back calls (steady.py); the plan measures more steps while too few
+    # were clean (no thread of ours waited for a CPU).
     s, name = call.s, call.name
     paired = not s.backend.device_clock
-    unwatched = protocol["wait"] + protocol["warmup"]
-    active = protocol["active"] * (2 if paired else 1)
-    total = unwatched + active
-    schedule = torch.profiler.schedule(
-        wait=protocol["wait"], warmup=protocol["warmup"], active=active, repeat=1
-    )
+    plan = steady.StepPlan(torch, 0, protocol["warmup"], protocol["active"], paired)
     at_active = s.watch.counters()
     s.labeler.h2d.clear()
     s.labeler.hits.clear()
     labelled_calls = 0
+    delay = s.run_delay
+    delay.refresh()  # the OpenMP pool and the autograd threads exist by now
+    sync = s.backend.sync
+    shown = 0.0
     s.backend.start_capture()
     try:
         with torch.profiler.profile(
             activities=s.backend.activities(),
-            schedule=schedule,
+            schedule=plan,
             **_profiler_kwargs(s, s.spec.run_dir, run_id),
         ) as prof:
-            for step in range(total):
-                s.events.stage("profile", name, f"step {step + 1} of {total}", step=step + 1, of=total)
-                if step == unwatched:
+            step = 0
+            while True:
+                now = time.perf_counter()
+                if now - shown >= PROGRESS_EVERY_S:
+                    shown = now
+                    s.events.stage(
+                        "profile", name, f"step {step + 1} of {plan.total}", step=step + 1, of=plan.total
+                    )
+                if step == plan.first:
                     at_active = s.watch.counters()
                 align_step()  # torchrun jobs: every rank starts the step together
-                plain = paired and (step - unwatched) % 2
-                labelled_calls += 0 if plain else 1
-                call(labelled=not plain)
-                s.backend.sync()
+                plain = paired and (step - plan.first) % 2
+                labelled_calls += 0 if plain else per_step
+                d0, sw0 = delay.read_us(), involuntary_switches()
+                t0 = time.perf_counter()
+                for _ in range(per_step):
+                    call(labelled=not plain)
+                sync()
+                wall = (time.perf_counter() - t0) * 1e6
+                d1, sw1 = delay.read_us(), involuntary_switches()
+                plan.record(
+                    step,
+                    wall,
+                    None if d0 is None or d1 is None else d1 - d0,
+                    None if sw0 is None or sw1 is None else sw1 - sw0,
+                )
+                if not plan.more(step):
+                    break
+                step += 1
                 prof.step()
     finally:
         backend_signals = s.backend.stop_capture()
     return Steps(
         prof,
+        plan,
+        per_step,
         paired,
         labelled_calls,
         dict(s.labeler.h2d),
@@ -302,7 +378,7 @@ def _profile_steps(call: Call, protocol: dict, run_id: str) -> Steps:
     )
 
 
-def _attribute(call: Call, steps: Steps, marked: Marked) -> tuple[Any, str, bool]:
+def _attribute(call: Call, steps: Steps, marked: Marked, calibration: dict | None) -> tuple[Any, str, bool]:
     s, name = call.s, call.name
     s.events.stage("export", name, "attributing op time to lines")
     events = steps.prof.events()
@@ -310,14 +386,20 @@ def _attribute(call: Call, steps: Steps, marked: Marked) -> tuple[Any, str, bool
     labels = s.labeler.labels
     def_label = s.labeler.label(s.rel_file, marked.def_line, name)
     device_clock = s.backend.device_clock
+    common = {
+        "keep": steps.plan.keep(),
+        "calls_per_step": steps.per_step,
+        "per_depth_us": (calibration or {}).get("per_depth_us", 0.0),
+    }
     att = attribute(
-        events, labels, device_clock, def_label, cpu_type, paired=steps.paired, record_events=True
+        events, labels, device_clock, def_label, cpu_type, paired=steps.paired, record_events=True, **common
     )
     clock, device_reported = s.backend.name, True
     if device_clock and not any(f.device > 0 for f in att.ops.values()):
         # no device time at all: say so and show CPU time under its own name
         device_reported, clock = False, "cpu"
-        att = attribute(events, labels, False, def_label, cpu_type, record_events=True)
+        common["per_depth_us"] = 0.0  # not calibrated: a device backend's host figures
+        att = attribute(events, labels, False, def_label, cpu_type, record_events=True, **common)
         s.events.warning(
             f"{name}: the {s.backend.name} profiler reported no device time; "
             f"figures for this run are CPU time (clock: cpu)"
@@ -349,12 +431,32 @@ def _export_trace(call: Call, prof: Any, run_id: str, att: Any) -> tuple[str | N
     return trace, build.trace_offset_us(trace, start_ns)
 
 
-def _time_unprofiled(call: Call, protocol: dict) -> tuple[list[float], float | None]:
-    call.s.events.stage("timing", call.name, f"{protocol['timing_calls']} unprofiled calls")
-    plain = _timed(call, protocol["timing_calls"], labelled=False)
-    labelled = _timed(call, max(3, min(10, protocol["timing_calls"])), True)
+def _time_unprofiled(call: Call, protocol: dict) -> tuple[list[float], float | None, dict]:
+    """The unprofiled wall per call: settled first (the export left the process
+    idle), then ``timing_calls`` calls in which no thread waited for a CPU (more,
+    up to 3×, while calls are disturbed; all of them if too few were clean)."""
+    s = call.s
+    s.events.stage("timing", call.name, f"{protocol['timing_calls']} unprofiled calls")
+    compiles = s.watch.counters()["compiles"]
+    steady.settle(lambda: _timed_once(call), 1, lambda: s.watch.counters()["compiles"] > compiles)
+    want = protocol["timing_calls"]
+    delay = s.run_delay
+    times, clean = [], []
+    while len(clean) < want and len(times) < want * steady.EXTRA_FACTOR:
+        d0 = delay.read_us()
+        t = _timed_once(call)
+        d1 = delay.read_us()
+        times.append(t)
+        if steady.clean(t, None if d0 is None or d1 is None else d1 - d0):
+            clean.append(t)
+    plain = clean if len(clean) >= max(1, math.ceil(want / 2)) else times
+    labelled = _timed(call, max(3, min(10, want)), True)
     wall = statistics.median(plain)
-    return plain, (statistics.median(labelled) / wall if wall > 0 else None)
+    timing = {"timing_calls": len(times), "timing_clean": len(clean)}
+    span = s.backend.device_span(call, min(10, want))
+    if span:
+        timing["device_span_us"] = span
+    return plain, (statistics.median(labelled) / wall if wall > 0 else None), timing
 
 
 def _signals(call: Call, steps: Steps, start: dict, device_reported: bool, overhead: float | None) -> dict:
