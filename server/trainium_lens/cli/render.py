@@ -178,10 +178,29 @@ def line_ref(stat: LineStat, result: Result) -> str:
     return str(stat.line) if stat.file == result.function.file else f"{stat.file}:{stat.line}"
 
 
+def noisy(result: Result) -> bool:
+    return any(f.kind == "noisy_measurement" for f in result.findings)
+
+
+def reconciled_text(result: Result, style: Style = DEFAULT_STYLE) -> str | None:
+    """``0.89× wall``: the primary figure per call over its independent reference."""
+    rec = result.reconciliation
+    if rec is None:
+        return None
+    ref = "device span" if rec.reference == "device_span" else "wall"
+    mark = "" if rec.within else " !"
+    return f"{rec.ratio:.2f}{style.times} {ref}{mark}"
+
+
 def headline(result: Result, style: Style = DEFAULT_STYLE) -> str:
     clock = clock_label(result)
     t = result.totals
     parts = [f"{fmt_us(t.self_time_us, style)} {clock} per call"]
+    rec = reconciled_text(result, style)
+    if rec:
+        parts[0] += f" ({rec})"
+    if noisy(result):
+        parts.append("NOISY: figures unreliable")
     if t.dispatches:
         parts.append(f"{fmt_count(t.dispatches)} dispatch" + ("" if t.dispatches == 1 else "es"))
     hot = max(result.lines, key=lambda s: s.time_us, default=None)
@@ -201,6 +220,8 @@ def render_result(result: Result, style: Style = DEFAULT_STYLE) -> str:
     clock_text = CLOCK_NAMES.get(clock, clock)
     if result.backend != "cpu" and not result.signals.device_time_reported:
         clock_text += f" (no {result.backend} device time was reported)"
+    elif result.calibration is not None:
+        clock_text += ", calibrated"
     out = [
         f"{f.name}  {f.file}:{f.line}",
         f"  backend {result.backend} · clock: {clock_text} · host {result.host}",
@@ -217,6 +238,7 @@ def render_result(result: Result, style: Style = DEFAULT_STYLE) -> str:
         f"  run {result.run_id}",
         "",
     ]
+    out[-1:-1] = _trust_lines(result, style)
     out += _lines_table(result, clock, style)
     if result.regions:
         out += ["", "  compiled regions"]
@@ -224,13 +246,51 @@ def render_result(result: Result, style: Style = DEFAULT_STYLE) -> str:
             covered = sorted({c.line for c in region.covered_lines})
             span = f"covers lines {_spans(covered, style)}" if covered else "covered lines unknown"
             nodes = f", {region.fx_nodes} ops fused" if region.fx_nodes else ""
+            phase = f" ({region.phase})" if region.phase != "forward" else ""
             out.append(
-                f"    {region.name}: line {region.line}, "
+                f"    {region.name}{phase}: line {region.line}, "
                 f"{fmt_us(region.self_time_us, style)} ({clock}), {span}{nodes}"
             )
     out += ["", *_ops_table(result, clock, style)]
     out += ["", *render_findings(result, style)]
     return finish("\n".join(out), style)
+
+
+def _trust_lines(result: Result, style: Style) -> list[str]:
+    """How far the figures can be trusted: reconciliation, calibration, the host."""
+    out = []
+    rec, cal, st = result.reconciliation, result.calibration, result.stability
+    if rec is not None:
+        ref = "device-side span" if rec.reference == "device_span" else "unprofiled wall"
+        raw = (
+            f"; raw {fmt_us(rec.raw_us, style)}, {rec.raw_us / rec.reference_us:.2f}{style.times}"
+            if rec.raw_us
+            else ""
+        )
+        tol = f"±{rec.tolerance:.0%}" if result.clock == "cpu" else f"at most +{rec.tolerance:.0%}"
+        verdict = f"within {tol}" if rec.within else f"OUTSIDE {tol}" + (f": {rec.note}" if rec.note else "")
+        out.append(
+            f"  reconciled: {fmt_us(rec.profiled_us, style)} per call = {rec.ratio:.2f}{style.times} the "
+            f"{ref} {fmt_us(rec.reference_us, style)}{raw} ({verdict})"
+        )
+    if cal is not None:
+        out.append(
+            f"  calibrated: the profiler's cost, {cal.per_depth_us * 1000:.0f} ns per op event per "
+            f"nesting level, measured in {cal.cost_s:.2f} s; {fmt_us(cal.subtracted_us, style)} per "
+            f"call subtracted (raw figures in the JSON: self_cpu_us)"
+        )
+    if st is not None and st.steps_measured:
+        parts = [f"{st.steps_clean} of {st.steps_measured} steps undisturbed"]
+        if st.extra_steps:
+            parts[0] += f" ({st.extra_steps} extra measured)"
+        if st.calls_per_step > 1:
+            parts.append(f"{st.calls_per_step} calls per step")
+        if st.others_cores is not None:
+            parts.append(f"other processes used {st.others_cores:.1f} cores")
+        if st.run_delay_share is not None:
+            parts.append(f"run-queue wait {st.run_delay_share:.0%} of step time")
+        out.append("  host: " + ", ".join(parts))
+    return out
 
 
 def _spans(lines: list[int], style: Style) -> str:
@@ -332,7 +392,7 @@ def _ops_table(result: Result, clock: str, style: Style) -> list[str]:
     if not result.ops:
         return ["  (no ATen ops recorded)"]
     ops = sorted(result.ops, key=lambda o: -o.self_time_us)
-    show_cpu = clock != "cpu"
+    show_cpu = clock != "cpu" or result.calibration is not None
     rows = []
     for o in ops:
         row = [o.name, fmt_count(o.calls), fmt_us(o.self_time_us, style), fmt_us(o.total_time_us, style)]
@@ -341,7 +401,7 @@ def _ops_table(result: Result, clock: str, style: Style) -> list[str]:
         rows.append(row)
     headers = ["op", "calls", f"self ({clock})", f"total ({clock})"]
     if show_cpu:
-        headers.append("self (cpu)")
+        headers.append("self (cpu)" if clock != "cpu" else "raw (cpu)")
     return table(headers, rows, "lrrrr")
 
 
