@@ -70,7 +70,7 @@ def test_example_linear_and_norm_lines_carry_their_backward(example):
     for name in ("train_step_naive", "train_step_fused"):
         r = example[name]
         start = r.function.line
-        assert r.schema_version == 2 and r.totals.backward_time_us > 0
+        assert r.schema_version == 3 and r.totals.backward_time_us > 0
         for needle in ("model.qkv(h)", "model.proj(", "model.out(F.gelu", "model.head(x)"):
             s = _line(r, EXAMPLE, needle, after=start)
             assert s.backward_self_time_us > 0, (name, needle)
@@ -212,7 +212,8 @@ def test_the_exported_trace_tags_every_op_and_backward_with_its_forward_line(exa
     backward = [e for e in ops if e.phase == "backward"]
     qkv = (r.function.file, _line_after(EXAMPLE, "model.qkv(h)", r.function.line))
     mm = [e for e in backward if e.name == "aten::mm" and e.line == qkv]
-    assert len(mm) == 2 * 2 * r.totals.steps  # grad input + grad weight, labelled + plain twin
+    # grad input + grad weight, labelled + plain twin, every measured step (used or not)
+    assert len(mm) == 2 * 2 * r.stability.steps_measured * r.totals.calls_per_step
 
 
 def test_hint_shows_forward_and_backward(example):
@@ -267,7 +268,7 @@ def test_the_harness_writes_the_schema_the_reader_reads():
     from trainium_lens.harness.attribution import build
     from trainium_lens.model import result as R
 
-    assert build.SCHEMA_VERSION == R.SCHEMA_VERSION == 2
+    assert build.SCHEMA_VERSION == R.SCHEMA_VERSION == 3
 
 
 def test_hover_lists_backward_ops_apart_from_forward_ops(example):

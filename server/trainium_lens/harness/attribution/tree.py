@@ -321,8 +321,9 @@ class _Walk:
                         forward[(e.sequence_nr, e.thread)] = (key, tot, None)
                 else:
                     key, tot, node = ctx.bw_key, ctx.bw_labels, ctx.node
-                    # grad mode on inside the engine: forward re-run (checkpointing)
-                    phase = BWD if e.sequence_nr < 0 else RECOMPUTE
+                    # grad mode on inside the engine: forward re-run (checkpointing); the
+                    # compiled backward's own range carries its node's number: backward
+                    phase = BWD if e.sequence_nr < 0 or kind == REGION else RECOMPUTE
                 opt = ctx.opt
                 tphase = OPTIMIZER if opt is not None else phase
                 stat = ops.get(name)
@@ -333,8 +334,11 @@ class _Walk:
                 if lo is None:
                     lo = line_ops[lk] = LineOpFigures(len(line_ops))
                 depth = 0 if owner is None else owner.depth + 1
-                corr = per_depth * depth  # the profiler's own cost inside this window
-                cal = elapsed - corr
+                # the profiler's own cost in this event's window (calibrate.py); what
+                # exceeds the window (a tiny op deep in a nest) is in its owner's
+                corr = per_depth * depth
+                spill = corr - elapsed if corr > elapsed else 0.0
+                cal = elapsed - corr + spill
                 reg = None
                 if kind == REGION:
                     rname = name if ctx.fw_region is None or phase != BWD else f"{name} ({ctx.fw_region})"
@@ -383,12 +387,13 @@ class _Walk:
                     ok = (owner.step, owner.key, owner.phase)
                     line_cpu[ok] -= elapsed
                     if not device_clock:
-                        owner.stat.self_time -= elapsed
-                        owner.lo.self_time -= elapsed
-                        line_self[ok] -= elapsed
-                        phase_time[(owner.step, owner.tphase)] -= elapsed
+                        taken = elapsed + spill
+                        owner.stat.self_time -= taken
+                        owner.lo.self_time -= taken
+                        line_self[ok] -= taken
+                        phase_time[(owner.step, owner.tphase)] -= taken
                         if owner.opt is not None:
-                            owner.opt.self_time -= elapsed
+                            owner.opt.self_time -= taken
                         if tot is not owner.labels or phase != owner.phase:
                             for lab in tot:
                                 line_total[(step, lab, phase)] += elapsed
