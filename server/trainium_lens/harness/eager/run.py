@@ -332,14 +332,12 @@ def _profile_steps(call: Call, protocol: dict, run_id: str, per_step: int) -> St
             schedule=plan,
             **_profiler_kwargs(s, s.spec.run_dir, run_id),
         ) as prof:
-            step = 0
+            step, said = 0, 0
             while True:
                 now = time.perf_counter()
                 if now - shown >= PROGRESS_EVERY_S:
-                    shown = now
-                    s.events.stage(
-                        "profile", name, f"step {step + 1} of {plan.total}", step=step + 1, of=plan.total
-                    )
+                    shown, said = now, step + 1
+                    s.events.stage("profile", name, f"step {said} of {plan.total}", step=said, of=plan.total)
                 if step == plan.first:
                     at_active = s.watch.counters()
                 align_step()  # torchrun jobs: every rank starts the step together
@@ -362,6 +360,10 @@ def _profile_steps(call: Call, protocol: dict, run_id: str, per_step: int) -> St
                     break
                 step += 1
                 prof.step()
+            if said != step + 1:  # the last step, once it is over: progress ends at N of N
+                s.events.stage(
+                    "profile", name, f"step {step + 1} of {plan.total}", step=step + 1, of=plan.total
+                )
     finally:
         backend_signals = s.backend.stop_capture()
     return Steps(

@@ -14,7 +14,7 @@ from urllib.parse import quote
 from lsprotocol import types
 
 from trainium_lens.lsp.present import format as fmt
-from trainium_lens.lsp.present import rank_format
+from trainium_lens.lsp.present import rank_format, trust
 from trainium_lens.lsp.present.hover_hlo import hlo_section
 from trainium_lens.lsp.runs import Annotation, Annotations
 
@@ -38,7 +38,7 @@ def markdown(uri: str, a: Annotation, annotations: Annotations) -> str:
         out.append(f"_Stale: this line changed since run `{r.run_id}`; profile again to refresh._")
     share = fmt.share(a.time_us, r.totals.self_time_us)
     out.append(
-        f"self **{fmt.time_us(s.self_time_us)}{clock}** · total "
+        f"self **{fmt.time_us(s.self_time_us)}{clock}**{trust.raw_beside(s, r)} · total "
         f"{fmt.time_us(s.total_time_us)}{clock} · {share} of the function · "
         f"{fmt.plural(s.calls, 'op')} per call"
     )
@@ -73,7 +73,7 @@ def markdown(uri: str, a: Annotation, annotations: Annotations) -> str:
     hlo = hlo_section(s, clock)  # backend xla: the compiled instructions behind the line
     if hlo:
         out.append(hlo)
-    on_line = [f for f in annotations.findings if f.line == a.line]
+    on_line = [f for f in annotations.findings if f.line == a.line and f.finding.kind != trust.NOISY]
     if on_line:
         out.append(
             "\n".join(
@@ -82,6 +82,9 @@ def markdown(uri: str, a: Annotation, annotations: Annotations) -> str:
                 for f in on_line
             )
         )
+    section = trust.hover_section(r)  # reconciled with the wall, calibrated, noisy?
+    if section:
+        out.append(section)
     windows = [w for lw in r.timeline if lw.file == s.file and lw.line == s.line for w in lw.windows]
     if windows:
         start = min(w.start_us for w in windows)

@@ -5,6 +5,8 @@ clock is named whenever it is not Neuron device time), ``(stale)`` once the
 line was edited, and ``▼ 38%`` against the function's previous run. A line of
 a training step whose forward caused backward work reads
 ``⏱ fwd 0.40 ms · bwd 0.91 ms cpu · 12% · 2 ops`` (share: of the whole step).
+A run judged noisy (``analysis/noise.py``) ends its hints with ``⚠ noisy``;
+the heat marks its lines unreliable and the client draws them apart.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import bisect
 from lsprotocol import types
 
 from trainium_lens.lsp.present import format as fmt
-from trainium_lens.lsp.present import rank_format
+from trainium_lens.lsp.present import rank_format, trust
 from trainium_lens.lsp.runs import Annotation, Annotations
 
 
@@ -43,6 +45,8 @@ def label(a: Annotation) -> str:
         change = fmt.delta(a.previous_us, a.stat.self_time_us)
         if change:
             parts.append(change)
+    if trust.unreliable(result):
+        parts.append("⚠ noisy")  # the run was judged noisy: the figure is unreliable
     text = " · ".join(parts)
     return f"{text} (stale)" if a.stale else text
 
