@@ -3,10 +3,11 @@
 Every result carries one: the profiled time per call next to what the code
 costs without the profiler (docs/architecture.md, "Schema 3").
 
-* ``cpu`` clock: the calibrated per-call sum of op self time against the
-  unprofiled wall median. Within ``TOLERANCE`` (±25%) both ways: the profiler's
-  remaining overhead makes it read high; Python between the ops (module calls,
-  an optimizer's Python loop) is in the wall but in no op, and makes it read low.
+* ``cpu`` clock: the calibrated per-call sum of the lines — op self time plus
+  the host time between ops (Python, the autograd engine: read from the gaps
+  in the unlabelled steps) — against the unprofiled wall median. Within
+  ``TOLERANCE`` (±25%) both ways. Results without the host time (before schema
+  3) compare op time alone, which reads low on Python-heavy code.
 * device clocks (``cuda``, ``neuron``) and ``xla-cpu``: kernel (or instruction)
   time against the device-side span of an unprofiled call (CUDA events) or,
   without one, the wall. Device time can only be *less* than either (the device
@@ -30,10 +31,11 @@ def reconcile(result: Result) -> Reconciliation | None:
         reference, ref_us = "wall", t.wall_us_median
     if not ref_us or ref_us <= 0 or t.self_time_us <= 0:
         return None
-    profiled = t.self_time_us
+    host = (t.host_time_us or 0.0) if two_sided else 0.0
+    profiled = t.self_time_us + host
     ratio = profiled / ref_us
     within = abs(ratio - 1) <= TOLERANCE if two_sided else ratio <= 1 + TOLERANCE
-    raw = t.self_cpu_us if result.calibration is not None and t.self_cpu_us != profiled else None
+    raw = t.self_cpu_us + host if result.calibration is not None and t.self_cpu_us != t.self_time_us else None
     return Reconciliation(
         reference=reference,
         reference_us=ref_us,
@@ -52,8 +54,10 @@ def _note(result: Result, ratio: float, two_sided: bool) -> str:
         if ratio < 0.5:
             return "the device idles between kernels (the host launches them slower than they run)"
         return ""
-    if ratio < 1 - TOLERANCE:
+    if ratio < 1 - TOLERANCE and result.totals.host_time_us is None:
         return "Python between the ops (module calls, loops) is in the wall but in no op's time"
+    if ratio < 1 - TOLERANCE:
+        return "time the profile does not see: work on other threads, or before the first op"
     if ratio > 1 + TOLERANCE and result.calibration is None:
         return "uncalibrated: the profiler's cost per op event is in the figures"
     if ratio > 1 + TOLERANCE:

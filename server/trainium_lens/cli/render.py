@@ -269,9 +269,15 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
         )
         tol = f"±{rec.tolerance:.0%}" if result.clock == "cpu" else f"at most +{rec.tolerance:.0%}"
         verdict = f"within {tol}" if rec.within else f"OUTSIDE {tol}" + (f": {rec.note}" if rec.note else "")
+        host = result.totals.host_time_us if result.clock == "cpu" else None
+        parts = (
+            f"ops {fmt_us(result.totals.self_time_us, style)} + host between ops {fmt_us(host, style)} = "
+            if host is not None
+            else ""
+        )
         out.append(
-            f"  reconciled: {fmt_us(rec.profiled_us, style)} per call = {rec.ratio:.2f}{style.times} the "
-            f"{ref} {fmt_us(rec.reference_us, style)}{raw} ({verdict})"
+            f"  reconciled: {parts}{fmt_us(rec.profiled_us, style)} per call = {rec.ratio:.2f}{style.times} "
+            f"the {ref} {fmt_us(rec.reference_us, style)}{raw} ({verdict})"
         )
     if cal is not None:
         out.append(
@@ -313,6 +319,7 @@ def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
     backward it caused and forward + backward; share and bar of the step."""
     train = result.totals.has_backward
     total = result.totals.self_time_us
+    host = result.totals.host_time_us is not None and any(s.host_time_us for s in result.lines)
     rows = []
     for s in sorted(result.lines, key=lambda s: (s.file != result.function.file, s.file, s.line)):
         cost = s.time_us if train else s.self_time_us
@@ -339,12 +346,15 @@ def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
                 fmt_us(s.backward_total_time_us, style) if s.backward_total_time_us else "",
                 fmt_us(cost, style),
             ]
+        if host:
+            row.append(fmt_us(s.host_time_us, style) if s.host_time_us else "")
         rows.append(row + [fmt_pct(share), bar(share, style), fmt_count(s.calls), top])
     if result.unattributed_us:
         share = result.unattributed_us / total if total > 0 else 0.0
         rows.append(
             ["", "(unattributed)", fmt_us(result.unattributed_us, style), "", ""]
             + (["", "", fmt_us(result.unattributed_us, style)] if train else [])
+            + ([""] if host else [])
             + [fmt_pct(share), bar(share, style), "", ""]
         )
     if not rows:
@@ -361,6 +371,9 @@ def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
     if train:
         headers += [f"bwd self ({clock})", "bwd total", "fwd+bwd"]
         align += "rrr"
+    if host:  # Python / the autograd engine before the line's ops: in the wall, in no op
+        headers.append("host")
+        align += "r"
     headers += ["share", "", "calls", "top ops"]
     align += "rlrl"
     bar_col = len(headers) - 3

@@ -94,6 +94,9 @@ class Totals:
     calls_per_step: int = 1  # back-to-back calls in each measured step (cpu clock, tiny functions)
     # device-side elapsed per unprofiled call (CUDA events: kernels and the idle gaps between them)
     device_span_us_median: float | None = None
+    # cpu clock: host time between ops per call (Python, the autograd engine), in no op's
+    # figure; each line holds the gaps before its ops (``LineStat.host_time_us``). None: not read
+    host_time_us: float | None = None
 
     @property
     def has_backward(self) -> bool:
@@ -208,6 +211,8 @@ class LineStat:
     engines: list[EngineTime] = field(default_factory=list)
     # schema 3: forward + backward + recompute self time per measured step used
     step_us: list[float] = field(default_factory=list)
+    # cpu clock: host time before this line's ops (Python, the autograd engine), per call
+    host_time_us: float = 0.0
 
     @property
     def time_us(self) -> float:
@@ -368,6 +373,8 @@ class Calibration:
     every primary figure (``self_cpu_us`` figures stay raw)."""
 
     per_depth_us: float
+    per_top_us: float = 0.0  # a top-level op's cost between ops (in the gaps host time reads)
+    gap_factor: float = 1.0  # how much slower Python between ops runs while the profiler records
     cost_s: float = 0.0  # the calibration's own time in this run
     profiler_start_s: float = 0.0  # the profiler's first start (paid once per run anyway)
     subtracted_us: float = 0.0  # taken off this function, per call
@@ -404,7 +411,7 @@ class Reconciliation:
 
     reference: str  # "wall" | "device_span"
     reference_us: float
-    profiled_us: float  # the primary figure per call (calibrated on the cpu clock)
+    profiled_us: float  # the primary figure per call (cpu clock: calibrated, plus the host time between ops)
     raw_us: float | None  # the uncalibrated figure, where it differs
     ratio: float  # profiled / reference
     tolerance: float  # |ratio - 1| allowed (device clocks: only above 1)

@@ -122,3 +122,34 @@ def test_compiled_backward_is_measured_and_lands_on_the_line_that_called_the_mod
 class _NoSource:
     def line(self, _file, _line):
         return ""
+
+
+def _paired_steps():
+    """A labelled step and its plain twin: line 3 dispatches mul then add; in the
+    twin, 6 µs of host time lie between them and an optimizer range before add."""
+
+    def step(t0, name, labelled):
+        mul = _Ev("aten::mul", t0 + 1, t0 + 3)
+        add = _Ev("aten::add", t0 + 10, t0 + 12)
+        opt = _Ev("Optimizer.step#SGD.step", t0 + 9, t0 + 13, [add])
+        if labelled:
+            kids = [_Ev(L3, t0 + 0.5, t0 + 3.5, [mul]), _Ev(L4, t0 + 8.5, t0 + 13.5, [opt])]
+        else:
+            kids = [mul, opt]
+        return _Ev(name, t0, t0 + 14, kids)
+
+    return [step(0, "ProfilerStep#1", True), step(100, "ProfilerStep#2", False)]
+
+
+def test_host_time_between_ops_is_read_from_the_plain_twin_less_the_profilers_cost():
+    events = _flatten(_paired_steps())
+    att = attribute(events, LABELS, False, None, "cpu", paired=True, per_top_us=0.5, gap_factor=2.0)
+    # the gap before add: 103 -> 110 = 7 µs, less the profiler's cost of add and of the
+    # optimizer range (0.5 each), over the gap factor: (7 - 1) / 2
+    assert att.line_host[(0, L4, FWD)] == pytest.approx(3.0)
+    assert (0, L3, FWD) not in att.line_host  # before the first op: the call's entry
+    fig = lines_and_ops(att, LABELS, _NoSource())
+    assert fig["host_time_us"] == pytest.approx(3.0) and fig["host_measured"]
+    # not read without calibration, or on an unpaired profile
+    assert not attribute(events, LABELS, False, None, "cpu", paired=True).line_host
+    assert not attribute(events, LABELS, False, None, "cpu", per_top_us=0.5).host_read

@@ -169,6 +169,7 @@ def totals(
     dispatches: float,
     calls_per_step: int = 1,
     device_span_us: list[float] | None = None,
+    host_time_us: float | None = None,
     **split: float,
 ) -> dict:
     """``Result.totals``: per-step figures, their spread, the unprofiled wall time;
@@ -189,6 +190,7 @@ def totals(
         "step_us": per_step,
         "calls_per_step": calls_per_step,
         "device_span_us_median": statistics.median(busy) if busy else None,
+        "host_time_us": host_time_us,
         **split,
     }
 
@@ -217,6 +219,7 @@ def result_document(p: Profiled) -> dict:
             dispatches=figures["dispatches"],
             calls_per_step=att.calls_per_step,
             device_span_us=p.device_span_us,
+            host_time_us=figures["host_time_us"] if figures["host_measured"] else None,
             forward_time_us=figures["forward_time_us"],
             backward_time_us=figures["backward_time_us"],
             optimizer_time_us=figures["optimizer_time_us"],

@@ -82,8 +82,14 @@ def lines_and_ops(att: Attribution, labels: dict, source: Any) -> dict:
     self_s = _Sums(att.line_self, att.steps, m)
     total_s = _Sums(att.line_total, att.steps, m)
     cpu_s = _Sums(att.line_cpu, att.steps, m)
+    host_s = _Sums(att.line_host, att.steps, m)
     per_line_ops = _line_ops(att, n)
-    keys = {k for (k, _p) in self_s.by_key} | {k for (k, _p) in total_s.by_key} | set(att.line_calls)
+    keys = (
+        {k for (k, _p) in self_s.by_key}
+        | {k for (k, _p) in total_s.by_key}
+        | set(att.line_calls)
+        | {k for (k, _p) in host_s.by_key}
+    )
     keys.discard(None)
     lines = []
     for key in keys:
@@ -115,6 +121,7 @@ def lines_and_ops(att: Attribution, labels: dict, source: Any) -> dict:
                 "recompute_time_us": self_s.get(key, RECOMPUTE) / n,
                 "recompute_ops": per_line_ops.get((key, RECOMPUTE), []),
                 "step_us": self_s.steps_of(key, FWD, BWD, RECOMPUTE),
+                "host_time_us": sum(host_s.get(key, p) for p in (FWD, BWD, RECOMPUTE)) / n,
             }
         )
     lines.sort(
@@ -156,6 +163,8 @@ def lines_and_ops(att: Attribution, labels: dict, source: Any) -> dict:
         "optimizer_time_us": phases[OPTIMIZER] / n,
         "dispatches": sum(c for k, c in att.line_calls.items() if k is not None) / n,
         "per_step": per_step,
+        "host_time_us": sum(host_s.by_key.values()) / n,
+        "host_measured": bool(att.line_host) or att.host_read,
     }
 
 

@@ -55,6 +55,8 @@ class Attribution:
     line_cpu: dict = field(default_factory=lambda: defaultdict(float))
     line_total: dict = field(default_factory=lambda: defaultdict(float))
     line_calls: dict = field(default_factory=lambda: defaultdict(int))  # forward dispatches
+    # (step, label, phase) -> host time between ops before that line's ops (cpu clock, paired)
+    line_host: dict = field(default_factory=lambda: defaultdict(float))
     # (label, op, phase, backward node) -> LineOpFigures
     line_ops: dict = field(default_factory=dict)
     ops: dict = field(default_factory=dict)  # op -> OpFigures
@@ -75,3 +77,4 @@ class Attribution:
     calls_per_step: int = 1  # calls of the function in each step (figures are per call)
     recorded_steps: int = 0  # steps the profiler recorded (paired: pairs), used or not
     calibrated_us: float = 0.0  # profiler cost subtracted (cpu clock), all used steps
+    host_read: bool = False  # line_host was read (cpu clock, paired, calibrated)

@@ -171,6 +171,8 @@ def attribute(
     keep: list[bool] | None = None,
     per_depth_us: float = 0.0,
     calls_per_step: int = 1,
+    per_top_us: float | None = None,
+    gap_factor: float = 1.0,
 ) -> Attribution:
     """Attribute the events of one profile (``prof.events()``).
 
@@ -186,7 +188,11 @@ def attribute(
     entry per step. ``per_depth_us``: the calibrated profiler cost of an op event
     per level of nesting (cpu clock, ``eager/calibrate.py``), subtracted from the
     primary figures (``cpu`` figures stay raw). ``calls_per_step``: calls of the
-    function in each step (figures are per call).
+    function in each step (figures are per call). ``per_top_us`` (cpu clock,
+    paired): read the host time between ops from the plain twins — the gap before
+    each top-level op on the main thread, less the profiler's own cost there and
+    divided by ``gap_factor`` (Python's slowdown under the profiler), goes to that
+    op's line and phase (``line_host``); None: not read.
     """
     kinds: dict[str, int] = {}
     forests = Forests(events, cpu_device_type)
@@ -213,6 +219,9 @@ def attribute(
     out.recorded_steps = len(forests.steps) // (2 if paired else 1)
     walk = _Walk(out, kinds, labels, device_clock, region_fallback, record_events, forests.main_thread)
     walk.per_depth = 0.0 if device_clock else max(0.0, per_depth_us)
+    walk.per_top = None if device_clock or not paired or per_top_us is None else max(0.0, per_top_us)
+    out.host_read = walk.per_top is not None
+    walk.gap_factor = max(1.0, gap_factor)
     threads: set[Any] = set()
     for step, i in enumerate(indices):
         forest = forests.forest(i)
@@ -256,6 +265,8 @@ class _Walk:
         # (or autograd Function range, e.g. AOTAutograd's CompiledFunction) that made the node
         self.forward: dict[tuple[int, Any], tuple[str | None, tuple, str | None]] = {}
         self.per_depth = 0.0
+        self.per_top: float | None = None
+        self.gap_factor = 1.0
 
     def run(self, roots: list, step: int, twin: Iterator[Any] | None) -> None:
         out, kinds, labels = self.out, self.kinds, self.labels
@@ -265,6 +276,13 @@ class _Walk:
         phase_time, windows, event_lines = out.phase_time, out.windows, out.event_lines
         forward = self.forward
         per_depth = self.per_depth
+        # host time between ops: gaps between the plain twin's top-level ops on the
+        # main thread (Python, the autograd engine), each to the line of the op after it
+        host_on = self.per_top is not None and twin is not None
+        per_top, gap_factor = self.per_top or 0.0, self.gap_factor
+        main_thread, line_host = self.main_thread, out.line_host
+        prev_end: float | None = None
+        ranges = 0  # non-op ranges recorded since the last top-level op
         index = LabelIndex()
         count = 0
         # depth-first, one frame per tree level (memory grows with depth, not width)
@@ -282,6 +300,11 @@ class _Walk:
             if kind is None:
                 kind = kinds[name] = classify(name, labels)
             rec = owner
+            if host_on and kind != LABEL and kind != OP and kind != REGION and kind != STEP:
+                # a recorded range that is no op (an autograd node, an optimizer step,
+                # a cache lookup): its callbacks fall in the gap too
+                if getattr(e, "thread", None) == main_thread:
+                    ranges += 1
             if kind == LABEL:
                 tr = e.time_range
                 if len(stack) == 1 or getattr(e, "thread", None) == self.main_thread:
@@ -307,6 +330,7 @@ class _Walk:
                 te = next(twin) if twin is not None else e  # the plain twin's event: its time
                 tr = te.time_range
                 elapsed = tr.end - tr.start
+                top = host_on and owner is None and getattr(te, "thread", None) == main_thread
                 if ctx.bw_depth < 0 or len(chain) > ctx.bw_depth:
                     key = chain[-1] if chain else (self.region_fallback if kind == REGION else None)
                     phase = FWD if ctx.bw_depth < 0 else (RECOMPUTE if e.sequence_nr >= 0 else BWD)
@@ -373,6 +397,11 @@ class _Walk:
                         reg[1] += cal
                     if corr:
                         out.calibrated_us += corr
+                if top:
+                    cost = per_top * (1 + ranges)
+                    if prev_end is not None and tr.start - prev_end > cost:
+                        line_host[(step, key, phase)] += (tr.start - prev_end - cost) / gap_factor
+                    prev_end, ranges = tr.end, 0
                 if owner is None:
                     lo.direct += 1  # dispatched by the line (or node) itself, not inside an op
                     if key is not None and phase == FWD:

@@ -196,7 +196,7 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
     steps = _profile_steps(call, protocol, run_id, per_step)
     att, clock, device_reported = _attribute(call, steps, marked, calibration)
     trace, offset = _export_trace(call, steps.prof, run_id, att)
-    wall, overhead, timing = _time_unprofiled(call, protocol)
+    wall, overhead, timing = _time_unprofiled(call, protocol, per_step)
     span = timing.pop("device_span_us", None)
     signals = _signals(call, steps, compiles_from, device_reported, overhead)
     stability = {
@@ -392,6 +392,8 @@ def _attribute(call: Call, steps: Steps, marked: Marked, calibration: dict | Non
         "keep": steps.plan.keep(),
         "calls_per_step": steps.per_step,
         "per_depth_us": (calibration or {}).get("per_depth_us", 0.0),
+        "per_top_us": (calibration or {}).get("per_top_us"),
+        "gap_factor": (calibration or {}).get("gap_factor", 1.0),
     }
     att = attribute(
         events, labels, device_clock, def_label, cpu_type, paired=steps.paired, record_events=True, **common
@@ -401,6 +403,7 @@ def _attribute(call: Call, steps: Steps, marked: Marked, calibration: dict | Non
         # no device time at all: say so and show CPU time under its own name
         device_reported, clock = False, "cpu"
         common["per_depth_us"] = 0.0  # not calibrated: a device backend's host figures
+        common["per_top_us"] = None
         att = attribute(events, labels, False, def_label, cpu_type, record_events=True, **common)
         s.events.warning(
             f"{name}: the {s.backend.name} profiler reported no device time; "
@@ -433,31 +436,38 @@ def _export_trace(call: Call, prof: Any, run_id: str, att: Any) -> tuple[str | N
     return trace, build.trace_offset_us(trace, start_ns)
 
 
-def _time_unprofiled(call: Call, protocol: dict) -> tuple[list[float], float | None, dict]:
+def _time_unprofiled(call: Call, protocol: dict, per_batch: int) -> tuple[list[float], float | None, dict]:
     """The unprofiled wall per call: settled first (the export left the process
     idle), then ``timing_calls`` calls in which no thread waited for a CPU (more,
-    up to 3×, while calls are disturbed; all of them if too few were clean)."""
+    up to 3×, while calls are disturbed; all of them if too few were clean). The
+    calls run back to back in batches (as many as a profiled step makes), the
+    run-queue delay read around each batch: a read between every two calls would
+    cool the caches of a tiny function's next call."""
     s = call.s
     s.events.stage("timing", call.name, f"{protocol['timing_calls']} unprofiled calls")
     compiles = s.watch.counters()["compiles"]
     steady.settle(lambda: _timed_once(call), 1, lambda: s.watch.counters()["compiles"] > compiles)
     want = protocol["timing_calls"]
+    batch = max(1, min(per_batch, want))
     delay = s.run_delay
-    times, clean = [], []
+    times: list[float] = []
+    clean: list[float] = []
     while len(clean) < want and len(times) < want * steady.EXTRA_FACTOR:
         d0 = delay.read_us()
-        t = _timed_once(call)
+        start = time.perf_counter()
+        got = [_timed_once(call) for _ in range(batch)]
+        span = (time.perf_counter() - start) * 1e6
         d1 = delay.read_us()
-        times.append(t)
-        if steady.clean(t, None if d0 is None or d1 is None else d1 - d0):
-            clean.append(t)
+        times.extend(got)
+        if steady.clean(span, None if d0 is None or d1 is None else d1 - d0):
+            clean.extend(got)
     plain = clean if len(clean) >= max(1, math.ceil(want / 2)) else times
     labelled = _timed(call, max(3, min(10, want)), True)
     wall = statistics.median(plain)
     timing = {"timing_calls": len(times), "timing_clean": len(clean)}
-    span = s.backend.device_span(call, min(10, want))
-    if span:
-        timing["device_span_us"] = span
+    span_us = s.backend.device_span(call, min(10, want))
+    if span_us:
+        timing["device_span_us"] = span_us
     return plain, (statistics.median(labelled) / wall if wall > 0 else None), timing
 
 

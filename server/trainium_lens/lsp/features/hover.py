@@ -42,6 +42,7 @@ def markdown(uri: str, a: Annotation, annotations: Annotations) -> str:
         f"{fmt.time_us(s.total_time_us)}{clock} · {share} of the function · "
         f"{fmt.plural(s.calls, 'op')} per call"
     )
+    out += [h] if (h := trust.host_text(s, r)) else []
     if r.totals.steps > 1 and (s.self_time_us_max or s.self_time_us_min):
         out.append(
             f"spread over {r.totals.steps} steps: {fmt.time_us(s.self_time_us_min)}"

@@ -42,6 +42,14 @@ def raw_beside(stat: LineStat, result: Result) -> str:
     return f" (raw {fmt.time_us(raw)})"
 
 
+def host_text(stat: LineStat, result: Result) -> str | None:
+    """``host before its ops 3.2 µs``: Python (or the autograd engine) this line
+    spends between ops, in the wall but in no op's time (cpu clock)."""
+    if result.totals.host_time_us is None or stat.host_time_us <= 0:
+        return None
+    return f"host before its ops {fmt.time_us(stat.host_time_us)} (Python between ops, in no op's time)"
+
+
 def hover_section(result: Result) -> str | None:
     """The hover's paragraph on trust: noisy first (it overrides), then the ratio."""
     out = []
