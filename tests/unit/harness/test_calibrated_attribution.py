@@ -153,3 +153,19 @@ def test_host_time_between_ops_is_read_from_the_plain_twin_less_the_profilers_co
     # not read without calibration, or on an unpaired profile
     assert not attribute(events, LABELS, False, None, "cpu", paired=True).line_host
     assert not attribute(events, LABELS, False, None, "cpu", per_top_us=0.5).host_read
+
+
+def test_gaps_between_backward_nodes_are_not_host_time():
+    def step(t0, name, labelled):
+        a = _Ev("aten::mm", t0 + 1, t0 + 3, seq=3)
+        b = _Ev("aten::mm", t0 + 12, t0 + 14)
+        n = _Ev(
+            "autograd::engine::evaluate_function: MmBackward0", t0 + 11, t0 + 15, [b], seq=3, fwd_thread=1
+        )
+        kids = [_Ev(L3, t0 + 0.5, t0 + 3.5, [a]), _Ev(L8, t0 + 10, t0 + 16, [n])] if labelled else [a, n]
+        return _Ev(name, t0, t0 + 20, kids)
+
+    events = _flatten([step(0, "ProfilerStep#1", True), step(100, "ProfilerStep#2", False)])
+    att = attribute(events, LABELS, False, None, "cpu", paired=True, per_top_us=0.0)
+    assert att.line_self[(0, L3, BWD)] == pytest.approx(2.0)  # linked to its forward line
+    assert not att.line_host  # the 8 µs before the backward op are not host time

@@ -192,7 +192,10 @@ def attribute(
     paired): read the host time between ops from the plain twins — the gap before
     each top-level op on the main thread, less the profiler's own cost there and
     divided by ``gap_factor`` (Python's slowdown under the profiler), goes to that
-    op's line and phase (``line_host``); None: not read.
+    op's line and phase (``line_host``); None: not read. Gaps before backward ops
+    are not read: between autograd nodes the engine's own work cannot be told
+    from the profiler's (two ranges per node), and read as host time it came out
+    several times what the unprofiled wall leaves.
     """
     kinds: dict[str, int] = {}
     forests = Forests(events, cpu_device_type)
@@ -397,7 +400,9 @@ class _Walk:
                         reg[1] += cal
                     if corr:
                         out.calibrated_us += corr
-                if top:
+                if top and phase == BWD:
+                    prev_end, ranges = tr.end, 0  # the engine's C++ between nodes: not host time
+                elif top:
                     cost = per_top * (1 + ranges)
                     if prev_end is not None and tr.start - prev_end > cost:
                         line_host[(step, key, phase)] += (tr.start - prev_end - cost) / gap_factor
