@@ -25,6 +25,7 @@ TOLERANCE = 0.25
 def reconcile(result: Result) -> Reconciliation | None:
     t = result.totals
     two_sided = result.clock == "cpu"
+    ref_us: float | None
     if not two_sided and t.device_span_us_median:
         reference, ref_us = "device_span", t.device_span_us_median
     else:

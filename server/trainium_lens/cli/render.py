@@ -270,13 +270,13 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
         tol = f"±{rec.tolerance:.0%}" if result.clock == "cpu" else f"at most +{rec.tolerance:.0%}"
         verdict = f"within {tol}" if rec.within else f"OUTSIDE {tol}" + (f": {rec.note}" if rec.note else "")
         host = result.totals.host_time_us if result.clock == "cpu" else None
-        parts = (
+        summed = (
             f"ops {fmt_us(result.totals.self_time_us, style)} + host between ops {fmt_us(host, style)} = "
             if host is not None
             else ""
         )
         out.append(
-            f"  reconciled: {parts}{fmt_us(rec.profiled_us, style)} per call = {rec.ratio:.2f}{style.times} "
+            f"  reconciled: {summed}{fmt_us(rec.profiled_us, style)} per call = {rec.ratio:.2f}{style.times} "
             f"the {ref} {fmt_us(rec.reference_us, style)}{raw} ({verdict})"
         )
     if cal is not None:
@@ -295,7 +295,7 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
             parts.append(f"other processes used {st.others_cores:.1f} cores")
         if st.run_delay_share is not None:
             parts.append(f"run-queue wait {st.run_delay_share:.0%} of step time")
-        out.append("  host: " + ", ".join(parts))
+        out.append("  machine: " + ", ".join(parts))
     return out
 
 
