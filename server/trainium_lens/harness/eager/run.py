@@ -4,11 +4,7 @@ disturbs them) → attribution → export → unprofiled timing → result dict.
 
 from __future__ import annotations
 
-import math
 import os
-import statistics
-import time
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -16,11 +12,11 @@ import torch
 from trainium_lens.harness.attribution import build
 from trainium_lens.harness.attribution.trace_tags import tag_trace
 from trainium_lens.harness.attribution.tree import attribute
-from trainium_lens.harness.eager import steady
+from trainium_lens.harness.eager import measure, steady
 from trainium_lens.harness.eager.calibrate import calibrate
 from trainium_lens.harness.eager.compiled import CompileWatch
 from trainium_lens.harness.eager.hits import add_hits
-from trainium_lens.harness.eager.host import HostWindow, RunQueueDelay, involuntary_switches
+from trainium_lens.harness.eager.host import HostWindow, RunQueueDelay
 from trainium_lens.harness.eager.lines import LineLabeler
 from trainium_lens.harness.events import EventStream, HarnessError
 from trainium_lens.harness.job.include_hooks import IncludeHooks
@@ -28,7 +24,6 @@ from trainium_lens.harness.job.loader import UserCode, call_inputs, required_par
 from trainium_lens.harness.job.placement import to_device
 from trainium_lens.harness.markers import Marked, variant_group
 from trainium_lens.harness.spec import Spec
-from trainium_lens.harness.torchrun.rank import align_step
 
 
 def invoke(fn: Any, args: tuple, kwargs: dict) -> Any:
@@ -67,7 +62,7 @@ class Session:
             self._calibrated = True
             if not self.backend.device_clock:
                 self.events.stage("calibrate", None, "measuring the profiler's cost per op event")
-                kwargs = _profiler_kwargs(self, self.spec.run_dir, "calibration")
+                kwargs = measure.profiler_kwargs(self, self.spec.run_dir, "calibration")
                 self._calibration = calibrate(torch, self.backend.activities(), kwargs)
         return self._calibration
 
@@ -158,25 +153,6 @@ def _output(s: Session, name: str, value: Any, group: str = "") -> dict:
     return out
 
 
-def _timed(call: Call, calls: int, labelled: bool) -> list[float]:
-    times = []
-    sync = call.s.backend.sync
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        call(labelled)
-        sync()
-        times.append((time.perf_counter() - t0) * 1e6)
-    return times
-
-
-def _timed_once(call: Call) -> float:
-    sync = call.s.backend.sync
-    t0 = time.perf_counter()
-    call()
-    sync()
-    return (time.perf_counter() - t0) * 1e6
-
-
 def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> dict:
     """inputs → first calls → profiled steps → attribution → trace → timing → result."""
     run_id = f"{s.spec.batch_id}-{index}"
@@ -190,13 +166,13 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
     s.events.stage("settle", marked.name, "unprofiled calls until the call time is steady")
     compiles = s.watch.counters()["compiles"]
     settled = steady.settle(
-        lambda: _timed_once(call), protocol["wait"], lambda: s.watch.counters()["compiles"] > compiles
+        lambda: measure.timed_once(call), protocol["wait"], lambda: s.watch.counters()["compiles"] > compiles
     )
     per_step = steady.calls_per_step(settled, s.backend.device_clock)
-    steps = _profile_steps(call, protocol, run_id, per_step)
+    steps = measure.profile_steps(call, protocol, run_id, per_step)
     att, clock, device_reported = _attribute(call, steps, marked, calibration)
     trace, offset = _export_trace(call, steps.prof, run_id, att)
-    wall, overhead, timing = _time_unprofiled(call, protocol, per_step)
+    wall, overhead, timing = measure.time_unprofiled(call, protocol, per_step)
     span = timing.pop("device_span_us", None)
     signals = _signals(call, steps, compiles_from, device_reported, overhead)
     stability = {
@@ -259,22 +235,6 @@ class Call:
             raise self.s.user.error_from(exc, "user_code", self.name) from None
 
 
-@dataclass
-class Steps:
-    """What the profiled steps left behind."""
-
-    prof: Any
-    plan: steady.StepPlan
-    per_step: int  # back-to-back calls in each step (figures are per call)
-    paired: bool
-    labelled_calls: int
-    h2d_calls: dict
-    backend_signals: dict
-    at_active: dict  # compile counters when the active steps began
-    after: dict  # and when they ended
-    hits: dict  # label -> executions of the line in the labelled calls (hits.py)
-
-
 def _first_calls(call: Call) -> tuple[Any, dict]:
     """Two unprofiled calls: compiles land here; the second arms the compiled-call hook."""
     s = call.s
@@ -291,96 +251,9 @@ def _first_calls(call: Call) -> tuple[Any, dict]:
     return first, start
 
 
-def _profiler_kwargs(s: Session, run_dir: str, run_id: str) -> dict:
-    """The backend's profiler arguments, recording every thread where torch can: the
-    autograd engine runs a device tensor's backward on its own thread (torch < 2.8:
-    no such option; the engine's threads are still recorded for device tensors)."""
-    kwargs = dict(s.backend.profiler_kwargs(run_dir, run_id))
-    if "experimental_config" not in kwargs:
-        try:
-            kwargs["experimental_config"] = torch._C._profiler._ExperimentalConfig(profile_all_threads=True)
-        except (TypeError, AttributeError):
-            pass
-    return kwargs
-
-
-PROGRESS_EVERY_S = 0.25  # a progress event per step would cost the next step ~7 µs (a pipe write)
-
-
-def _profile_steps(call: Call, protocol: dict, run_id: str, per_step: int) -> Steps:
-    # CPU clock: every measured step is followed by the same call unlabelled; CPU
-    # times come from those (labels perturb the ops' own CPU time, see
-    # attribution.attribute). Device clocks are not perturbed by host labels.
-    # The settle phase ran the protocol's ``wait`` calls; a step makes ``per_step``
-    # back-to-back calls (steady.py); the plan measures more steps while too few
-    # were clean (no thread of ours waited for a CPU).
-    s, name = call.s, call.name
-    paired = not s.backend.device_clock
-    plan = steady.StepPlan(torch, 0, protocol["warmup"], protocol["active"], paired)
-    at_active = s.watch.counters()
-    s.labeler.h2d.clear()
-    s.labeler.hits.clear()
-    labelled_calls = 0
-    delay = s.run_delay
-    delay.refresh()  # the OpenMP pool and the autograd threads exist by now
-    sync = s.backend.sync
-    shown = 0.0
-    s.backend.start_capture()
-    try:
-        with torch.profiler.profile(
-            activities=s.backend.activities(),
-            schedule=plan,
-            **_profiler_kwargs(s, s.spec.run_dir, run_id),
-        ) as prof:
-            step, said = 0, 0
-            while True:
-                now = time.perf_counter()
-                if now - shown >= PROGRESS_EVERY_S:
-                    shown, said = now, step + 1
-                    s.events.stage("profile", name, f"step {said} of {plan.total}", step=said, of=plan.total)
-                if step == plan.first:
-                    at_active = s.watch.counters()
-                align_step()  # torchrun jobs: every rank starts the step together
-                plain = paired and (step - plan.first) % 2
-                labelled_calls += 0 if plain else per_step
-                d0, sw0 = delay.read_us(), involuntary_switches()
-                t0 = time.perf_counter()
-                for _ in range(per_step):
-                    call(labelled=not plain)
-                sync()
-                wall = (time.perf_counter() - t0) * 1e6
-                d1, sw1 = delay.read_us(), involuntary_switches()
-                plan.record(
-                    step,
-                    wall,
-                    None if d0 is None or d1 is None else d1 - d0,
-                    None if sw0 is None or sw1 is None else sw1 - sw0,
-                )
-                if not plan.more(step):
-                    break
-                step += 1
-                prof.step()
-            if said != step + 1:  # the last step, once it is over: progress ends at N of N
-                s.events.stage(
-                    "profile", name, f"step {step + 1} of {plan.total}", step=step + 1, of=plan.total
-                )
-    finally:
-        backend_signals = s.backend.stop_capture()
-    return Steps(
-        prof,
-        plan,
-        per_step,
-        paired,
-        labelled_calls,
-        dict(s.labeler.h2d),
-        backend_signals,
-        at_active,
-        s.watch.counters(),
-        dict(s.labeler.hits.hits),
-    )
-
-
-def _attribute(call: Call, steps: Steps, marked: Marked, calibration: dict | None) -> tuple[Any, str, bool]:
+def _attribute(
+    call: Call, steps: measure.Steps, marked: Marked, calibration: dict | None
+) -> tuple[Any, str, bool]:
     s, name = call.s, call.name
     s.events.stage("export", name, "attributing op time to lines")
     events = steps.prof.events()
@@ -436,42 +309,9 @@ def _export_trace(call: Call, prof: Any, run_id: str, att: Any) -> tuple[str | N
     return trace, build.trace_offset_us(trace, start_ns)
 
 
-def _time_unprofiled(call: Call, protocol: dict, per_batch: int) -> tuple[list[float], float | None, dict]:
-    """The unprofiled wall per call: settled first (the export left the process
-    idle), then ``timing_calls`` calls in which no thread waited for a CPU (more,
-    up to 3×, while calls are disturbed; all of them if too few were clean). The
-    calls run back to back in batches (as many as a profiled step makes), the
-    run-queue delay read around each batch: a read between every two calls would
-    cool the caches of a tiny function's next call."""
-    s = call.s
-    s.events.stage("timing", call.name, f"{protocol['timing_calls']} unprofiled calls")
-    compiles = s.watch.counters()["compiles"]
-    steady.settle(lambda: _timed_once(call), 1, lambda: s.watch.counters()["compiles"] > compiles)
-    want = protocol["timing_calls"]
-    batch = max(1, min(per_batch, want))
-    delay = s.run_delay
-    times: list[float] = []
-    clean: list[float] = []
-    while len(clean) < want and len(times) < want * steady.EXTRA_FACTOR:
-        d0 = delay.read_us()
-        start = time.perf_counter()
-        got = [_timed_once(call) for _ in range(batch)]
-        span = (time.perf_counter() - start) * 1e6
-        d1 = delay.read_us()
-        times.extend(got)
-        if steady.clean(span, None if d0 is None or d1 is None else d1 - d0):
-            clean.extend(got)
-    plain = clean if len(clean) >= max(1, math.ceil(want / 2)) else times
-    labelled = _timed(call, max(3, min(10, want)), True)
-    wall = statistics.median(plain)
-    timing = {"timing_calls": len(times), "timing_clean": len(clean)}
-    span_us = s.backend.device_span(call, min(10, want))
-    if span_us:
-        timing["device_span_us"] = span_us
-    return plain, (statistics.median(labelled) / wall if wall > 0 else None), timing
-
-
-def _signals(call: Call, steps: Steps, start: dict, device_reported: bool, overhead: float | None) -> dict:
+def _signals(
+    call: Call, steps: measure.Steps, start: dict, device_reported: bool, overhead: float | None
+) -> dict:
     """Raw observations for the analysis (h2d copies are added by the builder)."""
     s = call.s
     warnings = list(steps.backend_signals.get("warnings", []))
