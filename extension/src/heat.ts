@@ -8,6 +8,7 @@ export interface HeatLine {
   line: number; // 0-based
   intensity: number; // 0..1, share of the hottest line or of the function's time
   stale?: boolean; // the line changed since the run: its figure no longer applies
+  unreliable?: boolean; // the run was judged noisy: drawn apart, not as heat
 }
 
 export interface HeatParams {
@@ -30,8 +31,9 @@ export function bucketOf(intensity: number): number {
 export function bucketLines(lines: HeatLine[], lineCount = Number.POSITIVE_INFINITY): number[][] {
   const buckets: number[][] = Array.from({ length: HEAT_BUCKETS + 1 }, () => []);
   const seen = new Set<number>();
-  for (const { line, intensity, stale } of lines) {
-    if (stale || !Number.isInteger(line) || line < 0 || line >= lineCount || seen.has(line)) continue;
+  for (const { line, intensity, stale, unreliable } of lines) {
+    if (stale || unreliable || !Number.isInteger(line) || line < 0 || line >= lineCount || seen.has(line))
+      continue;
     const b = bucketOf(intensity);
     if (b === 0) continue;
     seen.add(line);
@@ -39,6 +41,20 @@ export function bucketLines(lines: HeatLine[], lineCount = Number.POSITIVE_INFIN
   }
   for (const b of buckets) b.sort((x, y) => x - y);
   return buckets;
+}
+
+/**
+ * Lines of a run judged noisy (its figures are unreliable): tinted apart from the
+ * heat, whatever their intensity. Stale, out-of-range and repeated lines dropped.
+ */
+export function unreliableLines(lines: HeatLine[], lineCount = Number.POSITIVE_INFINITY): number[] {
+  const out = new Set<number>();
+  for (const { line, stale, unreliable, intensity } of lines) {
+    if (!unreliable || stale || !Number.isInteger(line) || line < 0 || line >= lineCount) continue;
+    if (!(intensity > 0)) continue;
+    out.add(line);
+  }
+  return [...out].sort((x, y) => x - y);
 }
 
 /** The gutter mark of a bucket: a bar whose width grows with the heat (an SVG data URI). */

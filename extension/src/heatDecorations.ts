@@ -2,11 +2,12 @@
 // all lines and editors. Setting every bucket each time replaces the old heat in
 // place (no clear-then-draw flicker) and drops lines that are stale or cooled.
 import * as vscode from "vscode";
-import { HEAT_BUCKETS, HeatParams, bucketLines, gutterSvg } from "./heat";
+import { HEAT_BUCKETS, HeatParams, bucketLines, gutterSvg, unreliableLines } from "./heat";
 import type { LensContext } from "./context";
 import { Notification } from "./protocol";
 
 const GUTTER_RGB = "#ff5a1f";
+const UNRELIABLE_RGB = "#8a8a8a";
 
 export function registerHeat(ctx: LensContext): void {
   const types: vscode.TextEditorDecorationType[] = [];
@@ -23,6 +24,18 @@ export function registerHeat(ctx: LensContext): void {
     });
     ctx.extension.subscriptions.push(types[b]);
   }
+  // A noisy run's lines: grey, not heat, so a disturbed figure never reads as hot or cool.
+  const unreliableColor = new vscode.ThemeColor("trainiumLens.heatUnreliable");
+  const unreliable = vscode.window.createTextEditorDecorationType({
+    isWholeLine: true,
+    backgroundColor: unreliableColor,
+    overviewRulerColor: unreliableColor,
+    overviewRulerLane: vscode.OverviewRulerLane.Left,
+    gutterIconPath: vscode.Uri.parse(gutterSvg(2, UNRELIABLE_RGB)),
+    gutterIconSize: "contain",
+    rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
+  });
+  ctx.extension.subscriptions.push(unreliable);
   const heatByUri = new Map<string, HeatParams>();
 
   const draw = (editor: vscode.TextEditor): void => {
@@ -34,6 +47,13 @@ export function registerHeat(ctx: LensContext): void {
         buckets[b].map((line) => new vscode.Range(line, 0, line, 0)),
       );
     }
+    editor.setDecorations(
+      unreliable,
+      unreliableLines(heat?.lines ?? [], editor.document.lineCount).map((line) => ({
+        range: new vscode.Range(line, 0, line, 0),
+        hoverMessage: "Trainium Lens: this run was judged noisy; its figures are unreliable.",
+      })),
+    );
   };
   const drawUri = (uri: string): void => {
     for (const editor of vscode.window.visibleTextEditors)

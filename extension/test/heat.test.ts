@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { HEAT_BUCKETS, bucketLines, bucketOf, gutterSvg } from "../src/heat";
+import { HEAT_BUCKETS, bucketLines, bucketOf, gutterSvg, unreliableLines } from "../src/heat";
 
 test("bucketOf: 0 means nothing drawn, 1..5 by intensity", () => {
   assert.deepEqual(
@@ -36,4 +36,17 @@ test("gutterSvg: a data URI whose bar widens with the bucket", () => {
     Number(/width="(\d+)" height="16" fill/.exec(decodeURIComponent(gutterSvg(b, "#ff5a1f")))![1]);
   assert.ok(gutterSvg(3, "#ff5a1f").startsWith("data:image/svg+xml;utf8,"));
   assert.ok(width(1) < width(3) && width(3) < width(5));
+});
+
+test("a noisy run's lines are drawn apart from the heat, never as hot or cool", () => {
+  const lines = [
+    { line: 3, intensity: 1, unreliable: true },
+    { line: 1, intensity: 0.5, unreliable: true },
+    { line: 7, intensity: 0.5 },
+    { line: 5, intensity: 1, unreliable: true, stale: true },
+    { line: 30, intensity: 1, unreliable: true },
+  ];
+  assert.deepEqual(unreliableLines(lines, 20), [1, 3]);
+  assert.deepEqual(bucketLines(lines, 20), [[], [], [], [7], [], []]);
+  assert.deepEqual(unreliableLines([{ line: 2, intensity: 1 }]), []);
 });

@@ -197,3 +197,41 @@ test("a training step: forward and backward columns, lines by forward + backward
   // a forward-only (or schema-1) result keeps the old columns
   assert.doesNotMatch(renderBody({ result }), /backward ops/);
 });
+
+test("the header says how the figures reconcile, and a noisy run says they are unreliable", () => {
+  const clean: ResultDoc = {
+    ...result,
+    reconciliation: { reference: "wall", reference_us: 1500, ratio: 0.88, tolerance: 0.25, within: true },
+  };
+  assert.match(renderBody({ result: clean }), /profiled 0\.88× the unprofiled wall \(within ±25%\)/);
+  assert.ok(!renderBody({ result: clean }).includes('id="unreliable"'));
+  const noisy: ResultDoc = {
+    ...clean,
+    findings: [
+      {
+        kind: "noisy_measurement",
+        severity: "warning",
+        file: "examples/rmsnorm.py",
+        line: 20,
+        message: "Noisy measurement: other processes used 0.9 cores <b>",
+      },
+    ],
+  };
+  const html = renderBody({ result: noisy });
+  assert.match(
+    html,
+    /id="unreliable"[^>]*>⚠ Unreliable figures: Noisy measurement: other processes used 0\.9 cores &lt;b&gt;/,
+  );
+  const device: ResultDoc = {
+    ...result,
+    clock: "cuda",
+    reconciliation: {
+      reference: "device_span",
+      reference_us: 90,
+      ratio: 1.4,
+      tolerance: 0.25,
+      within: false,
+    },
+  };
+  assert.match(renderBody({ result: device }), /1\.40× the device-side span \(outside at most \+25%\)/);
+});

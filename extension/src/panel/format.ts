@@ -58,6 +58,30 @@ export interface ResultDoc {
   lines?: LineRow[];
   findings?: FindingRow[];
   unattributed_us?: number;
+  // schema 3: against the unprofiled wall (or the device-side span), analysis/reconcile.py
+  reconciliation?: {
+    reference: string;
+    reference_us: number;
+    ratio: number;
+    tolerance: number;
+    within: boolean;
+    note?: string;
+  } | null;
+}
+
+/** `0.88× the unprofiled wall (within ±25%)`, or null for a result without one. */
+export function reconciledText(r: ResultDoc): string | null {
+  const rec = r.reconciliation;
+  if (!rec || !Number.isFinite(rec.ratio)) return null;
+  const ref = rec.reference === "device_span" ? "device-side span" : "unprofiled wall";
+  const pct = Math.round(rec.tolerance * 100);
+  const tol = r.clock === "cpu" ? `±${pct}%` : `at most +${pct}%`;
+  return `${rec.ratio.toFixed(2)}× the ${ref} (${rec.within ? "within" : "outside"} ${tol})`;
+}
+
+/** The run was judged noisy (analysis/noise.py): its figures are unreliable. */
+export function noisyFinding(r: ResultDoc): FindingRow | undefined {
+  return (r.findings ?? []).find((f) => f.kind === "noisy_measurement");
 }
 
 export interface RunData {

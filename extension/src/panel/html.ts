@@ -11,6 +11,8 @@ import {
   genericTable,
   hasBackward,
   lineTime,
+  noisyFinding,
+  reconciledText,
   sortedFindings,
   sortedLines,
   sortedOps,
@@ -72,8 +74,15 @@ export function renderBody(data: RunData): string {
         : "") +
       (r.totals.steps ? ` · ${r.totals.steps} measured steps` : "") +
       ` · backend <b>${escapeHtml(r.backend)}</b> on <b>${escapeHtml(r.host)}</b>` +
-      ` · <span class="muted">run ${escapeHtml(r.run_id)}</span></p></header>`,
+      ` · <span class="muted">run ${escapeHtml(r.run_id)}</span></p>` +
+      (reconciledText(r) ? `<p id="reconciled">profiled ${escapeHtml(reconciledText(r))}</p>` : "") +
+      `</header>`,
   );
+  const noisy = noisyFinding(r);
+  if (noisy)
+    parts.push(
+      `<p id="unreliable" class="unreliable">⚠ Unreliable figures: ${escapeHtml(noisy.message)}</p>`,
+    );
 
   const findings = sortedFindings(r);
   if (findings.length) {

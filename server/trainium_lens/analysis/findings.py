@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import statistics
 
+from trainium_lens.analysis.noise import with_noise_findings
 from trainium_lens.analysis.optimizer_findings import with_optimizer_findings
 from trainium_lens.analysis.rank_findings import rank_findings
 from trainium_lens.model.result import Finding, LineOp, LineStat, Result
@@ -207,6 +208,7 @@ def analyze(result: Result) -> list[Finding]:
     findings = with_optimizer_findings(result, findings)
     findings = with_roofline_findings(result, findings)  # overhead/memory-bound lines, checkpointing
     findings.extend(rank_findings(result))  # torchrun jobs: the straggler
+    findings = with_noise_findings(result, findings)  # noisy: timing-based ones withheld
     order = {"error": 0, "warning": 1, "info": 2, "hint": 3}
     findings.sort(key=lambda f: (order.get(f.severity, 9), f.file, f.line, f.kind))
     return findings

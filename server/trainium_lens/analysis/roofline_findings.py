@@ -15,9 +15,11 @@ the figures of the code it names (``analysis/roofline.py``, ``peaks.py``):
 * ``memory_bound`` (info) — a memory-bound line (≥ 10 % of its roof, bytes the
   binding term) with two or more elementwise dispatches per execution and the
   same share: each op reads and writes the tensor again, a fused kernel does it
-  once. The fused op is named when the ``fused_op`` pattern finding covers the
-  line, or the line's own ops spell one out (``LINE_FUSIONS``: tanh-GELU,
-  SiLU, softmax, RMSNorm). It too replaces the line's ``dispatches`` hint.
+  once. The fused op is named when the line's own ops spell one out
+  (``LINE_FUSIONS``: tanh-GELU, SiLU, softmax, RMSNorm). It too replaces the
+  line's ``dispatches`` hint. A line that already carries a ``fused_op`` pattern
+  finding (the fix named, with its measured figures) gets neither this nor
+  ``overhead_bound``.
 * ``checkpoint`` (info) — in a training step, a user function other than the
   profiled one whose lines keep ``CHECKPOINT_SHARE`` (25 %) or more of the
   step's memory peak as activations saved for backward, and that is not
@@ -94,7 +96,7 @@ def _below_roof(result: Result, stat: LineStat, roof: Roof) -> Finding | None:
     )
 
 
-def _overhead(result: Result, stat: LineStat, roof: Roof, fused: dict) -> Finding | None:
+def _overhead(result: Result, stat: LineStat, roof: Roof) -> Finding | None:
     r = step_roof(result, stat, roof)
     if r is None or r.verdict != "overhead-bound" or _share(stat, result) < SHARE:
         return None
@@ -119,7 +121,7 @@ def _overhead(result: Result, stat: LineStat, roof: Roof, fused: dict) -> Findin
     )
 
 
-def _memory_bound(result: Result, stat: LineStat, roof: Roof, fused: dict) -> Finding | None:
+def _memory_bound(result: Result, stat: LineStat, roof: Roof) -> Finding | None:
     r = step_roof(result, stat, roof)
     if r is None or r.verdict != "memory-bound" or _share(stat, result) < SHARE:
         return None
@@ -128,7 +130,7 @@ def _memory_bound(result: Result, stat: LineStat, roof: Roof, fused: dict) -> Fi
     if n < 2 or len(elementwise) < 2:
         return None
     own = {op_base(o.name) for o in direct_ops(stat, result)}
-    fix = fused.get((stat.file, stat.line)) or next((f for ops, f in LINE_FUSIONS if ops <= own), None)
+    fix = next((f for ops, f in LINE_FUSIONS if ops <= own), None)
     alternative = (
         f"{fix} does it in one fused op" if fix else "a fused kernel (torch.compile) reads and writes once"
     )
@@ -186,13 +188,11 @@ def with_roofline_findings(result: Result, findings: list[Finding]) -> list[Find
     roof = resolve(result)
     if roof is None and result.memory is None:
         return findings
-    fused: dict[tuple[str, int], str] = {}
-    for f in findings:
-        if f.kind == "fused_op" and f.fix:
-            fn = next((s.function for s in result.lines if (s.file, s.line) == (f.file, f.line)), None)
-            for s in result.lines:
-                if s.function == fn and s.file == f.file:
-                    fused[(s.file, s.line)] = f.fix
+    # a line a fused-op pattern already names (pattern_findings.py, with its measured
+    # figures) is not told the same fix a second time as memory- or overhead-bound
+    fused: dict[tuple[str, int], str] = {
+        (f.file, f.line): f.fix for f in findings if f.kind == "fused_op" and f.fix
+    }
     added: list[Finding] = []
     # a line already told it loops per parameter (optimizer_findings.py) needs no second word
     said = {(f.file, f.line) for f in findings if f.kind == "optimizer_loop"}
@@ -200,13 +200,14 @@ def with_roofline_findings(result: Result, findings: list[Finding]) -> list[Find
         for stat in result.lines:
             if (stat.file, stat.line) in said:
                 continue
-            if result.backend == "xla":  # a compiled graph: "fuse or compile" is no advice there
+            if result.backend == "xla" or (stat.file, stat.line) in fused:
+                # xla: a compiled graph ("fuse or compile" is no advice there); a named pattern
                 finding = _below_roof(result, stat, roof)
             else:
                 finding = (
-                    _overhead(result, stat, roof, fused)
+                    _overhead(result, stat, roof)
                     or _below_roof(result, stat, roof)
-                    or _memory_bound(result, stat, roof, fused)
+                    or _memory_bound(result, stat, roof)
                 )
             if finding is not None:
                 added.append(finding)

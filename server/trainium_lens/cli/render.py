@@ -190,10 +190,29 @@ def line_ref(stat: LineStat, result: Result) -> str:
     return str(stat.line) if stat.file == result.function.file else f"{stat.file}:{stat.line}"
 
 
+def noisy(result: Result) -> bool:
+    return any(f.kind == "noisy_measurement" for f in result.findings)
+
+
+def reconciled_text(result: Result, style: Style = DEFAULT_STYLE) -> str | None:
+    """``0.89× wall``: the primary figure per call over its independent reference."""
+    rec = result.reconciliation
+    if rec is None:
+        return None
+    ref = "device span" if rec.reference == "device_span" else "wall"
+    mark = "" if rec.within else " !"
+    return f"{rec.ratio:.2f}{style.times} {ref}{mark}"
+
+
 def headline(result: Result, style: Style = DEFAULT_STYLE) -> str:
     clock = clock_label(result)
     t = result.totals
     parts = [f"{fmt_us(t.self_time_us, style)} {clock} per call"]
+    rec = reconciled_text(result, style)
+    if rec:
+        parts[0] += f" ({rec})"
+    if noisy(result):
+        parts.append("NOISY: figures unreliable")
     graphs = result.signals.graphs_per_step
     if graphs:
         parts.append(f"{fmt_count(graphs)} graph{'s' if graphs != 1 else ''} per step")
@@ -216,6 +235,8 @@ def render_result(result: Result, style: Style = DEFAULT_STYLE) -> str:
     clock_text = CLOCK_NAMES.get(clock, clock)
     if result.backend != "cpu" and not result.signals.device_time_reported:
         clock_text += f" (no {result.backend} device time was reported)"
+    elif result.calibration is not None:
+        clock_text += ", calibrated"
     out = [
         f"{f.name}  {f.file}:{f.line}",
         f"  backend {result.backend} · clock: {clock_text} · host {result.host}",
@@ -232,6 +253,7 @@ def render_result(result: Result, style: Style = DEFAULT_STYLE) -> str:
         f"  run {result.run_id}",
         "",
     ]
+    out[-1:-1] = _trust_lines(result, style)
     out += _lines_table(result, clock, style)
     if result.backend == "xla":  # a compiled graph: hundreds of instructions, kept to a screen
         from trainium_lens.cli.render_xla import instructions_table, regions_section
@@ -245,13 +267,57 @@ def render_result(result: Result, style: Style = DEFAULT_STYLE) -> str:
                 covered = sorted({c.line for c in region.covered_lines})
                 span = f"covers lines {_spans(covered, style)}" if covered else "covered lines unknown"
                 nodes = f", {region.fx_nodes} ops fused" if region.fx_nodes else ""
+                phase = f" ({region.phase})" if region.phase != "forward" else ""
                 out.append(
-                    f"    {region.name}: line {region.line}, "
+                    f"    {region.name}{phase}: line {region.line}, "
                     f"{fmt_us(region.self_time_us, style)} ({clock}), {span}{nodes}"
                 )
         out += ["", *_ops_table(result, clock, style)]
     out += ["", *render_findings(result, style)]
     return finish("\n".join(out), style)
+
+
+def _trust_lines(result: Result, style: Style) -> list[str]:
+    """How far the figures can be trusted: reconciliation, calibration, the host."""
+    out = []
+    rec, cal, st = result.reconciliation, result.calibration, result.stability
+    if rec is not None:
+        ref = "device-side span" if rec.reference == "device_span" else "unprofiled wall"
+        raw = (
+            f"; raw {fmt_us(rec.raw_us, style)}, {rec.raw_us / rec.reference_us:.2f}{style.times}"
+            if rec.raw_us
+            else ""
+        )
+        tol = f"±{rec.tolerance:.0%}" if result.clock == "cpu" else f"at most +{rec.tolerance:.0%}"
+        verdict = f"within {tol}" if rec.within else f"OUTSIDE {tol}" + (f": {rec.note}" if rec.note else "")
+        host = result.totals.host_time_us if result.clock == "cpu" else None
+        summed = (
+            f"ops {fmt_us(result.totals.self_time_us, style)} + host between ops {fmt_us(host, style)} = "
+            if host is not None
+            else ""
+        )
+        out.append(
+            f"  reconciled: {summed}{fmt_us(rec.profiled_us, style)} per call = {rec.ratio:.2f}{style.times} "
+            f"the {ref} {fmt_us(rec.reference_us, style)}{raw} ({verdict})"
+        )
+    if cal is not None:
+        out.append(
+            f"  calibrated: the profiler's cost, {cal.per_depth_us * 1000:.0f} ns per op event per "
+            f"nesting level, measured in {cal.cost_s:.2f} s; {fmt_us(cal.subtracted_us, style)} per "
+            f"call subtracted (raw figures in the JSON: self_cpu_us)"
+        )
+    if st is not None and st.steps_measured:
+        parts = [f"{st.steps_clean} of {st.steps_measured} steps undisturbed"]
+        if st.extra_steps:
+            parts[0] += f" ({st.extra_steps} extra measured)"
+        if st.calls_per_step > 1:
+            parts.append(f"{st.calls_per_step} calls per step")
+        if st.others_cores is not None:
+            parts.append(f"other processes used {st.others_cores:.1f} cores")
+        if st.run_delay_share is not None:
+            parts.append(f"run-queue wait {st.run_delay_share:.0%} of step time")
+        out.append("  machine: " + ", ".join(parts))
+    return out
 
 
 def _spans(lines: list[int], style: Style) -> str:
@@ -274,6 +340,7 @@ def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
     backward it caused and forward + backward; share and bar of the step."""
     train = result.totals.has_backward
     total = result.totals.self_time_us
+    host = result.totals.host_time_us is not None and any(s.host_time_us for s in result.lines)
     rows = []
     for s in sorted(result.lines, key=lambda s: (s.file != result.function.file, s.file, s.line)):
         cost = s.time_us if train else s.self_time_us
@@ -300,6 +367,8 @@ def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
                 fmt_us(s.backward_total_time_us, style) if s.backward_total_time_us else "",
                 fmt_us(cost, style),
             ]
+        if host:
+            row.append(fmt_us(s.host_time_us, style) if s.host_time_us else "")
         rows.append(row + [fmt_pct(share), bar(share, style), fmt_count(s.calls), top])
     named = [(f"({b.name})", b.self_time_us) for b in result.buckets]  # xla: known, no line
     for name, time in [*named, ("(unattributed)", result.unattributed_us)]:
@@ -309,6 +378,7 @@ def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
         rows.append(
             ["", name, fmt_us(time, style), "", ""]
             + (["", "", fmt_us(time, style)] if train else [])
+            + ([""] if host else [])
             + [fmt_pct(share), bar(share, style), "", ""]
         )
     if not rows:
@@ -325,6 +395,9 @@ def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
     if train:
         headers += [f"bwd self ({clock})", "bwd total", "fwd+bwd"]
         align += "rrr"
+    if host:  # Python / the autograd engine before the line's ops: in the wall, in no op
+        headers.append("host")
+        align += "r"
     headers += ["share", "", "calls", "top ops"]
     align += "rlrl"
     bar_col = len(headers) - 3
@@ -356,7 +429,7 @@ def _ops_table(result: Result, clock: str, style: Style) -> list[str]:
     if not result.ops:
         return ["  (no ATen ops recorded)"]
     ops = sorted(result.ops, key=lambda o: -o.self_time_us)
-    show_cpu = clock != "cpu"
+    show_cpu = clock != "cpu" or result.calibration is not None
     rows = []
     for o in ops:
         row = [o.name, fmt_count(o.calls), fmt_us(o.self_time_us, style), fmt_us(o.total_time_us, style)]
@@ -365,7 +438,7 @@ def _ops_table(result: Result, clock: str, style: Style) -> list[str]:
         rows.append(row)
     headers = ["op", "calls", f"self ({clock})", f"total ({clock})"]
     if show_cpu:
-        headers.append("self (cpu)")
+        headers.append("self (cpu)" if clock != "cpu" else "raw (cpu)")
     return table(headers, rows, "lrrrr")
 
 

@@ -11,6 +11,7 @@ import logging
 import threading
 
 from trainium_lens.analysis.findings import analyze
+from trainium_lens.analysis.reconcile import reconcile
 from trainium_lens.engine.device_profile import fill as fill_neuron_lines
 from trainium_lens.engine.jobs import Job
 from trainium_lens.engine.provenance import git_state
@@ -56,6 +57,7 @@ def profile(
         result.git = dataclasses.replace(git)
         # xla on Trn1: per-line device time from the Parquet folders the harness listed
         fill_neuron_lines(result, target.fetch)
+        result.reconciliation = reconcile(result)  # against the unprofiled wall / device span
         result.findings = analyze(result)
     if store is not None:
         for result in batch.results:

@@ -12,7 +12,10 @@ Conventions that every layer relies on:
 * ``self_time_us`` is always the **primary clock** of the backend
   (``clock``): Neuron device time, CUDA kernel time, or CPU self time. The
   CPU figure is also kept separately as ``self_cpu_us`` so a UI can never show
-  a CPU number as device time by accident.
+  a CPU number as device time by accident. Schema 3: on the ``cpu`` clock
+  ``self_time_us`` is *calibrated* (the profiler's measured cost per op event
+  subtracted, see ``Calibration``) and ``self_cpu_us`` stays the raw profiler
+  figure beside it.
 * ``file`` is relative to the workspace root, with ``/`` separators; ``line``
   is 1-based.
 
@@ -97,6 +100,13 @@ class Totals:
     def samples(self) -> list[float]:
         """Per-step samples: ``step_us``, else a schema-2 run's ``per_step_self_time_us``."""
         return self.step_us or self.per_step_self_time_us
+
+    calls_per_step: int = 1  # back-to-back calls in each measured step (cpu clock, tiny functions)
+    # device-side elapsed per unprofiled call (CUDA events: kernels and the idle gaps between them)
+    device_span_us_median: float | None = None
+    # cpu clock: host time between ops per call (Python, the autograd engine), in no op's
+    # figure; each line holds the gaps before its ops (``LineStat.host_time_us``). None: not read
+    host_time_us: float | None = None
 
     @property
     def has_backward(self) -> bool:
@@ -219,6 +229,8 @@ class LineStat:
     # schema 3: ``time_us`` (forward + backward + recompute self time) in each measured
     # step, in order; their mean is ``time_us``. Empty in results before schema 3.
     step_us: list[float] = field(default_factory=list)
+    # cpu clock: host time before this line's ops (Python, the autograd engine), per call
+    host_time_us: float = 0.0
     # schema 3: work per call (docs/architecture.md, "Schema 3"); None: not measured.
     # FLOPs: matmul/conv/attention ops (eager: from recorded shapes; xla: HLO shapes;
     # Neuron device profile: adjusted_flops). Bytes moved: an estimate (eager: tensor
@@ -264,6 +276,9 @@ class Region:
     calls: float
     covered_lines: list[SourceLine] = field(default_factory=list)
     fx_nodes: int = 0  # ops the graph fused into this region
+    # schema 3: "backward" for AOTAutograd's compiled backward (``CompiledFunctionBackward``),
+    # credited to the line whose compiled forward made it; covered lines: the forward graph's
+    phase: str = "forward"
 
 
 @dataclass
@@ -496,6 +511,69 @@ class Memory:
 
 
 @dataclass
+class CalibrationWorkload:
+    workload: str
+    events: int
+    unprofiled_us: float
+    profiled_us: float  # Σ self time of its events under the profiler
+
+
+@dataclass
+class Calibration:
+    """Schema 3, ``cpu`` clock only: the profiler's own cost per op event, measured
+    at the start of the run under the same profiler settings
+    (``harness/eager/calibrate.py``). An event nested ``d`` ops deep costs
+    ``per_depth_us × d`` inside the measured windows; that is subtracted from
+    every primary figure (``self_cpu_us`` figures stay raw)."""
+
+    per_depth_us: float
+    per_top_us: float = 0.0  # a top-level op's cost between ops (in the gaps host time reads)
+    gap_factor: float = 1.0  # how much slower Python between ops runs while the profiler records
+    cost_s: float = 0.0  # the calibration's own time in this run
+    profiler_start_s: float = 0.0  # the profiler's first start (paid once per run anyway)
+    subtracted_us: float = 0.0  # taken off this function, per call
+    workloads: list[CalibrationWorkload] = field(default_factory=list)
+
+
+@dataclass
+class Stability:
+    """Schema 3: what the host did while the function was measured
+    (``harness/eager/steady.py``, ``host.py``); ``analysis/noise.py`` judges it."""
+
+    steps_wanted: int = 0  # the protocol's active steps
+    steps_measured: int = 0  # measured (paired: pairs), extra steps included
+    steps_clean: int = 0  # of which no thread of ours waited for a CPU
+    steps_used: int = 0  # in the figures (the clean ones, or all if too few were clean)
+    extra_steps: int = 0
+    run_delay_share: float | None = None  # run-queue delay / wall over the measured steps
+    step_switches: float | None = None  # involuntary context switches per measured step
+    window_s: float | None = None  # from settling to the last timing call
+    others_cores: float | None = None  # CPU of other processes in that window, in cores
+    involuntary_switches: int | None = None  # in that window
+    settle_calls: int = 0
+    calls_per_step: int = 1
+    timing_calls: int = 0  # unprofiled calls made (the wall's)
+    timing_clean: int = 0  # of which undisturbed
+
+
+@dataclass
+class Reconciliation:
+    """Schema 3: the result against an independent measurement on the same host
+    (``analysis/reconcile.py``): the profiled figure per call over the unprofiled
+    wall median (cpu clock), or the device time over the device-side span of an
+    unprofiled call (cuda), else over the wall (neuron, xla)."""
+
+    reference: str  # "wall" | "device_span"
+    reference_us: float
+    profiled_us: float  # the primary figure per call (cpu clock: calibrated, plus the host time between ops)
+    raw_us: float | None  # the uncalibrated figure, where it differs
+    ratio: float  # profiled / reference
+    tolerance: float  # |ratio - 1| allowed (device clocks: only above 1)
+    within: bool
+    note: str = ""  # why a ratio outside the tolerance can be expected, when it can
+
+
+@dataclass
 class Output:
     """What the function returned, for comparing variants of one file."""
 
@@ -567,6 +645,10 @@ class Result:
     roof: Roof | None = None
     work: Work | None = None
     memory: Memory | None = None
+    # schema 3 (None in older results)
+    calibration: Calibration | None = None
+    stability: Stability | None = None
+    reconciliation: Reconciliation | None = None
 
     # -- conveniences used by every consumer --------------------------------
     def line(self, file: str, line: int) -> LineStat | None:

@@ -550,7 +550,8 @@ def test_progress_on_stderr(all_variants):
     assert "  [compile] rms_norm_compiled: first calls" in "\n".join(err)
     steps = [ln for ln in err if ln.startswith("  [profile] rms_norm_naive step ")]
     last = re.fullmatch(r"  \[profile\] rms_norm_naive step (\d+)/(\d+)", steps[-1])
-    assert last and last.group(1) == last.group(2) and int(last.group(2)) >= 8  # 2 + 1 + 5
+    # warmup 1 + active 5 pairs (the wait ran as settling calls), more if the host disturbed some
+    assert last and last.group(1) == last.group(2) and int(last.group(2)) >= 11
     assert "\x1b" not in proc.stderr  # not a terminal: plain lines
 
 

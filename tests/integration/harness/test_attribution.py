@@ -155,7 +155,7 @@ def test_device_clock_kernels_go_to_the_nearest_op():
     assert att.ops["aten::mm"].self_time == 7
     assert att.ops["Torch-Compiled Region: 0/0"].self_time == 20  # self: own kernels
     assert att.ops["Torch-Compiled Region: 0/0"].total_time == 27  # total: with the nested op
-    assert att.regions[("Torch-Compiled Region: 0/0", "m.py(4): f")] == [1, 27]
+    assert att.regions[("Torch-Compiled Region: 0/0", "m.py(4): f")] == [1, 27, FWD]
     assert att.line_self[(0, "m.py(3): f", FWD)] == 15 and att.line_self[(0, "m.py(4): f", FWD)] == 27
     assert att.line_total[(0, "m.py(9): g", FWD)] == 42  # both calls, each op once
     assert att.line_calls["m.py(3): f"] == 1 and att.line_calls["m.py(4): f"] == 1

@@ -92,8 +92,12 @@ def test_compile_signals_recompiles_and_graph_breaks(tmp_path):
     assert code == 0, stderr[-3000:]
     batch = Batch.from_dict(json.loads((run_dir / "batch.json").read_text()))
     grows, breaks = batch.results
-    # 2 first calls + wait 1 + 2 x (labelled + plain) = 7 calls, each a new shape
-    assert grows.signals.compiles_in_active_steps == 4
+    # every call is a new shape: first calls, the settling call (settling stops at a
+    # compile: no steady state to wait for), then every call of every measured
+    # pair (labelled + plain) compiles inside the measured steps
+    st = grows.stability
+    assert st.settle_calls == 1
+    assert grows.signals.compiles_in_active_steps == 2 * st.steps_measured * st.calls_per_step
     assert grows.signals.recompiles >= 6 and grows.signals.graph_breaks == 0
     region_lines = {r.line for r in grows.regions}
     assert region_lines == {line_of(data / "compiles.py", "GROWS-CALL")}

@@ -39,8 +39,12 @@ def test_events_and_batch(rmsnorm):
     for stage in ("import", "inputs", "compile", "profile", "timing", "export", "done"):
         assert stage in stages
     steps = [e for e in events if e.get("stage") == "profile" and e["function"] == "rms_norm_naive"]
-    # wait 2 + warmup 1 + active 5, each measured step followed by its plain twin (CPU clock)
-    assert [e["step"] for e in steps] == list(range(1, 14)) and steps[0]["of"] == 13
+    # progress at most every 0.25 s (an event costs the next step time): the first step
+    # says the plan: warmup 1 + active 5, each measured step followed by its plain twin
+    # (CPU clock; the protocol's wait ran as settling calls before the profiler)
+    assert steps[0]["step"] == 1 and steps[0]["of"] == 11
+    assert [e["step"] for e in steps] == sorted({e["step"] for e in steps})
+    assert "settle" in stages and stages.count("calibrate") == 1  # calibrated once per run
     assert events[-1] == {"event": "result", "path": str(rmsnorm["run_dir"] / "batch.json")}
     assert [r.function.name for r in rmsnorm["batch"].results] == [
         "rms_norm_naive",
@@ -140,6 +144,8 @@ def test_trace_and_timeline_share_a_clock(rmsnorm):
     line = line_of(EXAMPLE, "x2 = x * x")
     label = f"examples/rmsnorm.py({line}): rms_norm_naive"
     starts = sorted(e["ts"] for e in doc["traceEvents"] if e.get("name") == label)
-    assert len(starts) == 5  # one per active step
+    # one per labelled call: calls_per_step of them in each measured step
+    assert len(starts) == r.stability.steps_measured * r.totals.calls_per_step
     windows = next(t for t in r.timeline if t.line == line).windows
-    assert [w.start_us for w in windows] == pytest.approx(starts, abs=0.01)
+    assert 0 < len(windows) <= 256  # capped (tree.MAX_WINDOWS)
+    assert [w.start_us for w in windows] == pytest.approx(starts[: len(windows)], abs=0.01)

@@ -227,10 +227,21 @@ def test_far_below_the_roof_with_big_ops_is_not_called_overhead():
     assert "1% of the float32 peak" in found[0].message and "not launch overhead" in found[0].message
 
 
-def test_memory_bound_line_that_spells_out_tanh_gelu_is_told_the_fused_op():
+def test_memory_bound_line_that_spells_out_tanh_gelu_is_told_the_fused_op_once():
+    """The pattern finding names F.gelu (with its figures); the roofline does not say
+    it a second time as memory-bound."""
     ops = ("aten::mul", "aten::pow", "aten::mul", "aten::add", "aten::mul", "aten::tanh", "aten::add")
+    r = result([line(5, us=100.0, bytes_=5e5, ops=ops), line(6, us=10.0)])
+    on_line = [f for f in analyze(r) if f.line == 5]
+    (named,) = [f for f in on_line if f.kind == "fused_op"]
+    assert not [f for f in on_line if f.kind in ("memory_bound", "overhead_bound")]
+    assert 'approximate="tanh"' in named.message and named.fix.startswith("torch.nn.functional.gelu")
+
+
+def test_memory_bound_elementwise_line_without_a_named_pattern_is_told_to_fuse():
+    ops = ("aten::mul", "aten::add", "aten::sub", "aten::div")
     r = result([line(5, us=100.0, bytes_=5e5, ops=ops), line(6, us=10.0)])
     found_all = analyze(r)
     (found,) = [f for f in found_all if f.kind == "memory_bound"]
     assert not [f for f in found_all if f.kind == "dispatches" and f.line == 5]
-    assert 'approximate="tanh"' in found.message and found.fix.startswith("torch.nn.functional.gelu")
+    assert "a fused kernel (torch.compile)" in found.message and found.fix == "torch.compile"

@@ -278,3 +278,29 @@ def test_diff_markdown_of_training_steps_shows_fwd_bwd_and_files():
         table.splitlines()[0] == "| variant | wall median | speedup | profiled | dispatches | max abs diff |"
     )
     assert "speedups from the unprofiled wall medians" in table
+
+
+def test_a_noisy_run_says_so_in_hints_hover_and_heat_and_escapes_stored_text():
+    from trainium_lens.lsp.features.hover import markdown
+    from trainium_lens.lsp.present.markdown import escape
+    from trainium_lens.lsp.runs import Annotations
+    from trainium_lens.model.result import Calibration, Finding, Reconciliation
+
+    noisy = Finding(
+        "noisy_measurement", "warning", "m.py", 2, "Noisy measurement: steps varied 40× <img src=x> [a](b)"
+    )
+    r = make_result("m.py", "f", 2, {3: ("y = x * x", 12.0, [("aten::mul", 1, 12.0)])}, findings=[noisy])
+    r.lines[0].self_cpu_us = 18.0  # raw, before calibration
+    r.calibration = Calibration(per_depth_us=0.08)
+    r.reconciliation = Reconciliation("wall", 10.0, 12.0, 18.0, 1.2, 0.25, True)
+    a = Annotation(2, r.lines[0], r, stale=False)
+    assert label(a) == "⏱ 12 µs cpu · 100% · 1 op · ⚠ noisy"
+    text = markdown("file:///w/m.py", a, Annotations([a], {2: a}, []))
+    assert "self **12 µs cpu** (raw 18 µs)" in text
+    assert "⚠ **Unreliable figures**: " + escape(noisy.message) in text
+    assert " <img" not in text and "[a](b)" not in text  # stored text, never markup
+    assert "12 µs per call = 1.20× the unprofiled wall 10 µs (within ±25%)" in text
+    assert "80 ns per op event per nesting level" in text
+    assert escape("a*b_c`d") == "a\\*b\\_c\\`d"
+    clean = make_result("m.py", "f", 2, {3: ("y = x * x", 12.0, [("aten::mul", 1, 12.0)])})
+    assert "noisy" not in label(Annotation(2, clean.lines[0], clean, stale=False))

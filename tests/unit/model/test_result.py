@@ -96,6 +96,13 @@ def test_a_schema_2_device_view_loads_as_model_mode_one_step():
     assert (loaded.mode, loaded.steps, loaded.parquet) == ("model", 1, "/r/v")
 
 
+def test_schema_2_loads_without_the_schema_3_fields():
+    r = R.Result.from_dict(minimal(schema_version=2))
+    assert r.schema_version == 2
+    assert r.calibration is None and r.stability is None and r.reconciliation is None
+    assert r.totals.step_us == [] and r.totals.calls_per_step == 1
+
+
 def test_not_a_result():
     with pytest.raises(R.ResultError, match="no schema_version"):
         R.Result.from_dict({"hello": 1})

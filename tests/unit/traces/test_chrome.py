@@ -132,10 +132,12 @@ def test_export_of_a_real_profile_opens_as_chrome_trace_with_the_line_ranges(run
     mul_on_22 = [
         e for e in ops if e["name"] == "aten::mul" and e["args"].get("source") == "examples/rmsnorm.py:22"
     ]
-    assert len(mul_on_22) == 2 * result.totals.steps  # labelled + plain twin
+    # labelled + plain twin of every measured step, each of calls_per_step calls
+    measured = result.stability.steps_measured * result.totals.calls_per_step
+    assert len(mul_on_22) == 2 * measured
     rsqrt = [e for e in ops if e["name"] == "aten::rsqrt"]
     assert {e["args"]["source"] for e in rsqrt} == {"examples/rmsnorm.py:24"}
-    assert len(rsqrt) == 2 * result.totals.steps
+    assert len(rsqrt) == 2 * measured
     # The labelled steps' ops began inside a range of their line; the twins' outside any.
     by_line = defaultdict(list)
     for e in ranges:
@@ -303,8 +305,9 @@ async def test_timeline_request_gives_the_lines_events_and_where_they_are_now(ru
         focused = [i for i in range(n) if ev["src"][i] == data["focusSrc"]]
         names = {data["names"][ev["name"][i]] for i in focused}
         assert names == {"examples/rmsnorm.py(22): rms_norm_naive", "aten::mul"}
-        # one range + one mul per labelled step, one mul per plain twin step
-        assert len(focused) == 3 * result.totals.steps
+        # one range + one mul per labelled call, one mul per plain twin call
+        measured = result.stability.steps_measured * result.totals.calls_per_step
+        assert len(focused) == 3 * measured
         assert set(ev["phase"]) == {0}  # a forward-only function: no backward events
         f = data["focus"]
         assert min(ev["start"][i] for i in focused) == f["start"] and f["end"] > f["start"]

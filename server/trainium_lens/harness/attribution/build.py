@@ -106,6 +106,9 @@ class Profiled:
     covered: Any = None  # region name -> {"lines": [(file, line)], "nodes": n} (or None)
     h2d_calls: dict = field(default_factory=dict)  # label -> calls (all labelled calls)
     labelled_calls: int = 1
+    calibration: dict | None = None  # cpu clock: the profiler's cost per event (calibrate.py)
+    stability: dict | None = None  # what the host did during the run (steady.py, host.py)
+    device_span_us: list[float] | None = None  # per unprofiled call, device-side elapsed (CUDA events)
 
 
 def document(
@@ -164,11 +167,15 @@ def totals(
     steps: int,
     per_step: list[float],
     dispatches: float,
+    calls_per_step: int = 1,
+    device_span_us: list[float] | None = None,
+    host_time_us: float | None = None,
     **split: float,
 ) -> dict:
     """``Result.totals``: per-step figures, their spread, the unprofiled wall time;
     ``split``: forward/backward/optimizer/recompute where the backend tells them apart."""
     wall = sorted(wall_us)
+    busy = sorted(device_span_us or [])
     return {
         "self_time_us": self_time_us,
         "self_cpu_us": self_cpu_us,
@@ -181,6 +188,9 @@ def totals(
         "dispatches": dispatches,
         "per_step_self_time_us": per_step,
         "step_us": [round(v, 3) for v in per_step],  # schema 3: the regression gate's samples
+        "calls_per_step": calls_per_step,
+        "device_span_us_median": statistics.median(busy) if busy else None,
+        "host_time_us": host_time_us,
         **split,
     }
 
@@ -207,6 +217,9 @@ def result_document(p: Profiled) -> dict:
             steps=att.steps,
             per_step=figures["per_step"],
             dispatches=figures["dispatches"],
+            calls_per_step=att.calls_per_step,
+            device_span_us=p.device_span_us,
+            host_time_us=figures["host_time_us"] if figures["host_measured"] else None,
             forward_time_us=figures["forward_time_us"],
             backward_time_us=figures["backward_time_us"],
             optimizer_time_us=figures["optimizer_time_us"],
@@ -221,17 +234,30 @@ def result_document(p: Profiled) -> dict:
         signals=signals,
         output=p.output,
         optimizers=optimizers(att, labels, fallback),
+        calibration=_calibration(p.calibration, att),
+        stability=p.stability,
     )
+
+
+def _calibration(cal: dict | None, att: Attribution) -> dict | None:
+    """The run's calibration and what it took off this function, per call."""
+    if cal is None:
+        return None
+    n = max(att.steps, 1) * max(att.calls_per_step, 1)
+    return {**cal, "subtracted_us": att.calibrated_us / n}
 
 
 def batch_document(batch_id: str, results: list[dict]) -> dict:
     return {"schema_version": SCHEMA_VERSION, "batch_id": batch_id, "results": results}
 
 
+_PHASES = ("forward", "backward", "recompute")
+
+
 def _regions(att: Attribution, labels: dict, fallback: tuple[str, int], covered: Any) -> list[dict]:
-    n = max(att.steps, 1)
+    n = max(att.steps, 1) * max(att.calls_per_step, 1)
     out = []
-    for (region, key), (calls, t) in sorted(att.regions.items(), key=lambda kv: -kv[1][1]):
+    for (region, key), (calls, t, phase) in sorted(att.regions.items(), key=lambda kv: -kv[1][1]):
         file, line = labels[key][:2] if key in labels else fallback
         graph = (covered(region) if covered else None) or {}
         out.append(
@@ -243,6 +269,7 @@ def _regions(att: Attribution, labels: dict, fallback: tuple[str, int], covered:
                 "calls": calls / n,
                 "covered_lines": [{"file": f, "line": ln} for f, ln in graph.get("lines", [])],
                 "fx_nodes": graph.get("nodes", 0),
+                "phase": _PHASES[phase] if 0 <= phase < len(_PHASES) else "forward",
             }
         )
     return out
@@ -276,7 +303,7 @@ def _h2d(att: Attribution, labels: dict, calls: dict, labelled_calls: int) -> li
                 "file": file,
                 "line": line,
                 "calls": n / max(labelled_calls, 1),
-                "self_time_us": copy_time.get(key, 0.0) / max(att.steps, 1),
+                "self_time_us": copy_time.get(key, 0.0) / (max(att.steps, 1) * max(att.calls_per_step, 1)),
             }
         )
     return out

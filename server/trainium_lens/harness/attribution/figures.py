@@ -23,9 +23,10 @@ def _spread(values: list[float]) -> tuple[float, float, float]:
 
 
 class _Sums:
-    """``(step, label, phase) -> value`` summed over the steps, and per step."""
+    """``(step, label, phase) -> value`` summed over the steps, and per step
+    (per call: a step of ``calls`` calls counts its sum over them)."""
 
-    def __init__(self, values: dict, steps: int):
+    def __init__(self, values: dict, steps: int, calls: int = 1):
         self.steps = steps
         self.by_key: dict[tuple, float] = {}
         self.per_step: dict[tuple, list[float]] = {}
@@ -36,7 +37,7 @@ class _Sums:
                 row = self.per_step.get(k)
                 if row is None:
                     row = self.per_step[k] = [0.0] * steps
-                row[step] += value
+                row[step] += value / calls
 
     def get(self, key: Any, phase: int) -> float:
         return self.by_key.get((key, phase), 0.0)
@@ -77,12 +78,19 @@ def _line_ops(att: Attribution, n: int) -> dict[tuple[str, int], list[dict]]:
 
 def lines_and_ops(att: Attribution, labels: dict, source: Any) -> dict:
     """The result's ``lines``, ``ops``, ``unattributed_us`` and the totals' figures."""
-    n = max(att.steps, 1)
-    self_s = _Sums(att.line_self, att.steps)
-    total_s = _Sums(att.line_total, att.steps)
-    cpu_s = _Sums(att.line_cpu, att.steps)
+    m = max(att.calls_per_step, 1)
+    n = max(att.steps, 1) * m
+    self_s = _Sums(att.line_self, att.steps, m)
+    total_s = _Sums(att.line_total, att.steps, m)
+    cpu_s = _Sums(att.line_cpu, att.steps, m)
+    host_s = _Sums(att.line_host, att.steps, m)
     per_line_ops = _line_ops(att, n)
-    keys = {k for (k, _p) in self_s.by_key} | {k for (k, _p) in total_s.by_key} | set(att.line_calls)
+    keys = (
+        {k for (k, _p) in self_s.by_key}
+        | {k for (k, _p) in total_s.by_key}
+        | set(att.line_calls)
+        | {k for (k, _p) in host_s.by_key}
+    )
     keys.discard(None)
     lines = []
     for key in keys:
@@ -116,6 +124,7 @@ def lines_and_ops(att: Attribution, labels: dict, source: Any) -> dict:
                 # schema 3: what the line cost in each measured step (fwd + bwd +
                 # recompute, as ``LineStat.time_us``): the regression gate's samples
                 "step_us": self_s.step_sum(key, (FWD, BWD, RECOMPUTE)),
+                "host_time_us": sum(host_s.get(key, p) for p in (FWD, BWD, RECOMPUTE)) / n,
             }
         )
     lines.sort(
@@ -143,7 +152,7 @@ def lines_and_ops(att: Attribution, labels: dict, source: Any) -> dict:
     for (step, phase), value in att.phase_time.items():
         phases[phase] += value
         if 0 <= step < att.steps:
-            per_step[step] += value
+            per_step[step] += value / m
     unattributed = sum(v for (k, _p), v in self_s.by_key.items() if k is None)
     return {
         "lines": lines,
@@ -157,12 +166,14 @@ def lines_and_ops(att: Attribution, labels: dict, source: Any) -> dict:
         "optimizer_time_us": phases[OPTIMIZER] / n,
         "dispatches": sum(c for k, c in att.line_calls.items() if k is not None) / n,
         "per_step": per_step,
+        "host_time_us": sum(host_s.by_key.values()) / n,
+        "host_measured": bool(att.line_host) or att.host_read,
     }
 
 
 def optimizers(att: Attribution, labels: dict, fallback: tuple[str, int]) -> list[dict]:
     """One entry per optimizer range name (``Optimizer.step#AdamW.step``)."""
-    n = max(att.steps, 1)
+    n = max(att.steps, 1) * max(att.calls_per_step, 1)
     out = []
     for name, f in att.optimizers.items():
         file, line = labels[f.key][:2] if f.key in labels else fallback

@@ -55,12 +55,14 @@ class Attribution:
     line_cpu: dict = field(default_factory=lambda: defaultdict(float))
     line_total: dict = field(default_factory=lambda: defaultdict(float))
     line_calls: dict = field(default_factory=lambda: defaultdict(int))  # forward dispatches
+    # (step, label, phase) -> host time between ops before that line's ops (cpu clock, paired)
+    line_host: dict = field(default_factory=lambda: defaultdict(float))
     # (label, op, phase, backward node) -> LineOpFigures
     line_ops: dict = field(default_factory=dict)
     ops: dict = field(default_factory=dict)  # op -> OpFigures
     phase_time: dict = field(default_factory=lambda: defaultdict(float))  # (step, phase) -> primary
     optimizers: dict = field(default_factory=dict)  # range name -> OptimizerFigures
-    # (region name, label) -> [calls, primary time (inclusive)]
+    # (region name, label) -> [calls, primary time (inclusive), phase]
     regions: dict = field(default_factory=dict)
     windows: dict = field(default_factory=dict)  # label -> [[start, end]] (merged, capped)
     # event id -> (label, phase) for every measured event (twins included): the exporter's lines
@@ -72,3 +74,7 @@ class Attribution:
     mismatched_steps: int = 0  # labelled steps whose plain partner ran other ops
     backward_nodes: int = 0  # backward ranges seen
     unlinked_nodes: int = 0  # of which with no forward partner
+    calls_per_step: int = 1  # calls of the function in each step (figures are per call)
+    recorded_steps: int = 0  # steps the profiler recorded (paired: pairs), used or not
+    calibrated_us: float = 0.0  # profiler cost subtracted (cpu clock), all used steps
+    host_read: bool = False  # line_host was read (cpu clock, paired, calibrated)

@@ -57,6 +57,9 @@ PHASES = ("forward", "backward", "recompute", "optimizer")
 MAX_WINDOWS = 256  # per line: enough to place a line on the timeline, bounded memory
 MERGE_GAP_US = 1.0
 REGION_PREFIX = "Torch-Compiled Region"
+# AOTAutograd's compiled backward: inductor's kernels run inside it with no op
+# event of their own, so it is measured like a forward region (its self time)
+COMPILED_BACKWARD = "CompiledFunctionBackward"
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 OPTIM_PREFIXES = ("Optimizer.step#", "Optimizer.zero_grad#")
 _NOT_OPS = frozenset({"profiler", "torch", "autograd"})
@@ -67,7 +70,7 @@ def classify(name: str, labels: dict) -> int:
         return LABEL
     if name.startswith("ProfilerStep"):
         return STEP
-    if name.startswith(REGION_PREFIX):
+    if name.startswith(REGION_PREFIX) or name == COMPILED_BACKWARD:
         return REGION
     if name.startswith(BACKWARD_PREFIX):
         return BACKWARD
@@ -82,9 +85,23 @@ def classify(name: str, labels: dict) -> int:
 class _Rec:
     """A measured event while its subtree is walked."""
 
-    __slots__ = ("name", "key", "labels", "step", "owner", "kind", "phase", "tphase", "stat", "lo", "opt")
+    __slots__ = (
+        "name",
+        "key",
+        "labels",
+        "step",
+        "owner",
+        "kind",
+        "phase",
+        "tphase",
+        "stat",
+        "lo",
+        "opt",
+        "depth",
+        "region",
+    )
 
-    def __init__(self, name, key, labels, step, owner, kind, phase, tphase, stat, lo, opt):
+    def __init__(self, name, key, labels, step, owner, kind, phase, tphase, stat, lo, opt, depth, region):
         self.name = name
         self.key = key  # innermost label: where its self time goes (None: unattributed)
         self.labels = labels  # distinct labels on its chain: where its total goes
@@ -96,20 +113,23 @@ class _Rec:
         self.stat = stat  # its OpFigures
         self.lo = lo  # its LineOpFigures
         self.opt = opt  # its OptimizerFigures or None
+        self.depth = depth  # measured ancestors (0: dispatched by the line or node itself)
+        self.region = region  # its regions entry (compiled regions only)
 
 
 class _Ctx:
     """What the walk knows above an event: backward node, optimizer range, label index."""
 
-    __slots__ = ("bw_key", "bw_labels", "bw_depth", "node", "opt", "lpos")
+    __slots__ = ("bw_key", "bw_labels", "bw_depth", "node", "opt", "lpos", "fw_region")
 
-    def __init__(self, bw_key=None, bw_labels=None, bw_depth=-1, node="", opt=None, lpos=-1):
+    def __init__(self, bw_key=None, bw_labels=None, bw_depth=-1, node="", opt=None, lpos=-1, fw_region=None):
         self.bw_key = bw_key  # the forward line the backward node belongs to
         self.bw_labels = bw_labels  # and that forward op's chain (total)
         self.bw_depth = bw_depth  # chain length at the backward range (-1: not in one)
         self.node = node  # the backward node's name ("AddmmBackward0")
         self.opt = opt
         self.lpos = lpos  # innermost open label in the step's LabelIndex
+        self.fw_region = fw_region  # the compiled region whose forward made the node
 
 
 _TOP = _Ctx()
@@ -148,6 +168,11 @@ def attribute(
     cpu_device_type: Any = None,
     paired: bool = False,
     record_events: bool = False,
+    keep: list[bool] | None = None,
+    per_depth_us: float = 0.0,
+    calls_per_step: int = 1,
+    per_top_us: float | None = None,
+    gap_factor: float = 1.0,
 ) -> Attribution:
     """Attribute the events of one profile (``prof.events()``).
 
@@ -158,6 +183,19 @@ def attribute(
     sequence, walked in lockstep): labels cost time *around* ops and perturb the
     ops' own CPU time too, so CPU figures come from the unlabelled steps.
     ``record_events``: fill ``event_lines`` (the exported trace's lines).
+    ``keep``: per measured step (paired: per pair) whether to use it (steps the
+    host disturbed are left out, ``eager/steady.py``); ignored unless it has one
+    entry per step. ``per_depth_us``: the calibrated profiler cost of an op event
+    per level of nesting (cpu clock, ``eager/calibrate.py``), subtracted from the
+    primary figures (``cpu`` figures stay raw). ``calls_per_step``: calls of the
+    function in each step (figures are per call). ``per_top_us`` (cpu clock,
+    paired): read the host time between ops from the plain twins — the gap before
+    each top-level op on the main thread, less the profiler's own cost there and
+    divided by ``gap_factor`` (Python's slowdown under the profiler), goes to that
+    op's line and phase (``line_host``); None: not read. Gaps before backward ops
+    are not read: between autograd nodes the engine's own work cannot be told
+    from the profiler's (two ranges per node), and read as host time it came out
+    several times what the unprofiled wall leaves.
     """
     kinds: dict[str, int] = {}
     forests = Forests(events, cpu_device_type)
@@ -166,17 +204,27 @@ def attribute(
     mismatched = 0
     if paired:
         indices = indices[0::2]
-        for i in indices:
+    measured = indices
+    if keep is not None and len(keep) == len(indices):
+        indices = [i for i, use in zip(indices, keep, strict=True) if use]
+    if paired:
+        for i in measured:
             if i + 1 < len(forests.steps):
                 a, b = forests.forest(i), forests.forest(i + 1)
                 if same_ops(a, b, kinds, labels):
                     partner[i] = b
                     continue
-            mismatched += 1
-    out = Attribution(steps=len(indices))
+            if i in indices:
+                mismatched += 1
+    out = Attribution(steps=len(indices), calls_per_step=max(1, calls_per_step))
     out.paired_steps = len(indices) - mismatched if paired else 0
     out.mismatched_steps = mismatched
+    out.recorded_steps = len(forests.steps) // (2 if paired else 1)
     walk = _Walk(out, kinds, labels, device_clock, region_fallback, record_events, forests.main_thread)
+    walk.per_depth = 0.0 if device_clock else max(0.0, per_depth_us)
+    walk.per_top = None if device_clock or not paired or per_top_us is None else max(0.0, per_top_us)
+    out.host_read = walk.per_top is not None
+    walk.gap_factor = max(1.0, gap_factor)
     threads: set[Any] = set()
     for step, i in enumerate(indices):
         forest = forests.forest(i)
@@ -185,6 +233,16 @@ def attribute(
         walk.run(forest, step, _measured(twin, kinds, labels) if twin is not None else None)
     walk.run(forests.outside, -1, None)
     out.threads = max(1, len(threads))
+    left_out = [i for i in measured if i not in set(indices)]
+    if record_events and left_out:
+        # steps the host disturbed: not in the figures, but their ops still carry
+        # their lines in the exported trace (and their lines' windows stay)
+        scratch = Attribution(steps=len(left_out))
+        scratch.event_lines, scratch.windows = out.event_lines, out.windows
+        aside = _Walk(scratch, kinds, labels, device_clock, region_fallback, True, forests.main_thread)
+        for step, i in enumerate(left_out):
+            twin = partner.get(i)
+            aside.run(forests.forest(i), step, _measured(twin, kinds, labels) if twin is not None else None)
     return out
 
 
@@ -206,8 +264,12 @@ class _Walk:
         self.region_fallback = region_fallback
         self.record = record_events
         self.main_thread = main_thread
-        # (sequence_nr, thread) -> (label, chain) of the forward op that made the node
-        self.forward: dict[tuple[int, Any], tuple[str | None, tuple]] = {}
+        # (sequence_nr, thread) -> (label, chain, compiled region) of the forward op
+        # (or autograd Function range, e.g. AOTAutograd's CompiledFunction) that made the node
+        self.forward: dict[tuple[int, Any], tuple[str | None, tuple, str | None]] = {}
+        self.per_depth = 0.0
+        self.per_top: float | None = None
+        self.gap_factor = 1.0
 
     def run(self, roots: list, step: int, twin: Iterator[Any] | None) -> None:
         out, kinds, labels = self.out, self.kinds, self.labels
@@ -216,6 +278,14 @@ class _Walk:
         line_calls, line_ops, ops, regions = out.line_calls, out.line_ops, out.ops, out.regions
         phase_time, windows, event_lines = out.phase_time, out.windows, out.event_lines
         forward = self.forward
+        per_depth = self.per_depth
+        # host time between ops: gaps between the plain twin's top-level ops on the
+        # main thread (Python, the autograd engine), each to the line of the op after it
+        host_on = self.per_top is not None and twin is not None
+        per_top, gap_factor = self.per_top or 0.0, self.gap_factor
+        main_thread, line_host = self.main_thread, out.line_host
+        prev_end: float | None = None
+        ranges = 0  # non-op ranges recorded since the last top-level op
         index = LabelIndex()
         count = 0
         # depth-first, one frame per tree level (memory grows with depth, not width)
@@ -233,6 +303,11 @@ class _Walk:
             if kind is None:
                 kind = kinds[name] = classify(name, labels)
             rec = owner
+            if host_on and kind != LABEL and kind != OP and kind != REGION and kind != STEP:
+                # a recorded range that is no op (an autograd node, an optimizer step,
+                # a cache lookup): its callbacks fall in the gap too
+                if getattr(e, "thread", None) == main_thread:
+                    ranges += 1
             if kind == LABEL:
                 tr = e.time_range
                 if len(stack) == 1 or getattr(e, "thread", None) == self.main_thread:
@@ -241,6 +316,13 @@ class _Walk:
                 _window(windows, name, tr)
             elif kind == BACKWARD:
                 ctx = self._backward(e, chain, ctx, index)
+            elif kind == OTHER and e.sequence_nr >= 0 and ctx.bw_depth < 0:
+                # an autograd Function's forward range (CompiledFunction, a custom
+                # Function): its backward node links here, to the line that called it
+                if owner is not None:
+                    forward[(e.sequence_nr, e.thread)] = (owner.key, owner.labels, _region_of(owner))
+                elif chain:
+                    forward[(e.sequence_nr, e.thread)] = (chain[-1], tuple(dict.fromkeys(chain)), None)
             elif kind == OPTIM:
                 opt = out.optimizers.get(name)
                 if opt is None:
@@ -251,6 +333,7 @@ class _Walk:
                 te = next(twin) if twin is not None else e  # the plain twin's event: its time
                 tr = te.time_range
                 elapsed = tr.end - tr.start
+                top = host_on and owner is None and getattr(te, "thread", None) == main_thread
                 if ctx.bw_depth < 0 or len(chain) > ctx.bw_depth:
                     key = chain[-1] if chain else (self.region_fallback if kind == REGION else None)
                     phase = FWD if ctx.bw_depth < 0 else (RECOMPUTE if e.sequence_nr >= 0 else BWD)
@@ -262,11 +345,12 @@ class _Walk:
                     else:
                         tot = tuple(dict.fromkeys(chain + (key,)))
                     if phase != BWD and e.sequence_nr >= 0:
-                        forward[(e.sequence_nr, e.thread)] = (key, tot)
+                        forward[(e.sequence_nr, e.thread)] = (key, tot, None)
                 else:
                     key, tot, node = ctx.bw_key, ctx.bw_labels, ctx.node
-                    # grad mode on inside the engine: forward re-run (checkpointing)
-                    phase = BWD if e.sequence_nr < 0 else RECOMPUTE
+                    # grad mode on inside the engine: forward re-run (checkpointing); the
+                    # compiled backward's own range carries its node's number: backward
+                    phase = BWD if e.sequence_nr < 0 or kind == REGION else RECOMPUTE
                 opt = ctx.opt
                 tphase = OPTIMIZER if opt is not None else phase
                 stat = ops.get(name)
@@ -276,7 +360,20 @@ class _Walk:
                 lo = line_ops.get(lk)
                 if lo is None:
                     lo = line_ops[lk] = LineOpFigures(len(line_ops))
-                rec = _Rec(name, key, tot, step, owner, kind, phase, tphase, stat, lo, opt)
+                depth = 0 if owner is None else owner.depth + 1
+                # the profiler's own cost in this event's window (calibrate.py); what
+                # exceeds the window (a tiny op deep in a nest) is in its owner's
+                corr = per_depth * depth
+                spill = corr - elapsed if corr > elapsed else 0.0
+                cal = elapsed - corr + spill
+                reg = None
+                if kind == REGION:
+                    rname = name if ctx.fw_region is None or phase != BWD else f"{name} ({ctx.fw_region})"
+                    reg = regions.get((rname, key))
+                    if reg is None:
+                        reg = regions[(rname, key)] = [0, 0.0, phase]
+                    reg[0] += 1
+                rec = _Rec(name, key, tot, step, owner, kind, phase, tphase, stat, lo, opt, depth, reg)
                 if record:
                     event_lines[e.id] = event_lines[te.id] = (key, phase)
                 stat.calls += 1
@@ -292,20 +389,24 @@ class _Walk:
                     if "_foreach_" in name or "_fused_" in name:
                         opt.fused_ops += 1
                 if not device_clock:
-                    stat.self_time += elapsed
-                    stat.total_time += elapsed
-                    lo.self_time += elapsed
-                    line_self[sk] += elapsed
-                    phase_time[(step, tphase)] += elapsed
+                    stat.self_time += cal
+                    stat.total_time += cal
+                    lo.self_time += cal
+                    line_self[sk] += cal
+                    phase_time[(step, tphase)] += cal
                     if opt is not None:
-                        opt.self_time += elapsed
-                if kind == REGION:
-                    reg = regions.get((name, key))
-                    if reg is None:
-                        reg = regions[(name, key)] = [0, 0.0]
-                    reg[0] += 1
-                    if not device_clock:
-                        reg[1] += elapsed
+                        opt.self_time += cal
+                    if reg is not None:
+                        reg[1] += cal
+                    if corr:
+                        out.calibrated_us += corr
+                if top and phase == BWD:
+                    prev_end, ranges = tr.end, 0  # the engine's C++ between nodes: not host time
+                elif top:
+                    cost = per_top * (1 + ranges)
+                    if prev_end is not None and tr.start - prev_end > cost:
+                        line_host[(step, key, phase)] += (tr.start - prev_end - cost) / gap_factor
+                    prev_end, ranges = tr.end, 0
                 if owner is None:
                     lo.direct += 1  # dispatched by the line (or node) itself, not inside an op
                     if key is not None and phase == FWD:
@@ -320,17 +421,21 @@ class _Walk:
                     ok = (owner.step, owner.key, owner.phase)
                     line_cpu[ok] -= elapsed
                     if not device_clock:
-                        owner.stat.self_time -= elapsed
-                        owner.lo.self_time -= elapsed
-                        line_self[ok] -= elapsed
-                        phase_time[(owner.step, owner.tphase)] -= elapsed
+                        taken = elapsed + spill
+                        owner.stat.self_time -= taken
+                        owner.lo.self_time -= taken
+                        line_self[ok] -= taken
+                        phase_time[(owner.step, owner.tphase)] -= taken
                         if owner.opt is not None:
-                            owner.opt.self_time -= elapsed
+                            owner.opt.self_time -= taken
                         if tot is not owner.labels or phase != owner.phase:
                             for lab in tot:
                                 line_total[(step, lab, phase)] += elapsed
                             for lab in owner.labels:
                                 line_total[(owner.step, lab, owner.phase)] -= elapsed
+                        if corr:
+                            for lab in tot:
+                                line_total[(step, lab, phase)] -= corr
             if device_clock:
                 kernels = e.kernels
                 if kernels:
@@ -352,8 +457,9 @@ class _Walk:
         out.backward_nodes += 1
         node = e.name[len(BACKWARD_PREFIX) :]
         found = self.forward.get((e.sequence_nr, e.fwd_thread))
+        region = None
         if found is not None:
-            key, labels = found
+            key, labels, region = found
         else:
             # no forward partner: the line that called backward() (on its own thread,
             # or the main thread's label open at that instant)
@@ -363,11 +469,11 @@ class _Walk:
             else:
                 at = index.at(e.time_range.start)
                 key, labels = (at[0], tuple(dict.fromkeys(at[1]))) if at else (None, ())
-        return _copy(ctx, bw_key=key, bw_labels=labels, bw_depth=len(chain), node=node)
+        return _copy(ctx, bw_key=key, bw_labels=labels, bw_depth=len(chain), node=node, fw_region=region)
 
 
 def _copy(ctx: _Ctx, **changes: Any) -> _Ctx:
-    new = _Ctx(ctx.bw_key, ctx.bw_labels, ctx.bw_depth, ctx.node, ctx.opt, ctx.lpos)
+    new = _Ctx(ctx.bw_key, ctx.bw_labels, ctx.bw_depth, ctx.node, ctx.opt, ctx.lpos, ctx.fw_region)
     for k, v in changes.items():
         setattr(new, k, v)
     return new
@@ -400,6 +506,16 @@ def _add_device(out: Attribution, rec: _Rec, d: float) -> None:
     node: _Rec | None = rec
     while node is not None:
         node.stat.total_time += d
-        if node.kind == REGION:
-            out.regions[(node.name, node.key)][1] += d
+        if node.region is not None:
+            node.region[1] += d
         node = node.owner
+
+
+def _region_of(rec: _Rec) -> str | None:
+    """The compiled region ``rec`` is in (itself included), by its name."""
+    node: _Rec | None = rec
+    while node is not None:
+        if node.kind == REGION and node.name.startswith(REGION_PREFIX):
+            return node.name
+        node = node.owner
+    return None

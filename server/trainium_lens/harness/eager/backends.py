@@ -57,6 +57,11 @@ class Backend:
         """Artifacts (``neuron_views``) the core reads per-line device time from."""
         return {}
 
+    def device_span(self, call: Any, calls: int) -> list[float] | None:
+        """Device-side elapsed time of ``calls`` unprofiled calls, µs each (the
+        reference a device clock is reconciled against); None: no such timer."""
+        return None
+
     def environment(self) -> dict:
         return {
             "python": platform.python_version(),
@@ -84,6 +89,20 @@ class CudaBackend(Backend):
 
     def sync(self) -> None:
         self.torch.cuda.synchronize()
+
+    def device_span(self, call: Any, calls: int) -> list[float] | None:
+        """CUDA events around each call: kernels plus the device's idle gaps
+        between them, without the profiler (the kernel sum can only be less)."""
+        cuda = self.torch.cuda
+        out = []
+        for _ in range(calls):
+            start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+            start.record()
+            call()
+            end.record()
+            end.synchronize()
+            out.append(start.elapsed_time(end) * 1000.0)  # ms → µs
+        return out
 
     def environment(self) -> dict:
         env = super().environment()

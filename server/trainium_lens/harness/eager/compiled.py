@@ -20,6 +20,7 @@ from typing import Any
 from trainium_lens.harness.job.loader import UserCode
 
 _FRAME_RE = re.compile(r'File "([^"]+)", line (\d+)')
+_COMPILE_ID_RE = re.compile(r"Torch-Compiled Region: ([^\s()]+)")
 
 
 def stack_lines(stack_trace: str, user: UserCode) -> list[tuple[str, int]]:
@@ -98,5 +99,9 @@ class CompileWatch:
         return sum(1 for c in self.compiles[since:] if re.fullmatch(r"\d+/[1-9]\d*", c))
 
     def covered(self, region_name: str) -> dict | None:
-        """``Torch-Compiled Region: 0/0`` → the graph compiled as 0/0."""
-        return self.graphs.get(region_name.rsplit(":", 1)[-1].strip())
+        """``Torch-Compiled Region: 0/0`` → the graph compiled as 0/0. The compiled
+        backward (``CompiledFunctionBackward (Torch-Compiled Region: 0/0)``, named so
+        by the attribution after the forward region that made its node) lists the
+        forward graph's lines: AOTAutograd derives the backward from those nodes."""
+        found = _COMPILE_ID_RE.search(region_name)
+        return self.graphs.get(found.group(1)) if found else None

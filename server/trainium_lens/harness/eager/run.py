@@ -1,12 +1,10 @@
-"""Profile one marked function: inputs → compile (first calls) → profiled steps
-(labelled) → attribution → export → unprofiled timing → result dict."""
+"""Profile one marked function: inputs → compile (first calls) → calibrate (once
+per run, cpu clock) → settle → profiled steps (labelled, more while the host
+disturbs them) → attribution → export → unprofiled timing → result dict."""
 
 from __future__ import annotations
 
 import os
-import statistics
-import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -14,8 +12,11 @@ import torch
 from trainium_lens.harness.attribution import build
 from trainium_lens.harness.attribution.trace_tags import tag_trace
 from trainium_lens.harness.attribution.tree import attribute
+from trainium_lens.harness.eager import measure, steady
+from trainium_lens.harness.eager.calibrate import calibrate
 from trainium_lens.harness.eager.compiled import CompileWatch
 from trainium_lens.harness.eager.hits import add_hits
+from trainium_lens.harness.eager.host import HostWindow, RunQueueDelay
 from trainium_lens.harness.eager.lines import LineLabeler
 from trainium_lens.harness.eager.optim_trials import OptimizerWatch
 from trainium_lens.harness.eager.optim_trials import attach as attach_trials
@@ -27,7 +28,6 @@ from trainium_lens.harness.job.loader import UserCode, call_inputs, required_par
 from trainium_lens.harness.job.placement import to_device
 from trainium_lens.harness.markers import Marked, variant_group
 from trainium_lens.harness.spec import Spec
-from trainium_lens.harness.torchrun.rank import align_step
 from trainium_lens.harness.work.attach import add_work
 
 
@@ -57,6 +57,20 @@ class Session:
         # per group of variants (see variant_key): (function, first output tensor)
         self.references: dict[str, tuple[str, Any]] = {}
         self.source = build.SourceText(user.root, user.abspath)
+        self.run_delay = RunQueueDelay()
+        self._calibration: dict | None = None
+        self._calibrated = False
+
+    def calibration(self) -> dict | None:
+        """The cpu clock's calibration, measured once per run (calibrate.py); None
+        on device clocks, which are not calibrated."""
+        if not self._calibrated:
+            self._calibrated = True
+            if not self.backend.device_clock:
+                self.events.stage("calibrate", None, "measuring the profiler's cost per op event")
+                kwargs = measure.profiler_kwargs(self, self.spec.run_dir, "calibration")
+                self._calibration = calibrate(torch, self.backend.activities(), kwargs)
+        return self._calibration
 
 
 def variant_key(marked: Marked) -> str:
@@ -145,17 +159,6 @@ def _output(s: Session, name: str, value: Any, group: str = "") -> dict:
     return out
 
 
-def _timed(call: Call, calls: int, labelled: bool) -> list[float]:
-    times = []
-    sync = call.s.backend.sync
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        call(labelled)
-        sync()
-        times.append((time.perf_counter() - t0) * 1e6)
-    return times
-
-
 def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> dict:
     """inputs → first calls → profiled steps → attribution → trace → timing → result."""
     run_id = f"{s.spec.batch_id}-{index}"
@@ -164,18 +167,37 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
     args, kwargs = _inputs(s, marked, fn)
     call = Call(s, fn, args, kwargs, marked.name)
     first, compiles_from = _first_calls(call)
-    steps = _profile_steps(call, protocol, run_id)
-    att, clock, device_reported = _attribute(call, steps, marked)
+    calibration = s.calibration()
+    window = HostWindow().start()
+    s.events.stage("settle", marked.name, "unprofiled calls until the call time is steady")
+    compiles = s.watch.counters()["compiles"]
+    settled = steady.settle(
+        lambda: measure.timed_once(call), protocol["wait"], lambda: s.watch.counters()["compiles"] > compiles
+    )
+    per_step = steady.calls_per_step(settled, s.backend.device_clock)
+    steps = measure.profile_steps(call, protocol, run_id, per_step)
+    att, clock, device_reported = _attribute(call, steps, marked, calibration)
     trace, offset = _export_trace(call, steps.prof, run_id, att)
-    wall, overhead = _time_unprofiled(call, protocol)
+    wall, overhead, timing = measure.time_unprofiled(call, protocol, per_step)
+    span = timing.pop("device_span_us", None)
     trials = _optimizer_trials(call)
     signals = _signals(call, steps, compiles_from, device_reported, overhead)
+    stability = {
+        **steps.plan.evidence(),
+        **window.stop(),
+        **timing,
+        "settle_calls": len(settled),
+        "calls_per_step": per_step,
+        "steps_used": att.steps,
+    }
     artifacts = {"location": s.spec.host, "run_dir": os.path.abspath(s.spec.run_dir), "trace": trace}
     artifacts.update(s.backend.artifacts(s.spec.run_dir))
     if not device_reported and s.backend.device_profile:
         # key_averages() had no device time: the backend's device profile may (Neuron)
         s.events.stage("export", marked.name, "processing the device profile (neuron-explorer view)")
-        views = s.backend.device_views(s.spec.run_dir, run_id, protocol["active"])
+        # the session profile holds every recorded step (extra ones too) of every call
+        calls = len(steps.plan.samples) * steps.per_step
+        views = s.backend.device_views(s.spec.run_dir, run_id, calls)
         artifacts.update(views, source_root=s.spec.workspace_root)
     doc = build.result_document(
         build.Profiled(
@@ -197,6 +219,9 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
             covered=s.watch.covered,
             h2d_calls=steps.h2d_calls,
             labelled_calls=steps.labelled_calls,
+            calibration=calibration if clock == "cpu" and s.backend.name == "cpu" else None,
+            stability=stability,
+            device_span_us=span,
         )
     )
     add_hits(doc["lines"], s.labeler.labels, steps.hits, steps.labelled_calls)  # hits.py
@@ -228,22 +253,6 @@ class Call:
             raise self.s.user.error_from(exc, "user_code", self.name) from None
 
 
-@dataclass
-class Steps:
-    """What the profiled steps left behind."""
-
-    prof: Any
-    paired: bool
-    labelled_calls: int
-    h2d_calls: dict
-    backend_signals: dict
-    at_active: dict  # compile counters when the active steps began
-    after: dict  # and when they ended
-    hits: dict  # label -> executions of the line in the labelled calls (hits.py)
-    # torch calls per label, and those through library code (origin.py)
-    origins: tuple = field(default_factory=lambda: ({}, {}))
-
-
 def _first_calls(call: Call) -> tuple[Any, dict]:
     """Two unprofiled calls: compiles land here; the second arms the compiled-call hook."""
     s = call.s
@@ -261,69 +270,9 @@ def _first_calls(call: Call) -> tuple[Any, dict]:
     return first, start
 
 
-def _profiler_kwargs(s: Session, run_dir: str, run_id: str) -> dict:
-    """The backend's profiler arguments, recording every thread where torch can: the
-    autograd engine runs a device tensor's backward on its own thread (torch < 2.8:
-    no such option; the engine's threads are still recorded for device tensors)."""
-    kwargs = dict(s.backend.profiler_kwargs(run_dir, run_id))
-    if "experimental_config" not in kwargs:
-        try:
-            kwargs["experimental_config"] = torch._C._profiler._ExperimentalConfig(profile_all_threads=True)
-        except (TypeError, AttributeError):
-            pass
-    return kwargs
-
-
-def _profile_steps(call: Call, protocol: dict, run_id: str) -> Steps:
-    # CPU clock: every measured step is followed by the same call unlabelled; CPU
-    # times come from those (labels perturb the ops' own CPU time, see
-    # attribution.attribute). Device clocks are not perturbed by host labels.
-    s, name = call.s, call.name
-    paired = not s.backend.device_clock
-    unwatched = protocol["wait"] + protocol["warmup"]
-    active = protocol["active"] * (2 if paired else 1)
-    total = unwatched + active
-    schedule = torch.profiler.schedule(
-        wait=protocol["wait"], warmup=protocol["warmup"], active=active, repeat=1
-    )
-    at_active = s.watch.counters()
-    s.labeler.h2d.clear()
-    s.labeler.hits.clear()
-    s.labeler.origins.clear()
-    labelled_calls = 0
-    s.backend.start_capture()
-    try:
-        with torch.profiler.profile(
-            activities=s.backend.activities(),
-            schedule=schedule,
-            **_profiler_kwargs(s, s.spec.run_dir, run_id),
-        ) as prof:
-            for step in range(total):
-                s.events.stage("profile", name, f"step {step + 1} of {total}", step=step + 1, of=total)
-                if step == unwatched:
-                    at_active = s.watch.counters()
-                align_step()  # torchrun jobs: every rank starts the step together
-                plain = paired and (step - unwatched) % 2
-                labelled_calls += 0 if plain else 1
-                call(labelled=not plain)
-                s.backend.sync()
-                prof.step()
-    finally:
-        backend_signals = s.backend.stop_capture()
-    return Steps(
-        prof,
-        paired,
-        labelled_calls,
-        dict(s.labeler.h2d),
-        backend_signals,
-        at_active,
-        s.watch.counters(),
-        dict(s.labeler.hits.hits),
-        s.labeler.origins.snapshot(),
-    )
-
-
-def _attribute(call: Call, steps: Steps, marked: Marked) -> tuple[Any, str, bool]:
+def _attribute(
+    call: Call, steps: measure.Steps, marked: Marked, calibration: dict | None
+) -> tuple[Any, str, bool]:
     s, name = call.s, call.name
     s.events.stage("export", name, "attributing op time to lines")
     events = steps.prof.events()
@@ -331,14 +280,23 @@ def _attribute(call: Call, steps: Steps, marked: Marked) -> tuple[Any, str, bool
     labels = s.labeler.labels
     def_label = s.labeler.label(s.rel_file, marked.def_line, name)
     device_clock = s.backend.device_clock
+    common = {
+        "keep": steps.plan.keep(),
+        "calls_per_step": steps.per_step,
+        "per_depth_us": (calibration or {}).get("per_depth_us", 0.0),
+        "per_top_us": (calibration or {}).get("per_top_us"),
+        "gap_factor": (calibration or {}).get("gap_factor", 1.0),
+    }
     att = attribute(
-        events, labels, device_clock, def_label, cpu_type, paired=steps.paired, record_events=True
+        events, labels, device_clock, def_label, cpu_type, paired=steps.paired, record_events=True, **common
     )
     clock, device_reported = s.backend.name, True
     if device_clock and not any(f.device > 0 for f in att.ops.values()):
         # no device time at all: say so and show CPU time under its own name
         device_reported, clock = False, "cpu"
-        att = attribute(events, labels, False, def_label, cpu_type, record_events=True)
+        common["per_depth_us"] = 0.0  # not calibrated: a device backend's host figures
+        common["per_top_us"] = None
+        att = attribute(events, labels, False, def_label, cpu_type, record_events=True, **common)
         s.events.warning(
             f"{name}: the {s.backend.name} profiler reported no device time; "
             + (
@@ -374,14 +332,6 @@ def _export_trace(call: Call, prof: Any, run_id: str, att: Any) -> tuple[str | N
     return trace, build.trace_offset_us(trace, start_ns)
 
 
-def _time_unprofiled(call: Call, protocol: dict) -> tuple[list[float], float | None]:
-    call.s.events.stage("timing", call.name, f"{protocol['timing_calls']} unprofiled calls")
-    plain = _timed(call, protocol["timing_calls"], labelled=False)
-    labelled = _timed(call, max(3, min(10, protocol["timing_calls"])), True)
-    wall = statistics.median(plain)
-    return plain, (statistics.median(labelled) / wall if wall > 0 else None)
-
-
 def _optimizer_trials(call: Call) -> list[dict]:
     """The optimizers' step implementations timed on copies (optim_trials.py)."""
     s = call.s
@@ -391,7 +341,9 @@ def _optimizer_trials(call: Call) -> list[dict]:
     return measure_optimizers(s.optimizers, s.backend.sync)
 
 
-def _signals(call: Call, steps: Steps, start: dict, device_reported: bool, overhead: float | None) -> dict:
+def _signals(
+    call: Call, steps: measure.Steps, start: dict, device_reported: bool, overhead: float | None
+) -> dict:
     """Raw observations for the analysis (h2d copies are added by the builder)."""
     s = call.s
     warnings = list(steps.backend_signals.get("warnings", []))

@@ -1,12 +1,14 @@
 """Line heat: ``trainiumLens/heat`` (LSP has no decoration API).
 
-``{uri, version, lines: [{line, intensity, stale}]}``, line 0-based, intensity
-0..1 relative to the hottest line of the document, sent whenever the document's
-annotations may have changed (open, edit, new run, settings).
+``{uri, version, lines: [{line, intensity, stale, unreliable}]}``, line 0-based,
+intensity 0..1 relative to the hottest line of the document, ``unreliable``: the
+line's run was judged noisy (the client tints it apart), sent whenever the
+document's annotations may have changed (open, edit, new run, settings).
 """
 
 from __future__ import annotations
 
+from trainium_lens.lsp.present.trust import unreliable
 from trainium_lens.lsp.state import LensServer
 
 NOTIFICATION = "trainiumLens/heat"
@@ -26,7 +28,12 @@ def payload(ls: LensServer, uri: str) -> dict:
         "uri": uri,
         "version": version,
         "lines": [
-            {"line": a.line, "intensity": round(a.time_us / hottest, 4) if hottest else 0.0, "stale": a.stale}
+            {
+                "line": a.line,
+                "intensity": round(a.time_us / hottest, 4) if hottest else 0.0,
+                "stale": a.stale,
+                "unreliable": unreliable(a.result),
+            }
             for a in shown
         ],
     }

@@ -14,7 +14,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from trainium_lens.lsp.present import format as fmt
-from trainium_lens.lsp.present import rank_format, roofline_format
+from trainium_lens.lsp.present import rank_format, roofline_format, trust
 from trainium_lens.lsp.present.history import section as history_section
 from trainium_lens.lsp.present.hover_hlo import hlo_section
 from trainium_lens.lsp.present.markdown import code, command_link, escape
@@ -41,10 +41,11 @@ def markdown(uri: str, a: Annotation, annotations: Annotations, history: list[Re
         out.append(f"_Stale: this line changed since run {code(r.run_id)}; profile again to refresh._")
     share = fmt.share(a.time_us, r.totals.self_time_us)
     out.append(
-        f"self **{fmt.time_us(s.self_time_us)}{clock}** · total "
+        f"self **{fmt.time_us(s.self_time_us)}{clock}**{trust.raw_beside(s, r)} · total "
         f"{fmt.time_us(s.total_time_us)}{clock} · {share} of the function · "
         f"{fmt.plural(s.calls, 'op')} per call"
     )
+    out += [h] if (h := trust.host_text(s, r)) else []
     if r.totals.steps > 1 and (s.self_time_us_max or s.self_time_us_min):
         out.append(
             f"spread over {r.totals.steps} steps: {fmt.time_us(s.self_time_us_min)}"
@@ -84,7 +85,7 @@ def markdown(uri: str, a: Annotation, annotations: Annotations, history: list[Re
     past = history_section(history or [], r, s)  # the line in the function's last runs
     if past:
         out.append(past)
-    on_line = [f for f in annotations.findings if f.line == a.line]
+    on_line = [f for f in annotations.findings if f.line == a.line and f.finding.kind != trust.NOISY]
     if on_line:
         out.append(
             "\n".join(
@@ -93,6 +94,9 @@ def markdown(uri: str, a: Annotation, annotations: Annotations, history: list[Re
                 for f in on_line
             )
         )
+    section = trust.hover_section(r)  # reconciled with the wall, calibrated, noisy?
+    if section:
+        out.append(section)
     windows = [w for lw in r.timeline if lw.file == s.file and lw.line == s.line for w in lw.windows]
     if windows:
         start = min(w.start_us for w in windows)

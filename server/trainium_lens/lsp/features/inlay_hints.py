@@ -8,6 +8,8 @@ step whose forward caused backward work reads
 ``⏱ fwd 0.40 ms · bwd 0.91 ms cpu · 12% · 2 ops`` (share: of the whole step).
 A line whose work was counted ends with its roofline marker: ``· 41% peak``,
 ``· mem-bound`` or ``· overhead`` (present/roofline_format.py); not on a stale line.
+A run judged noisy (``analysis/noise.py``) ends its hints with ``⚠ noisy``;
+the heat marks its lines unreliable and the client draws them apart.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from lsprotocol import types
 
 from trainium_lens.lsp.present import format as fmt
-from trainium_lens.lsp.present import rank_format, roofline_format
+from trainium_lens.lsp.present import rank_format, roofline_format, trust
 from trainium_lens.lsp.runs import Annotation, Annotations
 from trainium_lens.lsp.settings import Threshold
 from trainium_lens.lsp.state import LensServer
@@ -51,6 +53,8 @@ def label(a: Annotation) -> str:
         change = fmt.delta(a.previous_us, a.stat.time_us)  # fwd+bwd, as previous_us
         if change:
             parts.append(change)
+    if trust.unreliable(result):
+        parts.append("⚠ noisy")  # the run was judged noisy: the figure is unreliable
     text = " · ".join(parts)
     return f"{text} (stale)" if a.stale else text
 

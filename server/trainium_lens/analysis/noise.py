@@ -1,0 +1,129 @@
+"""Noise detected and said: ``noisy_measurement`` and ``unreconciled``.
+
+The harness measures what the host did while a function ran (``Stability``:
+which steps waited for a CPU, other processes' CPU time, involuntary context
+switches) and re-measures disturbed steps up to a cap. This module judges the
+outcome, from the run's own evidence only:
+
+* **noisy** when the figures could not be measured cleanly —
+  - fewer than half the wanted steps were clean even after the extra steps, or
+  - fewer than half the unprofiled timing calls were (the wall itself is
+    disturbed), or
+  - the host was busy (another process used ``OTHERS_CORES`` cores or more, our
+    threads waited ``DELAY_SHARE`` of the step time, or were switched out
+    every step) *and* the figures show it: the steps used still vary more than
+    ``SPREAD``× or the profiled time is ``RATIO``× off the unprofiled wall.
+
+  A busy machine alone is not noise: a run whose steps stayed clean and agree
+  with the wall is reported as it is (on the shared development machines other
+  processes use a core or more most of the time). A noisy result gets a
+  ``noisy_measurement`` warning with its evidence, its timing-based findings
+  (fuse hints, dispatch counts, the labelling note, the straggler) are
+  withheld, and the editor tints its hints as unreliable.
+* **unreconciled** (info) when a result that is not noisy still falls outside
+  the reconciliation tolerance (``reconcile.py``), with the likely reason.
+"""
+
+from __future__ import annotations
+
+import math
+
+from trainium_lens.model.result import Finding, Result
+
+KIND = "noisy_measurement"
+UNRECONCILED = "unreconciled"
+OTHERS_CORES = 0.5
+DELAY_SHARE = 0.10
+SPREAD = 3.0
+RATIO = 2.0
+# decided from time shares or time ratios: not shown when the times are noise
+# Findings judged from measured times (shares of the step, speeds against a roof,
+# timed optimizer implementations): withheld from a noisy run.
+TIMING_KINDS = frozenset(
+    {
+        "dispatches",
+        "fused_op",
+        "instrumentation_overhead",
+        "straggler",
+        "below_roof",
+        "overhead_bound",
+        "memory_bound",
+        "optimizer_loop",
+        "optimizer_choice",
+    }
+)
+
+
+def evidence(result: Result) -> list[str]:
+    """Why the run is noisy (empty: it is not)."""
+    st = result.stability
+    if st is None:
+        return []
+    host = []
+    if st.others_cores is not None and st.others_cores >= OTHERS_CORES:
+        host.append(f"other processes used {st.others_cores:.1f} cores during the run")
+    if st.run_delay_share is not None and st.run_delay_share >= DELAY_SHARE:
+        host.append(f"its threads waited for a CPU {st.run_delay_share:.0%} of the step time")
+    if st.step_switches is not None and st.step_switches >= 1:
+        host.append(f"{st.step_switches:g} involuntary context switches per step")
+    failed = []
+    if st.steps_wanted and st.steps_clean < math.ceil(st.steps_wanted / 2):
+        failed.append(
+            f"{st.steps_measured - st.steps_clean} of {st.steps_measured} measured steps were "
+            f"disturbed (only {st.steps_clean} clean, {st.steps_wanted} wanted)"
+        )
+    wanted = result.function.protocol.timing_calls
+    if st.timing_calls and st.timing_clean < math.ceil(wanted / 2):
+        disturbed = st.timing_calls - st.timing_clean
+        failed.append(f"{disturbed} of {st.timing_calls} unprofiled calls were disturbed")
+    if host:
+        steps = [v for v in result.totals.step_us if v > 0]
+        if len(steps) > 1 and max(steps) > SPREAD * min(steps):
+            failed.append(f"steps varied {max(steps) / min(steps):.0f}×")
+        rec = result.reconciliation
+        if rec is not None and not rec.within and (rec.ratio > RATIO or rec.ratio < 1 / RATIO):
+            if result.clock == "cpu" or rec.ratio > RATIO:
+                failed.append(f"profiled {rec.ratio:.2g}× the unprofiled {_reference(rec.reference)}")
+    return host + failed if failed else []
+
+
+def _reference(reference: str) -> str:
+    return "device span" if reference == "device_span" else "wall"
+
+
+def with_noise_findings(result: Result, findings: list[Finding]) -> list[Finding]:
+    """``findings`` with the noise verdict: a noisy run keeps only findings that do
+    not rest on its times, plus the warning; a clean run out of tolerance gets
+    the unreconciled note."""
+    why = evidence(result)
+    file, line = result.function.file, result.function.line
+    if why:
+        kept = [f for f in findings if f.kind not in TIMING_KINDS]
+        withheld = len(findings) - len(kept)
+        said = f"; {withheld} timing-based finding{'s' if withheld != 1 else ''} withheld" if withheld else ""
+        return kept + [
+            Finding(
+                kind=KIND,
+                severity="warning",
+                file=file,
+                line=line,
+                message="Noisy measurement: " + "; ".join(why) + f". The figures are unreliable{said}.",
+                fix="profile again on a quieter machine, or with more active steps",
+            )
+        ]
+    rec = result.reconciliation
+    if rec is None or rec.within:
+        return findings
+    raw = f" (raw {rec.raw_us / rec.reference_us:.2f}×)" if rec.raw_us else ""
+    tolerance = f"±{rec.tolerance:.0%}" if result.clock == "cpu" else f"at most +{rec.tolerance:.0%}"
+    return findings + [
+        Finding(
+            kind=UNRECONCILED,
+            severity="info",
+            file=file,
+            line=line,
+            message=f"The profiled time per call is {rec.ratio:.2f}×{raw} the unprofiled "
+            f"{_reference(rec.reference)} (tolerance {tolerance}): per-line figures "
+            f"are off by about that much" + (f": {rec.note}." if rec.note else "."),
+        )
+    ]

@@ -1,0 +1,66 @@
+"""Reconcile a result against an independent measurement on the same host.
+
+Every result carries one: the profiled time per call next to what the code
+costs without the profiler (docs/architecture.md, "Schema 3").
+
+* ``cpu`` clock: the calibrated per-call sum of the lines — op self time plus
+  the host time between ops (Python, the autograd engine: read from the gaps
+  in the unlabelled steps) — against the unprofiled wall median. Within
+  ``TOLERANCE`` (±25%) both ways. Results without the host time (before schema
+  3) compare op time alone, which reads low on Python-heavy code.
+* device clocks (``cuda``, ``neuron``) and ``xla-cpu``: kernel (or instruction)
+  time against the device-side span of an unprofiled call (CUDA events) or,
+  without one, the wall. Device time can only be *less* than either (the device
+  idles between kernels while the host launches them), so only a ratio above
+  ``1 + TOLERANCE`` is out of tolerance.
+"""
+
+from __future__ import annotations
+
+from trainium_lens.model.result import Reconciliation, Result
+
+TOLERANCE = 0.25
+
+
+def reconcile(result: Result) -> Reconciliation | None:
+    t = result.totals
+    two_sided = result.clock == "cpu"
+    ref_us: float | None
+    if not two_sided and t.device_span_us_median:
+        reference, ref_us = "device_span", t.device_span_us_median
+    else:
+        reference, ref_us = "wall", t.wall_us_median
+    if not ref_us or ref_us <= 0 or t.self_time_us <= 0:
+        return None
+    host = (t.host_time_us or 0.0) if two_sided else 0.0
+    profiled = t.self_time_us + host
+    ratio = profiled / ref_us
+    within = abs(ratio - 1) <= TOLERANCE if two_sided else ratio <= 1 + TOLERANCE
+    raw = t.self_cpu_us + host if result.calibration is not None and t.self_cpu_us != t.self_time_us else None
+    return Reconciliation(
+        reference=reference,
+        reference_us=ref_us,
+        profiled_us=profiled,
+        raw_us=raw,
+        ratio=ratio,
+        tolerance=TOLERANCE,
+        within=within,
+        note=_note(result, ratio, two_sided),
+    )
+
+
+def _note(result: Result, ratio: float, two_sided: bool) -> str:
+    """Why a ratio outside the tolerance can be expected, where it can."""
+    if not two_sided:
+        if ratio < 0.5:
+            return "the device idles between kernels (the host launches them slower than they run)"
+        return ""
+    if ratio < 1 - TOLERANCE and result.totals.host_time_us is None:
+        return "Python between the ops (module calls, loops) is in the wall but in no op's time"
+    if ratio < 1 - TOLERANCE:
+        return "time the profile does not see: work on other threads, or before the first op"
+    if ratio > 1 + TOLERANCE and result.calibration is None:
+        return "uncalibrated: the profiler's cost per op event is in the figures"
+    if ratio > 1 + TOLERANCE:
+        return "the profiler's cost beyond its calibration (deeply nested or very many small ops)"
+    return ""

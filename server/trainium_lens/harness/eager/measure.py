@@ -1,0 +1,180 @@
+"""The measured loops of one function: the profiled steps (labelled and plain
+twins, several calls per step, more steps while the host disturbs them) and
+the unprofiled timing calls (``steady.py`` says why each is shaped so)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from trainium_lens.harness.eager import steady
+from trainium_lens.harness.eager.host import involuntary_switches
+from trainium_lens.harness.torchrun.rank import align_step
+
+
+def timed(call: Any, calls: int, labelled: bool) -> list[float]:
+    times = []
+    sync = call.s.backend.sync
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        call(labelled)
+        sync()
+        times.append((time.perf_counter() - t0) * 1e6)
+    return times
+
+
+def timed_once(call: Any) -> float:
+    sync = call.s.backend.sync
+    t0 = time.perf_counter()
+    call()
+    sync()
+    return (time.perf_counter() - t0) * 1e6
+
+
+@dataclass
+class Steps:
+    """What the profiled steps left behind."""
+
+    prof: Any
+    plan: steady.StepPlan
+    per_step: int  # back-to-back calls in each step (figures are per call)
+    paired: bool
+    labelled_calls: int
+    h2d_calls: dict
+    backend_signals: dict
+    at_active: dict  # compile counters when the active steps began
+    after: dict  # and when they ended
+    hits: dict  # label -> executions of the line in the labelled calls (hits.py)
+    # torch calls per label, and those through library code (origin.py)
+    origins: tuple = field(default_factory=lambda: ({}, {}))
+
+
+def profiler_kwargs(s: Any, run_dir: str, run_id: str) -> dict:
+    """The backend's profiler arguments, recording every thread where torch can: the
+    autograd engine runs a device tensor's backward on its own thread (torch < 2.8:
+    no such option; the engine's threads are still recorded for device tensors)."""
+    kwargs = dict(s.backend.profiler_kwargs(run_dir, run_id))
+    if "experimental_config" not in kwargs:
+        try:
+            kwargs["experimental_config"] = torch._C._profiler._ExperimentalConfig(profile_all_threads=True)
+        except (TypeError, AttributeError):
+            pass
+    return kwargs
+
+
+PROGRESS_EVERY_S = 0.25  # a progress event per step would cost the next step ~7 µs (a pipe write)
+
+
+def profile_steps(call: Any, protocol: dict, run_id: str, per_step: int) -> Steps:
+    # CPU clock: every measured step is followed by the same call unlabelled; CPU
+    # times come from those (labels perturb the ops' own CPU time, see
+    # attribution.attribute). Device clocks are not perturbed by host labels.
+    # The settle phase ran the protocol's ``wait`` calls; a step makes ``per_step``
+    # back-to-back calls (steady.py); the plan measures more steps while too few
+    # were clean (no thread of ours waited for a CPU).
+    s, name = call.s, call.name
+    paired = not s.backend.device_clock
+    plan = steady.StepPlan(torch, 0, protocol["warmup"], protocol["active"], paired)
+    at_active = s.watch.counters()
+    s.labeler.h2d.clear()
+    s.labeler.hits.clear()
+    s.labeler.origins.clear()
+    labelled_calls = 0
+    delay = s.run_delay
+    delay.refresh()  # the OpenMP pool and the autograd threads exist by now
+    sync = s.backend.sync
+    shown = 0.0
+    s.backend.start_capture()
+    try:
+        with torch.profiler.profile(
+            activities=s.backend.activities(),
+            schedule=plan,
+            **profiler_kwargs(s, s.spec.run_dir, run_id),
+        ) as prof:
+            step, said = 0, 0
+            while True:
+                now = time.perf_counter()
+                if now - shown >= PROGRESS_EVERY_S:
+                    shown, said = now, step + 1
+                    s.events.stage("profile", name, f"step {said} of {plan.total}", step=said, of=plan.total)
+                if step == plan.first:
+                    at_active = s.watch.counters()
+                align_step()  # torchrun jobs: every rank starts the step together
+                plain = paired and (step - plan.first) % 2
+                labelled_calls += 0 if plain else per_step
+                d0, sw0 = delay.read_us(), involuntary_switches()
+                t0 = time.perf_counter()
+                for _ in range(per_step):
+                    call(labelled=not plain)
+                sync()
+                wall = (time.perf_counter() - t0) * 1e6
+                d1, sw1 = delay.read_us(), involuntary_switches()
+                plan.record(
+                    step,
+                    wall,
+                    None if d0 is None or d1 is None else d1 - d0,
+                    None if sw0 is None or sw1 is None else sw1 - sw0,
+                )
+                if not plan.more(step):
+                    break
+                step += 1
+                prof.step()
+            if said != step + 1:  # the last step, once it is over: progress ends at N of N
+                s.events.stage(
+                    "profile", name, f"step {step + 1} of {plan.total}", step=step + 1, of=plan.total
+                )
+    finally:
+        backend_signals = s.backend.stop_capture()
+    return Steps(
+        prof,
+        plan,
+        per_step,
+        paired,
+        labelled_calls,
+        dict(s.labeler.h2d),
+        backend_signals,
+        at_active,
+        s.watch.counters(),
+        dict(s.labeler.hits.hits),
+        s.labeler.origins.snapshot(),
+    )
+
+
+def time_unprofiled(call: Any, protocol: dict, per_batch: int) -> tuple[list[float], float | None, dict]:
+    """The unprofiled wall per call: settled first (the export left the process
+    idle), then ``timing_calls`` calls in which no thread waited for a CPU (more,
+    up to 3×, while calls are disturbed; all of them if too few were clean). The
+    calls run back to back in batches (as many as a profiled step makes), the
+    run-queue delay read around each batch: a read between every two calls would
+    cool the caches of a tiny function's next call."""
+    s = call.s
+    s.events.stage("timing", call.name, f"{protocol['timing_calls']} unprofiled calls")
+    compiles = s.watch.counters()["compiles"]
+    steady.settle(lambda: timed_once(call), 1, lambda: s.watch.counters()["compiles"] > compiles)
+    want = protocol["timing_calls"]
+    batch = max(1, min(per_batch, want))
+    delay = s.run_delay
+    times: list[float] = []
+    clean: list[float] = []
+    while len(clean) < want and len(times) < want * steady.EXTRA_FACTOR:
+        d0 = delay.read_us()
+        start = time.perf_counter()
+        got = [timed_once(call) for _ in range(batch)]
+        span = (time.perf_counter() - start) * 1e6
+        d1 = delay.read_us()
+        times.extend(got)
+        if steady.clean(span, None if d0 is None or d1 is None else d1 - d0):
+            clean.extend(got)
+    plain = clean if len(clean) >= max(1, math.ceil(want / 2)) else times
+    labelled = timed(call, max(3, min(10, want)), True)
+    wall = statistics.median(plain)
+    timing = {"timing_calls": len(times), "timing_clean": len(clean)}
+    span_us = s.backend.device_span(call, min(10, want))
+    if span_us:
+        timing["device_span_us"] = span_us
+    return plain, (statistics.median(labelled) / wall if wall > 0 else None), timing

@@ -1,0 +1,137 @@
+"""Reconciliation with the unprofiled wall and the noise verdict, as pure
+functions of results built by hand (the harness's evidence fields set to what
+a quiet and a busy host produce; tests/integration/harness/test_noise.py makes
+both for real)."""
+
+from __future__ import annotations
+
+from trainium_lens.analysis.findings import analyze
+from trainium_lens.analysis.noise import evidence
+from trainium_lens.analysis.reconcile import reconcile
+from trainium_lens.model.result import Result
+
+FILE = "f.py"
+
+
+def _result(self_us=100.0, wall=100.0, clock="cpu", stability=None, step_us=None, span=None, calibrated=True):
+    lines = [
+        {
+            "file": FILE,
+            "line": 12,
+            "self_time_us": self_us,
+            "total_time_us": self_us,
+            "self_cpu_us": self_us,
+            "calls": 3,
+            "hits": 1,
+            "ops": [
+                {"name": "aten::mul", "calls": 1, "self_time_us": self_us / 3, "direct_calls": 1},
+                {"name": "aten::add", "calls": 1, "self_time_us": self_us / 3, "direct_calls": 1},
+                {"name": "aten::tanh", "calls": 1, "self_time_us": self_us / 3, "direct_calls": 1},
+            ],
+        }
+    ]
+    doc = {
+        "schema_version": 3,
+        "run_id": "r-0",
+        "created_at": "2026-11-30T10:00:00Z",
+        "backend": "cpu" if clock == "cpu" else "cuda",
+        "clock": clock,
+        "host": "local",
+        "function": {"file": FILE, "name": "f", "line": 10, "protocol": {"timing_calls": 20}},
+        "totals": {
+            "self_time_us": self_us,
+            "self_cpu_us": self_us * 1.3,
+            "wall_us_median": wall,
+            "steps": 5,
+            "step_us": step_us or [self_us] * 5,
+            "device_span_us_median": span,
+        },
+        "lines": lines,
+        "stability": stability,
+    }
+    if calibrated and clock == "cpu":
+        doc["calibration"] = {"per_depth_us": 0.08}
+    r = Result.from_dict(doc)
+    r.reconciliation = reconcile(r)
+    r.findings = analyze(r)
+    return r
+
+
+QUIET = {
+    "steps_wanted": 5,
+    "steps_measured": 5,
+    "steps_clean": 5,
+    "steps_used": 5,
+    "run_delay_share": 0.003,
+    "others_cores": 1.1,  # a shared machine: others busy, this run undisturbed
+    "timing_calls": 20,
+    "timing_clean": 20,
+}
+BUSY = {
+    "steps_wanted": 5,
+    "steps_measured": 15,
+    "steps_clean": 0,
+    "steps_used": 15,
+    "extra_steps": 10,
+    "run_delay_share": 0.6,
+    "others_cores": 0.9,
+    "step_switches": 2.5,
+    "timing_calls": 60,
+    "timing_clean": 3,
+}
+
+
+def kinds(r: Result) -> list[str]:
+    return [f.kind for f in r.findings]
+
+
+def test_cpu_clock_reconciles_both_ways_and_keeps_the_raw_figure():
+    r = _result(110.0, 100.0)
+    rec = r.reconciliation
+    assert rec.reference == "wall" and rec.ratio == 1.1 and rec.within
+    assert rec.raw_us == 143.0  # self_cpu_us, the uncalibrated figure
+    low = _result(60.0, 100.0, stability=QUIET).reconciliation
+    assert not low.within and "Python between the ops" in low.note
+
+
+def test_device_clock_is_reconciled_against_the_device_span_one_sided():
+    r = _result(40.0, 100.0, clock="cuda", span=80.0)
+    assert r.reconciliation.reference == "device_span" and r.reconciliation.ratio == 0.5
+    assert r.reconciliation.within and r.reconciliation.raw_us is None  # idle gaps are not an error
+    over = _result(140.0, 100.0, clock="cuda").reconciliation
+    assert over.reference == "wall" and not over.within
+
+
+def test_a_quiet_run_is_never_noisy_and_keeps_its_findings():
+    r = _result(100.0, 100.0, stability=QUIET)
+    assert evidence(r) == []
+    assert "noisy_measurement" not in kinds(r) and "dispatches" in kinds(r)
+
+
+def test_a_busy_run_is_noisy_with_its_evidence_and_timing_findings_withheld():
+    r = _result(400.0, 100.0, stability=BUSY, step_us=[100.0, 4000.0, 150.0, 120.0, 900.0])
+    (noisy,) = [f for f in r.findings if f.kind == "noisy_measurement"]
+    assert noisy.severity == "warning" and noisy.line == 10
+    for said in ("0.9 cores", "waited for a CPU 60%", "15 of 15 measured steps", "steps varied 40×", "4×"):
+        assert said in noisy.message, said
+    # the line's dispatch hint and its tanh GELU pattern are both judged from times
+    assert not {"dispatches", "fused_op"} & set(kinds(r))
+    assert "2 timing-based findings withheld" in noisy.message
+    assert "unreconciled" not in kinds(r)  # the noise explains the ratio
+
+
+def test_a_busy_host_whose_figures_hold_is_not_noisy():
+    busy_host = dict(QUIET, others_cores=1.8, run_delay_share=0.2)
+    r = _result(105.0, 100.0, stability=busy_host)
+    assert "noisy_measurement" not in kinds(r)
+
+
+def test_a_quiet_run_out_of_tolerance_is_said_to_be_off_with_its_reason():
+    r = _result(200.0, 100.0, stability=QUIET)
+    (note,) = [f for f in r.findings if f.kind == "unreconciled"]
+    assert note.severity == "info" and "2.00×" in note.message and "raw 2.60×" in note.message
+
+
+def test_results_without_evidence_are_left_alone():
+    r = _result(100.0, 100.0, calibrated=False)
+    assert evidence(r) == [] and r.reconciliation.raw_us is None
