@@ -18,14 +18,16 @@ outcome, from the run's own evidence only:
   with the wall is reported as it is (on the shared development machines other
   processes use a core or more most of the time). A noisy result gets a
   ``noisy_measurement`` warning with its evidence, its timing-based findings
-  (fuse hints, dispatch counts, the labelling note, the straggler) are
-  withheld, and the editor tints its hints as unreliable.
+  (fuse hints, dispatch counts, the labelling note, roofline verdicts, the
+  optimizer choice) are withheld, and the editor tints its hints as unreliable.
+  A straggler (ranks of one run against each other) is kept with a caution.
 * **unreconciled** (info) when a result that is not noisy still falls outside
   the reconciliation tolerance (``reconcile.py``), with the likely reason.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from trainium_lens.model.result import Finding, Result
@@ -44,7 +46,6 @@ TIMING_KINDS = frozenset(
         "dispatches",
         "fused_op",
         "instrumentation_overhead",
-        "straggler",
         "below_roof",
         "overhead_bound",
         "memory_bound",
@@ -87,6 +88,15 @@ def evidence(result: Result) -> list[str]:
     return host + failed if failed else []
 
 
+def _cautioned(f: Finding) -> Finding:
+    """A straggler compares the ranks of one run with each other: a host too busy for
+    steady figures (often the ranks' own contention for its cores) still shows a
+    rank that does several times the work, so it is kept, with the caution."""
+    return dataclasses.replace(
+        f, message=f.message + " (measured on a run judged noisy: confirm on a quieter host)"
+    )
+
+
 def _reference(reference: str) -> str:
     return "device span" if reference == "device_span" else "wall"
 
@@ -98,7 +108,7 @@ def with_noise_findings(result: Result, findings: list[Finding]) -> list[Finding
     why = evidence(result)
     file, line = result.function.file, result.function.line
     if why:
-        kept = [f for f in findings if f.kind not in TIMING_KINDS]
+        kept = [_cautioned(f) if f.kind == "straggler" else f for f in findings if f.kind not in TIMING_KINDS]
         withheld = len(findings) - len(kept)
         said = f"; {withheld} timing-based finding{'s' if withheld != 1 else ''} withheld" if withheld else ""
         return kept + [

@@ -135,3 +135,17 @@ def test_a_quiet_run_out_of_tolerance_is_said_to_be_off_with_its_reason():
 def test_results_without_evidence_are_left_alone():
     r = _result(100.0, 100.0, calibrated=False)
     assert evidence(r) == [] and r.reconciliation.raw_us is None
+
+
+def test_a_noisy_torchrun_job_keeps_its_straggler_with_a_caution():
+    """Ranks compared with each other in one run: a rank doing several times the work
+    shows through a busy host (often the ranks' own contention), so it is kept."""
+    from trainium_lens.analysis.noise import with_noise_findings
+    from trainium_lens.model.result import Finding
+
+    r = _result(400.0, 100.0, stability=BUSY, step_us=[100.0, 4000.0, 150.0, 120.0, 900.0])
+    straggler = Finding("straggler", "warning", "f.py", 12, "rank 1 is the straggler")
+    out = with_noise_findings(r, [straggler])
+    kept = [f for f in out if f.kind == "straggler"]
+    assert len(kept) == 1 and "judged noisy" in kept[0].message
+    assert "noisy_measurement" in {f.kind for f in out}

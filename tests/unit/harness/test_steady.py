@@ -85,6 +85,29 @@ def test_the_plan_stops_at_its_cap_and_then_uses_every_step():
     assert plan.evidence()["step_switches"] == 3
 
 
+def test_ranks_of_a_torchrun_job_make_the_same_calls(monkeypatch):
+    """Every rank must call the function the same number of times (its collectives
+    pair up call by call): as a rank, nothing adapts to this rank's own timings."""
+    monkeypatch.setenv("TRAINIUM_LENS_SPEC_FILE", "/run/spec.json")
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert steady.lockstep()
+    uneven = iter([5000.0, 10.0, 900.0, 10.0, 10.0, 10.0])
+    assert len(steady.settle(lambda: next(uneven), 2)) == 2  # not "until steady"
+    assert steady.calls_per_step([1.0, 1.0, 1.0], device_clock=False) == 1
+    plan = _plan(paired=False, active=2)
+    plan.record(0, 100.0, 0.0, 0)
+    steps = 1
+    while True:
+        plan.record(steps, 100.0, 90.0, 3)  # every step disturbed: no extra steps all the same
+        if not plan.more(steps):
+            break
+        steps += 1
+    assert len(plan.samples) == 2
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert not steady.lockstep()
+
+
 def test_host_evidence_reads_this_process():
     delay = RunQueueDelay()
     if delay.available:

@@ -161,7 +161,8 @@ def time_unprofiled(call: Any, protocol: dict, per_batch: int) -> tuple[list[flo
     delay = s.run_delay
     times: list[float] = []
     clean: list[float] = []
-    while len(clean) < want and len(times) < want * steady.EXTRA_FACTOR:
+    limit = want if steady.lockstep() else want * steady.EXTRA_FACTOR  # ranks: the same calls
+    while len(clean) < want and len(times) < limit:
         d0 = delay.read_us()
         start = time.perf_counter()
         got = [timed_once(call) for _ in range(batch)]

@@ -40,6 +40,16 @@ EXTRA_FACTOR = 3  # at most this many times the planned active steps in all
 EXTRA_BUDGET_S = 2.0  # and extra steps stop after this long (or the planned steps' time, if longer)
 
 
+def lockstep() -> bool:
+    """A rank of a torchrun job: every rank must make the same calls (the user's
+    collectives pair up call by call: one rank settling longer than another would
+    leave both waiting in an all-reduce for ever), so no count here adapts to this
+    rank's own timings; the figures still come from its clean steps."""
+    from trainium_lens.harness.torchrun.rank import world_size
+
+    return world_size() > 1
+
+
 def steady(times: list[float]) -> bool:
     if len(times) < STEADY_RUN:
         return False
@@ -53,6 +63,8 @@ def settle(
     """Call until steady (after at least ``min_calls``); the call times, µs.
     ``compiling()`` true: the function compiles as it runs (a new shape every
     call): there is no steady state to wait for (the compile finding says why)."""
+    if lockstep():
+        return [timed_call() for _ in range(min_calls)]
     times: list[float] = []
     t0 = time.perf_counter()
     while len(times) < SETTLE_MAX_CALLS:
@@ -69,7 +81,7 @@ def settle(
 def calls_per_step(settled: list[float], device_clock: bool) -> int:
     """Back-to-back calls per profiled step: 1 on device clocks (kernel time does
     not see the host's cold start), else enough for a step of ``STEP_TARGET_US``."""
-    if device_clock or not settled:
+    if device_clock or not settled or lockstep():
         return 1
     call_us = sorted(settled[-STEADY_RUN:])[len(settled[-STEADY_RUN:]) // 2]
     if call_us <= 0:
@@ -138,6 +150,8 @@ class StepPlan:
         steps were clean, in whole pairs, up to the cap.)"""
         if step + 1 < self.total:
             return True
+        if lockstep():  # every rank measures the same steps (see ``lockstep``)
+            return False
         if self.clean_count() >= self.active or self.total >= self.cap:
             return False
         spent = time.perf_counter() - (self.started or time.perf_counter())
