@@ -120,6 +120,16 @@ PATTERNS = (
 
 
 def pattern_findings(result: Result) -> list[Finding]:
+    return [finding for finding, _lines in _judged(result)]
+
+
+def pattern_lines(result: Result) -> dict[tuple[str, int], str]:
+    """Every line a fused-op finding covers (not only the first it names), with the
+    fix: other rules leave those lines to it."""
+    return {(s.file, s.line): f.fix or "" for f, involved in _judged(result) for s in involved}
+
+
+def _judged(result: Result) -> list[tuple[Finding, list[LineStat]]]:
     if result.backend == "xla":
         return []  # the compiler fuses a traced graph itself: eager fusion advice does not apply
     by_function: dict[str, list[LineStat]] = defaultdict(list)
@@ -136,7 +146,7 @@ def pattern_findings(result: Result) -> list[Finding]:
             claimed.update(id(s) for s in match)
             finding = _judge(pattern, match, function, result)
             if finding is not None:
-                found.append(finding)
+                found.append((finding, match))
     return found
 
 

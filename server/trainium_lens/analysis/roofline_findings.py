@@ -17,9 +17,8 @@ the figures of the code it names (``analysis/roofline.py``, ``peaks.py``):
   same share: each op reads and writes the tensor again, a fused kernel does it
   once. The fused op is named when the line's own ops spell one out
   (``LINE_FUSIONS``: tanh-GELU, SiLU, softmax, RMSNorm). It too replaces the
-  line's ``dispatches`` hint. A line that already carries a ``fused_op`` pattern
-  finding (the fix named, with its measured figures) gets neither this nor
-  ``overhead_bound``.
+  line's ``dispatches`` hint. A line a ``fused_op`` pattern covers (the fix
+  named, with its measured figures) gets neither this nor ``overhead_bound``.
 * ``checkpoint`` (info) — in a training step, a user function other than the
   profiled one whose lines keep ``CHECKPOINT_SHARE`` (25 %) or more of the
   step's memory peak as activations saved for backward, and that is not
@@ -35,6 +34,7 @@ from collections import defaultdict
 
 from trainium_lens.analysis import units
 from trainium_lens.analysis.findings import VIEW_OPS, direct_ops, dispatches_per_execution, op_base
+from trainium_lens.analysis.pattern_findings import pattern_lines
 from trainium_lens.analysis.peaks import resolve
 from trainium_lens.analysis.roofline import line_time_us, step_roof
 from trainium_lens.model.result import Finding, LineStat, Result, Roof
@@ -188,11 +188,9 @@ def with_roofline_findings(result: Result, findings: list[Finding]) -> list[Find
     roof = resolve(result)
     if roof is None and result.memory is None:
         return findings
-    # a line a fused-op pattern already names (pattern_findings.py, with its measured
-    # figures) is not told the same fix a second time as memory- or overhead-bound
-    fused: dict[tuple[str, int], str] = {
-        (f.file, f.line): f.fix for f in findings if f.kind == "fused_op" and f.fix
-    }
+    # the lines a fused-op pattern covers (pattern_findings.py names the fix, with its
+    # measured figures) are not told the same thing again as memory- or overhead-bound
+    fused = pattern_lines(result)
     added: list[Finding] = []
     # a line already told it loops per parameter (optimizer_findings.py) needs no second word
     said = {(f.file, f.line) for f in findings if f.kind == "optimizer_loop"}

@@ -55,6 +55,34 @@ def test_a_line_faster_than_the_roof_measures_again_and_keeps_the_best(tmp_path,
     assert "best of every measurement" in roof["source"]
 
 
+def test_a_roof_measured_on_a_busy_host_is_measured_again_next_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINIUM_LENS_CACHE", str(tmp_path))
+    measure, calls = fake([(2e10, 1e10), (9e10, 1e10)])
+    busy = iter([True, False])
+
+    def measure_busy(torch):
+        roof = measure(torch)
+        roof["busy"] = next(busy)
+        return roof
+
+    monkeypatch.setattr(calibrate, "measure", measure_busy)
+    calibrate.cpu_roof(torch)  # taken while others used the CPU: not trusted from the cache
+    second = calibrate.cpu_roof(torch)
+    third = calibrate.cpu_roof(torch)
+    assert len(calls) == 2 and second["flops"] == [{"dtype": "float32", "flops_per_s": 9e10}]
+    assert not second["busy"] and "cached" in third["source"]
+
+
+def test_measure_says_when_other_processes_took_the_cpu(monkeypatch):
+    """The real measurement, with the host window stubbed to report a busy host."""
+    from trainium_lens.harness.eager import host
+
+    monkeypatch.setattr(calibrate, "BUDGET_S", 0.03)
+    monkeypatch.setattr(host.HostWindow, "stop", lambda self: {"others_cores": 1.2})
+    roof = calibrate.measure(torch)
+    assert roof["busy"] and "other processes used 1.2 cores meanwhile: may be low" in roof["source"]
+
+
 def test_achieved_rates_from_the_lines():
     lines: list[dict] = [
         {"flops": 5e6, "dtype": "float32", "bytes": 1e3, "self_time_us": 200.0, "self_time_us_median": 100.0},
