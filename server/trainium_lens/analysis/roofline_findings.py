@@ -192,8 +192,8 @@ def with_roofline_findings(result: Result, findings: list[Finding]) -> list[Find
     # measured figures) are not told the same thing again as memory- or overhead-bound
     fused = pattern_lines(result)
     added: list[Finding] = []
-    # a line already told it loops per parameter (optimizer_findings.py) needs no second word
-    said = {(f.file, f.line) for f in findings if f.kind == "optimizer_loop"}
+    # a line the optimizer finding speaks for (its loops, its measured implementations) needs no second word
+    said = {(f.file, f.line) for f in findings if f.kind in ("optimizer_loop", "optimizer_choice")}
     if roof is not None:
         for stat in result.lines:
             if (stat.file, stat.line) in said:

@@ -245,3 +245,16 @@ def test_memory_bound_elementwise_line_without_a_named_pattern_is_told_to_fuse()
     (found,) = [f for f in found_all if f.kind == "memory_bound"]
     assert not [f for f in found_all if f.kind == "dispatches" and f.line == 5]
     assert "a fused kernel (torch.compile)" in found.message and found.fix == "torch.compile"
+
+
+def test_an_optimizer_line_is_left_to_the_optimizer_finding():
+    """The measured-implementations finding names the fix for an optimizer step; the
+    roofline does not add "a fused kernel (torch.compile)" on the same line."""
+    from trainium_lens.analysis.roofline_findings import with_roofline_findings
+    from trainium_lens.model.result import Finding
+
+    ops = ("aten::_foreach_add", "aten::_foreach_mul", "aten::_foreach_lerp", "aten::_foreach_sqrt")
+    r = result([line(5, us=100.0, bytes_=5e5, ops=ops), line(6, us=10.0)])
+    assert [f.kind for f in with_roofline_findings(r, [])] == ["memory_bound"]  # alone: said
+    choice = Finding("optimizer_choice", "info", FILE, 5, "AdamW.step runs foreach=True ...")
+    assert [f.kind for f in with_roofline_findings(r, [choice])] == ["optimizer_choice"]
