@@ -1,5 +1,6 @@
 """Run the harness exactly as a target runs it (``python -m trainium_lens.harness``
-with the spec on stdin) and find lines in fixtures without hard-coding them."""
+with the spec on stdin), stand in for a target that ran it elsewhere, and find
+lines in fixtures without hard-coding them."""
 
 from __future__ import annotations
 
@@ -7,10 +8,14 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 from tests.conftest import SERVER
+from trainium_lens.engine.jobs import Job
+from trainium_lens.targets.base import EventSink, Target
+from trainium_lens.targets.local import LocalTarget
 
 
 def line_of(path: Path, needle: str) -> int:
@@ -62,3 +67,27 @@ def run_harness(
     for raw in proc.stdout.splitlines():
         events.append(json.loads(raw))  # every stdout line must be an event
     return proc.returncode, events, proc.stderr
+
+
+class HarnessStandIn(Target):
+    """A stand-in for a Trainium host's target: ``run`` returns the given results
+    as the harness there would have; their artifacts are local files. With
+    ``fetch=False`` a fetch fails the test (a local run is read in place)."""
+
+    def __init__(self, results: list[dict], *, fetch: bool = True) -> None:
+        self.results = results
+        self.allow_fetch = fetch
+
+    def run(
+        self,
+        job: Job,
+        on_event: EventSink,
+        cancel: threading.Event | None = None,
+        timeout: float | None = None,
+    ) -> dict:
+        return {"batch_id": job.batch_id, "results": self.results}
+
+    def fetch(self, remote_path: str, dest: Path) -> Path:
+        if not self.allow_fetch:
+            raise AssertionError("a local run's device profile is read in place")
+        return LocalTarget().fetch(remote_path, dest)

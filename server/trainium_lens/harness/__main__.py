@@ -15,26 +15,17 @@ without torch still gets a clear ``torch_missing`` error event.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import traceback
+
+from trainium_lens.harness.events import write_json_atomic  # stdlib only
 
 
 def _write_batch(run_dir: str, batch: dict) -> str:
     os.makedirs(run_dir, exist_ok=True)
     path = os.path.join(run_dir, "batch.json")
-    tmp = os.path.join(run_dir, ".batch.json.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(batch, fh, indent=1, allow_nan=False)
-        os.replace(tmp, path)
-    except BaseException:
-        try:  # a full disk leaves no temporary file
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_json_atomic(path, batch, indent=1)
     return path
 
 

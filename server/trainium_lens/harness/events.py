@@ -3,7 +3,8 @@
 User code may print, and C libraries may write to fd 1, so the harness keeps
 a private duplicate of fd 1 for events, points fd 1 at stderr, and turns
 Python-level user output into ``output`` events (whole lines, never mixed
-with an event line).
+with an event line). Files the harness leaves for its caller (batch.json, a
+rank's result) are written whole or not at all (``write_json_atomic``).
 """
 
 from __future__ import annotations
@@ -109,3 +110,19 @@ def open_event_stream() -> EventStream:
     events = EventStream(real)
     sys.stdout = _UserOutput(events)
     return events
+
+
+def write_json_atomic(path: str, data: Any, indent: int | None = None) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder,
+    so a reader never sees half a file and a full disk leaves no temporary one."""
+    tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=indent, allow_nan=False)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -19,17 +19,16 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import DATA
+from tests.support.harness import HarnessStandIn
 from tests.support.neuron_explorer import install_standin
 from trainium_lens.engine.jobs import Job
 from trainium_lens.engine.runner import profile
 from trainium_lens.harness.eager import neuron
-from trainium_lens.targets.base import EventSink, Target
 
 LIB = "/opt/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py"
 DATA_FILE = DATA / "xla_lines.py"
@@ -160,23 +159,6 @@ def neuron_result(src: Path, run_dir: Path, views: list[dict]) -> dict:
     }
 
 
-class HarnessStandIn(Target):
-    def __init__(self, results: list[dict]) -> None:
-        self.results = results
-
-    def run(
-        self,
-        job: Job,
-        on_event: EventSink,
-        cancel: threading.Event | None = None,
-        timeout: float | None = None,
-    ) -> dict:
-        return {"batch_id": job.batch_id, "results": self.results}
-
-    def fetch(self, remote_path: str, dest: Path) -> Path:
-        raise AssertionError("a local run's device profile is read in place")
-
-
 def test_a_neuron_result_without_device_time_reads_its_session_profile(tmp_path, monkeypatch):
     install_standin(tmp_path, monkeypatch)
     src, run_dir = DATA_FILE.parents[2], tmp_path / "run"
@@ -184,7 +166,7 @@ def test_a_neuron_result_without_device_time_reads_its_session_profile(tmp_path,
     write_session(Path(backend.profile_dir or ""), session_spec(str(DATA_FILE)))
     views = backend.device_views(str(run_dir), "b1-0", STEPS)["neuron_views"]
     [result] = profile(
-        Job(src, "tests/data/xla_lines.py"), HarnessStandIn([neuron_result(src, run_dir, views)])
+        Job(src, "tests/data/xla_lines.py"), HarnessStandIn([neuron_result(src, run_dir, views)], fetch=False)
     )
     at = data_lines()
     got = {s.line: s for s in result.lines}
@@ -218,7 +200,7 @@ def test_neffs_without_stack_frames_leave_the_time_unattributed_and_say_why(tmp_
     write_session(Path(backend.profile_dir or ""), spec)
     views = backend.device_views(str(run_dir), "b1-0", STEPS)["neuron_views"]
     [result] = profile(
-        Job(src, "tests/data/xla_lines.py"), HarnessStandIn([neuron_result(src, run_dir, views)])
+        Job(src, "tests/data/xla_lines.py"), HarnessStandIn([neuron_result(src, run_dir, views)], fetch=False)
     )
     assert result.clock == "neuron" and result.unattributed_us == pytest.approx(0.6)
     assert all(s.self_time_us == 0.0 for s in result.lines)
@@ -234,7 +216,7 @@ def test_a_session_that_is_not_the_profiled_steps_says_so(tmp_path, monkeypatch)
     write_session(Path(backend.profile_dir or ""), session_spec(str(DATA_FILE), steps=STEPS + 1))
     views = backend.device_views(str(run_dir), "b1-0", STEPS)["neuron_views"]
     [result] = profile(
-        Job(src, "tests/data/xla_lines.py"), HarnessStandIn([neuron_result(src, run_dir, views)])
+        Job(src, "tests/data/xla_lines.py"), HarnessStandIn([neuron_result(src, run_dir, views)], fetch=False)
     )
     assert result.clock == "neuron"
     note = next(w for w in result.signals.warnings if "TorchNeuron session profile" in w)
@@ -249,7 +231,7 @@ def test_a_session_profile_that_cannot_be_read_keeps_the_cpu_figures(tmp_path, m
     write_session(Path(backend.profile_dir or ""), spec)
     views = backend.device_views(str(run_dir), "b1-0", STEPS)["neuron_views"]
     [result] = profile(
-        Job(src, "tests/data/xla_lines.py"), HarnessStandIn([neuron_result(src, run_dir, views)])
+        Job(src, "tests/data/xla_lines.py"), HarnessStandIn([neuron_result(src, run_dir, views)], fetch=False)
     )
     assert (
         result.clock == "cpu"

@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import DATA, XLA_PY, needs_xla
+from tests.support.harness import HarnessStandIn
 from tests.support.neuron_explorer import install_standin
 from trainium_lens.engine.jobs import Job
 from trainium_lens.engine.runner import profile
@@ -31,8 +31,6 @@ from trainium_lens.harness.eager import neuron_view
 from trainium_lens.harness.xla import device as xla_device
 from trainium_lens.lsp.present.hover_hlo import hlo_section
 from trainium_lens.model.store import RunStore
-from trainium_lens.targets.base import EventSink, Target
-from trainium_lens.targets.local import LocalTarget
 
 LIB = "/opt/venv/lib/python3.10/site-packages/torch/nn/modules/linear.py"
 
@@ -88,25 +86,6 @@ def host_result(src: Path, run_dir: Path, views: list[dict]) -> dict:
         },
         "signals": {"device_time_reported": True},
     }
-
-
-class HarnessStandIn(Target):
-    """Plays the target: returns the given batch; artifacts are local files."""
-
-    def __init__(self, results: list[dict]) -> None:
-        self.results = results
-
-    def run(
-        self,
-        job: Job,
-        on_event: EventSink,
-        cancel: threading.Event | None = None,
-        timeout: float | None = None,
-    ) -> dict:
-        return {"batch_id": job.batch_id, "results": self.results}
-
-    def fetch(self, remote_path: str, dest: Path) -> Path:
-        return LocalTarget().fetch(remote_path, dest)
 
 
 def show(path: Path) -> str:

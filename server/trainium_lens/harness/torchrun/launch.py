@@ -47,7 +47,7 @@ import threading
 import time
 from typing import Any
 
-from trainium_lens.harness.events import HarnessError
+from trainium_lens.harness.events import HarnessError, write_json_atomic
 from trainium_lens.harness.torchrun.agent import LAUNCHER_PID_ENV, torchrun_args
 from trainium_lens.harness.torchrun.rank import SPEC_FILE_ENV
 
@@ -95,20 +95,6 @@ def check_nproc(nproc: int, backend: str) -> None:
             f"nproc={nproc} is more ranks than this host can run: it has {what} (a rank "
             f"each): use nproc={limit} or fewer",
         )
-
-
-def _write_json(path: str, data: Any) -> None:
-    tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, allow_nan=False)
-        os.replace(tmp, path)
-    except BaseException:
-        try:  # a full disk leaves no temporary file
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -347,5 +333,5 @@ def _gather(spec: Any, paths: dict[int, str], nproc: int) -> str:
         "rank_batches": rank_batches,
     }
     out = os.path.join(spec.run_dir, "batch.json")
-    _write_json(out, document)
+    write_json_atomic(out, document)
     return os.path.abspath(out)
