@@ -12,11 +12,13 @@ import { join } from "node:path";
 import {
   chooseFromContextMenu,
   clearNotifications,
+  drawn,
   editorOf,
   notificationTexts,
   openFromExplorer,
   openWorkbench,
   runCommand,
+  settled,
   startDriver,
   waitForHint,
   waitForNotification,
@@ -267,8 +269,7 @@ async function profilePhase() {
   await waitForHint(page, editorSel, { timeout: 120_000, polling: 50 });
   out.timings.commandToHintsMs = Date.now() - t0;
   log(`hints after ${out.timings.commandToHintsMs} ms`);
-  await page.waitForTimeout(500); // let every visible line's hint render
-  out.profile.hints = await hintsByLine();
+  out.profile.hints = await settled(page, () => hintsByLine()); // every visible line's hint
   out.profile.heat = await heatByLine();
   out.profile.statusIcon = await statusIcon();
   await page.screenshot({ path: join(cfg.shots, "editor-hints.png") });
@@ -339,12 +340,11 @@ async function trainPhase() {
   await page.keyboard.press("Control+G");
   await page.keyboard.type(String(cfg.trainLine));
   await page.keyboard.press("Enter");
-  await page.waitForTimeout(500);
   const def = page.locator(`${sel} .view-line`, { hasText: cfg.trainDefText });
+  await def.waitFor({ state: "visible" });
   await chooseFromContextMenu(page, def, "Profile on Trainium", log);
   await waitForHint(page, sel, { text: "bwd", timeout: 180_000, polling: 100 });
-  await page.waitForTimeout(500);
-  out.train = { hints: await hintsByLine(sel) };
+  out.train = { hints: await settled(page, () => hintsByLine(sel)) };
   await page.screenshot({ path: join(cfg.shots, "train-step-hints.png") });
   log("training-step hints read");
 }
@@ -392,7 +392,7 @@ async function rooflinePhase() {
       .evaluateAll((rows) => rows.map((r) => Number(r.getAttribute("data-line")))),
   };
   await frame.locator("#roofline-chart").scrollIntoViewIfNeeded();
-  await page.waitForTimeout(300);
+  await drawn(frame);
   await page
     .locator("iframe.webview.ready")
     .first()

@@ -7,7 +7,7 @@
 //
 // CONFIG: {url, file, hotLine, lineTexts, shots}
 import { join } from "node:path";
-import { editorOf, openWorkbench, startDriver, waitForHint } from "./workbench.mjs";
+import { drawn, editorOf, openWorkbench, startDriver, waitForHint } from "./workbench.mjs";
 
 const { cfg, out, log, page, run } = await startDriver("timeline driver");
 const editorSel = editorOf(cfg.file);
@@ -39,7 +39,7 @@ await run(async () => {
   out.openMs = Date.now() - t0;
   await page.mouse.move(5, 500); // off the hover, which then closes
   await page.keyboard.press("Escape");
-  await page.waitForTimeout(500); // the first frame is drawn on the next animation frame
+  await drawn(frame); // the first frame is drawn on the next animation frame
   out.status = await frame.locator("#status").textContent();
   out.highlighted = Number(await frame.locator("#status").getAttribute("data-highlighted"));
   out.panelTitle = await page

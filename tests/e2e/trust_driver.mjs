@@ -15,6 +15,7 @@ import {
   notificationTexts,
   openWorkbench,
   runCommand,
+  settled,
   startDriver,
   waitForHint,
   waitForNotification,
@@ -28,13 +29,15 @@ await run(async () => {
 
   // Stored results still show: the server reads them and runs nothing.
   await waitForHint(page, editorSel);
-  await page.waitForTimeout(500); // every visible line's hint rendered
-  out.hintLines = await page.$$eval(`${editorSel} .view-lines .view-line`, (lines) =>
-    lines
-      .filter((l) =>
-        [...l.querySelectorAll("span[class*='dyn-rule']")].some((s) => s.textContent.includes("⏱")),
-      )
-      .map((l) => l.textContent.replace(/\u00a0/g, " ")),
+  // every visible line's hint rendered
+  out.hintLines = await settled(page, () =>
+    page.$$eval(`${editorSel} .view-lines .view-line`, (lines) =>
+      lines
+        .filter((l) =>
+          [...l.querySelectorAll("span[class*='dyn-rule']")].some((s) => s.textContent.includes("⏱")),
+        )
+        .map((l) => l.textContent.replace(/\u00a0/g, " ")),
+    ),
   );
   out.restrictedIndicator = await page
     .locator("#status\\.workspaceTrust, .statusbar-item", { hasText: "Restricted Mode" })

@@ -106,6 +106,30 @@ export async function clearNotifications(page) {
   await page.keyboard.press("Escape");
 }
 
+/**
+ * Read `read()` until two reads `interval` ms apart agree (the editor has stopped
+ * adding hints or decorations) and return that value: no fixed wait before a read.
+ */
+export async function settled(page, read, { interval = 150, timeout = 10_000 } = {}) {
+  const until = Date.now() + timeout;
+  let last = JSON.stringify(await read());
+  for (;;) {
+    await page.waitForTimeout(interval);
+    const value = await read();
+    const now = JSON.stringify(value);
+    if (now === last) return value;
+    if (Date.now() > until) throw new Error(`still changing after ${timeout} ms: ${now}`);
+    last = now;
+  }
+}
+
+/** Resolve once `frame` has drawn two more animation frames (after a scroll or new data). */
+export async function drawn(frame) {
+  await frame.evaluate(
+    () => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))),
+  );
+}
+
 export async function waitForNotification(page, pattern, timeout = 30_000) {
   const until = Date.now() + timeout;
   let texts = [];
