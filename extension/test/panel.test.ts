@@ -205,6 +205,20 @@ test("the header says how the figures reconcile, and a noisy run says they are u
   };
   assert.match(renderBody({ result: clean }), /profiled 0\.88× the unprofiled wall \(within ±25%\)/);
   assert.ok(!renderBody({ result: clean }).includes('id="unreliable"'));
+  // a device clock far under the wall says where the rest went (the server's note)
+  const lazy: ResultDoc = {
+    ...result,
+    clock: "xla-cpu",
+    reconciliation: {
+      ...clean.reconciliation!,
+      ratio: 0.16,
+      note: "the other 84% of the wall is host work: tracing the lazy graph",
+    },
+  };
+  assert.match(
+    renderBody({ result: lazy }),
+    /0\.16× the unprofiled wall \(within at most \+25%; the other 84% of the wall is host work: tracing/,
+  );
   const noisy: ResultDoc = {
     ...clean,
     findings: [

@@ -69,14 +69,18 @@ export interface ResultDoc {
   } | null;
 }
 
-/** `0.88× the unprofiled wall (within ±25%)`, or null for a result without one. */
+/**
+ * `0.88× the unprofiled wall (within ±25%)`, and where the rest of the wall went or
+ * why the ratio is off when the server says (its note); null for a result without one.
+ */
 export function reconciledText(r: ResultDoc): string | null {
   const rec = r.reconciliation;
   if (!rec || !Number.isFinite(rec.ratio)) return null;
   const ref = rec.reference === "device_span" ? "device-side span" : "unprofiled wall";
   const pct = Math.round(rec.tolerance * 100);
   const tol = r.clock === "cpu" ? `±${pct}%` : `at most +${pct}%`;
-  return `${rec.ratio.toFixed(2)}× the ${ref} (${rec.within ? "within" : "outside"} ${tol})`;
+  const note = rec.note ? `; ${rec.note}` : "";
+  return `${rec.ratio.toFixed(2)}× the ${ref} (${rec.within ? "within" : "outside"} ${tol}${note})`;
 }
 
 /** The run was judged noisy (analysis/noise.py): its figures are unreliable. */

@@ -289,7 +289,8 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
             else ""
         )
         tol = f"±{rec.tolerance:.0%}" if result.clock == "cpu" else f"at most +{rec.tolerance:.0%}"
-        verdict = f"within {tol}" if rec.within else f"OUTSIDE {tol}" + (f": {rec.note}" if rec.note else "")
+        verdict = f"within {tol}" if rec.within else f"OUTSIDE {tol}"
+        verdict += f"; {rec.note}" if rec.note else ""
         host = result.totals.host_time_us if result.clock == "cpu" else None
         summed = (
             f"ops {fmt_us(result.totals.self_time_us, style)} + host between ops {fmt_us(host, style)} = "

@@ -131,6 +131,11 @@ def test_training_step_backward_lands_on_the_forward_lines(runs, tmp_path):
     text = shown(r, tmp_path)
     assert len(text) <= 150, "\n".join(text)
     assert any(ln.strip().startswith("step: forward") for ln in text)
+    # instruction time far under the wall: the line says where the rest went (tracing)
+    rec = r["reconciliation"]
+    reconciled = next(ln for ln in text if ln.strip().startswith("reconciled:"))
+    assert rec["within"] and f"= {rec['ratio']:.2f}" in reconciled
+    assert ("tracing the lazy graph" in reconciled) == (rec["ratio"] < 0.5), reconciled
     # the timeline: backward instructions carry their forward line and the phase
     from trainium_lens.traces.chrome import load_trace
 

@@ -102,6 +102,17 @@ def test_device_clock_is_reconciled_against_the_device_span_one_sided():
     assert over.reference == "wall" and not over.within
 
 
+def test_a_device_clock_far_under_the_wall_says_where_the_rest_went():
+    near = _result(60.0, 100.0, clock="cuda").reconciliation
+    assert near.within and near.note == ""
+    far = _result(20.0, 100.0, clock="cuda").reconciliation
+    assert far.within and far.note.startswith("the other 80% of the wall is host work: the device idles")
+    lazy = _result(16.0, 100.0, clock="xla-cpu")
+    lazy.backend = "xla"
+    note = reconcile(lazy).note
+    assert "84% of the wall is host work: tracing the lazy graph" in note and "ran 16% of it" in note
+
+
 def test_a_quiet_run_is_never_noisy_and_keeps_its_findings():
     r = _result(100.0, 100.0, stability=QUIET)
     assert evidence(r) == []

@@ -24,7 +24,7 @@ def reconciled(result: Result) -> str | None:
     ref = "device-side span" if rec.reference == "device_span" else "unprofiled wall"
     tol = f"±{rec.tolerance:.0%}" if result.clock == "cpu" else f"at most +{rec.tolerance:.0%}"
     verdict = f"within {tol}" if rec.within else f"**outside** {tol}"
-    note = f": {escape(rec.note)}" if rec.note and not rec.within else ""
+    note = f"; {escape(rec.note)}" if rec.note else ""
     return (
         f"{fmt.time_us(rec.profiled_us)} per call = {rec.ratio:.2f}× the {ref} "
         f"{fmt.time_us(rec.reference_us)} ({verdict}{note})"
