@@ -50,6 +50,7 @@ import math
 import statistics
 from dataclasses import asdict, dataclass, field
 
+from trainium_lens.analysis import noise
 from trainium_lens.analysis.compare import match_lines
 from trainium_lens.analysis.rank_test import greater_p, smallest_p
 from trainium_lens.model.result import LineStat, Result
@@ -117,6 +118,9 @@ class Report:
     drift: float | None = None
 
     unconfirmed: bool = False  # a regression the re-measurements could not confirm (``combine``)
+    # The run's own evidence said its steps were disturbed (analysis/noise.py): it is
+    # still judged from its clean steps, and ``check`` measures again to pool more.
+    noisy: bool = False
 
     @property
     def busy(self) -> bool:
@@ -203,7 +207,7 @@ def incompatible(before: Result, after: Result) -> str | None:
     return None
 
 
-def _notes(before: Result, after: Result) -> list[str]:
+def _notes(before: Result, after: Result, opts: Options) -> list[str]:
     notes = []
     if before.host != after.host:
         notes.append(f"baseline from host {before.host}, this run on {after.host} (same backend and kind)")
@@ -213,7 +217,18 @@ def _notes(before: Result, after: Result) -> list[str]:
     ):
         if was and now and was != now:
             notes.append(f"{label} {was} in the baseline, {now} now: a change may be the library's")
+    for which, result in (("the baseline", before), ("this measurement", after)):
+        if _noisy(result):
+            notes.append(
+                f"{which} was measured on a disturbed host ({'; '.join(noise.evidence(result)) or 'noisy'}): "
+                f"only steps within {opts.clean:g}× of the fastest are compared"
+            )
     return notes
+
+
+def _noisy(result: Result) -> bool:
+    """The run carries the ``noisy_measurement`` finding its own evidence earned."""
+    return any(f.kind == noise.KIND for f in result.findings)
 
 
 def _work(stat: LineStat) -> tuple:
@@ -309,7 +324,8 @@ def judge(before: Result, after: Result, opts: Options | None = None) -> Report:
         run=after.run_id,
         run_commit=after.git.short,
         options=opts,
-        notes=_notes(before, after),
+        notes=_notes(before, after, opts),
+        noisy=_noisy(after),
     )
     b_steps, a_steps = before.totals.samples, after.totals.samples
     # The baseline's step as the sum of its lines' typical costs: the fastest steps of

@@ -2,8 +2,8 @@
 
 ``check`` measures again while a measurement shows a regression, an item over
 the thresholds that its samples could not show beyond noise or had too few
-clean steps to judge, or a host whose load changed too much
-(``needs_another``). Then:
+clean steps to judge, a host whose load changed too much, or a run its own
+evidence judged noisy (``needs_another``). Then:
 
 * busy measurements are set aside (``Report.busy``);
 * the rest are **pooled**: their per-step samples judged as one run (more
@@ -35,8 +35,8 @@ OVER = (REGRESSED, WITHIN_NOISE, NOT_JUDGED)  # over the thresholds by its typic
 
 
 def needs_another(report: Report) -> bool:
-    """Would another measurement change what this one says?"""
-    return report.busy or any(i.status in OVER for i in report.items)
+    """Would another measurement change what this one says (or make it surer)?"""
+    return report.busy or report.noisy or any(i.status in OVER for i in report.items)
 
 
 def pool(runs: list[Result]) -> Result:
@@ -46,6 +46,7 @@ def pool(runs: list[Result]) -> Result:
     merged = copy.deepcopy(runs[-1])
     if len(runs) == 1:
         return merged
+    merged.findings = []  # judged per run (``combine`` counts the noisy ones), not of the pool
     merged.totals.step_us = [x for r in runs for x in r.totals.samples]
     for stat in merged.lines:
         samples: list[float] = []
@@ -80,6 +81,12 @@ def combine(before: Result, runs: list[Result], opts: Options | None = None, nee
         )
     if len(usable) > 1:
         final.notes.append(f"the samples of {len(usable)} measurements judged together")
+        noisy = sum(rep.noisy for rep, r in zip(reports, runs, strict=True) if r in usable)
+        if noisy:
+            final.notes.append(
+                f"{noisy} of them on a disturbed host by their own evidence: as in every "
+                f"measurement, only steps within {opts.clean:g}× of the fastest are compared"
+            )
     for item in final.items:
         if item.status != REGRESSED:
             continue

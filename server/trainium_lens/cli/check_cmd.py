@@ -71,7 +71,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--confirm",
         type=int,
         metavar="N",
-        help=f"measure up to N times more while something looks slower or the host is busy, and judge "
+        help=f"measure up to N times more while something looks slower, the host is busy or the run "
+        f"was noisy, and judge "
         f"the measurements together (default {CONFIRM})",
     )
     p.add_argument("--junit", metavar="PATH", help="also write JUnit XML to PATH")
@@ -180,7 +181,12 @@ def run(args: argparse.Namespace) -> int:
         last = [gate.judge(b, a, opts) for b, a in _pairs(baselines, measured[-1])]
         if not any(needs_another(r) for r in last):
             break
-        why = "the host was busy" if any(r.busy for r in last) else "something looks slower"
+        if any(r.busy for r in last):
+            why = "the host was busy"
+        elif any(r.noisy for r in last):
+            why = "the measurement was noisy (disturbed steps): pooling more clean steps"
+        else:
+            why = "something looks slower"
         print(f"  measuring again ({attempt + 1} of {confirm}): {why}", file=sys.stderr)
         measured.append(_profiled(dataclasses.replace(job, batch_id=new_batch_id()), args, store))
     need = 2 if confirm else 1

@@ -10,7 +10,8 @@ import pytest
 
 from trainium_lens.analysis import gate
 from trainium_lens.analysis.gate_repeat import combine, needs_another
-from trainium_lens.model.result import Result
+from trainium_lens.analysis.noise import KIND as NOISY
+from trainium_lens.model.result import Finding, Result, Stability
 
 FILE = "model.py"
 TEXTS = {15: "h = torch.relu(x @ w1)", 16: "h = h @ w2", 17: "h = torch.tanh(h)", 18: "return h.sum()"}
@@ -272,3 +273,30 @@ def test_pooling_gathers_the_clean_steps_one_run_lacks():
     pooled = combine(base, runs)
     assert [(i.line, i.steps) for i in pooled.regressions if i.kind == "line"] == [(16, (3, 12))]
     assert pooled.failed
+
+
+def disturbed(result: Result) -> Result:
+    """The run as the harness and analysis/noise.py leave it on a busy host."""
+    result.stability = Stability(
+        steps_wanted=5, steps_measured=15, steps_clean=1, steps_used=15, others_cores=1.6
+    )
+    result.findings.append(Finding(NOISY, "warning", FILE, 14, "noisy"))
+    return result
+
+
+def test_a_noisy_measurement_is_measured_again_and_said():
+    rng = random.Random(23)
+    base, same = run(base_lines(rng)), run(base_lines(rng), "r-1")
+    quiet = gate.judge(base, same)
+    assert not quiet.noisy and not needs_another(quiet)  # nothing to gain from another run
+    report = gate.judge(base, disturbed(same))
+    assert report.noisy and needs_another(report) and report.judgeable and not report.failed
+    [note] = [n for n in report.notes if "disturbed host" in n]
+    assert note.startswith("this measurement") and "other processes used 1.6 cores" in note
+    assert "within 1.5× of the fastest" in note
+    on_noisy_base = gate.judge(disturbed(run(base_lines(rng), "b-1")), run(base_lines(rng), "r-2"))
+    assert any(n.startswith("the baseline was measured on a disturbed host") for n in on_noisy_base.notes)
+    pooled = combine(base, [disturbed(run(base_lines(rng), "r-3")), run(base_lines(rng), "r-4")])
+    assert not pooled.noisy and pooled.judgeable and not pooled.failed  # the pool is no one run
+    assert any(n.startswith("1 of them on a disturbed host") for n in pooled.notes)
+    assert not any(n.startswith("this measurement") for n in pooled.notes)
