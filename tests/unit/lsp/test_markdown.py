@@ -26,7 +26,8 @@ HOSTILE = [
 
 
 def md():
-    markdown_it = pytest.importorskip("markdown_it")
+    import markdown_it
+
     return markdown_it.MarkdownIt("commonmark").enable("table")
 
 
