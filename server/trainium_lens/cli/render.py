@@ -207,8 +207,15 @@ def reconciled_text(result: Result, style: Style = DEFAULT_STYLE) -> str | None:
 def headline(result: Result, style: Style = DEFAULT_STYLE) -> str:
     clock = clock_label(result)
     t = result.totals
-    parts = [f"{fmt_us(t.self_time_us, style)} {clock} per call"]
+    # The figure per call is what the ratio reconciles: on the cpu clock the ops plus the
+    # host time between them (the Python a call runs), so it can be read against the wall.
+    host = t.host_time_us if result.clock == "cpu" else None
+    parts = [f"{fmt_us(result.per_call_us, style)} {clock} per call"]
     rec = reconciled_text(result, style)
+    if host:
+        rec = f"ops {fmt_us(t.self_time_us, style)} + host {fmt_us(host, style)}" + (
+            f"; {rec}" if rec else ""
+        )
     if rec:
         parts[0] += f" ({rec})"
     if noisy(result):

@@ -651,6 +651,14 @@ class Result:
     reconciliation: Reconciliation | None = None
 
     # -- conveniences used by every consumer --------------------------------
+    @property
+    def per_call_us(self) -> float:
+        """The time one call costs in the primary clock, as reconciled against the
+        wall: on the cpu clock the ops plus the host time between them (the Python a
+        call runs, ``Totals.host_time_us``); on a device clock the kernels alone."""
+        host = self.totals.host_time_us if self.clock == "cpu" else None
+        return self.totals.self_time_us + (host or 0.0)
+
     def line(self, file: str, line: int) -> LineStat | None:
         for stat in self.lines:
             if stat.line == line and stat.file == file:

@@ -62,8 +62,9 @@ def delta(before_us: float, after_us: float) -> str | None:
 
 
 def headline(result: Result) -> str:
-    """``2.36 ms neuron · 6 dispatches · 2 findings``: the clock is always named."""
-    parts = [f"{time_us(result.totals.self_time_us)} {result.clock}"]
+    """``2.36 ms neuron · 6 dispatches · 2 findings``: the clock is always named; the
+    time is one call's, as reconciled (cpu: ops + host between them)."""
+    parts = [f"{time_us(result.per_call_us)} {result.clock}"]
     if result.totals.dispatches:
         parts.append(plural(result.totals.dispatches, "dispatch", "dispatches"))
     parts.append(plural(len(result.findings), "finding"))
