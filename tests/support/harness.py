@@ -12,7 +12,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.conftest import SERVER
+from tests.conftest import SERVER, XLA_PY
+from trainium_lens.cli import main
 from trainium_lens.engine.jobs import Job
 from trainium_lens.targets.base import EventSink, Target
 from trainium_lens.targets.local import LocalTarget
@@ -91,3 +92,12 @@ class HarnessStandIn(Target):
         if not self.allow_fetch:
             raise AssertionError("a local run's device profile is read in place")
         return LocalTarget().fetch(remote_path, dest)
+
+
+def profile_xla(out: Path, file: str, function: str, *extra: str) -> dict:
+    """``trainium-lens profile FILE FUNCTION --backend xla`` in the torch-xla venv, as a
+    user runs it (3 timing calls: the wall is not what these tests check); its result."""
+    args = ["profile", file, function, "--backend", "xla", "--python", str(XLA_PY)]
+    assert main([*args, "--json", str(out), "--timing-calls", "3", *extra]) == 0
+    data = json.loads(out.read_text())
+    return data[0] if isinstance(data, list) else data

@@ -7,7 +7,6 @@ without it they are skipped, and ``scripts/test.sh`` always makes it first.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, XLA_PY, needs_xla
+from tests.support.harness import profile_xla
 from trainium_lens.cli import main
 
 DATA = ROOT / "tests" / "data"
@@ -26,26 +26,7 @@ def marker_line(path: Path, tag: str) -> int:
 
 
 def profile(tmp_path, file: str, function: str, *extra: str) -> dict:
-    out = tmp_path / f"{function}.json"
-    code = main(
-        [
-            "profile",
-            file,
-            function,
-            "--backend",
-            "xla",
-            "--python",
-            str(XLA_PY),
-            "--json",
-            str(out),
-            "--timing-calls",
-            "3",
-            *extra,
-        ]
-    )
-    assert code == 0
-    data = json.loads(out.read_text())
-    return data[0] if isinstance(data, list) else data
+    return profile_xla(tmp_path / f"{function}.json", file, function, *extra)
 
 
 @pytest.fixture

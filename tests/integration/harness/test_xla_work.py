@@ -4,13 +4,10 @@ Needs the torch-xla venv (skipped without it, as the other xla tests)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.conftest import ROOT, XLA_PY, needs_xla
-from tests.support.harness import line_of
-from trainium_lens.cli import main
+from tests.conftest import ROOT, needs_xla
+from tests.support.harness import line_of, profile_xla
 
 DATA = ROOT / "tests" / "data"
 FILE = DATA / "xla_work.py"
@@ -19,25 +16,7 @@ B, M, K, N = 3, 40, 24, 56
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory):
-    out = tmp_path_factory.mktemp("xla-work") / "r.json"
-    code = main(
-        [
-            "profile",
-            str(FILE),
-            "shapes",
-            "--backend",
-            "xla",
-            "--python",
-            str(XLA_PY),
-            "--json",
-            str(out),
-            "--timing-calls",
-            "3",
-        ]
-    )
-    assert code == 0
-    data = json.loads(out.read_text())
-    return data[0] if isinstance(data, list) else data
+    return profile_xla(tmp_path_factory.mktemp("xla-work") / "r.json", str(FILE), "shapes")
 
 
 def _line(result, needle: str) -> dict:
