@@ -26,16 +26,11 @@ class _Sums:
     """``(step, label, phase) -> value`` summed over the steps, and per step
     (per call: a step of ``calls`` calls counts its sum over them)."""
 
-    def __init__(self, values: dict, steps: int, calls: int = 1, floor: bool = False):
+    def __init__(self, values: dict, steps: int, calls: int = 1):
         self.steps = steps
         self.by_key: dict[tuple, float] = {}
         self.per_step: dict[tuple, list[float]] = {}
         for (step, key, phase), value in values.items():
-            if floor and value < 0:
-                # calibrated figures: the profiler's cost taken off a line of tiny
-                # nested ops can exceed what the line measured (a calibration read on
-                # a disturbed host: -0.74 µs seen on a mean); a line costs at least 0
-                value = 0.0
             k = (key, phase)
             self.by_key[k] = self.by_key.get(k, 0.0) + value
             if 0 <= step < steps:
@@ -85,8 +80,8 @@ def lines_and_ops(att: Attribution, labels: dict, source: Any) -> dict:
     """The result's ``lines``, ``ops``, ``unattributed_us`` and the totals' figures."""
     m = max(att.calls_per_step, 1)
     n = max(att.steps, 1) * m
-    self_s = _Sums(att.line_self, att.steps, m, floor=True)
-    total_s = _Sums(att.line_total, att.steps, m, floor=True)
+    self_s = _Sums(att.line_self, att.steps, m)
+    total_s = _Sums(att.line_total, att.steps, m)
     cpu_s = _Sums(att.line_cpu, att.steps, m)
     host_s = _Sums(att.line_host, att.steps, m)
     per_line_ops = _line_ops(att, n)
