@@ -69,6 +69,30 @@ def test_a_cost_larger_than_a_tiny_op_spills_into_its_owner():
     assert att.line_self[(0, L3, FWD)] == pytest.approx(10.0 - 0.8 - 1.6)
 
 
+def test_a_self_time_smaller_than_its_cost_is_settled_in_its_owner_not_below_zero():
+    # the child's own time (4 µs window less its 1 µs grandchild: 3 µs) is less than
+    # its cost at depth 1 (3.5), and the grandchild (1 µs) costs 7 at depth 2: both
+    # settle at 0, the rest of their costs (6 + 6.5) come off the top-level op
+    att = attribute(_flatten([_nested_step(0)]), LABELS, False, None, "cpu", per_depth_us=3.5)
+    copy, to_copy, mean = (att.ops[n].self_time for n in ("aten::copy_", "aten::_to_copy", "aten::mean"))
+    assert copy == 0.0 and to_copy == 0.0
+    # costs: 3.5 (depth 1) + 7 (depth 2) = 10.5, more than the 10 µs op: settled at 0, 0.5 given back
+    assert mean == pytest.approx(0.0)
+    assert att.line_self[(0, L3, FWD)] == pytest.approx(0.0)
+    assert att.line_total[(0, L3, FWD)] == pytest.approx(0.0)
+    assert att.calibrated_us == pytest.approx(10.0)  # what was really taken off
+
+
+def test_a_settled_line_keeps_its_sums_and_other_lines_keep_theirs():
+    # a realistic disturbed read: 1.2 µs per level on the nest (needs 3.6 of 10 µs)
+    att = attribute(_flatten([_nested_step(0)]), LABELS, False, None, "cpu", per_depth_us=1.2)
+    selfs = [att.ops[n].self_time for n in ("aten::copy_", "aten::_to_copy", "aten::mean")]
+    assert min(selfs) >= 0.0
+    assert sum(selfs) == pytest.approx(10.0 - 3.6)
+    assert att.line_self[(0, L3, FWD)] == pytest.approx(att.line_total[(0, L3, FWD)])
+    assert att.calibrated_us == pytest.approx(3.6)
+
+
 def test_device_clocks_are_not_calibrated():
     att = attribute(_flatten([_nested_step(0)]), LABELS, True, None, "cpu", per_depth_us=0.5)
     assert att.calibrated_us == 0.0

@@ -28,6 +28,13 @@ Definitions (docs/architecture.md, "Line attribution" and "Backward"):
   their line, and also counted as optimizer time;
 * events with no line: ``unattributed``. The sums reconcile by construction.
 
+Calibration (cpu clock): an event at nesting depth d loses ``per_depth × d``,
+the profiler's cost inside its window. When its subtree is done, a self time
+the cost took below 0 (a tiny op, or a calibration read on a busy host) is
+settled: the deficit is taken from its owner instead, and what reaches the
+top-level op with nothing left to take is given back (not subtracted at all).
+So no op, line or phase is calibrated below 0, and the sums still reconcile.
+
 The pass visits each event once (explicit stack, no recursion, no per-event
 walk up the tree): cost is linear in the number of events.
 """
@@ -99,6 +106,7 @@ class _Rec:
         "opt",
         "depth",
         "region",
+        "cal",
     )
 
     def __init__(self, name, key, labels, step, owner, kind, phase, tphase, stat, lo, opt, depth, region):
@@ -115,6 +123,7 @@ class _Rec:
         self.opt = opt  # its OptimizerFigures or None
         self.depth = depth  # measured ancestors (0: dispatched by the line or node itself)
         self.region = region  # its regions entry (compiled regions only)
+        self.cal = 0.0  # its calibrated self time so far (cpu clock): settled at >= 0
 
 
 class _Ctx:
@@ -274,9 +283,9 @@ class _Walk:
     def run(self, roots: list, step: int, twin: Iterator[Any] | None) -> None:
         out, kinds, labels = self.out, self.kinds, self.labels
         device_clock, record = self.device_clock, self.record
-        line_self, line_cpu, line_total = out.line_self, out.line_cpu, out.line_total
+        line_cpu, line_total = out.line_cpu, out.line_total
         line_calls, line_ops, ops, regions = out.line_calls, out.line_ops, out.ops, out.regions
-        phase_time, windows, event_lines = out.phase_time, out.windows, out.event_lines
+        windows, event_lines = out.windows, out.event_lines
         forward = self.forward
         per_depth = self.per_depth
         # host time between ops: gaps between the plain twin's top-level ops on the
@@ -289,13 +298,15 @@ class _Walk:
         index = LabelIndex()
         count = 0
         # depth-first, one frame per tree level (memory grows with depth, not width)
-        stack: list[tuple] = [(iter(roots), (), None, _TOP)]
+        stack: list[tuple] = [(iter(roots), (), None, _TOP, False)]
         push, pop = stack.append, stack.pop
         while stack:
-            it, chain, owner, ctx = stack[-1]
+            it, chain, owner, ctx, done = stack[-1]
             e = next(it, None)
             if e is None:
                 pop()
+                if done and owner.cal < 0.0:  # the measured event ``owner``'s subtree is walked
+                    _settle(out, owner)
                 continue
             count += 1
             name = e.name
@@ -361,11 +372,11 @@ class _Walk:
                 if lo is None:
                     lo = line_ops[lk] = LineOpFigures(len(line_ops))
                 depth = 0 if owner is None else owner.depth + 1
-                # the profiler's own cost in this event's window (calibrate.py); what
-                # exceeds the window (a tiny op deep in a nest) is in its owner's
+                # the profiler's own cost in this event's window (calibrate.py); a
+                # self time it takes below 0 is settled when the subtree is done
                 corr = per_depth * depth
-                spill = corr - elapsed if corr > elapsed else 0.0
-                cal = elapsed - corr + spill
+                cal = elapsed - corr
+                whole = cal if cal > 0.0 else 0.0  # its total: never below 0
                 reg = None
                 if kind == REGION:
                     rname = name if ctx.fw_region is None or phase != BWD else f"{name} ({ctx.fw_region})"
@@ -389,15 +400,11 @@ class _Walk:
                     if "_foreach_" in name or "_fused_" in name:
                         opt.fused_ops += 1
                 if not device_clock:
-                    stat.self_time += cal
-                    stat.total_time += cal
-                    lo.self_time += cal
-                    line_self[sk] += cal
-                    phase_time[(step, tphase)] += cal
-                    if opt is not None:
-                        opt.self_time += cal
+                    rec.cal = cal
+                    _shift(out, rec, cal)
+                    stat.total_time += whole
                     if reg is not None:
-                        reg[1] += cal
+                        reg[1] += whole
                     if corr:
                         out.calibrated_us += corr
                 if top and phase == BWD:
@@ -421,13 +428,8 @@ class _Walk:
                     ok = (owner.step, owner.key, owner.phase)
                     line_cpu[ok] -= elapsed
                     if not device_clock:
-                        taken = elapsed + spill
-                        owner.stat.self_time -= taken
-                        owner.lo.self_time -= taken
-                        line_self[ok] -= taken
-                        phase_time[(owner.step, owner.tphase)] -= taken
-                        if owner.opt is not None:
-                            owner.opt.self_time -= taken
+                        owner.cal -= elapsed
+                        _shift(out, owner, -elapsed)
                         if tot is not owner.labels or phase != owner.phase:
                             for lab in tot:
                                 line_total[(step, lab, phase)] += elapsed
@@ -447,8 +449,11 @@ class _Walk:
                     else:
                         _add_device(out, rec, d)
             children = e.cpu_children
+            settle = per_depth > 0.0 and rec is not owner  # a measured event: settle its subtree
             if children:
-                push((iter(children), chain, rec, ctx))
+                push((iter(children), chain, rec, ctx, settle))
+            elif settle and rec.cal < 0.0:
+                _settle(out, rec)
         out.events += count
 
     def _backward(self, e: Any, chain: tuple, ctx: _Ctx, index: LabelIndex) -> _Ctx:
@@ -490,6 +495,40 @@ def _window(windows: dict, name: str, tr: Any) -> None:
             last[1] = tr.end
     elif len(w) < MAX_WINDOWS:
         w.append([tr.start, tr.end])
+
+
+def _shift(out: Attribution, rec: _Rec, v: float) -> None:
+    """Add ``v`` to the self figures of ``rec`` (its op, line, phase, optimizer)."""
+    rec.stat.self_time += v
+    rec.lo.self_time += v
+    out.line_self[(rec.step, rec.key, rec.phase)] += v
+    out.phase_time[(rec.step, rec.tphase)] += v
+    if rec.opt is not None:
+        rec.opt.self_time += v
+
+
+def _settle(out: Attribution, rec: _Rec) -> None:
+    """After ``rec``'s subtree: a calibrated self time below 0 back to 0, the
+    deficit taken from its owner (whose subtree is still open), or, at the top,
+    given back: the calibration took more than the whole op measured."""
+    deficit = -rec.cal
+    if deficit <= 0.0:
+        return
+    rec.cal = 0.0
+    _shift(out, rec, deficit)
+    owner = rec.owner
+    moved = owner is None or rec.labels is not owner.labels or rec.phase != owner.phase
+    if moved:
+        for lab in rec.labels:
+            out.line_total[(rec.step, lab, rec.phase)] += deficit
+    if owner is None:
+        out.calibrated_us -= deficit
+        return
+    owner.cal -= deficit
+    _shift(out, owner, -deficit)
+    if moved:
+        for lab in owner.labels:
+            out.line_total[(owner.step, lab, owner.phase)] -= deficit
 
 
 def _add_device(out: Attribution, rec: _Rec, d: float) -> None:
