@@ -533,13 +533,8 @@ def _settle(out: Attribution, rec: _Rec) -> None:
 
 def _add_device(out: Attribution, rec: _Rec, d: float) -> None:
     """Device time of kernels launched under ``rec`` (its self) and its ancestors (total)."""
-    rec.stat.self_time += d
+    _shift(out, rec, d)
     rec.stat.device += d
-    rec.lo.self_time += d
-    out.line_self[(rec.step, rec.key, rec.phase)] += d
-    out.phase_time[(rec.step, rec.tphase)] += d
-    if rec.opt is not None:
-        rec.opt.self_time += d
     for lab in rec.labels:
         out.line_total[(rec.step, lab, rec.phase)] += d
     node: _Rec | None = rec
