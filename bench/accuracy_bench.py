@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "server"))
 sys.path.insert(0, str(ROOT))
 
 from tests.support import quiet_cpu  # noqa: E402
-from trainium_lens.analysis.findings import analyze  # noqa: E402
+from trainium_lens.analysis.findings.analyze import analyze  # noqa: E402
 from trainium_lens.analysis.reconcile import reconcile  # noqa: E402
 from trainium_lens.model.result import Batch, Result  # noqa: E402
 

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "server"))
 
-from trainium_lens.engine.jobs import make_job  # noqa: E402
+from trainium_lens.model.job import make_job  # noqa: E402
 from trainium_lens.model.result import Batch  # noqa: E402
 from trainium_lens.model.store import RunStore  # noqa: E402
 from trainium_lens.targets import stream  # noqa: E402

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "server"))
 
-from trainium_lens.engine.ranks import merge_document  # noqa: E402
+from trainium_lens.model.ranks import merge_document  # noqa: E402
 from trainium_lens.model.result import Batch  # noqa: E402
 
 STEP = """import torch

@@ -74,7 +74,7 @@ class _TimedPopen(subprocess.Popen):
 
 
 def overhead(host: str, config: str, python: str, tmp: Path, repeat: int, repeat_cli: int) -> None:
-    from trainium_lens.engine.jobs import Job, make_job
+    from trainium_lens.model.job import Job, make_job
     from trainium_lens.targets import stream
     from trainium_lens.targets.local import LocalTarget
 

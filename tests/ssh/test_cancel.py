@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from trainium_lens.engine import runner
-from trainium_lens.engine.jobs import make_job
 from trainium_lens.errors import Cancelled, TargetError, TimedOut
+from trainium_lens.model.job import make_job
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets.ssh import SshTarget
 

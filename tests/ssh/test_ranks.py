@@ -12,8 +12,8 @@ import pytest
 from tests.integration.engine.test_ranks_run import check_uneven
 from tests.support.ranks_cases import HANGS, UNEVEN, cancel_when_running, wait_gone
 from trainium_lens.engine import runner
-from trainium_lens.engine.jobs import make_job
 from trainium_lens.errors import Cancelled
+from trainium_lens.model.job import make_job
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets.ssh import SshTarget
 

@@ -13,8 +13,8 @@ import pytest
 from tests.conftest import ROOT
 from trainium_lens.cli import main
 from trainium_lens.engine import runner
-from trainium_lens.engine.jobs import make_job
 from trainium_lens.errors import HarnessError
+from trainium_lens.model.job import make_job
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets.local import LocalTarget
 from trainium_lens.targets.ssh import SshTarget

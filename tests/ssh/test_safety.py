@@ -20,7 +20,7 @@ from tests.conftest import ROOT
 from tests.ssh.test_cancel import host_processes
 from tests.support.procs import cmdline, wait_for
 from trainium_lens.engine import runner
-from trainium_lens.engine.jobs import make_job
+from trainium_lens.model.job import make_job
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets.ssh import SshTarget
 from trainium_lens.targets.ssh_conn import SshConnection

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tests.conftest import SERVER, XLA_PY
 from trainium_lens.cli import main
-from trainium_lens.engine.jobs import Job
+from trainium_lens.model.job import Job
 from trainium_lens.targets.base import EventSink, Target
 from trainium_lens.targets.local import LocalTarget
 

@@ -1,6 +1,6 @@
 """``trainium-lens``: the terminal peer of the language server.
 
-Each subcommand lives in its own module under ``cli/`` with two functions,
+Each subcommand lives in its own module under ``cli/commands/`` with two functions,
 ``register(subparsers)`` (adds its parser, sets ``handler``) and the handler
 itself, which returns an exit code. Errors are ``LensError``s: printed here as
 one line on stderr, with the error's exit code.
@@ -9,15 +9,26 @@ one line on stderr, with the error's exit code.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
 from trainium_lens import __version__
+from trainium_lens.cli.commands import (
+    check,
+    compare,
+    doctor,
+    explorer,
+    export,
+    fetch,
+    lsp,
+    profile,
+    runs,
+    show,
+)
 from trainium_lens.cli.pipes import silence_stdout
 from trainium_lens.errors import LensError
 
 # In the order ``--help`` lists them.
-COMMANDS = ("profile", "show", "runs", "compare", "check", "fetch", "doctor", "explorer", "export", "lsp")
+COMMANDS = (profile, show, runs, compare, check, fetch, doctor, explorer, export, lsp)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,8 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"trainium-lens {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:  # a missing command module is an ImportError, never a silent gap
-        importlib.import_module(f"{__name__}.{name}_cmd").register(sub)
+    for command in COMMANDS:
+        command.register(sub)
     return parser
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from trainium_lens.engine.jobs import workspace_root_for
+from trainium_lens.model.job import workspace_root_for
 
 RUN_HELP = "a run id (or unique prefix), or a result .json"
 

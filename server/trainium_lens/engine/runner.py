@@ -10,13 +10,14 @@ import dataclasses
 import logging
 import threading
 
-from trainium_lens.analysis.findings import analyze
+from trainium_lens.analysis.findings.analyze import analyze
 from trainium_lens.analysis.reconcile import reconcile
 from trainium_lens.engine.device_profile import fill as fill_neuron_lines
-from trainium_lens.engine.jobs import Job
 from trainium_lens.engine.provenance import git_state
-from trainium_lens.engine.ranks import RankEvents, merge_document
+from trainium_lens.engine.rank_events import RankEvents
 from trainium_lens.errors import LensError, NotStored, TargetError, TimedOut
+from trainium_lens.model.job import Job
+from trainium_lens.model.ranks import merge_document
 from trainium_lens.model.result import Batch, Result, ResultError
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets.base import EventSink, Target

@@ -129,7 +129,7 @@ class LensServer(LanguageServer):
                 candidates.append(root)
         if candidates:
             return max(candidates, key=lambda p: len(p.parts))
-        from trainium_lens.engine.jobs import workspace_root_for
+        from trainium_lens.model.job import workspace_root_for
 
         return workspace_root_for(path)
 

@@ -93,7 +93,7 @@ class Totals:
     recompute_time_us: float = 0.0  # forward re-run inside the backward (checkpointing)
     # schema 3: the primary-clock time of each measured step, in order (as many as
     # the run measured; one where a device profile replaced the figures). What the
-    # regression gate (analysis/gate.py) judges noise from.
+    # regression gate (analysis/gate/judge.py) judges noise from.
     step_us: list[float] = field(default_factory=list)
 
     @property
@@ -292,7 +292,7 @@ class OptimizerTrial:
     current: bool = False  # the implementation the profiled code ran
     time_us: float | None = None  # median over ``steps``; None when it could not run
     # the best step: what the advice compares (a busy host's preemptions fall on the
-    # median, never on the best; analysis/optimizer_findings.py)
+    # median, never on the best; analysis/findings/optimizer.py)
     time_us_min: float | None = None
     time_us_max: float | None = None
     steps: int = 0
@@ -469,7 +469,7 @@ class Roof:
     """The device's peaks a line is measured against, and where they came from.
 
     The harness writes the measured CPU roof (and, on CUDA, the device name and
-    TF32 mode); ``analysis/peaks.py`` fills a device's from its tables."""
+    TF32 mode); ``analysis/roofline/peaks.py`` fills a device's from its tables."""
 
     device: str = ""
     flops: list[PeakFlops] = field(default_factory=list)  # peak FLOP/s per dtype
@@ -637,7 +637,7 @@ class Result:
     batch_id: str | None = None
     schema_version: int = SCHEMA_VERSION
     library_files: list[LibraryFile] = field(default_factory=list)  # included packages' files
-    # torchrun jobs only (``--nproc N``, see engine/ranks.py); absent from a one-process result
+    # torchrun jobs only (``--nproc N``, see model/ranks.py); absent from a one-process result
     ranks: list[RankRun] = field(default_factory=list)
     world_size: int = 1
     git: GitState = field(default_factory=GitState)  # schema 3: the commit this run measured

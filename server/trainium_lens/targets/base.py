@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 
-from trainium_lens.engine.jobs import Job
+from trainium_lens.model.job import Job
 
 # One progress event from the harness (a decoded JSON line), or one the target
 # adds itself (stage "connect"/"sync").
@@ -50,15 +50,3 @@ class Target(ABC):
 
     def close(self) -> None:  # noqa: B027 (optional hook: most targets hold nothing)
         """Release connections (e.g. an SSH ControlMaster)."""
-
-
-def workspace_id(workspace: Path) -> str:
-    """A stable, readable folder name for a workspace on a target:
-    ``<basename>-<8 hex of the absolute path>`` (two checkouts never share one)."""
-    import hashlib
-    import re
-
-    absolute = str(Path(workspace).resolve())
-    digest = hashlib.sha256(absolute.encode("utf-8", "surrogateescape")).hexdigest()[:8]
-    base = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(absolute).name)[:40] or "workspace"
-    return f"{base}-{digest}"

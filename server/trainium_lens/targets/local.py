@@ -17,10 +17,10 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trainium_lens.engine.jobs import Job
 from trainium_lens.errors import TargetError
+from trainium_lens.model.job import Job, workspace_id
 from trainium_lens.model.paths import is_run_id
-from trainium_lens.targets.base import EventSink, Target, workspace_id
+from trainium_lens.targets.base import EventSink, Target
 from trainium_lens.targets.stream import run_harness_process
 
 if TYPE_CHECKING:

@@ -31,11 +31,11 @@ import time
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from trainium_lens.engine.jobs import Job
 from trainium_lens.errors import Cancelled, HarnessError, TargetError, TimedOut
+from trainium_lens.model.job import Job, workspace_id
 from trainium_lens.model.paths import is_run_id
 from trainium_lens.targets import sync
-from trainium_lens.targets.base import EventSink, Target, workspace_id
+from trainium_lens.targets.base import EventSink, Target
 from trainium_lens.targets.ssh_conn import SshConnection, SshFailure
 from trainium_lens.targets.stream import run_harness_process
 

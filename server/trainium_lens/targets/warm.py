@@ -31,8 +31,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from trainium_lens.engine.jobs import Job, wants_ranks
 from trainium_lens.errors import HarnessError, TargetError
+from trainium_lens.model.job import Job, wants_ranks
 from trainium_lens.targets.stream import (
     _EOF,
     StderrTail,

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from trainium_lens.errors import TargetError
+from trainium_lens.model.job import workspace_id
 from trainium_lens.model.paths import (
     UnsafePath,
     check_run_id,
@@ -24,9 +25,6 @@ from trainium_lens.model.paths import (
 from trainium_lens.model.result import Result
 from trainium_lens.model.store import ARTIFACTS_DIR, STORE_DIR
 from trainium_lens.traces.chrome import TraceError
-
-if TYPE_CHECKING:
-    from trainium_lens.targets.base import Target
 
 
 class Fetcher(Protocol):
@@ -56,15 +54,13 @@ def local_trace_path(
     """A local path to ``result``'s trace, fetched from its host on first use.
 
     ``target_factory(host)`` makes the Target that can fetch from
-    ``artifacts.location`` (the default reads the user's SSH config);
+    ``artifacts.location`` (the caller's: traces sit below the targets);
     ``remote=False`` refuses to fetch (only traces already here are read).
     """
     art = result.artifacts
     if not art.trace:
         raise TraceError(f"run {result.run_id} has no trace (artifacts.trace is empty)")
     if art.location in ("", "local"):
-        from trainium_lens.targets.base import workspace_id
-
         try:
             path = local_run_file(art.trace, workspace_id(Path(workspace)))
         except UnsafePath:
@@ -87,12 +83,10 @@ def local_trace_path(
             f"the trace of run {result.run_id} is on {art.location}: fetching it is off in "
             f"Restricted Mode (trust the workspace, or fetch it with `trainium-lens fetch`)"
         )
-    if target_factory is None:
-        from trainium_lens.targets import make_target
-
-        def target_factory(host: str) -> Target:
-            return make_target(host)
-
+    if target_factory is None:  # the caller (a layer above the targets) names how to reach hosts
+        raise TraceError(
+            f"the trace of run {result.run_id} is on {art.location}: no way to fetch it was given"
+        )
     target = target_factory(art.location)
     try:
         fetched = Path(target.fetch(art.trace, cached))  # dest: the copy's own path

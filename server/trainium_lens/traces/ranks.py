@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from trainium_lens.engine.ranks import rank_result
+from trainium_lens.model.ranks import rank_result
 from trainium_lens.model.result import Result
 from trainium_lens.traces.chrome import STEP_RE, Event, Lane, Trace
 

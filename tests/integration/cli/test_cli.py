@@ -204,7 +204,7 @@ def test_findings_name_the_fix(all_variants, ws):
     assert "torch.rms_norm does it in one fused op" in naive
     rsqrt = source_line(ws / "examples" / "rmsnorm.py", r"torch\.rsqrt")
     # the generic dispatch hint, or where the roofline says these ops are overhead- or
-    # memory-bound (analysis/roofline_findings.py), that finding in its place
+    # memory-bound (analysis/findings/roofline.py), that finding in its place
     assert (
         f"hint examples/rmsnorm.py:{rsqrt} 2 dispatches on this line (add, rsqrt): "
         "a fused op or torch.compile would make it one."
@@ -510,7 +510,7 @@ def _stand_in(backend: str, clock: str, reported: bool) -> Result:
 
 
 def test_device_clock_is_named_and_cpu_kept_apart():
-    from trainium_lens.cli.render import render_result
+    from trainium_lens.cli.render.result import render_result
 
     text = render_result(_stand_in("neuron", "neuron", True))
     assert "clock: Neuron device time" in text
@@ -522,8 +522,8 @@ def test_device_clock_is_named_and_cpu_kept_apart():
 
 
 def test_no_device_time_is_visible_never_a_device_heading():
-    from trainium_lens.analysis.findings import analyze
-    from trainium_lens.cli.render import render_result
+    from trainium_lens.analysis.findings.analyze import analyze
+    from trainium_lens.cli.render.result import render_result
 
     res = _stand_in("neuron", "cpu", False)  # as the harness writes it: CPU time, said so
     res.findings = analyze(res)
@@ -534,8 +534,8 @@ def test_no_device_time_is_visible_never_a_device_heading():
 
 
 def test_ascii_terminal():
-    from trainium_lens.analysis.findings import analyze
-    from trainium_lens.cli.render import Style, render_result
+    from trainium_lens.analysis.findings.analyze import analyze
+    from trainium_lens.cli.render.result import Style, render_result
 
     res = Result.from_dict(minimal())
     res.lines[0].self_time_us_max = 14.0
@@ -560,7 +560,7 @@ def test_progress_on_stderr(all_variants):
 def test_live_progress_line():
     import io
 
-    from trainium_lens.cli.profile_cmd import Progress
+    from trainium_lens.cli.commands.profile import Progress
 
     stream = io.StringIO()
     progress = Progress(stream, live=True)
@@ -578,7 +578,7 @@ def test_live_progress_line():
 
 
 def test_table_fits_a_narrow_terminal():
-    from trainium_lens.cli.render import Style, render_result
+    from trainium_lens.cli.render.result import Style, render_result
 
     doc = minimal()
     doc["lines"][0]["text"] = "y = torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, eps)"
@@ -600,7 +600,7 @@ def test_headline_names_the_file_of_a_hottest_line_elsewhere():
     """With --include (or a helper module) the hottest line can live in another
     file: the headline says which, not a bare line number of the wrong file."""
     from tests.support.lsp_client import make_result
-    from trainium_lens.cli.render import headline
+    from trainium_lens.cli.render.result import headline
 
     r = make_result("train.py", "step", 10, {11: ("y = model(x)", 5.0, [("aten::add", 1, 5.0)])})
     assert "hottest line 11 (" in headline(r)

@@ -18,8 +18,8 @@ import pytest
 from tests.conftest import workspace
 from tests.support.ranks_cases import alive
 from trainium_lens.engine import runner
-from trainium_lens.engine.jobs import make_job
 from trainium_lens.errors import Cancelled, TargetError, TimedOut
+from trainium_lens.model.job import make_job
 from trainium_lens.model.result import load
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets.local import LocalTarget

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from tests.conftest import workspace
 from trainium_lens.engine import runner
-from trainium_lens.engine.jobs import make_job
+from trainium_lens.model.job import make_job, workspace_id
 from trainium_lens.model.store import RunStore
-from trainium_lens.targets.base import workspace_id
 from trainium_lens.targets.local import LocalTarget
 
 SOURCE = """import torch

@@ -13,9 +13,9 @@ from tests.conftest import ROOT, workspace
 from tests.support.ranks_cases import DIES, HANGS, RAISES, UNEVEN, cancel_when_running, line_of, wait_gone
 from trainium_lens.cli import main
 from trainium_lens.engine import runner
-from trainium_lens.engine.jobs import Job, make_job
 from trainium_lens.errors import Cancelled, HarnessError, TimedOut
 from trainium_lens.lsp.features.timeline import payload
+from trainium_lens.model.job import Job, make_job
 from trainium_lens.model.result import Result, load
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets.local import LocalTarget

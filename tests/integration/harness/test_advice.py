@@ -14,8 +14,8 @@ import pytest
 
 from tests.conftest import DATA, ROOT
 from tests.support.harness import line_of
-from trainium_lens.analysis.findings import analyze
-from trainium_lens.analysis.pattern_findings import GELU_TANH
+from trainium_lens.analysis.findings.analyze import analyze
+from trainium_lens.analysis.findings.patterns import GELU_TANH
 from trainium_lens.model.result import Result
 
 SERVER = ROOT / "server"

@@ -26,9 +26,9 @@ import pytest
 from tests.conftest import DATA
 from tests.support.harness import HarnessStandIn
 from tests.support.neuron_explorer import install_standin
-from trainium_lens.engine.jobs import Job
 from trainium_lens.engine.runner import profile
 from trainium_lens.harness.eager import neuron
+from trainium_lens.model.job import Job
 
 LIB = "/opt/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py"
 DATA_FILE = DATA / "xla_lines.py"

@@ -22,7 +22,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.support import quiet_cpu
 from tests.support.harness import line_of, run_harness
-from trainium_lens.analysis.findings import analyze
+from trainium_lens.analysis.findings.analyze import analyze
 from trainium_lens.analysis.reconcile import reconcile
 from trainium_lens.model.result import Batch, Result
 

@@ -17,9 +17,9 @@ import pytest
 
 from tests.conftest import ROOT, SERVER
 from tests.support.harness import line_of
-from trainium_lens.analysis.findings import SEVERITY, analyze, dispatches_per_execution
-from trainium_lens.cli.batch_render import render_batch
-from trainium_lens.cli.render import Style
+from trainium_lens.analysis.findings.analyze import SEVERITY, analyze, dispatches_per_execution
+from trainium_lens.cli.render.batch import render_batch
+from trainium_lens.cli.render.result import Style
 from trainium_lens.model.result import Batch, Result
 
 DATA = ROOT / "tests" / "data"
@@ -130,7 +130,7 @@ def test_gpt_forward_findings_stay_true(gpt):
     is told to fuse; the labels cost far less than 10x."""
     forward = gpt["results"]["forward"]
     kinds = {f.kind for f in forward.findings}
-    # (roofline findings, analysis/roofline_findings.py: a dispatch hint's line may carry
+    # (roofline findings, analysis/findings/roofline.py: a dispatch hint's line may carry
     # overhead_bound instead; below_roof only for a line with FLOPs, on a busy host)
     roofline = {"overhead_bound", "memory_bound", "below_roof"}
     assert kinds <= {"dispatches"} | roofline, [f.message for f in forward.findings]

@@ -14,7 +14,7 @@ import torch
 from tests.conftest import DATA, ROOT
 from tests.integration.cli.test_cli import cli
 from tests.support.harness import line_of, run_harness
-from trainium_lens.analysis.findings import analyze
+from trainium_lens.analysis.findings.analyze import analyze
 from trainium_lens.harness.attribution.tree import OP, attribute, classify
 from trainium_lens.harness.eager import run
 from trainium_lens.harness.eager.lines import LineLabeler
@@ -193,7 +193,7 @@ def test_checkpoint_recomputation_is_recompute_not_forward_again(training):
 
 
 def test_no_grad_has_no_backward(training):
-    from trainium_lens.cli.render import Style, render_result
+    from trainium_lens.cli.render.result import Style, render_result
 
     r = training["step_no_grad"]
     assert not r.totals.has_backward
@@ -227,7 +227,7 @@ def test_hint_shows_forward_and_backward(example):
 
 
 def test_a_schema_1_result_still_opens(tmp_path):
-    from trainium_lens.cli.render import Style, render_result
+    from trainium_lens.cli.render.result import Style, render_result
     from trainium_lens.model import result as R
 
     stored = R.load(DATA / "schema1_result.json")

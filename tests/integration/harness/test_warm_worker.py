@@ -18,9 +18,9 @@ import pytest
 
 from tests.conftest import EXAMPLES, PYTHON
 from tests.support.ranks_cases import alive
-from trainium_lens.engine.jobs import make_job
 from trainium_lens.engine.runner import profile
 from trainium_lens.errors import Cancelled, HarnessError, TargetError, TimedOut
+from trainium_lens.model.job import make_job
 from trainium_lens.targets.local import LocalTarget
 from trainium_lens.targets.warm import WarmSlot
 
@@ -303,7 +303,7 @@ def test_zero_idle_seconds_means_cold_runs(tmp_path, ws, monkeypatch):
 
 
 def test_doctor_reports_a_held_worker_until_it_is_released(warm, ws):
-    from trainium_lens.hosttools.doctor import Report, _warm_worker_check
+    from trainium_lens.hosttools.doctor.run import Report, _warm_worker_check
 
     run(warm, ws, "rmsnorm.py", "rms_norm_naive")
     pid = worker_pid(warm)

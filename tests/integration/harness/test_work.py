@@ -14,8 +14,8 @@ from torch.utils import flop_counter
 
 from tests.conftest import DATA, ROOT
 from tests.support.harness import line_of, run_harness
-from trainium_lens.analysis.peaks import resolve
-from trainium_lens.analysis.roofline import line_roofs
+from trainium_lens.analysis.roofline.peaks import resolve
+from trainium_lens.analysis.roofline.points import line_roofs
 from trainium_lens.model.result import Batch
 
 WORK = DATA / "work.py"

@@ -187,7 +187,7 @@ def test_prepare_env_on_a_stand_in_trn1(tmp_path, monkeypatch):
 
 @needs_xla
 def test_doctor_reports_torch_xla_through_the_real_probe(tmp_path):
-    from trainium_lens.hosttools.doctor import run_doctor
+    from trainium_lens.hosttools.doctor.run import run_doctor
 
     report = run_doctor(None, work_dir=str(tmp_path), python=str(XLA_PY))
     row = report.get("torch_xla")

@@ -25,11 +25,11 @@ import pytest
 from tests.conftest import DATA, XLA_PY, needs_xla
 from tests.support.harness import HarnessStandIn
 from tests.support.neuron_explorer import install_standin
-from trainium_lens.engine.jobs import Job
 from trainium_lens.engine.runner import profile
 from trainium_lens.harness.eager import neuron_view
 from trainium_lens.harness.xla import device as xla_device
 from trainium_lens.lsp.present.hover_hlo import hlo_section
+from trainium_lens.model.job import Job
 from trainium_lens.model.store import RunStore
 
 LIB = "/opt/venv/lib/python3.10/site-packages/torch/nn/modules/linear.py"

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from trainium_lens.cli import main
-from trainium_lens.hosttools.doctor import CHECKS, NOT_TRAINIUM, run_doctor
+from trainium_lens.hosttools.doctor.run import CHECKS, NOT_TRAINIUM, run_doctor
 
 NAMES = [name for name, _title in CHECKS]
 
@@ -201,7 +201,7 @@ def test_doctor_passes_on_a_stand_in_trainium_host(tmp_path, monkeypatch):
 def test_judging_the_older_xla_flavour_and_an_old_python():
     """The judge alone, on the facts a Trn1 host with the XLA torch-neuronx
     reports (stand-in facts: no such host here)."""
-    from trainium_lens.hosttools.doctor import Report, _judge
+    from trainium_lens.hosttools.doctor.run import Report, _judge
 
     report = Report(host="trn1")
     _judge(
@@ -256,7 +256,7 @@ def test_judging_the_older_xla_flavour_and_an_old_python():
 def test_the_neuron_explorer_row_names_the_profile_schema_it_writes():
     """Judged alone on stand-in facts: a documented version, a newer one (read through
     its SchemaFields, not refused), none reported; pyarrow missing on this machine."""
-    from trainium_lens.hosttools import doctor_neuron
+    from trainium_lens.hosttools.doctor import neuron as doctor_neuron
 
     path = "/opt/aws/neuron/bin/neuron-explorer"
     facts = {"neuron_explorer": path, "neuron_explorer_schema": "7.4.0"}
@@ -272,7 +272,7 @@ def test_the_neuron_explorer_row_names_the_profile_schema_it_writes():
 
 
 def test_the_profile_reader_row_without_pyarrow(monkeypatch):
-    from trainium_lens.hosttools import doctor_neuron
+    from trainium_lens.hosttools.doctor import neuron as doctor_neuron
 
     monkeypatch.setattr(doctor_neuron.importlib.util, "find_spec", lambda name: None)
     status, detail, fix = doctor_neuron.judge_profile_reader(trainium=True)

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from trainium_lens.analysis import gate
-from trainium_lens.analysis.gate_repeat import combine, needs_another
+from trainium_lens.analysis.gate import judge as gate
+from trainium_lens.analysis.gate.repeat import combine, needs_another
 from trainium_lens.analysis.noise import KIND as NOISY
 from trainium_lens.model.result import Finding, Result, Stability
 

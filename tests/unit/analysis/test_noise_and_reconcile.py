@@ -5,7 +5,7 @@ both for real)."""
 
 from __future__ import annotations
 
-from trainium_lens.analysis.findings import analyze
+from trainium_lens.analysis.findings.analyze import analyze
 from trainium_lens.analysis.noise import evidence
 from trainium_lens.analysis.reconcile import reconcile
 from trainium_lens.model.result import Result

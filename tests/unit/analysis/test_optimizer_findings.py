@@ -8,7 +8,7 @@ and tests/integration/harness/test_advice.py."""
 from __future__ import annotations
 
 from tests.unit.analysis.test_findings_and_compare import NAIVE, result
-from trainium_lens.analysis.findings import analyze
+from trainium_lens.analysis.findings.analyze import analyze
 
 
 def with_step(trials=None, ops=372.0, fused_ops=0.0):

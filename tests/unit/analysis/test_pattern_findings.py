@@ -9,8 +9,8 @@ tests/integration/harness/test_advice.py.
 from __future__ import annotations
 
 from tests.unit.analysis.test_findings_and_compare import NAIVE, line, result
-from trainium_lens.analysis.findings import analyze
-from trainium_lens.analysis.pattern_findings import GELU_TANH
+from trainium_lens.analysis.findings.analyze import analyze
+from trainium_lens.analysis.findings.patterns import GELU_TANH
 
 GELU_OPS = [
     ("aten::mul", 4, 40.0),

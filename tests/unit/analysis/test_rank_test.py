@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from trainium_lens.analysis.rank_test import EXACT_MAX, greater_p, smallest_p
+from trainium_lens.analysis.gate.mann_whitney import EXACT_MAX, greater_p, smallest_p
 
 
 def brute_force(after: list[float], before: list[float]) -> float:

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from trainium_lens.analysis import peaks, units
-from trainium_lens.analysis.findings import analyze
-from trainium_lens.analysis.roofline import chart, function_mfu, line_roofs, step_roof
+from trainium_lens.analysis import units
+from trainium_lens.analysis.findings.analyze import analyze
+from trainium_lens.analysis.roofline import peaks
+from trainium_lens.analysis.roofline.points import chart, function_mfu, line_roofs, step_roof
 from trainium_lens.model.result import Result
 
 FILE = "model.py"
@@ -250,7 +251,7 @@ def test_memory_bound_elementwise_line_without_a_named_pattern_is_told_to_fuse()
 def test_an_optimizer_line_is_left_to_the_optimizer_finding():
     """The measured-implementations finding names the fix for an optimizer step; the
     roofline does not add "a fused kernel (torch.compile)" on the same line."""
-    from trainium_lens.analysis.roofline_findings import with_roofline_findings
+    from trainium_lens.analysis.findings.roofline import with_roofline_findings
     from trainium_lens.model.result import Finding
 
     ops = ("aten::_foreach_add", "aten::_foreach_mul", "aten::_foreach_lerp", "aten::_foreach_sqrt")

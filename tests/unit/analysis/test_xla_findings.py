@@ -6,7 +6,7 @@ from __future__ import annotations
 def test_xla_findings_from_signals():
     """Recompiling every step, and no instruction at all, each said in the
     backend's own words (not the CUDA/Neuron no-device-time text)."""
-    from trainium_lens.analysis.findings import analyze
+    from trainium_lens.analysis.findings.analyze import analyze
     from trainium_lens.model.result import Result
 
     base = {
@@ -67,7 +67,7 @@ def _line(n: int, instructions: int) -> dict:
 
 
 def _analyze(**fields):
-    from trainium_lens.analysis.findings import analyze
+    from trainium_lens.analysis.findings.analyze import analyze
     from trainium_lens.model.result import Result
 
     return analyze(Result.from_dict(dict(BASE, **fields)))

@@ -10,8 +10,9 @@ import pytest
 from junitparser import Failure, JUnitXml, Skipped
 
 from tests.unit.analysis.test_gate import OPS, TEXTS, base_lines, run
-from trainium_lens.analysis import gate
-from trainium_lens.cli import gate_output, project_config
+from trainium_lens.analysis.gate import judge as gate
+from trainium_lens.cli import project_config
+from trainium_lens.cli.render import gate as gate_output
 from trainium_lens.errors import UsageError
 
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from trainium_lens.cli.render import Style, render_result
+from trainium_lens.cli.render.result import Style, render_result
 from trainium_lens.model.result import Result
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from trainium_lens.errors import LensError, UsageError
+from trainium_lens.model.job import workspace_id
 from trainium_lens.model.result import Result, ResultError, load, save
 from trainium_lens.model.store import RunStore
-from trainium_lens.targets.base import workspace_id
 from trainium_lens.traces.artifacts import artifacts_cache, local_trace_path
 from trainium_lens.traces.chrome import TraceError
 
@@ -217,7 +217,7 @@ def test_pruning_takes_the_runs_fetched_artifacts_and_nothing_else(ws, victim):
 
 
 def test_control_characters_in_stored_strings_never_reach_the_terminal():
-    from trainium_lens.cli.render import render_result
+    from trainium_lens.cli.render.result import render_result
 
     res = result()
     res.lines[0].text = "x = 1  \x1b]0;owned\x07\x1b[2J"

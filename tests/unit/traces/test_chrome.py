@@ -15,9 +15,9 @@ import pytest
 
 from tests.conftest import EXAMPLES, ROOT
 from trainium_lens.harness.labels import parse_label
+from trainium_lens.model.job import workspace_id
 from trainium_lens.model.result import load
 from trainium_lens.model.store import RunStore
-from trainium_lens.targets.base import workspace_id
 from trainium_lens.traces.chrome import parse_trace
 from trainium_lens.traces.export import to_chrome_trace
 

@@ -22,7 +22,7 @@ not assumed:
    busy host's drift falls on all three alike. The user's optimizer, parameters
    and state are never touched.
 3. ``attach`` puts the figures on the result's ``optimizers[]`` entry
-   (``OptimizerStat.trials``); ``analysis/optimizer_findings.py`` names the fastest.
+   (``OptimizerStat.trials``); ``analysis/findings/optimizer.py`` names the fastest.
 
 Bounds: ``BUDGET_S`` of timed steps per optimizer (at least ``MIN_STEPS`` and at
 most ``MAX_STEPS`` rounds, after ``WARMUP``); copies larger than ``ROUND_ROBIN_BYTES``

@@ -14,7 +14,7 @@ the line's own op.
 
 Per line the result gets ``via_library`` (the share of its torch calls that
 went through library code) and ``library_modules`` (those modules, most calls
-first); ``analysis/findings.py`` reads them.
+first); ``analysis/findings/analyze.py`` reads them.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ unchanged. When the job asks for N > 1 ranks (``--nproc``, the marker option
    if something still held its stdout;
 4. once every rank has reported its ``result`` (``<run_dir>/rank<k>/batch.json``),
    writes ``<run_dir>/batch.json``: rank 0's results plus ``rank_batches`` (every
-   rank's batch as written), which the core merges (``trainium_lens.engine.ranks``),
+   rank's batch as written), which the core merges (``trainium_lens.model.ranks``),
    and reports that as the job's ``result``.
 
 torchrun puts each worker in a session of its own; the ranks ask the kernel to

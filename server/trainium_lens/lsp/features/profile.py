@@ -234,8 +234,8 @@ async def run_profile(ls: LensServer, *args: Any) -> dict:
 
 
 async def _run(ls: LensServer, req: Request, runs: DocumentRuns, running: Running) -> dict:
-    from trainium_lens.engine.jobs import make_job
     from trainium_lens.engine.runner import profile
+    from trainium_lens.model.job import make_job
 
     settings = ls.settings
     host = settings.host

@@ -1,4 +1,4 @@
-"""Editor text for lines of a torchrun job (``--nproc N``, see engine/ranks.py): the
+"""Editor text for lines of a torchrun job (``--nproc N``, see model/ranks.py): the
 inlay hint's spread part (``rank 3 +38%``) and the hover's per-rank table.
 Both are empty for a one-process result, so single-rank text is unchanged."""
 

@@ -12,8 +12,8 @@ forward and backward points, and its memory.
 from __future__ import annotations
 
 from trainium_lens.analysis import units
-from trainium_lens.analysis.peaks import resolve
-from trainium_lens.analysis.roofline import ABOVE_ROOF_NOTE, line_roofs, step_roof
+from trainium_lens.analysis.roofline.peaks import resolve
+from trainium_lens.analysis.roofline.points import ABOVE_ROOF_NOTE, line_roofs, step_roof
 from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.present.markdown import escape
 from trainium_lens.model.result import LineStat, Result, Roof

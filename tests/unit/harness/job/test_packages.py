@@ -127,9 +127,9 @@ def test_variants_share_inputs_and_output_or_name_a_compare_group():
 
 
 def test_include_setting_and_job_field(tmp_path):
-    from trainium_lens.engine.jobs import make_job
     from trainium_lens.errors import UsageError
     from trainium_lens.lsp.settings import parse
+    from trainium_lens.model.job import make_job
 
     settings, warnings = parse({"trainiumLens": {"include": ["transformers.models.llama", "torch.nn"]}})
     assert settings.include == ("transformers.models.llama", "torch.nn") and not warnings
