@@ -9,7 +9,7 @@ import { registerHostPicker } from "./hostPicker";
 import { ServerManager } from "./serverManager";
 import { registerStatusBar } from "./statusBar";
 import { registerTimeline } from "./timelinePanel";
-import { registerTrust } from "./trust";
+import { registerTrust } from "./trustGranted";
 
 const FEATURES: Feature[] = [
   registerStatusBar,

@@ -1,9 +1,7 @@
 // Workspace Trust, the editor side: refuse what Restricted Mode forbids (policy in
-// trustPolicy.ts), with a button to manage trust; restart the server once the
-// workspace is trusted, so it starts over with the workspace's own settings
-// (the interpreter among them: VS Code withholds restricted settings until then).
+// trustPolicy.ts), with a button to manage trust. Imports no feature context, so
+// the server manager can use it (trustGranted.ts restarts the server).
 import * as vscode from "vscode";
-import type { LensContext } from "./context";
 import { refusal } from "./trustPolicy";
 
 export function isTrusted(): boolean {
@@ -18,12 +16,4 @@ export function refuseUntrusted(command: string): boolean {
     if (pick) void vscode.commands.executeCommand("workbench.trust.manage");
   });
   return true;
-}
-
-export function registerTrust(ctx: LensContext): void {
-  ctx.extension.subscriptions.push(
-    vscode.workspace.onDidGrantWorkspaceTrust(() =>
-      ctx.servers.scheduleRestart("the workspace is trusted now"),
-    ),
-  );
 }

@@ -61,6 +61,7 @@ CONFIG = (
     "extension/media/tsconfig.json",
     "extension/media/timeline/globals.d.ts",
     "tests/support/import_contracts.py",  # the layer check's allow-list contract type
+    "scripts/circles.py",
 )
 
 
@@ -154,6 +155,36 @@ def test_the_layer_check_fails_on_a_forbidden_import(tmp_path, path, text, contr
     assert done.returncode == 1 and done.stderr.strip().splitlines()[-1] == "check: failed: layers"
     broken = done.stdout.split("Broken contracts", 1)[-1]
     assert contract in broken and named in broken, done.stdout
+
+
+CIRCLES = [
+    (
+        # a finding module reaching back into the entry that imports it
+        "server/trainium_lens/analysis/findings/ops.py",
+        "\n\ndef _entry() -> object:\n"
+        "    from trainium_lens.analysis.findings import analyze\n\n    return analyze\n",
+        "python: trainium_lens.analysis.findings.analyze ↔ trainium_lens.analysis.findings.ops",
+    ),
+    (
+        "extension/src/a.ts",
+        'import { b } from "./b";\n\nexport const a = (): number => b + 1;\n',
+        "typescript: a ↔ b",
+    ),
+]
+
+
+@pytest.mark.parametrize("path, text, named", CIRCLES, ids=["python", "typescript"])
+def test_the_circles_check_fails_on_a_new_import_circle(tmp_path, path, text, named):
+    make_tree(tmp_path)
+    (tmp_path / "extension/src/b.ts").write_text(
+        'import type { a } from "./a";\n\nexport const b = 1;\nexport type A = typeof a;\n'
+    )
+    assert check(tmp_path, "circles").returncode == 0
+    target = tmp_path / path
+    target.write_text((target.read_text() if target.exists() else "") + text)
+    done = check(tmp_path, "circles")
+    assert done.returncode == 1 and done.stderr.strip().splitlines()[-1] == "check: failed: circles"
+    assert named in done.stdout, done.stdout
 
 
 def test_check_says_what_to_run_when_the_tools_are_missing(tmp_path):

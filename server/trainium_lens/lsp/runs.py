@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainium_lens.analysis.compare import match_lines
+from trainium_lens.errors import LensError
 from trainium_lens.lsp.tracking import LineTracker, is_stale
 from trainium_lens.model.result import Finding, LineStat, Result
 
@@ -343,3 +344,18 @@ class DocumentRuns:
 
     def invalidate(self) -> None:
         self._cache = None
+
+
+def pick_run(
+    annotations: Annotations | None, runs: DocumentRuns | None, line: int | None
+) -> tuple[Result, str | None, int | None]:
+    """The run behind the editor line (and that line in the run's numbering), else
+    the document's latest run with no line."""
+    a = annotations.by_line.get(line) if annotations and line is not None else None
+    if a is not None:
+        return a.result, a.stat.file, a.stat.line
+    current = runs.index.current_touching(runs.file) if runs else []
+    if not current:
+        raise LensError("no profile run for this file yet: run Profile on Trainium first")
+    latest = max(current, key=lambda r: (r.created_at, r.run_id))
+    return latest, None, None

@@ -1,7 +1,8 @@
 """The language server's wiring: every feature registered from this one place.
 
 Each feature lives in its own module under ``features/`` (settings parse in
-``settings.py``) with a ``register(server)`` function that adds its handlers to
+``settings.py``, applied by ``features/configuration.py``) with a
+``register(server)`` function that adds its handlers to
 the shared ``LensServer`` (``state.py``). A new feature is one import and one
 entry in ``FEATURES``. Order matters only for ``on_view_change`` listeners
 (called in this order).
@@ -13,10 +14,10 @@ import logging
 
 from lsprotocol import types
 
-from trainium_lens.lsp import settings
 from trainium_lens.lsp.features import (
     codelens,
     compare,
+    configuration,
     diagnostics,
     documents,
     explorer,
@@ -34,7 +35,7 @@ from trainium_lens.lsp.state import LensServer
 log = logging.getLogger(__name__)
 
 FEATURES = (
-    settings,
+    configuration,
     documents,
     profile,
     codelens,

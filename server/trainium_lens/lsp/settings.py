@@ -14,14 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from trainium_lens.hosttools.explorer import SETTING_KEYS as EXPLORER_KEYS
 from trainium_lens.hosttools.explorer import ExplorerSettings
 from trainium_lens.hosttools.explorer import settings_from as explorer_settings_from
-
-if TYPE_CHECKING:
-    from trainium_lens.lsp.state import LensServer
 
 SECTION = "trainiumLens"
 BACKENDS = ("auto", "neuron", "cuda", "cpu", "xla")
@@ -317,45 +314,3 @@ def names() -> list[str]:
 
 
 assert {f.name for f in fields(Settings)} - {"extra", "rejected"} == {name for name, _ in _PARSERS.values()}
-
-
-# -- wiring: initializationOptions and workspace/didChangeConfiguration --------
-
-
-def register(server: LensServer) -> None:
-    from lsprotocol import types
-
-    pending: list[str] = []
-
-    def apply(payload: Any) -> list[str]:
-        settings, warnings = parse(payload)
-        changed = settings != server.settings
-        server.settings = settings
-        if changed:
-            server.settings_changed()
-        return warnings
-
-    @server.feature(types.INITIALIZE)
-    def on_initialize(ls: LensServer, params: types.InitializeParams) -> None:
-        pending.extend(apply(params.initialization_options))
-
-    @server.feature(types.INITIALIZED)
-    def on_initialized(ls: LensServer, params: types.InitializedParams) -> None:
-        for warning in pending:
-            ls.show(warning, types.MessageType.Warning)
-        pending.clear()
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def on_change(ls: LensServer, params: types.DidChangeConfigurationParams) -> None:
-        payload = params.settings
-        if section_of(payload) is None:
-            # Pull model: the notification only says "something changed".
-            caps = ls.client_capabilities.workspace
-            if not (caps and caps.configuration):
-                return
-            items = await ls.workspace_configuration_async(
-                types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
-            )
-            payload = {SECTION: items[0] if items and isinstance(items[0], dict) else {}}
-        for warning in apply(payload):
-            ls.show(warning, types.MessageType.Warning)

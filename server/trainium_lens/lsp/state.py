@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -25,14 +27,18 @@ from trainium_lens.lsp.runs import Annotations, DocumentRuns, RunIndex
 from trainium_lens.lsp.settings import Settings
 
 if TYPE_CHECKING:
-    from trainium_lens.lsp.features.explorer import ExplorerFeature
-    from trainium_lens.lsp.features.profile import Running
     from trainium_lens.targets.base import Target
 
 log = logging.getLogger(__name__)
 
 
 ViewListener = Callable[["LensServer", str], None]
+
+
+class Closeable(Protocol):
+    """What the server keeps of a feature's service: it is closed at shutdown."""
+
+    def close(self) -> None: ...
 
 
 class LensServer(LanguageServer):
@@ -55,7 +61,7 @@ class LensServer(LanguageServer):
         self._pending: dict[str, asyncio.TimerHandle] = {}  # uri -> scheduled views_changed
         self._target: Target | None = None  # kept between runs: an SSH target keeps its connection
         self._target_key: tuple | None = None
-        self.explorer: ExplorerFeature | None = None  # lsp/features/explorer.py (tests, shutdown)
+        self.explorer: Closeable | None = None  # lsp/features/explorer.py (tests, shutdown)
 
     def settings_changed(self) -> None:
         """New settings: hints may pass or fail the threshold, runs may go elsewhere."""
@@ -244,3 +250,13 @@ class LensServer(LanguageServer):
 
     def log_line(self, message: str, kind: types.MessageType = types.MessageType.Log) -> None:
         self.window_log_message(types.LogMessageParams(type=kind, message=message))
+
+
+@dataclass
+class Running:
+    """A profile in flight: one per file (a second request is refused)."""
+
+    file: str
+    functions: list[str]
+    cancel: threading.Event = field(default_factory=threading.Event)
+    token: str | None = None

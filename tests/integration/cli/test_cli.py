@@ -535,7 +535,8 @@ def test_no_device_time_is_visible_never_a_device_heading():
 
 def test_ascii_terminal():
     from trainium_lens.analysis.findings.analyze import analyze
-    from trainium_lens.cli.render.result import Style, render_result
+    from trainium_lens.cli.render.result import render_result
+    from trainium_lens.cli.render.text import Style
 
     res = Result.from_dict(minimal())
     res.lines[0].self_time_us_max = 14.0
@@ -578,7 +579,8 @@ def test_live_progress_line():
 
 
 def test_table_fits_a_narrow_terminal():
-    from trainium_lens.cli.render.result import Style, render_result
+    from trainium_lens.cli.render.result import render_result
+    from trainium_lens.cli.render.text import Style
 
     doc = minimal()
     doc["lines"][0]["text"] = "y = torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, eps)"

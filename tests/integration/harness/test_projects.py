@@ -17,9 +17,10 @@ import pytest
 
 from tests.conftest import ROOT, SERVER
 from tests.support.harness import line_of
-from trainium_lens.analysis.findings.analyze import SEVERITY, analyze, dispatches_per_execution
+from trainium_lens.analysis.findings.analyze import analyze
+from trainium_lens.analysis.findings.ops import SEVERITY, dispatches_per_execution
 from trainium_lens.cli.render.batch import render_batch
-from trainium_lens.cli.render.result import Style
+from trainium_lens.cli.render.text import Style
 from trainium_lens.model.result import Batch, Result
 
 DATA = ROOT / "tests" / "data"

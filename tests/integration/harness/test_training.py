@@ -193,7 +193,8 @@ def test_checkpoint_recomputation_is_recompute_not_forward_again(training):
 
 
 def test_no_grad_has_no_backward(training):
-    from trainium_lens.cli.render.result import Style, render_result
+    from trainium_lens.cli.render.result import render_result
+    from trainium_lens.cli.render.text import Style
 
     r = training["step_no_grad"]
     assert not r.totals.has_backward
@@ -227,7 +228,8 @@ def test_hint_shows_forward_and_backward(example):
 
 
 def test_a_schema_1_result_still_opens(tmp_path):
-    from trainium_lens.cli.render.result import Style, render_result
+    from trainium_lens.cli.render.result import render_result
+    from trainium_lens.cli.render.text import Style
     from trainium_lens.model import result as R
 
     stored = R.load(DATA / "schema1_result.json")

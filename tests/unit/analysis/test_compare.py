@@ -13,7 +13,7 @@ import pytest
 from trainium_lens.analysis.compare import diff_runs
 from trainium_lens.analysis.variants import BASIS_DEVICE, BASIS_WALL, compare_variants
 from trainium_lens.cli.render.compare import render_comparison, render_diff
-from trainium_lens.cli.render.result import Style, fmt_us
+from trainium_lens.cli.render.text import Style, fmt_us
 from trainium_lens.model.result import Result
 
 MAIN = "train.py"

@@ -9,7 +9,8 @@ The RMSNorm finding on a real CPU profile is checked in integration/cli/test_cli
 from __future__ import annotations
 
 from trainium_lens.analysis.compare import compare_variants, diff_runs, tolerance_for
-from trainium_lens.analysis.findings.analyze import analyze, direct_ops
+from trainium_lens.analysis.findings.analyze import analyze
+from trainium_lens.analysis.findings.ops import direct_ops
 from trainium_lens.model.result import Result
 
 FILE = "examples/rmsnorm.py"

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from trainium_lens.cli.render.result import Style, render_result
+from trainium_lens.cli.render.result import render_result
+from trainium_lens.cli.render.text import Style
 from trainium_lens.model.result import Result
 
 

@@ -43,8 +43,16 @@ for the generic dispatch count and the instrumentation note.
 
 from __future__ import annotations
 
-import statistics
-
+from trainium_lens.analysis.findings.ops import (
+    VIEW_OPS,
+    direct_ops,
+    dispatch_text,
+    dispatches_per_execution,
+    finding,
+    fmt_us,
+    line_share,
+    op_base,
+)
 from trainium_lens.analysis.findings.optimizer import with_optimizer_findings
 from trainium_lens.analysis.findings.ranks import rank_findings
 from trainium_lens.analysis.noise import with_noise_findings
@@ -56,132 +64,6 @@ OVERHEAD_RATIO = 10.0
 NEGLIGIBLE_US = 1.0  # a line costing less per call has nothing a fusion could save
 LIBRARY_SHARE = 0.5  # most of the line's torch calls ran in library code: no dispatch hint
 MINOR_OP_SHARE = 0.05  # a direct op costing less of its line's time is not worth a fusion
-
-SEVERITY = {
-    "no_device_time": "warning",
-    "cpu_fallback": "warning",
-    "compile_in_steps": "warning",
-    "recompile": "warning",
-    "h2d_copy": "warning",
-    "neuron_rt_inspect": "warning",
-    "fused_op": "info",
-    "graph_break": "info",
-    "dispatches": "hint",
-    "instrumentation_overhead": "hint",
-}
-
-# Ops that only change metadata: no kernel, nothing to fuse.
-VIEW_OPS = frozenset(
-    {
-        "view",
-        "reshape",
-        "_reshape_alias",
-        "_unsafe_view",
-        "expand",
-        "expand_as",
-        "t",
-        "transpose",
-        "permute",
-        "unsqueeze",
-        "squeeze",
-        "as_strided",
-        "slice",
-        "select",
-        "alias",
-        "detach",
-        "lift_fresh",
-        "empty",
-        "empty_like",
-        "empty_strided",
-        "resolve_conj",
-        "resolve_neg",
-        "contiguous",
-        "flatten",
-        "unflatten",
-        "narrow",
-        "split",
-        "chunk",
-        "unbind",
-        "result_type",
-        "is_nonzero",
-        "item",
-        "_local_scalar_dense",
-    }
-)
-
-# Ops that usually run *inside* another op (dtype casts, output allocation).
-HELPER_OPS = frozenset(
-    {
-        "to",
-        "_to_copy",
-        "copy",
-        "empty",
-        "empty_like",
-        "empty_strided",
-        "fill",
-        "zero",
-        "resize",
-        "clone",
-        "contiguous",
-    }
-)
-
-
-def op_base(name: str) -> str:
-    """``aten::mul_`` -> ``mul``; ``aten::add.Tensor`` -> ``add``."""
-    base = name.split("::", 1)[-1].split(".", 1)[0]
-    return base.rstrip("_") if base != "_" else base
-
-
-def line_dispatches(line: LineStat) -> float:
-    """Ops dispatched directly from ``line`` per call (the harness's count)."""
-    if line.calls:
-        return line.calls
-    return sum(op.calls for op in line.ops if op_base(op.name) not in VIEW_OPS)
-
-
-def dispatches_per_execution(line: LineStat) -> float:
-    """Compute ops the line dispatches each time it runs: its direct ops other
-    than views (which launch nothing), divided by its hits. Results without
-    hits (older harnesses) count per call, as before."""
-    direct = [op for op in line.ops if op.direct_calls > 0]
-    if direct:
-        n = sum(op.direct_calls for op in direct if op_base(op.name) not in VIEW_OPS)
-    else:
-        n = line_dispatches(line)
-    return n / line.hits if line.hits else n
-
-
-def direct_ops(line: LineStat, result: Result) -> list[LineOp]:
-    """The ops the line itself dispatched.
-
-    ``line.ops`` also lists what those ops called inside (``aten::mean`` on a
-    bf16 CPU tensor runs ``sum``, ``div_``, ``to``...). The harness marks the
-    direct ones (``direct_calls``, in program order). For results written
-    before it did, a best guess: a direct op spans its nested ones, so it has
-    the largest total time per call: walk the line's ops in that order
-    (helpers such as ``to``/``copy_``/``empty`` and ``_private`` ops, which are
-    almost always nested, last) until ``line.calls`` dispatches are covered.
-    """
-    marked = [op for op in line.ops if op.direct_calls > 0]
-    if marked:
-        return marked
-    totals = {op.name: op.total_time_us / op.calls for op in result.ops if op.calls}
-
-    def rank(op: LineOp) -> tuple[bool, float]:
-        base = op_base(op.name)
-        helper = base in HELPER_OPS or base in VIEW_OPS or base.startswith("_")
-        return (helper, -totals.get(op.name, op.self_time_us / max(op.calls, 1.0)))
-
-    want = line.calls or float("inf")
-    picked: list[LineOp] = []
-    covered = 0.0
-    for op in sorted(line.ops, key=rank):
-        if covered >= want:
-            break
-        picked.append(op)
-        covered += op.calls
-    return picked
 
 
 def analyze(result: Result) -> list[Finding]:
@@ -214,10 +96,6 @@ def analyze(result: Result) -> list[Finding]:
     return findings
 
 
-def _finding(kind: str, file: str, line: int, message: str, fix: str | None = None) -> Finding:
-    return Finding(kind=kind, severity=SEVERITY[kind], file=file, line=line, message=message, fix=fix)
-
-
 def _def_line(result: Result) -> tuple[str, int]:
     return result.function.file, result.function.line
 
@@ -233,7 +111,7 @@ def _device_time(result: Result) -> list[Finding]:
         else "no CUDA kernel time in the trace (CUPTI unavailable?)"
     )
     return [
-        _finding(
+        finding(
             "no_device_time",
             file,
             line,
@@ -248,7 +126,7 @@ def _cpu_fallback(result: Result) -> list[Finding]:
     for op in result.signals.cpu_fallback_ops:
         file, line = _line_of_op(result, op) or _def_line(result)
         found.append(
-            _finding(
+            finding(
                 "cpu_fallback",
                 file,
                 line,
@@ -277,7 +155,7 @@ def _compiles(result: Result) -> list[Finding]:
     if signals.compiles_in_active_steps > 0:
         n = signals.compiles_in_active_steps
         found.append(
-            _finding(
+            finding(
                 "compile_in_steps",
                 file,
                 line,
@@ -290,7 +168,7 @@ def _compiles(result: Result) -> list[Finding]:
     if signals.recompiles > 0:
         n = signals.recompiles
         found.append(
-            _finding(
+            finding(
                 "recompile",
                 file,
                 line,
@@ -302,7 +180,7 @@ def _compiles(result: Result) -> list[Finding]:
     if signals.graph_breaks > 0:
         n = signals.graph_breaks
         found.append(
-            _finding(
+            finding(
                 "graph_break",
                 file,
                 line,
@@ -324,9 +202,9 @@ def _h2d_copies(result: Result) -> list[Finding]:
         by_line.setdefault((src.file, src.line), (0.0, 0.0))
     found = []
     for (file, line), (calls, time) in sorted(by_line.items()):
-        per = f" ({calls:g} per call, {_us(time)})" if calls else ""
+        per = f" ({calls:g} per call, {fmt_us(time)})" if calls else ""
         found.append(
-            _finding(
+            finding(
                 "h2d_copy",
                 file,
                 line,
@@ -343,7 +221,7 @@ def _rt_inspect(result: Result) -> list[Finding]:
         return []
     file, line = _def_line(result)
     return [
-        _finding(
+        finding(
             "neuron_rt_inspect",
             file,
             line,
@@ -354,45 +232,13 @@ def _rt_inspect(result: Result) -> list[Finding]:
     ]
 
 
-def _function_total(result: Result) -> float:
-    return result.totals.self_time_us or sum(s.self_time_us for s in result.lines) or 0.0
-
-
-def _share(stats: list[LineStat], result: Result) -> float | None:
-    """The lines' share of the function's time (forward + backward + recompute:
-    what they cost a step), by medians over the measured steps where the result
-    has them: one preempted step (a busy machine) must not make every other
-    line look negligible."""
-    per_step = result.totals.per_step_self_time_us
-    if per_step and all(s.self_time_us_median for s in stats):
-        total = statistics.median(per_step)
-        part = sum(
-            s.self_time_us_median
-            + (s.backward_self_time_us_median or s.backward_self_time_us)
-            + s.recompute_time_us
-            for s in stats
-        )
-    else:
-        total = _function_total(result)
-        part = sum(s.time_us for s in stats)
-    return part / total if total > 0 else None
-
-
-def _us(value: float) -> str:
-    return f"{value / 1000:.3g} ms" if value >= 1000 else f"{value:.3g} µs"
-
-
-def _dispatch_text(n: float) -> str:
-    return f"{n:g} dispatch" + ("" if n == 1 else "es")
-
-
 def _dispatches(result: Result) -> list[Finding]:
     if result.backend == "xla":
         return []  # a line's HLO instructions are not dispatches: one graph runs per step
     found = []
     for stat in sorted(result.lines, key=lambda s: (s.file, s.line)):
         n = dispatches_per_execution(stat)
-        share = _share([stat], result)
+        share = line_share([stat], result)
         if n < DISPATCH_MIN or (share is not None and share < DISPATCH_SHARE):
             continue
         if stat.time_us < NEGLIGIBLE_US or (stat.via_library or 0.0) >= LIBRARY_SHARE:
@@ -408,11 +254,11 @@ def _dispatches(result: Result) -> list[Finding]:
         ran = f", each of its {stat.hits:g} runs per call" if stat.hits and stat.hits > 1 else ""
         shown = ", ".join(dict.fromkeys(names)) or "ops"
         found.append(
-            _finding(
+            finding(
                 "dispatches",
                 stat.file,
                 stat.line,
-                f"{_dispatch_text(n)} on this line ({shown}{ran}): a fused op or torch.compile "
+                f"{dispatch_text(n)} on this line ({shown}{ran}): a fused op or torch.compile "
                 f"would make it one.",
                 fix="torch.compile",
             )
@@ -445,7 +291,7 @@ def _overhead(result: Result) -> list[Finding]:
         return []
     file, line = _def_line(result)
     return [
-        _finding(
+        finding(
             "instrumentation_overhead",
             file,
             line,

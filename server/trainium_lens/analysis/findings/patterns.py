@@ -31,13 +31,13 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from trainium_lens.analysis.findings.analyze import (
-    _dispatch_text,
-    _finding,
-    _share,
-    _us,
+from trainium_lens.analysis.findings.ops import (
     direct_ops,
+    dispatch_text,
     dispatches_per_execution,
+    finding,
+    fmt_us,
+    line_share,
     op_base,
 )
 from trainium_lens.model.result import Finding, LineStat, Result
@@ -171,7 +171,7 @@ def _match(pattern: Pattern, stats: list[LineStat], direct: dict, claimed: set[i
 
 def _judge(pattern: Pattern, involved: list[LineStat], function: str, result: Result) -> Finding | None:
     dispatches = sum(dispatches_per_execution(s) for s in involved)
-    share = _share(involved, result)
+    share = line_share(involved, result)
     if dispatches < PATTERN_MIN_DISPATCHES or (share is not None and share < PATTERN_SHARE):
         return None
     first, last = involved[0].line, involved[-1].line
@@ -187,13 +187,13 @@ def _judge(pattern: Pattern, involved: list[LineStat], function: str, result: Re
     per = "execution" if any((s.hits or 1) > 1 for s in involved) else "call"
     fwd = sum(s.self_time_us for s in involved)
     bwd = sum(s.backward_self_time_us + s.recompute_time_us for s in involved)
-    cost = f"{_us(fwd)} forward + {_us(bwd)} backward" if bwd else _us(fwd)
+    cost = f"{fmt_us(fwd)} forward + {fmt_us(bwd)} backward" if bwd else fmt_us(fwd)
     extra = [text for prefix, text in pattern.library_fix if any(m.startswith(prefix) for m in modules)]
-    return _finding(
+    return finding(
         "fused_op",
         involved[0].file,
         first,
-        f"{where} {pattern.what}{inside}: {_dispatch_text(dispatches)} per {per}, "
+        f"{where} {pattern.what}{inside}: {dispatch_text(dispatches)} per {per}, "
         f"{cost}; {pattern.fix} does it in one fused op" + (f" ({'; '.join(extra)})" if extra else "") + ".",
         fix=pattern.fix,
     )

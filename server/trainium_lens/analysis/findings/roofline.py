@@ -33,7 +33,7 @@ import statistics
 from collections import defaultdict
 
 from trainium_lens.analysis import units
-from trainium_lens.analysis.findings.analyze import VIEW_OPS, direct_ops, dispatches_per_execution, op_base
+from trainium_lens.analysis.findings.ops import VIEW_OPS, direct_ops, dispatches_per_execution, op_base
 from trainium_lens.analysis.findings.patterns import pattern_lines
 from trainium_lens.analysis.roofline.peaks import resolve
 from trainium_lens.analysis.roofline.points import line_time_us, step_roof

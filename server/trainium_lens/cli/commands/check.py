@@ -29,7 +29,7 @@ from trainium_lens.cli.common import add_target_arguments
 from trainium_lens.cli.pipes import emit
 from trainium_lens.cli.refs import back
 from trainium_lens.cli.render import gate as gate_output
-from trainium_lens.cli.render.result import finish
+from trainium_lens.cli.render.text import finish
 from trainium_lens.errors import LensError, UsageError
 from trainium_lens.model.job import PROTOCOL_KEYS, Job, make_job, new_batch_id, workspace_root_for
 from trainium_lens.model.result import Result

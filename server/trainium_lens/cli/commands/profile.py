@@ -18,7 +18,8 @@ from trainium_lens.cli.common import add_target_arguments
 from trainium_lens.cli.render.batch import render_batch
 from trainium_lens.cli.render.engines import render_engines
 from trainium_lens.cli.render.ranks import render_ranks
-from trainium_lens.cli.render.result import Style, render_result, terminal_safe
+from trainium_lens.cli.render.result import render_result
+from trainium_lens.cli.render.text import Style, terminal_safe
 from trainium_lens.cli.render.work import render_work
 from trainium_lens.engine import runner
 from trainium_lens.errors import Cancelled, HarnessError, LensError, NotStored, UsageError

@@ -14,7 +14,7 @@ from trainium_lens.cli.commands.profile import style_for
 from trainium_lens.cli.common import add_workspace_argument, workspace_path
 from trainium_lens.cli.pipes import emit
 from trainium_lens.cli.refs import workspace_file
-from trainium_lens.cli.render.result import Style, finish, fmt_us, table
+from trainium_lens.cli.render.text import Style, finish, fmt_us, table
 from trainium_lens.model.result import Result
 from trainium_lens.model.store import RunStore
 

@@ -22,7 +22,8 @@ from trainium_lens.cli.pipes import emit
 from trainium_lens.cli.render.batch import render_batch
 from trainium_lens.cli.render.engines import render_engines
 from trainium_lens.cli.render.ranks import render_ranks
-from trainium_lens.cli.render.result import finish, render_result
+from trainium_lens.cli.render.result import render_result
+from trainium_lens.cli.render.text import finish
 from trainium_lens.cli.render.work import render_work
 from trainium_lens.errors import LensError, UsageError
 from trainium_lens.model.result import Result, ResultError, load

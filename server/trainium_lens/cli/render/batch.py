@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from trainium_lens.analysis.variants import compare_variants, summarize, variant_groups
 from trainium_lens.cli.render.compare import render_comparison
-from trainium_lens.cli.render.result import CLOCK_NAMES, Style, finish, fmt_count, fmt_us, table
+from trainium_lens.cli.render.text import CLOCK_NAMES, Style, finish, fmt_count, fmt_us, table
 from trainium_lens.model.result import Result
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from trainium_lens.analysis.compare import LineDelta, RunDiff
 from trainium_lens.analysis.variants import BASIS_DEVICE, BASIS_WALL, Comparison, VariantRow
-from trainium_lens.cli.render.result import (
+from trainium_lens.cli.render.text import (
     CLOCK_NAMES,
     SOURCE_WIDTH,
     Style,

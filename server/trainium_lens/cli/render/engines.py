@@ -5,7 +5,7 @@ parallel). Empty for every other result."""
 
 from __future__ import annotations
 
-from trainium_lens.cli.render.result import Style, fmt_us, table
+from trainium_lens.cli.render.text import Style, fmt_us, table
 from trainium_lens.model.result import Result
 
 

@@ -24,7 +24,7 @@ from trainium_lens.analysis.gate.judge import (
     Item,
     Report,
 )
-from trainium_lens.cli.render.result import Style, fmt_us, table, truncate
+from trainium_lens.cli.render.text import Style, fmt_us, table, truncate
 
 SHOWN = (REGRESSED, NEW, NOT_CONFIRMED, WITHIN_NOISE, NOT_JUDGED)
 

@@ -3,7 +3,7 @@ the lines whose ranks differ the most. Empty for a one-process result."""
 
 from __future__ import annotations
 
-from trainium_lens.cli.render.result import Style, fmt_us, table
+from trainium_lens.cli.render.text import Style, fmt_us, table
 from trainium_lens.model.result import Result
 
 SPREAD_LINES = 5  # the lines with the widest spread across ranks

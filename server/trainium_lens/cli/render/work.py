@@ -8,7 +8,7 @@ from __future__ import annotations
 from trainium_lens.analysis import units
 from trainium_lens.analysis.roofline.peaks import resolve
 from trainium_lens.analysis.roofline.points import ABOVE_ROOF_NOTE, function_mfu, has_work, step_roof
-from trainium_lens.cli.render.result import SOURCE_WIDTH, Style, finish, line_ref, table, truncate
+from trainium_lens.cli.render.text import SOURCE_WIDTH, Style, finish, line_ref, table, truncate
 from trainium_lens.model.result import Result
 
 

@@ -9,7 +9,7 @@ the JSON (``--json``) always keeps them all.
 
 from __future__ import annotations
 
-from trainium_lens.cli.render.result import Style, _spans, fmt_count, fmt_pct, fmt_us, table, truncate
+from trainium_lens.cli.render.text import Style, fmt_count, fmt_pct, fmt_us, spans, table, truncate
 from trainium_lens.model.result import Region, Result
 
 TOP_FUSIONS = 3  # per line
@@ -34,7 +34,7 @@ def regions_section(result: Result, clock: str, style: Style) -> list[str]:
         top = ", ".join(f"{r.name} {fmt_us(r.self_time_us, style)}" for r in regions[:TOP_FUSIONS])
         more = f", +{len(regions) - TOP_FUSIONS} more" if len(regions) > TOP_FUSIONS else ""
         covered = sorted({c.line for r in regions for c in r.covered_lines if c.file == file} - {line})
-        fused = f"; fuses lines {_spans(covered, style)} too" if covered else ""
+        fused = f"; fuses lines {spans(covered, style)} too" if covered else ""
         total = sum(r.self_time_us for r in regions)
         out.append(
             f"    line {where}: {len(regions)} fusion{'s' if len(regions) != 1 else ''}, "
@@ -49,7 +49,7 @@ def regions_section(result: Result, clock: str, style: Style) -> list[str]:
 
 def _one_region(region: Region, clock: str, style: Style) -> str:
     covered = sorted({c.line for c in region.covered_lines})
-    span = f"covers lines {_spans(covered, style)}" if covered else "covered lines unknown"
+    span = f"covers lines {spans(covered, style)}" if covered else "covered lines unknown"
     nodes = f", {region.fx_nodes} ops fused" if region.fx_nodes else ""
     return (
         f"    {region.name}: line {region.line}, "

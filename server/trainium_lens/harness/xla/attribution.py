@@ -20,14 +20,21 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from trainium_lens.harness.intervals import union_length
-from trainium_lens.harness.xla.credit import FORWARD, Credit, Creditor, Place, Tags, no_tags, user_stack
-from trainium_lens.harness.xla.figures import figures
+from trainium_lens.harness.xla.credit import (
+    FORWARD,
+    Credit,
+    Creditor,
+    Place,
+    Tags,
+    XlaAttribution,
+    no_tags,
+    user_stack,
+)
 from trainium_lens.harness.xla.xplane import Capture, Executed, HloInstr, HloModule
 
-__all__ = ["Credit", "XlaAttribution", "attribute", "credit", "figures", "user_stack"]
+__all__ = ["Credit", "XlaAttribution", "attribute", "credit", "user_stack"]
 
 # The CPU runtime runs a big instruction's partitions on Eigen worker threads too:
 # those events add time (union) but not executions.
@@ -76,22 +83,6 @@ def _subtract(e: Executed, holes: list[tuple[float, float]]) -> list[tuple[float
     if at < e.end_ns:
         pieces.append((at, e.end_ns))
     return pieces
-
-
-@dataclass
-class XlaAttribution:
-    steps: int
-    # per (module, instruction): its credit and, per step, time (µs) and executions
-    credits: dict[tuple[str, str], Credit] = field(default_factory=dict)
-    instrs: dict[tuple[str, str], HloInstr] = field(default_factory=dict)  # the compiled instruction
-    time: dict[tuple[int, tuple[str, str]], float] = field(default_factory=dict)
-    calls: dict[tuple[str, str], int] = field(default_factory=dict)
-    windows: dict[Place, list[tuple[float, float]]] = field(default_factory=dict)  # ns, profiler clock
-    unknown: set[str] = field(default_factory=set)  # executed names not in any module
-    graphs: set[str] = field(default_factory=set)  # modules that ran in the measured steps
-    # lines that called an optimizer's step/zero_grad -> its range name (xla/tags.py)
-    optimizer_places: dict[Place, str] = field(default_factory=dict)
-    optimizer_calls: dict[str, int] = field(default_factory=dict)  # range name -> calls, all steps
 
 
 def attribute(

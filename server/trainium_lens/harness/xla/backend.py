@@ -220,7 +220,8 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     )
     from trainium_lens.harness.events import HarnessError
     from trainium_lens.harness.xla import run_warnings
-    from trainium_lens.harness.xla.attribution import attribute, figures
+    from trainium_lens.harness.xla.attribution import attribute
+    from trainium_lens.harness.xla.figures import figures
     from trainium_lens.harness.xla.tags import StepTagger, TagTable
     from trainium_lens.harness.xla.trace import write_trace
     from trainium_lens.harness.xla.work import add_work

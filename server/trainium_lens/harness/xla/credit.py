@@ -308,3 +308,19 @@ class Creditor:
     @staticmethod
     def _flowed(c: Credit, via: str) -> Credit:
         return Credit(c.stack, c.stack[:1], phase=c.phase, node=c.node, via=via)
+
+
+@dataclass
+class XlaAttribution:
+    steps: int
+    # per (module, instruction): its credit and, per step, time (µs) and executions
+    credits: dict[tuple[str, str], Credit] = field(default_factory=dict)
+    instrs: dict[tuple[str, str], HloInstr] = field(default_factory=dict)  # the compiled instruction
+    time: dict[tuple[int, tuple[str, str]], float] = field(default_factory=dict)
+    calls: dict[tuple[str, str], int] = field(default_factory=dict)
+    windows: dict[Place, list[tuple[float, float]]] = field(default_factory=dict)  # ns, profiler clock
+    unknown: set[str] = field(default_factory=set)  # executed names not in any module
+    graphs: set[str] = field(default_factory=set)  # modules that ran in the measured steps
+    # lines that called an optimizer's step/zero_grad -> its range name (xla/tags.py)
+    optimizer_places: dict[Place, str] = field(default_factory=dict)
+    optimizer_calls: dict[str, int] = field(default_factory=dict)  # range name -> calls, all steps

@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from trainium_lens.harness.xla.credit import BACKWARD, FORWARD, Place
-
-if TYPE_CHECKING:
-    from trainium_lens.harness.xla.attribution import XlaAttribution
+from trainium_lens.harness.xla.credit import BACKWARD, FORWARD, Place, XlaAttribution
 
 BUCKET_NAMES = 5  # instruction names kept per bucket (the JSON keeps the biggest)
 

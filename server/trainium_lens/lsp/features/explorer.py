@@ -21,7 +21,7 @@ from lsprotocol import types
 from trainium_lens.errors import LensError
 from trainium_lens.hosttools.explorer import ExplorerService, ExplorerSettings, describe
 from trainium_lens.lsp.features import trust
-from trainium_lens.lsp.features.timeline import pick_run
+from trainium_lens.lsp.runs import pick_run
 
 # A runtime import: pygls reads command handlers' annotations (get_type_hints).
 from trainium_lens.lsp.state import LensServer
@@ -65,7 +65,7 @@ class ExplorerFeature:
         if runs is None:
             raise LensError("not a file in a workspace")
         runs.index.refresh()
-        result, _file, run_line = pick_run(ls, uri, line)
+        result, _file, run_line = pick_run(ls.annotations(uri), ls.document_runs(uri), line)
         service = self.service_for(explorer_settings(ls))
         ls.log_line(f"Neuron Explorer: opening run {result.run_id} on {result.artifacts.location}")
         opened = await asyncio.get_running_loop().run_in_executor(None, service.open, result, run_line)

@@ -14,9 +14,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import threading
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,7 @@ from trainium_lens.lsp.present import format as fmt
 
 # A runtime import: pygls reads command handlers' annotations (get_type_hints).
 from trainium_lens.lsp.runs import DocumentRuns
-from trainium_lens.lsp.state import LensServer
+from trainium_lens.lsp.state import LensServer, Running
 
 log = logging.getLogger(__name__)
 
@@ -57,16 +56,6 @@ STAGES = {
     "timing": 90,
     "done": 98,
 }
-
-
-@dataclass
-class Running:
-    """A profile in flight: one per file (a second request is refused)."""
-
-    file: str
-    functions: list[str]
-    cancel: threading.Event = field(default_factory=threading.Event)
-    token: str | None = None
 
 
 @dataclass

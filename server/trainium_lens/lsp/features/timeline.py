@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from lsprotocol.types import CodeLens, Range
 
 from trainium_lens.errors import LensError
+from trainium_lens.lsp.runs import pick_run
 from trainium_lens.lsp.state import LensServer
 from trainium_lens.model.result import Result
 from trainium_lens.traces.artifacts import local_trace_path
@@ -120,21 +121,6 @@ def _arg(params: Any, name: str) -> Any:
     return params.get(name) if isinstance(params, dict) else getattr(params, name, None)
 
 
-def pick_run(ls: LensServer, uri: str, line: int | None) -> tuple[Result, str | None, int | None]:
-    """The run behind the editor line (and that line in the run's numbering), else
-    the document's latest run with no line."""
-    annotations = ls.annotations(uri)
-    a = annotations.by_line.get(line) if annotations and line is not None else None
-    if a is not None:
-        return a.result, a.stat.file, a.stat.line
-    runs = ls.document_runs(uri)
-    current = runs.index.current_touching(runs.file) if runs else []
-    if not current:
-        raise LensError("no profile run for this file yet: run Profile on Trainium first")
-    latest = max(current, key=lambda r: (r.created_at, r.run_id))
-    return latest, None, None
-
-
 def targets_for(ls: LensServer, uri: str, result: Result, trace: Trace) -> dict[tuple[str, int], dict]:
     """Where each source line of the trace sits in the editor now."""
     runs = ls.document_runs(uri)
@@ -161,7 +147,7 @@ async def timeline(ls: LensServer, params: Any, cache: TraceCache) -> dict:
     if runs is None:
         raise LensError(f"not a file in a workspace: {to_fs_path(uri) or uri}")
     runs.index.refresh()
-    result, file, run_line = pick_run(ls, uri, line)
+    result, file, run_line = pick_run(ls.annotations(uri), ls.document_runs(uri), line)
     ssh_config = ls.settings.ssh_config
     trusted = ls.settings.trusted  # Restricted Mode: traces already here only, no host is reached
 

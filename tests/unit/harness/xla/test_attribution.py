@@ -7,6 +7,7 @@ from __future__ import annotations
 from tests.support.hlo_proto import f_bytes, f_int, instr
 from trainium_lens.harness.xla import attribution as xa
 from trainium_lens.harness.xla import xplane as xt
+from trainium_lens.harness.xla.figures import figures as xla_figures
 
 USER = "/ws/model.py"
 LIB = "/venv/lib/python3.10/site-packages/torch/nn/modules/linear.py"
@@ -115,7 +116,7 @@ def test_steps_partitions_and_reconciliation():
         ]
     att = xa.attribute(cap, [900_000.0, 1_900_000.0], relpath)
     assert att.steps == 2 and att.unknown == {"mystery"}
-    fig = xa.figures(att, lambda f, n: f"line {n}")
+    fig = xla_figures(att, lambda f, n: f"line {n}")
     lines = {s["line"]: s for s in fig["lines"]}
     assert lines[10]["self_time_us"] == 5.0  # union of [0,4] and [1,5] µs, not 8
     assert lines[10]["calls"] == 1  # the partition is not another execution

@@ -11,6 +11,7 @@ from tests.support.hlo_proto import computation, hlo_proto, instr, stack_index
 from trainium_lens.harness.xla import attribution as xa
 from trainium_lens.harness.xla import xplane as xt
 from trainium_lens.harness.xla.credit import PLUMBING, Creditor
+from trainium_lens.harness.xla.figures import figures as xla_figures
 from trainium_lens.harness.xla.tags import TAG_PREFIX, tag_of
 
 USER, LIB = "/ws/model.py", "/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py"
@@ -138,7 +139,7 @@ def test_time_nested_in_a_call_is_taken_off_it_and_phases_add_up():
     att = xa.attribute(
         cap, [900_000.0, 1_900_000.0], relpath, TAGS.get, places, {"Optimizer.step#SGD.step": 2}
     )
-    fig = xa.figures(att, lambda f, n: f"line {n}")
+    fig = xla_figures(att, lambda f, n: f"line {n}")
     lines = {s["line"]: s for s in fig["lines"]}
     assert lines[30]["self_time_us"] == pytest.approx(2 + 8 + 4)  # call.1's own 2, fc.clone 8, rw 4
     assert lines[20]["backward_self_time_us"] == pytest.approx(6) and lines[20]["self_time_us"] == 0
