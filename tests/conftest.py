@@ -15,7 +15,7 @@ SERVER = ROOT / "server"
 DATA = ROOT / "tests" / "data"  # fixture sources (line numbers matter: never reformatted)
 
 # Fixtures of one area live in their own module; pytest loads them from here.
-pytest_plugins = ["tests.support.sshd"]
+pytest_plugins = ["tests.support.sshd", "tests.support.lab"]
 
 # The harness runs as a subprocess with the same interpreter as the tests.
 PYTHON = sys.executable
