@@ -61,7 +61,7 @@ def run(events) -> int:
     chosen = select(marked, spec, rel)
     protocols = [protocol_for(m, spec, rel) for m in chosen]  # bad options fail before any work
     precheck.check(source, chosen, rel)
-    nproc = nproc_for(spec, chosen)
+    nproc = nproc_for(spec.nproc, chosen, rel)
     if nproc > 1 and not dist.rank_mode():  # this process launches the ranks
         return launch.run(spec, events, spec_text, nproc)
     dist.early_setup()

@@ -147,3 +147,63 @@ def misplaced_markers(source: str) -> list[tuple[int, str, int]]:
             if hit is not None:
                 out.append((hit[0], node.name, getattr(node, "end_lineno", None) or node.lineno))
     return sorted(out)
+
+
+def select(
+    marked: list[Marked],
+    functions: list[str] | tuple[str, ...],
+    line: int | None,
+    rel_file: str,
+    source: str | None = None,
+) -> list[Marked]:
+    """The one rule for which marked functions a job profiles, in file order: those
+    named in ``functions``; else the one containing ``line`` (1-based, from its marker
+    to its end); else all. The harness, the language server and the warm slot all
+    ask this, so they never disagree. ``source`` (when given) lets a line inside a
+    nested marked function be named as such. Raises ``events.HarnessError`` with
+    kind ``no_marked_function``, ``unknown_function`` or ``parse``."""
+    from trainium_lens.harness.events import HarnessError
+
+    if not marked:
+        raise HarnessError(
+            "no_marked_function",
+            f"{rel_file} has no function marked with '# trainium: profile' (put it on the line above a def)",
+            rel_file,
+            None,
+        )
+    twice = duplicate_names(marked)
+    if twice is not None:
+        raise HarnessError("parse", duplicate_message(rel_file, twice), rel_file, twice[2])
+    names = ", ".join(m.name for m in marked)
+    if functions:
+        by_name = {m.name for m in marked}
+        for name in functions:
+            if name not in by_name:
+                raise HarnessError(
+                    "unknown_function",
+                    f"{name!r} is not a marked function of {rel_file} (marked: {names})",
+                    rel_file,
+                    None,
+                )
+        wanted = set(functions)
+        return [m for m in marked if m.name in wanted]
+    if line is not None:
+        for m in marked:
+            if min(m.marker_line, m.def_line) <= line <= m.end_line:
+                return [m]
+        for marker_line, name, end_line in misplaced_markers(source) if source is not None else []:
+            if marker_line <= line <= end_line:
+                raise HarnessError(
+                    "parse",
+                    f"{rel_file}:{marker_line}: the marker is above {name}(), a nested function: only "
+                    f"module-level functions and methods of module-level classes can be profiled",
+                    rel_file,
+                    marker_line,
+                )
+        raise HarnessError(
+            "unknown_function",
+            f"line {line} of {rel_file} is not inside a marked function (marked: {names})",
+            rel_file,
+            line,
+        )
+    return list(marked)

@@ -10,9 +10,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainium_lens.harness import markers
 from trainium_lens.harness.events import HarnessError
-from trainium_lens.harness.markers import KNOWN_OPTIONS, Marked, duplicate_message, duplicate_names
+from trainium_lens.harness.markers import KNOWN_OPTIONS, Marked
 
+#: The job contract, owned here (the core imports these: model/job.py builds specs).
+SPEC_VERSION = 1
+PROTOCOL_KEYS = ("wait", "warmup", "active", "timing_calls")
 DEFAULT_PROTOCOL = {"wait": 2, "warmup": 1, "active": 5, "timing_calls": 20}
 MINIMUM = {"wait": 0, "warmup": 0, "active": 1, "timing_calls": 1}
 BACKENDS = ("auto", "neuron", "cuda", "cpu", "xla")
@@ -51,9 +55,9 @@ def parse_spec(text: str) -> Spec:
         raise HarnessError("spec", f"job spec on stdin is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise HarnessError("spec", "job spec must be a JSON object")
-    version = data.get("spec_version", 1)
-    if version != 1:
-        raise HarnessError("spec", f"job spec version {version!r} is not supported (1 is)")
+    version = data.get("spec_version", SPEC_VERSION)
+    if version != SPEC_VERSION:
+        raise HarnessError("spec", f"job spec version {version!r} is not supported ({SPEC_VERSION} is)")
     functions = data.get("functions") or []
     if not isinstance(functions, list) or not all(isinstance(f, str) for f in functions):
         raise HarnessError("spec", "job spec: 'functions' must be a list of names")
@@ -163,47 +167,14 @@ def protocol_for(marked: Marked, spec: Spec, rel_file: str) -> dict[str, int]:
 
 
 def select(marked: list[Marked], spec: Spec, rel_file: str) -> list[Marked]:
-    """The functions this job profiles, in file order."""
-    if not marked:
-        raise HarnessError(
-            "no_marked_function",
-            f"{rel_file} has no function marked with '# trainium: profile'",
-            rel_file,
-            None,
-        )
-    twice = duplicate_names(marked)
-    if twice is not None:
-        raise HarnessError("parse", duplicate_message(rel_file, twice), rel_file, twice[2])
-    names = ", ".join(m.name for m in marked)
-    if spec.functions:
-        by_name = {m.name: m for m in marked}
-        for name in spec.functions:
-            if name not in by_name:
-                raise HarnessError(
-                    "unknown_function",
-                    f"no marked function {name!r} in {rel_file} (marked: {names})",
-                    rel_file,
-                    None,
-                )
-        wanted = set(spec.functions)
-        return [m for m in marked if m.name in wanted]
-    if spec.line is not None:
-        for m in marked:
-            if m.marker_line <= spec.line <= m.end_line:
-                return [m]
-        raise HarnessError(
-            "unknown_function",
-            f"line {spec.line} of {rel_file} is not inside a marked function (marked: {names})",
-            rel_file,
-            spec.line,
-        )
-    return list(marked)
+    """The functions this job profiles, in file order (``markers.select``: the one rule)."""
+    return markers.select(marked, spec.functions, spec.line, rel_file)
 
 
-def nproc_for(spec: Any, chosen: list) -> int:
+def nproc_for(nproc: int | None, chosen: list[Marked], rel_file: str) -> int:
     """Ranks for this job: the spec's ``nproc`` (CLI/setting) wins over the markers'."""
-    if getattr(spec, "nproc", None):
-        return int(spec.nproc)
+    if nproc:
+        return int(nproc)
     values = [1]
     for m in chosen:
         raw = m.options.get("nproc")
@@ -213,7 +184,7 @@ def nproc_for(spec: Any, chosen: list) -> int:
             raise HarnessError(
                 "parse",
                 f"marker of {m.name}: nproc must be a positive integer, got {raw!r}",
-                spec.file,
+                rel_file,
                 m.marker_line,
             )
         values.append(int(raw))

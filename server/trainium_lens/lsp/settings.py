@@ -16,12 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from trainium_lens.harness.spec import BACKENDS
 from trainium_lens.hosttools.explorer import SETTING_KEYS as EXPLORER_KEYS
 from trainium_lens.hosttools.explorer import ExplorerSettings
 from trainium_lens.hosttools.explorer import settings_from as explorer_settings_from
 
 SECTION = "trainiumLens"
-BACKENDS = ("auto", "neuron", "cuda", "cpu", "xla")
+
 PROTOCOL_KEYS = ("wait", "warmup", "active")
 #: Where code runs: a rejected value refuses runs instead of falling back.
 TARGET_SETTINGS = ("host", "sshConfig", "remotePython", "workDir", "python")

@@ -17,9 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from trainium_lens.errors import UsageError
-
-SPEC_VERSION = 1
-PROTOCOL_KEYS = ("wait", "warmup", "active", "timing_calls")
+from trainium_lens.harness.spec import BACKENDS, MINIMUM, PROTOCOL_KEYS, SPEC_VERSION
 
 
 def new_batch_id() -> str:
@@ -105,16 +103,14 @@ def make_job(
         rel = path.relative_to(root)
     except ValueError:
         raise UsageError(f"{file} is not inside the workspace {root}") from None
-    if backend not in ("auto", "neuron", "cuda", "cpu", "xla"):
-        raise UsageError(f"unknown backend {backend!r}: use auto, neuron, cuda, cpu or xla")
+    if backend not in BACKENDS:
+        raise UsageError(f"unknown backend {backend!r}: use {', '.join(BACKENDS[:-1])} or {BACKENDS[-1]}")
     overrides = {k: int(v) for k, v in (protocol or {}).items() if v is not None}
     for key, value in overrides.items():
         if key not in PROTOCOL_KEYS:
             raise UsageError(f"unknown protocol option {key!r}")
-        if value < (1 if key in ("active", "timing_calls") else 0):
-            raise UsageError(
-                f"--{key.replace('_', '-')} must be at least {1 if key in ('active', 'timing_calls') else 0}"
-            )
+        if value < MINIMUM[key]:
+            raise UsageError(f"--{key.replace('_', '-')} must be at least {MINIMUM[key]}")
     for name in include or []:
         if not name or not all(part.isidentifier() for part in name.split(".")):
             raise UsageError(
@@ -137,17 +133,17 @@ def make_job(
 def wants_ranks(job: Job) -> bool:
     """Will this job run under torchrun (``--nproc``/setting, or a marker's
     ``nproc=`` above 1)? Such jobs start cold: the warm worker forks one harness
-    per job, and torchrun's agent and ranks live in process groups of their own."""
+    per job, and torchrun's agent and ranks live in process groups of their own.
+    The functions are chosen by the harness's own rule (``markers.select``)."""
     if job.nproc is not None:
         return job.nproc > 1
     from trainium_lens.harness.events import HarnessError
-    from trainium_lens.harness.markers import find_marked, read_source
+    from trainium_lens.harness.markers import find_marked, read_source, select
     from trainium_lens.harness.spec import nproc_for
 
     try:
-        source = read_source(job.workspace / job.file)
-        marked = find_marked(source)
-        chosen = [m for m in marked if not job.functions or m.name in job.functions]
-        return nproc_for(job, chosen) > 1  # the launcher's own reading of nproc=
+        marked = find_marked(read_source(job.workspace / job.file))
+        chosen = select(marked, job.functions, job.line, job.file)
+        return nproc_for(job.nproc, chosen, job.file) > 1  # the launcher's own reading of nproc=
     except (OSError, UnicodeDecodeError, SyntaxError, HarnessError):
         return False  # the harness reports it, cold or warm

@@ -30,13 +30,14 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
+from trainium_lens.harness.spec import BACKENDS as SPEC_BACKENDS
 from trainium_lens.model.paths import is_run_id
 
 # 2: backward/recompute per line, totals split, optimizers
 # 3: optional fields only (a schema-2 file loads unchanged): docs/architecture.md, "Schema 3"
 SCHEMA_VERSION = 3
 
-BACKENDS = ("neuron", "cuda", "cpu", "xla")
+BACKENDS = tuple(b for b in SPEC_BACKENDS if b != "auto")  # what a result can have run on
 
 
 class ResultError(ValueError):

@@ -254,7 +254,7 @@ async def test_variants_of_a_file_compare_and_bad_requests_are_refused(workspace
         # Requests that cannot run: answered with the reason, nothing started.
         for arg, words in (
             ({"uri": uri, "line": 1}, "line 2 of mod.py is not inside a marked"),
-            ({"uri": uri, "function": "h"}, "h is not a marked function"),
+            ({"uri": uri, "function": "h"}, "'h' is not a marked function"),
             ({"uri": (workspace / "nope.py").as_uri()}, "nope.py is not saved"),
             ({"function": "f"}, "takes one argument"),
         ):

@@ -31,7 +31,8 @@ from trainium_lens.cli.refs import back
 from trainium_lens.cli.render import gate as gate_output
 from trainium_lens.cli.render.text import finish
 from trainium_lens.errors import LensError, UsageError
-from trainium_lens.model.job import PROTOCOL_KEYS, Job, make_job, new_batch_id, workspace_root_for
+from trainium_lens.harness.spec import BACKENDS, PROTOCOL_KEYS
+from trainium_lens.model.job import Job, make_job, new_batch_id, workspace_root_for
 from trainium_lens.model.result import Result
 from trainium_lens.model.store import RunStore
 
@@ -80,7 +81,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--json", metavar="PATH", help="also write this run's result(s) to PATH (a new baseline)")
     p.add_argument(
         "--backend",
-        choices=("auto", "neuron", "cuda", "cpu", "xla"),
+        choices=BACKENDS,
         help="where the function runs (default auto; a baseline from another backend is refused)",
     )
     defaults = {"active": CHECK_ACTIVE, "timing_calls": CHECK_TIMING_CALLS}

@@ -23,7 +23,8 @@ from trainium_lens.cli.render.text import Style, terminal_safe
 from trainium_lens.cli.render.work import render_work
 from trainium_lens.engine import runner
 from trainium_lens.errors import Cancelled, HarnessError, LensError, NotStored, UsageError
-from trainium_lens.model.job import PROTOCOL_KEYS, Job, make_job
+from trainium_lens.harness.spec import BACKENDS, PROTOCOL_KEYS
+from trainium_lens.model.job import Job, make_job
 from trainium_lens.model.result import Result
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets import make_target
@@ -55,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument(
         "--backend",
-        choices=("auto", "neuron", "cuda", "cpu", "xla"),
+        choices=BACKENDS,
         default="auto",
         help="where the function runs (default auto: neuron, else torch-neuronx's XLA "
         "flavour on Trn1, else cuda, else cpu; xla: any torch-xla install)",

@@ -85,52 +85,26 @@ def parse_request(args: tuple) -> Request:
 
 
 def choose_functions(req: Request, source: str) -> list[str]:
-    """The marked functions to run: named, containing ``line``, or all."""
-    from trainium_lens.harness.markers import (
-        duplicate_message,
-        duplicate_names,
-        find_marked,
-        misplaced_markers,
-    )
+    """The marked functions to run: named, containing ``line``, or all (the
+    harness's own rule, ``markers.select``). A name or line that matches nothing
+    is the user's request at fault: a ``UsageError``."""
+    from trainium_lens.harness.events import HarnessError as SelectError
+    from trainium_lens.harness.markers import find_marked, select
 
     try:
         marked = find_marked(source)
     except SyntaxError as err:
         where = f"{req.path.name}:{err.lineno}" if err.lineno else req.path.name
         raise HarnessError("parse", f"{where}: {err.msg}", file=str(req.path), line=err.lineno) from None
-    if not marked:
-        raise HarnessError(
-            "no_marked_function",
-            f"{req.path.name} has no marked function: put '# trainium: profile' on the line above a def",
-        )
-    twice = duplicate_names(marked)
-    if twice is not None:
-        raise HarnessError(
-            "parse", duplicate_message(req.path.name, twice), file=str(req.path), line=twice[2]
-        )
-    names = [m.name for m in marked]
-    if req.function:
-        if req.function not in names:
-            raise UsageError(
-                f"{req.function} is not a marked function of {req.path.name} (marked: {', '.join(names)})"
-            )
-        return [req.function]
-    if req.line is not None:
-        line = req.line + 1
-        for m in marked:
-            if min(m.marker_line, m.def_line) <= line <= m.end_line:
-                return [m.name]
-        for marker_line, name, end_line in misplaced_markers(source):
-            if marker_line <= line <= end_line:
-                raise UsageError(
-                    f"{req.path.name}:{marker_line}: the marker is above {name}(), a "
-                    f"nested function: only module-level functions and methods of "
-                    f"module-level classes can be profiled"
-                )
-        raise UsageError(
-            f"line {line} of {req.path.name} is not inside a marked function (marked: {', '.join(names)})"
-        )
-    return names
+    line = None if req.line is None else req.line + 1
+    functions = [req.function] if req.function else []
+    try:
+        chosen = select(marked, functions, line, req.path.name, source)
+    except SelectError as err:
+        if err.kind == "unknown_function":
+            raise UsageError(err.message) from None
+        raise HarnessError(err.kind, err.message, file=str(req.path), line=err.line) from None
+    return [m.name for m in chosen]
 
 
 class Reporter:

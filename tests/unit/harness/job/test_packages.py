@@ -46,7 +46,7 @@ def test_methods_are_marked_as_class_dot_method_and_nested_ones_are_misplaced():
 
 
 def test_the_lsp_resolves_a_line_inside_a_method_and_names_nested_markers(tmp_path):
-    from trainium_lens.errors import UsageError
+    from trainium_lens.errors import HarnessError
     from trainium_lens.lsp.features.profile import choose_functions, parse_request
 
     path = tmp_path / "t.py"
@@ -56,8 +56,10 @@ def test_the_lsp_resolves_a_line_inside_a_method_and_names_nested_markers(tmp_pa
         return choose_functions(parse_request(({"uri": path.as_uri(), "line": line},)), SOURCE)
 
     assert pick(9) == ["Trainer.step"]  # 0-based: line 10, inside the method
-    with pytest.raises(UsageError, match=r"t.py:13: the marker is above nested\(\), a nested function"):
+    nested = r"t.py:13: the marker is above nested\(\), a nested function"
+    with pytest.raises(HarnessError, match=nested) as err:
         pick(14)
+    assert err.value.kind == "parse" and err.value.line == 13  # the harness's own kind for it
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
