@@ -31,11 +31,10 @@ sys.path.insert(0, str(ROOT))
 from lsprotocol import types  # noqa: E402
 
 from tests.support.lsp_client import change, open_doc, start, stop  # noqa: E402
+from trainium_lens.model.lines import LineOp, LineStat  # noqa: E402
 from trainium_lens.model.result import (  # noqa: E402
     Finding,
     FunctionRef,
-    LineOp,
-    LineStat,
     LineWindows,
     Result,
     Totals,

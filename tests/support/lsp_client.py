@@ -21,16 +21,8 @@ from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
-from trainium_lens.model.result import (
-    Finding,
-    FunctionRef,
-    LineOp,
-    LineStat,
-    LineWindows,
-    Result,
-    Totals,
-    Window,
-)
+from trainium_lens.model.lines import LineOp, LineStat
+from trainium_lens.model.result import Finding, FunctionRef, LineWindows, Result, Totals, Window
 
 SERVER = [sys.executable, "-m", "trainium_lens.lsp"]
 

@@ -45,7 +45,8 @@ from trainium_lens.analysis.variants import (  # noqa: F401  (re-exported)
     true_time,
     variant_groups,
 )
-from trainium_lens.model.result import LineStat, Result
+from trainium_lens.model.lines import LineStat
+from trainium_lens.model.result import Result
 
 
 @dataclass

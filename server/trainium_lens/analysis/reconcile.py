@@ -20,7 +20,8 @@ costs without the profiler (docs/architecture.md, "Schema 3").
 
 from __future__ import annotations
 
-from trainium_lens.model.result import Reconciliation, Result
+from trainium_lens.model.evidence import Reconciliation
+from trainium_lens.model.result import Result
 
 TOLERANCE = 0.25
 GAP = 0.5  # device time under half the reference: the rest is said

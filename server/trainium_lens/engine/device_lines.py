@@ -22,7 +22,8 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 
-from trainium_lens.model.result import (
+from trainium_lens.model.evidence import Work
+from trainium_lens.model.lines import (
     BackwardOp,
     EngineTime,
     HloRef,
@@ -30,10 +31,9 @@ from trainium_lens.model.result import (
     LineStat,
     OpStat,
     Region,
-    Result,
     SourceLine,
-    Work,
 )
+from trainium_lens.model.result import Result
 from trainium_lens.traces.neuron_lines import LineReport
 
 Weighted = tuple[LineReport, float]  # a report and its factor to per step

@@ -16,9 +16,10 @@ from trainium_lens.engine.device_profile import fill as fill_neuron_lines
 from trainium_lens.engine.provenance import git_state
 from trainium_lens.engine.rank_events import RankEvents
 from trainium_lens.errors import LensError, NotStored, TargetError, TimedOut
+from trainium_lens.model.codec import ResultError
 from trainium_lens.model.job import Job
 from trainium_lens.model.ranks import merge_document
-from trainium_lens.model.result import Batch, Result, ResultError
+from trainium_lens.model.result import Batch, Result
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets.base import EventSink, Target
 

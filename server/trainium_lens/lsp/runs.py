@@ -18,7 +18,8 @@ from pathlib import Path
 from trainium_lens.analysis.compare import match_lines
 from trainium_lens.errors import LensError
 from trainium_lens.lsp.tracking import LineTracker, is_stale
-from trainium_lens.model.result import Finding, LineStat, Result
+from trainium_lens.model.lines import LineStat
+from trainium_lens.model.result import Finding, Result
 
 log = logging.getLogger(__name__)
 

@@ -26,11 +26,14 @@ The harness writes a *batch* (one document per profiled function, see
 from __future__ import annotations
 
 import json
-from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, get_args, get_origin, get_type_hints
+from typing import Any
 
 from trainium_lens.harness.spec import BACKENDS as SPEC_BACKENDS
+from trainium_lens.model.codec import ResultError, build
+from trainium_lens.model.evidence import Calibration, Memory, Reconciliation, Roof, Stability, Work
+from trainium_lens.model.lines import LineStat, OpStat, Region, SourceLine
 from trainium_lens.model.paths import is_run_id
 
 # 2: backward/recompute per line, totals split, optimizers
@@ -38,10 +41,6 @@ from trainium_lens.model.paths import is_run_id
 SCHEMA_VERSION = 3
 
 BACKENDS = tuple(b for b in SPEC_BACKENDS if b != "auto")  # what a result can have run on
-
-
-class ResultError(ValueError):
-    """A result file that cannot be used; the message says why in one line."""
 
 
 @dataclass
@@ -112,174 +111,6 @@ class Totals:
     @property
     def has_backward(self) -> bool:
         return self.backward_time_us > 0 or self.recompute_time_us > 0
-
-
-@dataclass
-class OpStat:
-    """One row of the ``key_averages()`` view (ATen ops only)."""
-
-    name: str
-    calls: float
-    self_time_us: float
-    total_time_us: float
-    self_cpu_us: float
-    device_time_us: float = 0.0
-
-
-@dataclass
-class LineOp:
-    name: str
-    calls: float
-    self_time_us: float
-    self_cpu_us: float = 0.0
-    # Calls the line made itself; the rest of ``calls`` ran inside those ops
-    # (``aten::mean`` on a bf16 CPU tensor runs ``sum``, ``div_``, ``to``...).
-    direct_calls: float = 0.0
-
-
-@dataclass
-class HloRef:
-    """An HLO instruction behind a line (backend ``xla``): what the compiler ran.
-
-    A fusion's time is credited to one line (its root instruction's first user
-    frame, see ``harness/xla/attribution.py``); every other line it fused lists
-    it with ``credited`` false and ``line`` naming where its time went."""
-
-    name: str  # the executed (optimized) instruction, e.g. ``add_rsqrt_fusion``
-    module: str = ""  # the HLO module (one per compiled graph)
-    opcode: str = ""  # ``fusion``, ``dot``, ``add`` ...
-    op_type: str = ""  # the ATen op from the metadata, e.g. ``aten__addmm``
-    self_time_us: float = 0.0  # the whole instruction, per step
-    calls: float = 0.0
-    credited: bool = True
-    line: int = 0  # the line credited with its time
-    # schema 3: "backward" for an instruction the line's forward ops' autograd nodes caused
-    phase: str = "forward"
-
-
-@dataclass
-class BackwardOp:
-    """An op the autograd engine ran for a line's forward ops."""
-
-    name: str
-    calls: float
-    self_time_us: float
-    self_cpu_us: float = 0.0
-    direct_calls: float = 0.0
-    node: str = ""  # the backward node that ran it ("AddmmBackward0", "AccumulateGrad")
-
-
-@dataclass
-class RankLine:
-    """One rank's figures for a line of a torchrun job (``--nproc N``)."""
-
-    rank: int
-    self_time_us: float
-    total_time_us: float
-    # collective lines: this rank's collective time minus the fastest rank's,
-    # i.e. the time it waited for the others
-    wait_us: float = 0.0
-    collective_us: float = 0.0  # this rank's time in the line's collective ops
-
-
-@dataclass
-class LineStat:
-    file: str
-    line: int
-    self_time_us: float
-    total_time_us: float
-    self_cpu_us: float
-    calls: float  # ops dispatched directly from this line, per step
-    # ``ops``: first what the line dispatched itself (``direct_calls`` > 0) in
-    # program order, then the ops nested inside them, by self time.
-    self_time_us_min: float = 0.0
-    self_time_us_max: float = 0.0
-    self_time_us_median: float = 0.0
-    text: str = ""  # the source line as profiled (the editor may have moved on)
-    function: str = ""  # enclosing user function
-    ops: list[LineOp] = field(default_factory=list)
-    hits: float | None = None  # executions of the line per call (None: not counted)
-    instructions: list[HloRef] = field(default_factory=list)  # backend xla only
-    # schema 2. ``self_time_us``/``total_time_us`` keep meaning *forward*; the backward
-    # the line's forward ops caused (self: its own ops; total: through the user
-    # helpers it called), spread over the measured steps, and the ops that ran it.
-    backward_self_time_us: float = 0.0
-    backward_total_time_us: float = 0.0
-    backward_self_cpu_us: float = 0.0
-    backward_self_time_us_min: float = 0.0
-    backward_self_time_us_max: float = 0.0
-    backward_self_time_us_median: float = 0.0
-    backward_ops: list[BackwardOp] = field(default_factory=list)
-    # forward re-run inside the backward (torch.utils.checkpoint): not forward time again
-    recompute_time_us: float = 0.0
-    recompute_ops: list[LineOp] = field(default_factory=list)
-    # torchrun jobs only (empty/None for one process): the figures above are the
-    # median across ranks; each rank's, the spread and the slowest rank here
-    per_rank: list[RankLine] = field(default_factory=list)
-    rank_min_us: float | None = None
-    rank_max_us: float | None = None
-    slowest_rank: int | None = None
-    # Neuron device time per engine (union of the line's instruction intervals on
-    # that engine, per step): xla runs on Trn1 whose device profile was read
-    engines: list[EngineTime] = field(default_factory=list)
-    # schema 3: the share (0..1) of the line's torch calls made inside code outside the
-    # user's files and outside torch (``self.act(x)`` running transformers' GELU), and
-    # those modules, most calls first; None: not counted (older results, backend xla)
-    via_library: float | None = None
-    library_modules: list[str] = field(default_factory=list)
-    # schema 3: ``time_us`` (forward + backward + recompute self time) in each measured
-    # step, in order; their mean is ``time_us``. Empty in results before schema 3.
-    step_us: list[float] = field(default_factory=list)
-    # cpu clock: host time before this line's ops (Python, the autograd engine), per call
-    host_time_us: float = 0.0
-    # schema 3: work per call (docs/architecture.md, "Schema 3"); None: not measured.
-    # FLOPs: matmul/conv/attention ops (eager: from recorded shapes; xla: HLO shapes;
-    # Neuron device profile: adjusted_flops). Bytes moved: an estimate (eager: tensor
-    # inputs + outputs of the ops the line dispatched). Backward: the ops the autograd
-    # engine ran for the line's forward ops (recompute included).
-    flops: float | None = None
-    bytes: float | None = None
-    backward_flops: float | None = None
-    backward_bytes: float | None = None
-    dtype: str | None = None  # of its FLOP-heaviest op (else byte-heaviest): picks the peak
-    # memory (eager: allocator events of the work call; xla: HLO buffer sizes)
-    alloc_bytes: float | None = None  # allocated by its forward ops, still held when they returned
-    saved_bytes: float | None = None  # storages it saved for backward (each storage once, first saver)
-    saved_activation_bytes: float | None = None  # of those, allocated during the step (not params/inputs)
-    peak_bytes: float | None = None  # its tensors live at the step's memory peak
-
-    @property
-    def time_us(self) -> float:
-        """Forward + backward + recompute self time: what the line costs a step."""
-        return self.self_time_us + self.backward_self_time_us + self.recompute_time_us
-
-
-@dataclass
-class EngineTime:
-    engine: str  # a NeuronCore engine as the device profile names it ("pe", "act", ...)
-    time_us: float
-
-
-@dataclass
-class SourceLine:
-    file: str
-    line: int
-
-
-@dataclass
-class Region:
-    """A torch.compile region ("Torch-Compiled Region: i/j")."""
-
-    name: str
-    file: str  # the user line that called the compiled function
-    line: int
-    self_time_us: float
-    calls: float
-    covered_lines: list[SourceLine] = field(default_factory=list)
-    fx_nodes: int = 0  # ops the graph fused into this region
-    # schema 3: "backward" for AOTAutograd's compiled backward (``CompiledFunctionBackward``),
-    # credited to the line whose compiled forward made it; covered lines: the forward graph's
-    phase: str = "forward"
 
 
 @dataclass
@@ -460,121 +291,6 @@ class Signals:
 
 
 @dataclass
-class PeakFlops:
-    dtype: str  # "float32", "bfloat16", ... (torch's dtype names)
-    flops_per_s: float
-
-
-@dataclass
-class Roof:
-    """The device's peaks a line is measured against, and where they came from.
-
-    The harness writes the measured CPU roof (and, on CUDA, the device name and
-    TF32 mode); ``analysis/roofline/peaks.py`` fills a device's from its tables."""
-
-    device: str = ""
-    flops: list[PeakFlops] = field(default_factory=list)  # peak FLOP/s per dtype
-    bytes_per_s: float = 0.0  # memory bandwidth
-    source: str = ""  # e.g. "measured on this host ...", "Neuron docs: trn1 ..."
-    measured: bool = False  # measured on the host (CPU) rather than from a table
-    cores: int | None = None  # CPU threads / NeuronCores the figures are for
-    measured_at: str | None = None
-    tf32: bool | None = None  # CUDA: fp32 matmuls run as TF32 (torch.backends.cuda.matmul.allow_tf32)
-
-
-@dataclass
-class Work:
-    """How the per-line FLOPs and bytes were obtained, and the function's sums (per call)."""
-
-    source: str = ""  # "shapes" (eager) | "hlo" (xla) | "neuron-profile"
-    flops: float = 0.0  # forward + backward, every op (unattributed included)
-    bytes: float = 0.0
-    unattributed_flops: float = 0.0
-    note: str = ""
-
-
-@dataclass
-class Memory:
-    """The step's memory: its peak and who holds it (bytes)."""
-
-    device: str = ""
-    available: bool = False
-    peak_bytes: float = 0.0  # largest rise above what was allocated when the step began
-    peak_phase: str = ""  # "forward" | "backward" | "recompute" | "optimizer"
-    peak_file: str | None = None  # the line whose op reached the peak
-    peak_line: int | None = None
-    unattributed_peak_bytes: float = 0.0  # live at the peak, made by no user line
-    held_before_bytes: float | None = None  # allocated when the step began (CUDA allocator; else unknown)
-    allocator_peak_bytes: float | None = None  # CUDA: torch.cuda.max_memory_allocated over the step
-    saved_bytes: float | None = None  # every storage saved for backward (None: not watched)
-    source: str = ""
-    note: str | None = None  # why something is not available
-
-
-@dataclass
-class CalibrationWorkload:
-    workload: str
-    events: int
-    unprofiled_us: float
-    profiled_us: float  # Σ self time of its events under the profiler
-
-
-@dataclass
-class Calibration:
-    """Schema 3, ``cpu`` clock only: the profiler's own cost per op event, measured
-    at the start of the run under the same profiler settings
-    (``harness/eager/calibrate.py``). An event nested ``d`` ops deep costs
-    ``per_depth_us × d`` inside the measured windows; that is subtracted from
-    every primary figure (``self_cpu_us`` figures stay raw)."""
-
-    per_depth_us: float
-    per_top_us: float = 0.0  # a top-level op's cost between ops (in the gaps host time reads)
-    gap_factor: float = 1.0  # how much slower Python between ops runs while the profiler records
-    cost_s: float = 0.0  # the calibration's own time in this run
-    profiler_start_s: float = 0.0  # the profiler's first start (paid once per run anyway)
-    subtracted_us: float = 0.0  # taken off this function, per call
-    workloads: list[CalibrationWorkload] = field(default_factory=list)
-
-
-@dataclass
-class Stability:
-    """Schema 3: what the host did while the function was measured
-    (``harness/eager/steady.py``, ``host.py``); ``analysis/noise.py`` judges it."""
-
-    steps_wanted: int = 0  # the protocol's active steps
-    steps_measured: int = 0  # measured (paired: pairs), extra steps included
-    steps_clean: int = 0  # of which no thread of ours waited for a CPU
-    steps_used: int = 0  # in the figures (the clean ones, or all if too few were clean)
-    extra_steps: int = 0
-    run_delay_share: float | None = None  # run-queue delay / wall over the measured steps
-    step_switches: float | None = None  # involuntary context switches per measured step
-    window_s: float | None = None  # from settling to the last timing call
-    others_cores: float | None = None  # CPU of other processes in that window, in cores
-    involuntary_switches: int | None = None  # in that window
-    settle_calls: int = 0
-    calls_per_step: int = 1
-    timing_calls: int = 0  # unprofiled calls made (the wall's)
-    timing_clean: int = 0  # of which undisturbed
-
-
-@dataclass
-class Reconciliation:
-    """Schema 3: the result against an independent measurement on the same host
-    (``analysis/reconcile.py``): the profiled figure per call over the unprofiled
-    wall median (cpu clock), or the device time over the device-side span of an
-    unprofiled call (cuda), else over the wall (neuron, xla)."""
-
-    reference: str  # "wall" | "device_span"
-    reference_us: float
-    profiled_us: float  # the primary figure per call (cpu clock: calibrated, plus the host time between ops)
-    raw_us: float | None  # the uncalibrated figure, where it differs
-    ratio: float  # profiled / reference
-    tolerance: float  # |ratio - 1| allowed (device clocks: only above 1)
-    within: bool
-    note: str = ""  # why a ratio outside the tolerance can be expected, when it can
-
-
-@dataclass
 class Output:
     """What the function returned, for comparing variants of one file."""
 
@@ -689,7 +405,7 @@ class Result:
             )
         if version < 2:
             data = _upgrade_v1(data)
-        result = _build(cls, data, "result")
+        result = build(cls, data, "result")
         if result.backend not in BACKENDS:
             raise ResultError(f"result.backend: unknown backend {result.backend!r}")
         # Ids become file names (the store, the artifacts cache): plain names only.
@@ -793,106 +509,3 @@ def save(result: Result, path: str | Path) -> Path:
         tmp.unlink(missing_ok=True)
         raise
     return path
-
-
-# -- validation: build dataclasses from plain JSON, checking types -------------
-#
-# One converter per type, built once: a stored result with thousands of lines is
-# re-opened by the editor on every start, so validation must cost little more
-# than the JSON parse. The path of a bad value is assembled only on error.
-
-
-class _Bad(Exception):
-    def __init__(self, message: str, path: str = ""):
-        self.message, self.path = message, path
-
-    def under(self, step: str) -> _Bad:
-        self.path = step + self.path
-        return self
-
-
-def _build(tp: Any, value: Any, where: str) -> Any:
-    try:
-        return _converter(tp)(value)
-    except _Bad as bad:
-        raise ResultError(f"{where}{bad.path}: {bad.message}") from None
-
-
-_CONVERTERS: dict[Any, Any] = {}
-
-
-def _converter(tp: Any) -> Any:
-    conv = _CONVERTERS.get(tp)
-    if conv is None:
-        conv = _CONVERTERS[tp] = _make_converter(tp)
-    return conv
-
-
-def _got(value: Any) -> str:
-    return f"got {value!r:.40}"
-
-
-def _make_converter(tp: Any) -> Any:
-    if isinstance(tp, type) and is_dataclass(tp):
-        hints = get_type_hints(tp)
-        items = [(f.name, _converter(hints[f.name])) for f in fields(tp)]
-        required = [f.name for f in fields(tp) if f.default is MISSING and f.default_factory is MISSING]
-
-        def conv_dataclass(value: Any) -> Any:
-            if type(value) is not dict:
-                raise _Bad("expected an object")
-            for name in required:
-                if name not in value:
-                    raise _Bad(f"missing '{name}'")
-            kwargs = {}
-            for name, conv in items:
-                if name in value:
-                    try:
-                        kwargs[name] = conv(value[name])
-                    except _Bad as bad:
-                        raise bad.under(f".{name}") from None
-            return tp(**kwargs)
-
-        return conv_dataclass
-    origin = get_origin(tp)
-    if origin is list:
-        (item_type,) = get_args(tp)
-        item = _converter(item_type)
-
-        def conv_list(value: Any) -> list:
-            if type(value) is not list:
-                raise _Bad("expected a list")
-            out = []
-            for i, v in enumerate(value):
-                try:
-                    out.append(item(v))
-                except _Bad as bad:
-                    raise bad.under(f"[{i}]") from None
-            return out
-
-        return conv_list
-    if origin is not None:  # X | None
-        (inner_type,) = [a for a in get_args(tp) if a is not type(None)]
-        inner = _converter(inner_type)
-        return lambda value: None if value is None else inner(value)
-    if tp is float:
-
-        def conv_float(value: Any) -> float:
-            kind = type(value)
-            if kind is float:
-                return value
-            if kind is int:
-                return float(value)
-            raise _Bad(f"expected a number, {_got(value)}")
-
-        return conv_float
-    simple = {int: "an integer", str: "a string", bool: "true/false"}
-    if tp in simple:
-
-        def conv_simple(value: Any) -> Any:
-            if type(value) is not tp:
-                raise _Bad(f"expected {simple[tp]}, {_got(value)}")
-            return value
-
-        return conv_simple
-    return lambda value: value

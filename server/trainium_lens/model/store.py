@@ -24,8 +24,9 @@ import shutil
 from pathlib import Path
 
 from trainium_lens.errors import LensError, UsageError
+from trainium_lens.model.codec import ResultError
 from trainium_lens.model.paths import RUN_ID, UnsafePath, in_workspace_folder, is_run_id
-from trainium_lens.model.result import Result, ResultError, load, save
+from trainium_lens.model.result import Result, load, save
 
 log = logging.getLogger(__name__)
 

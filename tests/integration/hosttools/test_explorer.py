@@ -34,7 +34,8 @@ from trainium_lens.hosttools.explorer import (
     display_name,
     profile_url,
 )
-from trainium_lens.model.result import Artifacts, FunctionRef, LineStat, LineWindows, Result, Totals, Window
+from trainium_lens.model.lines import LineStat
+from trainium_lens.model.result import Artifacts, FunctionRef, LineWindows, Result, Totals, Window
 from trainium_lens.model.store import RunStore
 
 pytestmark = pytest.mark.ssh

@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.lsp_client import hints, hover, make_result, open_doc, request, start, stop
 from trainium_lens.lsp.present.markdown import escape
-from trainium_lens.model.result import Memory, PeakFlops, Roof, Work
+from trainium_lens.model.evidence import Memory, PeakFlops, Roof, Work
 from trainium_lens.model.store import RunStore
 
 SOURCE = textwrap.dedent("""\

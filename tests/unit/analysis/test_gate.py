@@ -11,7 +11,8 @@ import pytest
 from trainium_lens.analysis.gate import judge as gate
 from trainium_lens.analysis.gate.repeat import combine, needs_another
 from trainium_lens.analysis.noise import KIND as NOISY
-from trainium_lens.model.result import Finding, Result, Stability
+from trainium_lens.model.evidence import Stability
+from trainium_lens.model.result import Finding, Result
 
 FILE = "model.py"
 TEXTS = {15: "h = torch.relu(x @ w1)", 16: "h = h @ w2", 17: "h = torch.tanh(h)", 18: "return h.sum()"}

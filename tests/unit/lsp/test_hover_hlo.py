@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from trainium_lens.lsp.present.hover_hlo import MAX_ROWS, hlo_section
 from trainium_lens.lsp.present.markdown import code, escape
-from trainium_lens.model.result import BackwardOp, HloRef, LineStat
+from trainium_lens.model.lines import BackwardOp, HloRef, LineStat
 
 
 def test_forward_then_backward_with_nodes_and_the_rest_counted():

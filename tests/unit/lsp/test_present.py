@@ -198,7 +198,7 @@ def test_hint_deltas_are_fwd_plus_bwd_and_file_qualified():
     """A training step: the delta is of the line's forward + backward; a helper
     file's line 3 is not the profiled file's line 3."""
     from trainium_lens.lsp.runs import line_times
-    from trainium_lens.model.result import LineStat
+    from trainium_lens.model.lines import LineStat
 
     before = make_result("m.py", "f", 2, {3: ("y = x @ w", 10.0, [])}, run_id="t1")
     after = make_result("m.py", "f", 2, {3: ("y = x @ w", 10.0, [])}, run_id="t2")
@@ -255,7 +255,7 @@ def test_hover_links_explorer_only_for_neuron_runs():
 
 def test_diff_markdown_of_training_steps_shows_fwd_bwd_and_files():
     from trainium_lens.lsp.features.compare import diff_markdown, variants_markdown
-    from trainium_lens.model.result import LineStat
+    from trainium_lens.model.lines import LineStat
 
     before = make_result("m.py", "f", 2, {3: ("y = attn(q, k, v)", 696.0, [])}, run_id="d1")
     after = make_result("m.py", "f", 2, {3: ("y = attn(q, k, v)", 888.0, [])}, run_id="d2")
@@ -284,7 +284,8 @@ def test_a_noisy_run_says_so_in_hints_hover_and_heat_and_escapes_stored_text():
     from trainium_lens.lsp.features.hover import markdown
     from trainium_lens.lsp.present.markdown import escape
     from trainium_lens.lsp.runs import Annotations
-    from trainium_lens.model.result import Calibration, Finding, Reconciliation
+    from trainium_lens.model.evidence import Calibration, Reconciliation
+    from trainium_lens.model.result import Finding
 
     noisy = Finding(
         "noisy_measurement", "warning", "m.py", 2, "Noisy measurement: steps varied 40× <img src=x> [a](b)"

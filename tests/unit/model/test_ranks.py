@@ -10,8 +10,9 @@ import pytest
 from trainium_lens.analysis.findings.analyze import analyze
 from trainium_lens.engine.rank_events import RankEvents
 from trainium_lens.lsp.present import rank_format
+from trainium_lens.model.lines import LineStat
 from trainium_lens.model.ranks import merge_document, merge_results
-from trainium_lens.model.result import Batch, LineStat, Result
+from trainium_lens.model.result import Batch, Result
 
 
 def _line(line: int, self_us: float, ops: list[tuple[str, float]]) -> dict:

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from trainium_lens.errors import LensError, UsageError
+from trainium_lens.model.codec import ResultError
 from trainium_lens.model.job import workspace_id
-from trainium_lens.model.result import Result, ResultError, load, save
+from trainium_lens.model.result import Result, load, save
 from trainium_lens.model.store import RunStore
 from trainium_lens.traces.artifacts import artifacts_cache, local_trace_path
 from trainium_lens.traces.chrome import TraceError

@@ -56,7 +56,8 @@ from trainium_lens.analysis.findings.ops import (
 from trainium_lens.analysis.findings.optimizer import with_optimizer_findings
 from trainium_lens.analysis.findings.ranks import rank_findings
 from trainium_lens.analysis.noise import with_noise_findings
-from trainium_lens.model.result import Finding, LineOp, LineStat, Result
+from trainium_lens.model.lines import LineOp, LineStat
+from trainium_lens.model.result import Finding, Result
 
 DISPATCH_MIN = 2
 DISPATCH_SHARE = 0.05

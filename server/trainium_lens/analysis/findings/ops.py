@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import statistics
 
-from trainium_lens.model.result import Finding, LineOp, LineStat, Result
+from trainium_lens.model.lines import LineOp, LineStat
+from trainium_lens.model.result import Finding, Result
 
 SEVERITY = {
     "no_device_time": "warning",

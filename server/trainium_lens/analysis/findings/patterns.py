@@ -40,7 +40,8 @@ from trainium_lens.analysis.findings.ops import (
     line_share,
     op_base,
 )
-from trainium_lens.model.result import Finding, LineStat, Result
+from trainium_lens.model.lines import LineStat
+from trainium_lens.model.result import Finding, Result
 
 PATTERN_SHARE = 0.05
 PATTERN_MIN_DISPATCHES = 3

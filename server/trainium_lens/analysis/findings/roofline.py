@@ -37,7 +37,9 @@ from trainium_lens.analysis.findings.ops import VIEW_OPS, direct_ops, dispatches
 from trainium_lens.analysis.findings.patterns import pattern_lines
 from trainium_lens.analysis.roofline.peaks import resolve
 from trainium_lens.analysis.roofline.points import line_time_us, step_roof
-from trainium_lens.model.result import Finding, LineStat, Result, Roof
+from trainium_lens.model.evidence import Roof
+from trainium_lens.model.lines import LineStat
+from trainium_lens.model.result import Finding, Result
 
 SHARE = 0.05
 CHECKPOINT_SHARE = 0.25

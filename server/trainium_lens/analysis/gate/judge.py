@@ -53,7 +53,8 @@ from dataclasses import asdict, dataclass, field
 from trainium_lens.analysis import noise
 from trainium_lens.analysis.compare import match_lines
 from trainium_lens.analysis.gate.mann_whitney import greater_p, smallest_p
-from trainium_lens.model.result import LineStat, Result
+from trainium_lens.model.lines import LineStat
+from trainium_lens.model.result import Result
 
 REGRESSED = "regressed"
 WITHIN_NOISE = "within noise"  # over the thresholds, but the steps overlap

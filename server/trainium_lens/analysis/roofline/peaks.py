@@ -17,7 +17,8 @@ FLOPs and bytes without a percentage.
 
 from __future__ import annotations
 
-from trainium_lens.model.result import PeakFlops, Result, Roof
+from trainium_lens.model.evidence import PeakFlops, Roof
+from trainium_lens.model.result import Result
 
 T = 1e12
 G = 1e9

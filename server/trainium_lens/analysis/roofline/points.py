@@ -32,7 +32,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainium_lens.analysis.roofline.peaks import peak_for, resolve
-from trainium_lens.model.result import LineStat, Result, Roof
+from trainium_lens.model.evidence import Roof
+from trainium_lens.model.lines import LineStat
+from trainium_lens.model.result import Result
 
 OVERHEAD_BELOW = 0.10
 TINY_OP_US = 20.0

@@ -26,7 +26,8 @@ from trainium_lens.cli.render.result import render_result
 from trainium_lens.cli.render.text import finish
 from trainium_lens.cli.render.work import render_work
 from trainium_lens.errors import LensError, UsageError
-from trainium_lens.model.result import Result, ResultError, load
+from trainium_lens.model.codec import ResultError
+from trainium_lens.model.result import Result, load
 from trainium_lens.model.store import RunStore
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from trainium_lens.model.result import LineStat, Result
+from trainium_lens.model.lines import LineStat
+from trainium_lens.model.result import Result
 
 CLOCK_NAMES = {
     "cpu": "CPU self time",

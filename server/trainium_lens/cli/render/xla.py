@@ -10,7 +10,8 @@ the JSON (``--json``) always keeps them all.
 from __future__ import annotations
 
 from trainium_lens.cli.render.text import Style, fmt_count, fmt_pct, fmt_us, spans, table, truncate
-from trainium_lens.model.result import Region, Result
+from trainium_lens.model.lines import Region
+from trainium_lens.model.result import Result
 
 TOP_FUSIONS = 3  # per line
 TOP_REGION_LINES = 12

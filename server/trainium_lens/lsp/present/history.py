@@ -14,7 +14,8 @@ import statistics
 from trainium_lens.analysis.compare import match_lines
 from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.present.markdown import code, escape
-from trainium_lens.model.result import LineStat, Result
+from trainium_lens.model.lines import LineStat
+from trainium_lens.model.result import Result
 
 SHOWN = 6  # runs in the hover's table
 SPARK = "▁▂▃▄▅▆▇█"

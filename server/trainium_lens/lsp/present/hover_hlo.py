@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.present.markdown import code, escape
-from trainium_lens.model.result import HloRef, LineStat
+from trainium_lens.model.lines import HloRef, LineStat
 
 MAX_ROWS = 8
 

@@ -5,7 +5,7 @@ Both are empty for a one-process result, so single-rank text is unchanged."""
 from __future__ import annotations
 
 from trainium_lens.lsp.present import format as fmt
-from trainium_lens.model.result import LineStat
+from trainium_lens.model.lines import LineStat
 
 
 def hint_spread(stat: LineStat) -> str | None:

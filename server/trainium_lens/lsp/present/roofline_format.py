@@ -16,7 +16,9 @@ from trainium_lens.analysis.roofline.peaks import resolve
 from trainium_lens.analysis.roofline.points import ABOVE_ROOF_NOTE, line_roofs, step_roof
 from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.present.markdown import escape
-from trainium_lens.model.result import LineStat, Result, Roof
+from trainium_lens.model.evidence import Roof
+from trainium_lens.model.lines import LineStat
+from trainium_lens.model.result import Result
 
 
 def marker(result: Result, stat: LineStat, roof: Roof | None = None) -> str | None:

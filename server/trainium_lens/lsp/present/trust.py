@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.present.markdown import escape
-from trainium_lens.model.result import LineStat, Result
+from trainium_lens.model.lines import LineStat
+from trainium_lens.model.result import Result
 
 NOISY = "noisy_measurement"
 

@@ -1,0 +1,114 @@
+"""Plain JSON → typed dataclasses, checked: the result document's codec.
+
+One converter per type, built once: a stored result with thousands of lines is
+re-opened by the editor on every start, so validation must cost little more
+than the JSON parse. The path of a bad value is assembled only on error. It
+knows no result type: ``model/result.py`` names the types and the schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, fields, is_dataclass
+from typing import Any, get_args, get_origin, get_type_hints
+
+
+class ResultError(ValueError):
+    """A result file that cannot be used; the message says why in one line."""
+
+
+class _Bad(Exception):
+    def __init__(self, message: str, path: str = ""):
+        self.message, self.path = message, path
+
+    def under(self, step: str) -> _Bad:
+        self.path = step + self.path
+        return self
+
+
+def build(tp: Any, value: Any, where: str) -> Any:
+    """``value`` (plain JSON) as an instance of ``tp`` (a dataclass, list, dict, union, ...),
+    every field's type checked; a ``ResultError`` naming the bad value's path otherwise."""
+    try:
+        return _converter(tp)(value)
+    except _Bad as bad:
+        raise ResultError(f"{where}{bad.path}: {bad.message}") from None
+
+
+_CONVERTERS: dict[Any, Any] = {}
+
+
+def _converter(tp: Any) -> Any:
+    conv = _CONVERTERS.get(tp)
+    if conv is None:
+        conv = _CONVERTERS[tp] = _make_converter(tp)
+    return conv
+
+
+def _got(value: Any) -> str:
+    return f"got {value!r:.40}"
+
+
+def _make_converter(tp: Any) -> Any:
+    if isinstance(tp, type) and is_dataclass(tp):
+        hints = get_type_hints(tp)
+        items = [(f.name, _converter(hints[f.name])) for f in fields(tp)]
+        required = [f.name for f in fields(tp) if f.default is MISSING and f.default_factory is MISSING]
+
+        def conv_dataclass(value: Any) -> Any:
+            if type(value) is not dict:
+                raise _Bad("expected an object")
+            for name in required:
+                if name not in value:
+                    raise _Bad(f"missing '{name}'")
+            kwargs = {}
+            for name, conv in items:
+                if name in value:
+                    try:
+                        kwargs[name] = conv(value[name])
+                    except _Bad as bad:
+                        raise bad.under(f".{name}") from None
+            return tp(**kwargs)
+
+        return conv_dataclass
+    origin = get_origin(tp)
+    if origin is list:
+        (item_type,) = get_args(tp)
+        item = _converter(item_type)
+
+        def conv_list(value: Any) -> list:
+            if type(value) is not list:
+                raise _Bad("expected a list")
+            out = []
+            for i, v in enumerate(value):
+                try:
+                    out.append(item(v))
+                except _Bad as bad:
+                    raise bad.under(f"[{i}]") from None
+            return out
+
+        return conv_list
+    if origin is not None:  # X | None
+        (inner_type,) = [a for a in get_args(tp) if a is not type(None)]
+        inner = _converter(inner_type)
+        return lambda value: None if value is None else inner(value)
+    if tp is float:
+
+        def conv_float(value: Any) -> float:
+            kind = type(value)
+            if kind is float:
+                return value
+            if kind is int:
+                return float(value)
+            raise _Bad(f"expected a number, {_got(value)}")
+
+        return conv_float
+    simple = {int: "an integer", str: "a string", bool: "true/false"}
+    if tp in simple:
+
+        def conv_simple(value: Any) -> Any:
+            if type(value) is not tp:
+                raise _Bad(f"expected {simple[tp]}, {_got(value)}")
+            return value
+
+        return conv_simple
+    return lambda value: value

@@ -1,0 +1,122 @@
+"""How far a result's figures can be trusted, and what a line's work was:
+calibration, stability, reconciliation; FLOPs, bytes, memory and the roof
+(units and conventions: model/result.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class PeakFlops:
+    dtype: str  # "float32", "bfloat16", ... (torch's dtype names)
+    flops_per_s: float
+
+
+@dataclass
+class Roof:
+    """The device's peaks a line is measured against, and where they came from.
+
+    The harness writes the measured CPU roof (and, on CUDA, the device name and
+    TF32 mode); ``analysis/roofline/peaks.py`` fills a device's from its tables."""
+
+    device: str = ""
+    flops: list[PeakFlops] = field(default_factory=list)  # peak FLOP/s per dtype
+    bytes_per_s: float = 0.0  # memory bandwidth
+    source: str = ""  # e.g. "measured on this host ...", "Neuron docs: trn1 ..."
+    measured: bool = False  # measured on the host (CPU) rather than from a table
+    cores: int | None = None  # CPU threads / NeuronCores the figures are for
+    measured_at: str | None = None
+    tf32: bool | None = None  # CUDA: fp32 matmuls run as TF32 (torch.backends.cuda.matmul.allow_tf32)
+
+
+@dataclass
+class Work:
+    """How the per-line FLOPs and bytes were obtained, and the function's sums (per call)."""
+
+    source: str = ""  # "shapes" (eager) | "hlo" (xla) | "neuron-profile"
+    flops: float = 0.0  # forward + backward, every op (unattributed included)
+    bytes: float = 0.0
+    unattributed_flops: float = 0.0
+    note: str = ""
+
+
+@dataclass
+class Memory:
+    """The step's memory: its peak and who holds it (bytes)."""
+
+    device: str = ""
+    available: bool = False
+    peak_bytes: float = 0.0  # largest rise above what was allocated when the step began
+    peak_phase: str = ""  # "forward" | "backward" | "recompute" | "optimizer"
+    peak_file: str | None = None  # the line whose op reached the peak
+    peak_line: int | None = None
+    unattributed_peak_bytes: float = 0.0  # live at the peak, made by no user line
+    held_before_bytes: float | None = None  # allocated when the step began (CUDA allocator; else unknown)
+    allocator_peak_bytes: float | None = None  # CUDA: torch.cuda.max_memory_allocated over the step
+    saved_bytes: float | None = None  # every storage saved for backward (None: not watched)
+    source: str = ""
+    note: str | None = None  # why something is not available
+
+
+@dataclass
+class CalibrationWorkload:
+    workload: str
+    events: int
+    unprofiled_us: float
+    profiled_us: float  # Σ self time of its events under the profiler
+
+
+@dataclass
+class Calibration:
+    """Schema 3, ``cpu`` clock only: the profiler's own cost per op event, measured
+    at the start of the run under the same profiler settings
+    (``harness/eager/calibrate.py``). An event nested ``d`` ops deep costs
+    ``per_depth_us × d`` inside the measured windows; that is subtracted from
+    every primary figure (``self_cpu_us`` figures stay raw)."""
+
+    per_depth_us: float
+    per_top_us: float = 0.0  # a top-level op's cost between ops (in the gaps host time reads)
+    gap_factor: float = 1.0  # how much slower Python between ops runs while the profiler records
+    cost_s: float = 0.0  # the calibration's own time in this run
+    profiler_start_s: float = 0.0  # the profiler's first start (paid once per run anyway)
+    subtracted_us: float = 0.0  # taken off this function, per call
+    workloads: list[CalibrationWorkload] = field(default_factory=list)
+
+
+@dataclass
+class Stability:
+    """Schema 3: what the host did while the function was measured
+    (``harness/eager/steady.py``, ``host.py``); ``analysis/noise.py`` judges it."""
+
+    steps_wanted: int = 0  # the protocol's active steps
+    steps_measured: int = 0  # measured (paired: pairs), extra steps included
+    steps_clean: int = 0  # of which no thread of ours waited for a CPU
+    steps_used: int = 0  # in the figures (the clean ones, or all if too few were clean)
+    extra_steps: int = 0
+    run_delay_share: float | None = None  # run-queue delay / wall over the measured steps
+    step_switches: float | None = None  # involuntary context switches per measured step
+    window_s: float | None = None  # from settling to the last timing call
+    others_cores: float | None = None  # CPU of other processes in that window, in cores
+    involuntary_switches: int | None = None  # in that window
+    settle_calls: int = 0
+    calls_per_step: int = 1
+    timing_calls: int = 0  # unprofiled calls made (the wall's)
+    timing_clean: int = 0  # of which undisturbed
+
+
+@dataclass
+class Reconciliation:
+    """Schema 3: the result against an independent measurement on the same host
+    (``analysis/reconcile.py``): the profiled figure per call over the unprofiled
+    wall median (cpu clock), or the device time over the device-side span of an
+    unprofiled call (cuda), else over the wall (neuron, xla)."""
+
+    reference: str  # "wall" | "device_span"
+    reference_us: float
+    profiled_us: float  # the primary figure per call (cpu clock: calibrated, plus the host time between ops)
+    raw_us: float | None  # the uncalibrated figure, where it differs
+    ratio: float  # profiled / reference
+    tolerance: float  # |ratio - 1| allowed (device clocks: only above 1)
+    within: bool
+    note: str = ""  # why a ratio outside the tolerance can be expected, when it can
