@@ -20,7 +20,7 @@ export interface ServerSettings {
   include?: string[]; // trainiumLens.include: installed packages whose lines get figures (the server checks the names)
   warmWorker: { idleSeconds: number }; // 0: no warm worker (every run cold)
   nproc: number; // ranks under torchrun; 0: the marker's nproc= option, else one process
-  // trainiumLens.explorer.* (ports, URL template, path): validated by the server (hosttools/explorer.py)
+  // trainiumLens.explorer.* (ports, URL template, path): validated by the server (hosttools/explorer/service.py)
   explorer?: Record<string, unknown>;
   // Workspace Trust (trust.ts): false in Restricted Mode, where the server runs nothing.
   trusted?: boolean;

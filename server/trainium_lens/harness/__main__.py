@@ -92,7 +92,7 @@ def run(events) -> int:
             f"({exc}); install torch in the interpreter the target uses",
         ) from None
     from trainium_lens.harness.attribution import build
-    from trainium_lens.harness.eager.choose import choose
+    from trainium_lens.harness.choose import choose
     from trainium_lens.harness.eager.run import Session, profile_function
 
     backend = choose(torch, spec.backend)

@@ -2,7 +2,7 @@
 
 ``Tunnel`` is one ``ssh`` process forwarding any number of ports; a busy local
 port is refused before ssh starts, naming the process that holds it when this
-user can see it (Linux ``/proc``). Used by ``hosttools/explorer.py`` (Neuron Explorer's
+user can see it (Linux ``/proc``). Used by ``hosttools/explorer/service.py`` (Neuron Explorer's
 UI and API ports).
 """
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from trainium_lens.harness.spec import BACKENDS
-from trainium_lens.hosttools.explorer import SETTING_KEYS as EXPLORER_KEYS
-from trainium_lens.hosttools.explorer import ExplorerSettings
-from trainium_lens.hosttools.explorer import settings_from as explorer_settings_from
+from trainium_lens.hosttools.explorer.settings import SETTING_KEYS as EXPLORER_KEYS
+from trainium_lens.hosttools.explorer.settings import ExplorerSettings
+from trainium_lens.hosttools.explorer.settings import settings_from as explorer_settings_from
 
 SECTION = "trainiumLens"
 
@@ -65,7 +65,7 @@ class Settings:
     # Settings other features read unvalidated here (e.g. ``explorer``); not
     # part of equality, so they never restart a target.
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
-    explorer: ExplorerSettings = field(default_factory=ExplorerSettings)  # hosttools/explorer.py
+    explorer: ExplorerSettings = field(default_factory=ExplorerSettings)  # hosttools/explorer/service.py
     # Workspace Trust: False in VS Code's Restricted Mode, where nothing runs (lsp/features/trust.py).
     # The CLI and clients that do not say are trusted: their user runs them.
     trusted: bool = True

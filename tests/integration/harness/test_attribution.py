@@ -7,8 +7,8 @@ import pytest
 import torch  # a test dependency: these tests must run, never skip
 
 from tests.conftest import DATA
+from trainium_lens.harness import call
 from trainium_lens.harness.attribution.tree import FWD, attribute
-from trainium_lens.harness.eager import run
 from trainium_lens.harness.eager.backends import Backend
 from trainium_lens.harness.eager.lines import LineLabeler
 from trainium_lens.harness.job.loader import UserCode, load_module
@@ -19,7 +19,7 @@ CPU = torch.autograd.DeviceType.CPU
 @pytest.fixture(scope="module")
 def helpers():
     module = load_module(str(DATA / "helpers.py"), str(DATA), "helpers.py")
-    labeler = LineLabeler(UserCode(str(DATA)), run.invoke.__code__)
+    labeler = LineLabeler(UserCode(str(DATA)), call.invoke.__code__)
     return module, labeler
 
 
@@ -31,9 +31,9 @@ def profile_steps(labeler, calls):
         for fn, labelled in [calls[0]] + list(calls):  # the first: warmup
             if labelled:
                 with labeler:
-                    run.invoke(fn, (x,), {})
+                    call.invoke(fn, (x,), {})
             else:
-                run.invoke(fn, (x,), {})
+                call.invoke(fn, (x,), {})
             prof.step()
     return prof.events()
 
@@ -88,11 +88,11 @@ def test_unlabelled_ops_are_unattributed_and_still_reconcile(helpers):
 def test_host_to_device_copies_are_noted_per_line():
     # "meta" stands in for an accelerator: any non-CPU device takes the same path
     module = load_module(str(DATA / "h2d.py"), str(DATA), "h2d.py")
-    labeler = LineLabeler(UserCode(str(DATA)), run.invoke.__code__, device_backend=True)
+    labeler = LineLabeler(UserCode(str(DATA)), call.invoke.__code__, device_backend=True)
     x = torch.ones(4, device="meta")
     for _ in range(2):
         with labeler:
-            run.invoke(module.promote, (x,), {})
+            call.invoke(module.promote, (x,), {})
     text = (DATA / "h2d.py").read_text().splitlines()
     line = next(i for i, t in enumerate(text, 1) if "H2D-LINE" in t)
     assert labeler.h2d == {f"h2d.py({line}): promote": 2}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import ROOT
+from trainium_lens.harness import call
 
 pytestmark = pytest.mark.slow
 
@@ -29,10 +30,10 @@ def compiled_setup():
     watch = CompileWatch(user)
     watch.install()
     args = module.make_inputs()
-    run.invoke(module.rms_norm_compiled, args, {})  # compiles once
-    labeler = LineLabeler(user, run.invoke.__code__)
+    call.invoke(module.rms_norm_compiled, args, {})  # compiles once
+    labeler = LineLabeler(user, call.invoke.__code__)
     labeler.hook.refresh()
-    labeler.hook.arm_if_called(lambda: run.invoke(module.rms_norm_compiled, args, {}))
+    labeler.hook.arm_if_called(lambda: call.invoke(module.rms_norm_compiled, args, {}))
     return torch, run, module, watch, labeler, args
 
 
@@ -44,7 +45,7 @@ def test_labelled_calls_compile_nothing(compiled_setup):
     with torch.profiler.profile() as prof:
         for _ in range(3):
             with labeler:
-                run.invoke(module.rms_norm_compiled, args, {})
+                call.invoke(module.rms_norm_compiled, args, {})
     assert watch.counters() == before
     assert watch.recompiles() == 0
     names = [e.name for e in prof.events()]
@@ -72,7 +73,7 @@ def test_control_mode_without_the_hook_would_recompile(compiled_setup):
     before = watch.counters()["compiles"]
     try:
         with labeler.mode:  # the mode alone: dynamo sees it on the mode stack
-            run.invoke(module.rms_norm_compiled, args, {})
+            call.invoke(module.rms_norm_compiled, args, {})
     except Exception:
         pass  # fullgraph=True: tracing the mode's frame walk is unsupported
     assert watch.counters()["compiles"] > before

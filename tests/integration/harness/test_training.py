@@ -15,8 +15,8 @@ from tests.conftest import DATA, ROOT
 from tests.integration.cli.test_cli import cli
 from tests.support.harness import line_of, run_harness
 from trainium_lens.analysis.findings.analyze import analyze
+from trainium_lens.harness import call
 from trainium_lens.harness.attribution.tree import OP, attribute, classify
-from trainium_lens.harness.eager import run
 from trainium_lens.harness.eager.lines import LineLabeler
 from trainium_lens.harness.job.loader import UserCode, load_module
 from trainium_lens.model.result import Batch
@@ -155,7 +155,7 @@ def test_backward_on_another_thread_lands_on_the_same_lines(training):
 
 def test_no_op_event_of_any_thread_is_dropped():
     module = load_module(str(TRAINING), str(DATA), "training.py")
-    labeler = LineLabeler(UserCode(str(DATA)), run.invoke.__code__)
+    labeler = LineLabeler(UserCode(str(DATA)), call.invoke.__code__)
     args = module.make_training()
     config = torch._C._profiler._ExperimentalConfig(profile_all_threads=True)
     with torch.profiler.profile(
@@ -165,10 +165,10 @@ def test_no_op_event_of_any_thread_is_dropped():
     ) as prof:
         for step in range(5):
             if step and not step % 2:  # warmup, then labelled, plain, labelled, plain
-                run.invoke(module.step_thread, args, {})
+                call.invoke(module.step_thread, args, {})
             else:
                 with labeler:
-                    run.invoke(module.step_thread, args, {})
+                    call.invoke(module.step_thread, args, {})
             prof.step()
     events = prof.events()
     ops = [e for e in events if classify(e.name, labeler.labels) == OP]
@@ -260,7 +260,7 @@ def test_threaded_backward_needs_profile_all_threads():
     module = load_module(str(TRAINING), str(DATA), "training.py")
     args = module.make_training()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-        run.invoke(module.step_thread, args, {})
+        call.invoke(module.step_thread, args, {})
     names = {e.name for e in prof.events()}
     assert not any(n.startswith("autograd::engine::evaluate_function") for n in names)
     assert threading.current_thread() is threading.main_thread()

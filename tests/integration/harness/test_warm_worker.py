@@ -303,7 +303,8 @@ def test_zero_idle_seconds_means_cold_runs(tmp_path, ws, monkeypatch):
 
 
 def test_doctor_reports_a_held_worker_until_it_is_released(warm, ws):
-    from trainium_lens.hosttools.doctor.run import Report, _warm_worker_check
+    from trainium_lens.hosttools.doctor.report import Report
+    from trainium_lens.hosttools.doctor.run import _warm_worker_check
 
     run(warm, ws, "rmsnorm.py", "rms_norm_naive")
     pid = worker_pid(warm)

@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from trainium_lens.cli import main
-from trainium_lens.hosttools.doctor.run import CHECKS, NOT_TRAINIUM, run_doctor
+from trainium_lens.hosttools.doctor.report import CHECKS, NOT_TRAINIUM
+from trainium_lens.hosttools.doctor.run import run_doctor
 
 NAMES = [name for name, _title in CHECKS]
 
@@ -201,7 +202,8 @@ def test_doctor_passes_on_a_stand_in_trainium_host(tmp_path, monkeypatch):
 def test_judging_the_older_xla_flavour_and_an_old_python():
     """The judge alone, on the facts a Trn1 host with the XLA torch-neuronx
     reports (stand-in facts: no such host here)."""
-    from trainium_lens.hosttools.doctor.run import Report, _judge
+    from trainium_lens.hosttools.doctor.checks import judge as _judge
+    from trainium_lens.hosttools.doctor.report import Report
 
     report = Report(host="trn1")
     _judge(

@@ -27,13 +27,8 @@ from pathlib import Path
 import pytest
 
 from trainium_lens.errors import UsageError
-from trainium_lens.hosttools.explorer import (
-    ExplorerError,
-    ExplorerService,
-    ExplorerSettings,
-    display_name,
-    profile_url,
-)
+from trainium_lens.hosttools.explorer.service import ExplorerError, ExplorerService, display_name
+from trainium_lens.hosttools.explorer.settings import ExplorerSettings, profile_url
 from trainium_lens.model.lines import LineStat
 from trainium_lens.model.result import Artifacts, FunctionRef, LineWindows, Result, Totals, Window
 from trainium_lens.model.store import RunStore

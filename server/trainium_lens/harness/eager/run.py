@@ -12,6 +12,7 @@ import torch
 from trainium_lens.harness.attribution import build
 from trainium_lens.harness.attribution.trace_tags import tag_trace
 from trainium_lens.harness.attribution.tree import attribute
+from trainium_lens.harness.call import function_record, inputs, invoke, marked_function, output, variant_key
 from trainium_lens.harness.eager import measure, steady
 from trainium_lens.harness.eager.calibrate import calibrate
 from trainium_lens.harness.eager.compiled import CompileWatch
@@ -22,18 +23,12 @@ from trainium_lens.harness.eager.optim_trials import OptimizerWatch
 from trainium_lens.harness.eager.optim_trials import attach as attach_trials
 from trainium_lens.harness.eager.optim_trials import measure as measure_optimizers
 from trainium_lens.harness.eager.origin import add_origins
-from trainium_lens.harness.events import EventStream, HarnessError
+from trainium_lens.harness.events import EventStream
 from trainium_lens.harness.job.include_hooks import IncludeHooks
-from trainium_lens.harness.job.loader import UserCode, call_inputs, required_params, resolve
-from trainium_lens.harness.job.placement import to_device
-from trainium_lens.harness.markers import Marked, variant_group
+from trainium_lens.harness.job.loader import UserCode
+from trainium_lens.harness.markers import Marked
 from trainium_lens.harness.spec import Spec
 from trainium_lens.harness.work.attach import add_work
-
-
-def invoke(fn: Any, args: tuple, kwargs: dict) -> Any:
-    """The one place the harness calls user code: line labels stop at this frame."""
-    return fn(*args, **kwargs)
 
 
 class Session:
@@ -73,98 +68,12 @@ class Session:
         return self._calibration
 
 
-def variant_key(marked: Marked) -> str:
-    """Functions compared as variants share this (``markers.variant_group``)."""
-    return variant_group(marked.options.get("compare"), marked.options.get("inputs"))
-
-
-def marked_function(s: Session, marked: Marked) -> Any:
-    """The marked function, looked up in the imported module (both backends)."""
-    fn = resolve(s.module, marked.name)
-    if not callable(fn):
-        raise HarnessError(
-            "unknown_function",
-            f"{marked.name} is marked but is not a function at import time",
-            s.rel_file,
-            marked.def_line,
-        )
-    return fn
-
-
-def function_record(s: Session, marked: Marked, protocol: dict) -> dict:
-    """The result's ``function`` block (both backends)."""
-    return {
-        "file": s.rel_file,
-        "name": marked.name,
-        "line": marked.def_line,
-        "marker_line": marked.marker_line,
-        "protocol": dict(protocol),
-        "inputs": marked.options.get("inputs") or None,
-        "compare": marked.options.get("compare") or None,
-    }
-
-
-def _inputs(s: Session, marked: Marked, fn: Any) -> tuple[tuple, dict]:
-    name = marked.options.get("inputs")
-    if not name:
-        missing = required_params(fn)
-        if missing:
-            raise HarnessError(
-                "inputs",
-                f"{marked.name} needs arguments ({', '.join(missing)}): "
-                f"add inputs=NAME to its marker, naming a function that returns "
-                f"them as a tuple or dict",
-                s.rel_file,
-                marked.marker_line,
-            )
-        return (), {}
-    if name not in s.inputs:  # one call per inputs function: variants share their inputs
-        torch.manual_seed(0)
-        dev = torch.device(s.backend.device)
-        args, kwargs = call_inputs(s.module, name, s.rel_file, marked.name, s.user, device=dev)
-        s.inputs[name] = (to_device(args, dev), to_device(kwargs, dev))  # placement.py
-    return s.inputs[name]
-
-
-def _first_tensor(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple)):
-        for item in value:
-            found = _first_tensor(item)
-            if found is not None:
-                return found
-    return None
-
-
-def _output(s: Session, name: str, value: Any, group: str = "") -> dict:
-    tensor = _first_tensor(value)
-    if tensor is None:
-        return {}
-    tensor = tensor.detach()
-    out: dict[str, Any] = {"dtype": str(tensor.dtype).replace("torch.", ""), "shape": list(tensor.shape)}
-    if tensor.numel() and tensor.dtype != torch.bool:
-        out["max_abs"] = float(tensor.abs().max().to("cpu").double().item())
-    if group not in s.references:
-        s.references[group] = (name, tensor.to("cpu", copy=True))
-        out.update(reference=name, max_abs_diff=0.0)
-        return out
-    ref_name, ref = s.references[group]
-    out["reference"] = ref_name
-    if list(ref.shape) == out["shape"]:
-        diff = (tensor.to("cpu").double() - ref.double()).abs()
-        out["max_abs_diff"] = float(diff.max().item()) if diff.numel() else 0.0
-    return out
-
-
 def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> dict:
     """inputs → first calls → profiled steps → attribution → trace → timing → result."""
     run_id = f"{s.spec.batch_id}-{index}"
     fn = marked_function(s, marked)
     s.events.stage("inputs", marked.name, "preparing inputs")
-    args, kwargs = _inputs(s, marked, fn)
+    args, kwargs = inputs(s, marked, fn)
     call = Call(s, fn, args, kwargs, marked.name)
     first, compiles_from = _first_calls(call)
     calibration = s.calibration()
@@ -214,7 +123,7 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
             wall_us=wall,
             signals=signals,
             artifacts=artifacts,
-            output=_output(s, marked.name, first, variant_key(marked)),
+            output=output(s, marked.name, first, variant_key(marked)),
             offset_us=offset,
             covered=s.watch.covered,
             h2d_calls=steps.h2d_calls,

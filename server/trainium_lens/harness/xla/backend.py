@@ -179,7 +179,7 @@ def _steps(
     """``count`` calls, each synced; a profiled step (``marker``) is scoped by
     ``xp.Trace`` and reports its stage. ``tagger``: the mode the call runs under
     (``xla/tags.py``); ``graphs``: gets the graphs each call executed."""
-    from trainium_lens.harness.eager.run import invoke
+    from trainium_lens.harness.call import invoke
 
     backend, times = s.backend, []
     for i in range(count):
@@ -210,12 +210,12 @@ def _nothing():
 
 def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     from trainium_lens.harness.attribution import build
-    from trainium_lens.harness.eager.run import (
-        _inputs,
-        _output,
+    from trainium_lens.harness.call import (
         function_record,
+        inputs,
         invoke,
         marked_function,
+        output,
         variant_key,
     )
     from trainium_lens.harness.events import HarnessError
@@ -234,7 +234,7 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     if device is not None:
         device.mark()
     ev.stage("inputs", name, "preparing inputs (on the xla device)")
-    args, kwargs = _inputs(s, marked, fn)
+    args, kwargs = inputs(s, marked, fn)
     stale = run_warnings.stale_optimizers([*args, *kwargs.values()], backend.device)
     for w in stale:
         ev.warning(f"{name}: {w}")
@@ -250,7 +250,7 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
         backend.sync()
     except Exception as exc:
         raise s.user.error_from(exc, "user_code", name) from None
-    output = _output(s, name, first, variant_key(marked))
+    first_output = output(s, name, first, variant_key(marked))
     del first
     _steps(s, fn, args, kwargs, 1, name, marker=False, tagger=tagger)
     compiles0 = backend.compiles()  # from here on, a compile means the graph changed
@@ -353,7 +353,7 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
             "graphs_per_step": statistics.median(graphs) if graphs else None,
             **tagger.syncs.signals(att.steps),
         },
-        output=output,
+        output=first_output,
         buckets=fig["buckets"],
         optimizers=fig["optimizers"],
         **work,

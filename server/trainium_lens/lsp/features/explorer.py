@@ -19,7 +19,8 @@ from typing import Any
 from lsprotocol import types
 
 from trainium_lens.errors import LensError
-from trainium_lens.hosttools.explorer import ExplorerService, ExplorerSettings, describe
+from trainium_lens.hosttools.explorer.service import ExplorerService, describe
+from trainium_lens.hosttools.explorer.settings import ExplorerSettings
 from trainium_lens.lsp.features import trust
 from trainium_lens.lsp.runs import pick_run
 

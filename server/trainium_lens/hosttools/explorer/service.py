@@ -3,7 +3,7 @@
 ``ExplorerService.open(result, line)`` returns the URL to open:
 
 1. on the run's host (``artifacts.location``), in one round trip over the SSH
-   target's ControlMaster (or a local ``sh`` for local runs), ``_HOST_SCRIPT``
+   target's ControlMaster (or a local ``sh`` for local runs), ``HOST_SCRIPT``
    finds ``neuron-explorer``, starts ``neuron-explorer view`` detached when
    nothing answers on its API port (so it outlives the SSH session and serves
    every later run), and ingests the run's Neuron profile directory once under
@@ -16,7 +16,7 @@
    and ``{end_ns}``: Explorer's deep-link parameters are undocumented, so only
    the documented ``/profile/<name>`` is in the default.
 
-Everything Explorer-specific is in ``_HOST_SCRIPT`` and ``ExplorerSettings``,
+Everything Explorer-specific is in ``HOST_SCRIPT`` and ``ExplorerSettings``,
 written against AWS Neuron SDK documentation (docs/timeline.md, "Neuron Explorer"): the binary at
 ``/opt/aws/neuron/bin/neuron-explorer``, ``view`` serving UI 3001 + API 3002,
 ``view -d DIR --ingest-only --display-name NAME``, ``/profile/<display-name>``.
@@ -30,124 +30,17 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
-from urllib.parse import quote
 
-from trainium_lens.errors import LensError, TargetError, UsageError
+from trainium_lens.errors import LensError, TargetError
+from trainium_lens.hosttools.explorer.host_script import HOST_SCRIPT, MARK
+from trainium_lens.hosttools.explorer.settings import ExplorerSettings, profile_url
 from trainium_lens.hosttools.tunnel import Forward, Tunnel, TunnelError
 from trainium_lens.model.result import Result
 from trainium_lens.targets.ssh_conn import SshConnection
 
-DEFAULT_URL_TEMPLATE = "http://localhost:{port}/profile/{profile}"
-MARK = "trainium-lens-explorer: "
-
-
-@dataclass
-class ExplorerSettings:
-    ui_port: int = 3001  # on the host (neuron-explorer has no flag to change it)
-    api_port: int = 3002
-    local_ui_port: int = 3001  # this machine's end of the tunnel
-    local_api_port: int = 3002  # the UI calls the API here: keep it equal to api_port
-    url_template: str = DEFAULT_URL_TEMPLATE
-    binary: str = ""  # path on the host; "" = PATH, then /opt/aws/neuron/bin
-    ssh_config: str | None = None
-    start_timeout_s: float = 60.0
-    ingest_timeout_s: float = 3600.0  # large NTFFs take many minutes to process
-
-    def __str__(self) -> str:  # how a settings warning shows the default
-        return (
-            f"UI port {self.ui_port}, API port {self.api_port} on the host, "
-            f"{self.local_ui_port}/{self.local_api_port} here"
-        )
-
 
 class ExplorerError(LensError):
     exit_code = 5
-
-
-# $1 state dir, $2 API port, $3 binary ("" = default), $4 profile dir, $5 display
-# name, $6 seconds to wait for the server, $7 the source root on the host ("" =
-# none: --framework-source-root), $8 $9 a NEFF and its NTFF (xla on Trn1: a
-# device profile ingested with -n/-s; "" = the profile dir with -d). Prints
-# key=value lines.
-_HOST_SCRIPT = r"""
-state=$1; api=$2; exe=$3; dir=$4; name=$5; wait_s=$6; src=$7; neff=$8; ntff=$9
-[ -n "$state" ] || state=$HOME/.cache/trainium-lens/explorer
-say() { echo "trainium-lens-explorer: $*" >&2; }
-if [ -z "$exe" ]; then
-  exe=$(command -v neuron-explorer 2>/dev/null) || exe=/opt/aws/neuron/bin/neuron-explorer
-fi
-if [ ! -x "$exe" ]; then
-  say "neuron-explorer is not installed on this host (not on PATH, not $exe):" \
-    "install aws-neuronx-tools, or set the Explorer binary path"
-  exit 72
-fi
-mkdir -p "$state" || { say "cannot create $state"; exit 70; }
-log=$state/explorer.log
-probe() {
-  if command -v bash >/dev/null 2>&1; then
-    bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1"' _ "$1" 2>/dev/null
-  else
-    python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 2)' \
-      "$1" 2>/dev/null
-  fi
-}
-echo "exe=$exe"
-if probe "$api"; then
-  echo "server=running"
-else
-  echo "--- $(date -u +%FT%TZ) starting $exe view" >>"$log"
-  # Detached: its own session, no terminal, output to the log, so it outlives
-  # this SSH session and serves every later run.
-  if command -v setsid >/dev/null 2>&1; then
-    setsid nohup "$exe" view >>"$log" 2>&1 </dev/null &
-  else
-    nohup "$exe" view >>"$log" 2>&1 </dev/null &
-  fi
-  i=0
-  until probe "$api"; do
-    i=$((i+1))
-    if [ $i -gt $((wait_s*10)) ]; then
-      say "neuron-explorer view did not answer on port $api within ${wait_s}s;" \
-        "its log $log ends with: $(tail -n 3 "$log" | tr '\n' ' ')"
-      exit 73
-    fi
-    sleep 0.1
-  done
-  echo "server=started"
-fi
-if [ -n "$dir" ]; then
-  if grep -Fxq -- "$name" "$state/ingested" 2>/dev/null; then
-    echo "ingest=done-before"
-  else
-    if [ -n "$neff" ] && [ -n "$ntff" ]; then
-      for f in "$neff" "$ntff"; do
-        [ -f "$f" ] || { say "the run's device profile file is gone: $f"; exit 74; }
-      done
-      set -- -n "$neff" -s "$ntff"
-    else
-      [ -d "$dir" ] || { say "the run's Neuron profile directory is gone: $dir"; exit 74; }
-      # NeuronProfiler writes <dir>/<instance-id>_pid_<pid>/[<timestamp>/]; a system
-      # profile is the folder holding trace_info.pb (docs/explorer.md).
-      if [ ! -f "$dir/trace_info.pb" ]; then
-        found=$(find "$dir" -name trace_info.pb -print 2>/dev/null | head -n 1)
-        [ -n "$found" ] && dir=$(dirname "$found")
-      fi
-      set -- -d "$dir"
-    fi
-    # Explorer's source view reads the profiled code where it ran (the synced workspace)
-    [ -n "$src" ] && set -- "$@" --framework-source-root "$src"
-    echo "--- $(date -u +%FT%TZ) ingesting $* as $name" >>"$log"
-    if "$exe" view "$@" --ingest-only --display-name "$name" >>"$log" 2>&1; then
-      echo "$name" >>"$state/ingested"
-      echo "ingest=now"
-    else
-      say "neuron-explorer could not ingest $*; its log $log ends with: $(tail -n 3 "$log" | tr '\n' ' ')"
-      exit 75
-    fi
-  fi
-fi
-"""
 
 
 def display_name(result: Result) -> str:
@@ -171,23 +64,6 @@ def line_window(result: Result, line: int | None) -> tuple[int, int] | None:
     return int(round(start * 1000)), int(round(end * 1000))
 
 
-def profile_url(template: str, port: int, profile: str, window: tuple[int, int] | None) -> str:
-    """Fill the URL template; query parameters left empty (no window) are dropped."""
-    start, end = (str(window[0]), str(window[1])) if window else ("", "")
-    try:
-        url = template.format(port=port, profile=quote(profile, safe=""), start_ns=start, end_ns=end)
-    except (KeyError, IndexError, ValueError) as exc:
-        raise UsageError(
-            f"bad Explorer URL template {template!r}: use {{port}}, {{profile}}, "
-            f"{{start_ns}}, {{end_ns}} ({exc})"
-        ) from None
-    if not window and "?" in url:
-        base, _, query = url.partition("?")
-        kept = [p for p in query.split("&") if p and not p.endswith("=")]
-        url = base + ("?" + "&".join(kept) if kept else "")
-    return url
-
-
 def state_dir(result: Result) -> str:
     """``<work dir>/explorer`` on the run's host (the run dir is ``<wd>/runs/<batch>``)."""
     run_dir = PurePosixPath(result.artifacts.run_dir or "")
@@ -195,7 +71,7 @@ def state_dir(result: Result) -> str:
         return str(run_dir.parent.parent / "explorer")
     if result.artifacts.location in ("", "local"):
         return str(Path.home() / ".cache" / "trainium-lens" / "explorer")
-    return ""  # the host's default, under its $HOME (see _HOST_SCRIPT)
+    return ""  # the host's default, under its $HOME (see HOST_SCRIPT)
 
 
 # -- the service --------------------------------------------------------------
@@ -289,7 +165,7 @@ class ExplorerService:
             (pair.neff or "") if pair else "",
             (pair.ntff or "") if pair else "",
         ]
-        script = _HOST_SCRIPT
+        script = HOST_SCRIPT
         timeout = s.start_timeout_s + s.ingest_timeout_s + 30
         try:
             if conn is None:
@@ -384,45 +260,3 @@ def describe(opened: Opened) -> str:
 
 
 # -- settings (trainiumLens.explorer.*) ----------------------------------------
-
-_SETTING_FIELDS = {
-    "uiPort": "ui_port",
-    "apiPort": "api_port",
-    "localUiPort": "local_ui_port",
-    "localApiPort": "local_api_port",
-    "urlTemplate": "url_template",
-    "path": "binary",
-}
-SETTING_KEYS = tuple(_SETTING_FIELDS)  # trainiumLens.explorer.<key> (lsp/settings.py's table)
-
-
-def settings_from(value: Any) -> ExplorerSettings:
-    """``trainiumLens.explorer`` ({uiPort, apiPort, localUiPort, localApiPort,
-    urlTemplate, path}) → settings; ValueError names what is wrong."""
-    if value is None:
-        return ExplorerSettings()
-    if not isinstance(value, dict):
-        raise ValueError(
-            "expected an object with uiPort, apiPort, localUiPort, localApiPort, urlTemplate, path"
-        )
-    out = {}
-    for key, raw in value.items():
-        if key not in _SETTING_FIELDS:
-            raise ValueError(f"unknown key {key!r}")
-        if raw is None or raw == "":
-            continue
-        name = _SETTING_FIELDS[key]
-        if key.endswith("Port"):
-            if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= 65535:
-                raise ValueError(f"{key} must be a port number (1-65535)")
-        elif not isinstance(raw, str):
-            raise ValueError(f"{key} must be a string")
-        if key == "urlTemplate":
-            if "{profile}" not in raw:
-                raise ValueError("urlTemplate must contain {profile}")
-            try:
-                profile_url(raw, 1, "p", (1, 2))
-            except UsageError as err:
-                raise ValueError(str(err)) from None
-        out[name] = raw
-    return ExplorerSettings(**out)
