@@ -93,7 +93,7 @@ class LocalTarget(Target):
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_PARENT), env.get("PYTHONPATH", "")) if p)
         env.setdefault("PYTHONUNBUFFERED", "1")
         if self.warm is not None and self.warm.takes(job):
-            from trainium_lens.targets.warm import Launch
+            from trainium_lens.targets.warm_worker import Launch
 
             launch = Launch(
                 [python, "-m", "trainium_lens.harness.worker", "--idle", f"{self.warm.idle_s:g}"],

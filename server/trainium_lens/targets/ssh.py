@@ -292,7 +292,7 @@ class SshTarget(Target):
     ) -> dict:
         """The job on the host's warm worker (started there on first use, over the
         master; a new harness version or Python starts a new one)."""
-        from trainium_lens.targets.warm import Launch
+        from trainium_lens.targets.warm_worker import Launch
 
         assert self.warm is not None
         wd, idle = info["wd"], self.warm.idle_s

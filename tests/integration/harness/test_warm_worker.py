@@ -327,7 +327,7 @@ def test_a_job_waits_for_the_hosts_lock_and_can_be_cancelled_while_waiting(warm,
     import fcntl
 
     from trainium_lens.targets.local import read_json_file
-    from trainium_lens.targets.warm import Launch
+    from trainium_lens.targets.warm_worker import Launch
 
     run(warm, ws, "rmsnorm.py", "rms_norm_naive")
     worker = warm.warm.worker

@@ -32,7 +32,8 @@ from trainium_lens.harness.xla.credit import (
     no_tags,
     user_stack,
 )
-from trainium_lens.harness.xla.xplane import Capture, Executed, HloInstr, HloModule
+from trainium_lens.harness.xla.hlo import HloInstr, HloModule
+from trainium_lens.harness.xla.xplane import Capture, Executed
 
 __all__ = ["Credit", "XlaAttribution", "attribute", "credit", "user_stack"]
 

@@ -33,8 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from trainium_lens.harness.stacks import user_places
+from trainium_lens.harness.xla.hlo import HloInstr, HloModule
 from trainium_lens.harness.xla.tags import tag_of
-from trainium_lens.harness.xla.xplane import HloInstr, HloModule
 
 Place = tuple[str, int, str]  # (workspace-relative file, line, function)
 FORWARD, BACKWARD = "forward", "backward"

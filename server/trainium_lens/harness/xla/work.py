@@ -3,7 +3,7 @@ instructions, memory from the compiled module's buffer assignment. Fed by the
 line mapping (``xla/attribution.py``): each executed instruction's work goes to
 the line its time goes to (a fusion: the whole fusion, as its time), times its
 executions per step. Stdlib only: the protobuf fields are decoded by hand with
-``xplane.fields`` (field numbers of xla's ``hlo.proto`` / ``xla_data.proto``).
+``protobuf.fields`` (field numbers of xla's ``hlo.proto`` / ``xla_data.proto``).
 
 * FLOPs, as XLA's own cost analysis counts them: ``dot`` 2 × output elements ×
   contracted size; ``convolution`` 2 × output elements × kernel elements per
@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Any
 
-from trainium_lens.harness.xla.xplane import HloInstr, HloModule, _packed, fields
+from trainium_lens.harness.xla.hlo import HloInstr, HloModule
+from trainium_lens.harness.xla.protobuf import fields, packed
 
 # PrimitiveType (xla_data.proto) -> (torch dtype name, bytes per element)
 ELEMENT = {
@@ -75,7 +76,7 @@ def parse_shape(buf: bytes) -> Shape:
         if number == 2 and isinstance(value, int):
             shape.element = value
         elif number == 3:
-            shape.dims.extend(_packed(value))
+            shape.dims.extend(packed(value))
         elif number == 4 and isinstance(value, bytes):
             shape.tuple_shapes.append(parse_shape(value))
     return shape
@@ -124,7 +125,7 @@ class ModuleWork:
         if lhs is None:
             return 0
         dnums = next((v for n, v in fields(ins.raw) if n == 30 and isinstance(v, bytes)), b"")
-        contracting = [d for n, v in fields(dnums) if n == 1 for d in _packed(v)]
+        contracting = [d for n, v in fields(dnums) if n == 1 for d in packed(v)]
         k = prod(lhs.dims[d] for d in contracting if d < len(lhs.dims))
         return 2 * prod(self.shape(ins).dims) * k
 

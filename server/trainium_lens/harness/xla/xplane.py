@@ -24,222 +24,13 @@ import os
 import struct
 from dataclasses import dataclass, field
 
+from trainium_lens.harness.xla.hlo import HloModule, parse_hlo_proto
+from trainium_lens.harness.xla.protobuf import fields, signed, text
+
 # -- protobuf wire format -------------------------------------------------------------
 
 
-def _varint(buf: bytes, i: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        byte = buf[i]
-        i += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, i
-        shift += 7
-
-
-def fields(buf: bytes) -> list[tuple[int, int | bytes]]:
-    """[(field number, int or bytes)] of one message, in order (repeats kept)."""
-    out: list[tuple[int, int | bytes]] = []
-    i, n = 0, len(buf)
-    while i < n:
-        key, i = _varint(buf, i)
-        number, wire = key >> 3, key & 7
-        value: int | bytes
-        if wire == 0:
-            value, i = _varint(buf, i)
-        elif wire == 2:
-            size, i = _varint(buf, i)
-            value = buf[i : i + size]
-            i += size
-        elif wire == 1:
-            value = int.from_bytes(buf[i : i + 8], "little")
-            i += 8
-        elif wire == 5:
-            value = int.from_bytes(buf[i : i + 4], "little")
-            i += 4
-        else:
-            raise ValueError(f"unsupported protobuf wire type {wire}")
-        out.append((number, value))
-    return out
-
-
-def _signed(v: int) -> int:
-    return v - (1 << 64) if v >= 1 << 63 else v
-
-
-def _packed(value: int | bytes) -> list[int]:
-    if isinstance(value, int):
-        return [value]
-    out, i = [], 0
-    while i < len(value):
-        v, i = _varint(value, i)
-        out.append(v)
-    return out
-
-
-def _str(value: int | bytes) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
 # -- HLO ----------------------------------------------------------------------------------
-
-
-@dataclass
-class HloInstr:
-    name: str
-    opcode: str
-    id: int = 0
-    op_type: str = ""
-    op_name: str = ""
-    source_file: str = ""
-    source_line: int = 0
-    stack_frame_id: int = 0
-    called: list[int] = field(default_factory=list)  # computation ids (a fusion's body)
-    operands: list[int] = field(default_factory=list)  # instruction ids
-    parameter_number: int = 0
-    raw: bytes = b""  # the HloInstructionProto (shapes, dimension numbers: xla/work.py)
-
-
-@dataclass
-class HloModule:
-    name: str
-    computations: dict[int, list[HloInstr]] = field(default_factory=dict)
-    roots: dict[int, int] = field(default_factory=dict)  # computation id -> root instruction id
-    file_names: list[str] = field(default_factory=list)
-    function_names: list[str] = field(default_factory=list)
-    file_locations: list[tuple[int, int, int]] = field(default_factory=list)  # file, function, line
-    stack_frames: list[tuple[int, int]] = field(default_factory=list)  # location, parent
-    buffer_assignment: bytes = b""  # the HloProto's BufferAssignmentProto (xla/work.py)
-    _users: dict[int, list[HloInstr]] | None = field(default=None, repr=False)
-    _by_name: dict[str, HloInstr] | None = field(default=None, repr=False)
-    _by_id: dict[int, HloInstr] | None = field(default=None, repr=False)
-    _comp_of: dict[int, int] | None = field(default=None, repr=False)
-    _callers: dict[int, list[HloInstr]] | None = field(default=None, repr=False)
-
-    def users(self, instr_id: int) -> list[HloInstr]:
-        """Instructions that read ``instr_id`` (the index is built on first use)."""
-        if self._users is None:
-            self._users = {}
-            for instrs in self.computations.values():
-                for ins in instrs:
-                    for op in ins.operands:
-                        self._users.setdefault(op, []).append(ins)
-        return self._users.get(instr_id, [])
-
-    def by_id(self, instr_id: int) -> HloInstr | None:
-        if self._by_id is None:
-            self._by_id = {ins.id: ins for instrs in self.computations.values() for ins in instrs}
-        return self._by_id.get(instr_id)
-
-    def callers(self, comp_id: int) -> list[HloInstr]:
-        """Instructions that call computation ``comp_id`` (a fusion's body, a
-        ``call``'s target, a reducer...)."""
-        if self._callers is None:
-            self._callers = {}
-            for instrs in self.computations.values():
-                for ins in instrs:
-                    for called in ins.called:
-                        self._callers.setdefault(called, []).append(ins)
-        return self._callers.get(comp_id, [])
-
-    def computation_of(self, instr_id: int) -> int | None:
-        """The id of the computation holding instruction ``instr_id``."""
-        if self._comp_of is None:
-            self._comp_of = {ins.id: c for c, instrs in self.computations.items() for ins in instrs}
-        return self._comp_of.get(instr_id)
-
-    def instruction(self, name: str) -> HloInstr | None:
-        """The instruction named ``name`` (the index is built on first use)."""
-        if self._by_name is None:
-            self._by_name = {}
-            for instrs in self.computations.values():
-                for ins in instrs:
-                    self._by_name.setdefault(ins.name, ins)
-        return self._by_name.get(name)
-
-
-def _metadata(ins: HloInstr, buf: bytes) -> None:
-    for number, value in fields(buf):
-        if number == 1:
-            ins.op_type = _str(value)
-        elif number == 2:
-            ins.op_name = _str(value)
-        elif number == 3:
-            ins.source_file = _str(value)
-        elif number == 4 and isinstance(value, int):
-            ins.source_line = _signed(value)
-        elif number == 15 and isinstance(value, int):
-            ins.stack_frame_id = value
-
-
-def _instruction(buf: bytes) -> HloInstr:
-    ins = HloInstr("", "", raw=buf)
-    for number, value in fields(buf):
-        if number == 1:
-            ins.name = _str(value)
-        elif number == 2:
-            ins.opcode = _str(value)
-        elif number == 7 and isinstance(value, bytes):
-            _metadata(ins, value)
-        elif number == 35 and isinstance(value, int):
-            ins.id = value
-        elif number == 36:
-            ins.operands.extend(_packed(value))
-        elif number == 9 and isinstance(value, int):
-            ins.parameter_number = value
-        elif number == 38:
-            ins.called.extend(_packed(value))
-    return ins
-
-
-def _stack_index(module: HloModule, buf: bytes) -> None:
-    for number, value in fields(buf):
-        if number == 1:
-            module.file_names.append(_str(value))
-        elif number == 2:
-            module.function_names.append(_str(value))
-        elif number == 3 and isinstance(value, bytes):
-            loc = dict.fromkeys((1, 2, 3), 0)
-            loc.update((k, v) for k, v in fields(value) if isinstance(v, int))
-            module.file_locations.append((loc[1], loc[2], loc[3]))
-        elif number == 4 and isinstance(value, bytes):
-            frame = dict.fromkeys((1, 2), 0)
-            frame.update((k, v) for k, v in fields(value) if isinstance(v, int))
-            module.stack_frames.append((frame[1], frame[2]))
-
-
-def parse_hlo_module(buf: bytes) -> HloModule:
-    """An ``HloModuleProto``."""
-    module = HloModule("")
-    for number, value in fields(buf):
-        if number == 1:
-            module.name = _str(value)
-        elif number == 3 and isinstance(value, bytes):
-            comp_id, root, instrs = 0, 0, []
-            for n, v in fields(value):
-                if n == 2 and isinstance(v, bytes):
-                    instrs.append(_instruction(v))
-                elif n == 5 and isinstance(v, int):
-                    comp_id = v
-                elif n == 6 and isinstance(v, int):
-                    root = v
-            module.computations[comp_id] = instrs
-            module.roots[comp_id] = root
-        elif number == 17 and isinstance(value, bytes):
-            _stack_index(module, value)
-    return module
-
-
-def parse_hlo_proto(buf: bytes) -> HloModule:
-    """An ``HloProto`` (field 1: the module; 3: its buffer assignment, kept raw)."""
-    parts = fields(buf)
-    for number, value in parts:
-        if number == 1 and isinstance(value, bytes):
-            module = parse_hlo_module(value)
-            module.buffer_assignment = next((v for n, v in parts if n == 3 and isinstance(v, bytes)), b"")
-            return module
-    raise ValueError("HloProto without a module")
 
 
 # -- XSpace ----------------------------------------------------------------------------
@@ -278,11 +69,11 @@ def _stat_value(buf: bytes, names: dict[int, str]) -> tuple[int, int | float | s
         elif number == 7 and isinstance(v, int):
             value = names.get(v, "")
         elif number == 4 and isinstance(v, int):
-            value = _signed(v)
+            value = signed(v)
         elif number == 2 and isinstance(v, int):
             value = struct.unpack("<d", v.to_bytes(8, "little"))[0]
         elif number == 5:
-            value = _str(v)
+            value = text(v)
         elif number == 6:
             value = v
     return mid, value
@@ -304,7 +95,7 @@ def _named(buf: bytes) -> tuple[int, str, list[bytes]]:
         if number == 1 and isinstance(v, int):
             ident = v
         elif number == 2:
-            name = _str(v)
+            name = text(v)
         elif number == 5 and isinstance(v, bytes):
             stats.append(v)
     return ident, name, stats
@@ -323,7 +114,7 @@ def read_xspace(path: str, marker_prefix: str) -> Capture:
 
 def _read_plane(plane: bytes, cap: Capture, marker_prefix: str) -> None:
     parts = fields(plane)
-    name = next((_str(v) for n, v in parts if n == 2), "")
+    name = next((text(v) for n, v in parts if n == 2), "")
     if name not in ("/host:CPU", "/host:metadata"):
         return
     stat_names: dict[int, str] = {}
@@ -360,9 +151,9 @@ def _read_line(
     decoded: dict[int, dict[str, object]] = {}
     for n, v in fields(line):
         if n == 3 and isinstance(v, int):
-            base_ns = _signed(v)
+            base_ns = signed(v)
         elif n == 2:
-            thread = _str(v)
+            thread = text(v)
         elif n == 4 and isinstance(v, bytes):
             events.append(v)
     for raw in events:
