@@ -4,8 +4,8 @@ Run with the torch-xla venv: ``.venv-xla/bin/python bench/xla_bench.py``.
 Captures 5 steps of a 4-layer transformer encoder (batch 8 × 128 tokens × 256)
 on torch-xla's CPU device, then times, in this process, alternating:
 
-* ours: ``xla_trace.read_xspace`` (pure-Python protobuf decode of the xplane,
-  executed instructions + optimized HLO) + ``xla_attribution.attribute`` + ``figures``;
+* ours: ``xla/xplane.read_xspace`` (pure-Python protobuf decode of the xplane,
+  executed instructions + optimized HLO) + ``xla/attribution.attribute`` + ``figures``;
 * baseline: ``json.load`` of the same capture's ``trace.json.gz`` (what any
   reader of the profiler's Chrome trace pays, without the HLO).
 """

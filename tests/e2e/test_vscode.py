@@ -8,7 +8,9 @@ a bare interpreter and the bundled libraries it runs; then right-click
 against the result the engine stored in the workspace's ``.trainium-lens/runs/``.
 
 Needs ``scripts/setup-e2e.sh`` (run by scripts/test.sh). Screenshots and the
-driver's observations go to ``test-results/e2e/``.
+driver's observations go to ``test-results/e2e/``; a passing session also copies
+the ones the docs show to ``docs/images/`` (DOC_SHOTS), so README's picture is
+always the current version's.
 """
 
 from __future__ import annotations
@@ -41,6 +43,13 @@ RESULTS = ROOT / "test-results" / "e2e"
 EXAMPLE = "examples/rmsnorm.py"
 TRAIN_EXAMPLE = "examples/train_step.py"
 TRAIN_FUNCTION = "train_step_fused"
+DOC_IMAGES = ROOT / "docs" / "images"
+#: The screenshots README.md and docs/editor.md show: this run's → docs/images/NAME.
+DOC_SHOTS = {
+    "editor-and-panel.png": "editor.png",  # hints, heat, code lens and the results panel
+    "hover.png": "editor-hover.png",  # the hover on the hottest line
+    "roofline-panel.png": "roofline-panel.png",  # the training step's roofline chart
+}
 
 
 def line_number(path: Path, needle: str, after: str = "") -> int:
@@ -257,10 +266,22 @@ ATTEMPTS = 2
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
     """One VS Code session through every step; the driver's observations."""
+    for shot in DOC_SHOTS:  # an earlier run's picture is never published as this one's
+        (RESULTS / shot).unlink(missing_ok=True)
     obs, workspace = drive(tmp_path_factory, "vscode", "driver.mjs", "observed.json", _start_session)
     runs = sorted((workspace / ".trainium-lens" / "runs").glob("*.json"))
     obs["results"] = [load(p) for p in runs]
+    publish_screenshots()
     return obs
+
+
+def publish_screenshots() -> None:
+    """The passing session's pictures become the docs' (docs/images/): the README
+    never shows an older version than the one this run tested."""
+    DOC_IMAGES.mkdir(parents=True, exist_ok=True)
+    for shot, name in DOC_SHOTS.items():
+        if (RESULTS / shot).is_file():
+            shutil.copyfile(RESULTS / shot, DOC_IMAGES / name)
 
 
 def _start_session(tmp: Path) -> tuple[CodeServer, dict]:
@@ -471,3 +492,13 @@ def test_results_panel_draws_the_roofline_and_a_point_reveals_its_line(session):
     revealed = roofline["revealed"]
     assert revealed["before"] != revealed["clicked"] and revealed["cursor"] == revealed["clicked"]
     assert (RESULTS / "roofline-panel.png").stat().st_size > 10_000
+
+
+def test_the_docs_show_this_runs_screenshots(session):
+    """README.md's picture (and docs/editor.md's) is the one this session took."""
+    for shot, name in DOC_SHOTS.items():
+        assert (RESULTS / shot).read_bytes() == (DOC_IMAGES / name).read_bytes(), name
+    readme = (ROOT / "README.md").read_text()
+    assert "](docs/images/editor.png)" in readme
+    editor_doc = (ROOT / "docs" / "editor.md").read_text()
+    assert all(f"](images/{name})" in editor_doc for name in DOC_SHOTS.values())

@@ -2,7 +2,7 @@
  *
  * Pure functions, no DOM: the webview (view.js) and `node --test` both load
  * this file. The payload comes from the language server's
- * `trainiumLens/timeline` request (server/trainium_lens/lsp/timeline.py):
+ * `trainiumLens/timeline` request (server/trainium_lens/lsp/features/timeline.py):
  *
  *   { lanes: [{name, kind, rows}], names: [str], sources: [[file, line]],
  *     events: {lane: [], depth: [], start: [], dur: [], name: [], src: []},

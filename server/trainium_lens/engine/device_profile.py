@@ -5,8 +5,8 @@ path for both flavours (docs/neuron.md, "Device time per line").
   capture one NTFF per NEFF in model mode, each NEFF's execution in the first
   measured step, and ran ``neuron-explorer view -n NEFF -s NTFF`` per pair;
 * backend ``neuron`` (TorchNeuron, Trn2/Trn3) when ``key_averages()`` carried no
-  device time: the harness (``harness/eager/neuron_device.py``) ran ``neuron-explorer
-  view -d`` on NeuronConfig's session folder, which holds every execution of the
+  device time: the harness (``harness/eager/neuron_view.py``) ran ``neuron-explorer
+  view --session-dir`` on NeuronConfig's session folder, which holds every execution of the
   profiled steps (``NeuronView.steps``; checked against the profile's
   ``ExecutionInfo``, and the figures divided by it).
 

@@ -2,7 +2,7 @@
 
 Device engines and host threads run instructions in parallel: a line's time is
 the time at least one of its instructions was running, not the sum of their
-durations. The harness (xla_attribution.py) and the core's Neuron device-profile
+durations. The harness (xla/attribution.py) and the core's Neuron device-profile
 reader (traces/neuron_profile.py, which may import stdlib-only harness modules the way
 the language server imports markers.py) share this one definition.
 """

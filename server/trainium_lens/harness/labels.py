@@ -30,5 +30,5 @@ def parse_label(name: str) -> tuple[str, int, str] | None:
 
 
 def source_ref(file: str, line: int) -> str:
-    """How a trace event names its line in ``args`` (``examples/x.py:12``)."""
+    """How a trace event names its line in ``args`` (``examples/rmsnorm.py:22``)."""
     return f"{file}:{line}"

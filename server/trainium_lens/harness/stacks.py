@@ -1,7 +1,7 @@
 """Walking a stack of parent-linked frames to its user frames (stdlib only).
 
 Profilers and compilers store a call stack as frames that name their parent by
-id. The harness (xla_attribution.py, over an HLO module's stack-frame index) and
+id. The harness (xla/attribution.py, over an HLO module's stack-frame index) and
 the core's Neuron device-profile reader (traces/neuron_profile.py, over its StackFrame
 table) share this one walk, the way they share intervals.py.
 """

@@ -70,7 +70,7 @@ class WarmSlot:
 
     def takes(self, job: Job) -> bool:
         """Does ``job`` run on the warm worker? Not when it is off, nor a torchrun job
-        (jobs.wants_ranks: its agent and ranks live in process groups of their own,
+        (model/job.wants_ranks: its agent and ranks live in process groups of their own,
         so it starts cold)."""
         return self.enabled and not wants_ranks(job)
 

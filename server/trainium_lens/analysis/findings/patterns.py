@@ -16,7 +16,7 @@ say how, and ``torch.compile`` is not always an option.
 * **When.** ``PATTERN_MIN_DISPATCHES`` (3) dispatches per execution, or more
   (a function that already calls the fused op dispatches one), and the lines
   hold ``PATTERN_SHARE`` (5 %) or more of the step: the same floor as the
-  dispatch hint (findings.py), because the fix is named and exact.
+  dispatch hint (analyze.py), because the fix is named and exact.
 * **Library code.** ``x = self.act(x)`` whose ops run inside transformers'
   ``NewGELUActivation`` (``LineStat.library_modules``) gets the pattern too,
   saying where the ops ran; transformers' own switch to the fused op is named

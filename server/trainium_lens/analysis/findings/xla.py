@@ -1,7 +1,7 @@
 """Findings only an xla run can have: what is true of a compiled graph.
 
 An xla step is traced into one graph, compiled once and run; per-op dispatch
-counts and eager fusion advice do not apply (``findings.py`` skips them for
+counts and eager fusion advice do not apply (``analyze.py`` skips them for
 xla). What does cost an xla step, from the backend's signals
 (``torch_xla.debug.metrics`` over the measured steps, ``harness/xla/tags.py``):
 

@@ -56,7 +56,7 @@ def _workloads(torch: Any) -> dict[str, Any]:
 
 
 def _flat_loop(torch: Any) -> Any:
-    """A Python loop of 64 top-level ops: what lies *between* ops (profiler.py's
+    """A Python loop of 64 top-level ops: what lies *between* ops (torch.profiler's
     out-of-window cost of a top-level event is in the gaps the host time reads)."""
     tiny = [torch.zeros(1) for _ in range(FLAT)]
     neg = torch.neg

@@ -13,13 +13,13 @@ not ATen ops. So this backend has its own protocol (``profile_function``):
    ``torch_xla.debug.profiler`` ``start_trace``/``stop_trace``, each step's call
    scoped by ``xp.Trace`` (its marker tells the steps apart), then
    ``torch_xla.sync()`` and ``wait_device_ops()`` outside the scope.
-4. ``xla_trace`` reads the exported xplane (executed instructions + optimized
-   HLO), ``xla_attribution`` maps them to lines.
+4. ``xla/xplane.py`` reads the exported xplane (executed instructions + optimized
+   HLO), ``xla/attribution.py`` and ``xla/credit.py`` map them to lines.
 
 The clock is host time per executed instruction: ``xla-cpu`` on torch-xla's CPU
 device (PJRT CPU thunks), never called device time. On a Neuron device (Trn1)
 the runtime also captures the first measured step of each NEFF and
-``xla_device`` runs ``neuron-explorer view`` on it; the core side
+``xla/device.py`` runs ``neuron-explorer view`` on it; the core side
 (``trainium_lens.engine.device_profile``) turns that into per-line device time (clock
 ``neuron``), or keeps these host figures and says why.
 """
@@ -75,7 +75,7 @@ def prepare_env(run_dir: str, protocols: list[dict] | None = None) -> None:
 
 def prepare_neuron_capture(run_dir: str, protocol: dict) -> DeviceCapture | None:
     """Once the backend is xla, before the first execution starts the Neuron runtime:
-    device capture on Trn1 (``xla_device``: model mode, the first measured step of
+    device capture on Trn1 (``xla/device.py``: model mode, the first measured step of
     each NEFF). Not in ``prepare_env``: on a native TorchNeuron host runtime
     inspect would clash with torch.profiler. No torch.profiler runs in this
     backend, so that clash does not apply here. None: not a Neuron host."""
