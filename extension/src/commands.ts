@@ -1,5 +1,5 @@
 // The palette/context-menu commands. Each forwards to the server's
-// `workspace/executeCommand` (the contract in docs/architecture.md, "LSP surface");
+// `workspace/executeCommand` (the contract in docs/protocol.md, "LSP surface");
 // the client adds only what the editor knows: the file, the cursor line, saving.
 import * as vscode from "vscode";
 import type { LensContext } from "./context";

@@ -1,5 +1,5 @@
 // The names on the wire between this client and the language server, in one
-// place (the contract: docs/architecture.md, "LSP surface"). The server's side
+// place (the contract: docs/protocol.md, "LSP surface"). The server's side
 // names them in server/trainium_lens/lsp/*.py (COMMAND, REQUEST, NOTIFICATION).
 
 /** `workspace/executeCommand` commands the server implements. */

@@ -21,7 +21,7 @@ class HarnessError(LensError, HarnessFailure):
     The harness's own class (``harness/events.py``, which must not import the
     package) defines the fields and their order, ``(kind, message, file, line,
     traceback)``; this one adds the exit code and the reading of an ``error``
-    event. ``kind`` is the event's kind (see docs/architecture.md); ``file``/
+    event. ``kind`` is the event's kind (see docs/protocol.md); ``file``/
     ``line`` point at the user's code when the error is theirs.
     """
 

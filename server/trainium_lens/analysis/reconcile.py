@@ -1,7 +1,7 @@
 """Reconcile a result against an independent measurement on the same host.
 
 Every result carries one: the profiled time per call next to what the code
-costs without the profiler (docs/architecture.md, "Schema 3").
+costs without the profiler (docs/protocol.md, "Schema 3").
 
 * ``cpu`` clock: the calibrated per-call sum of the lines — op self time plus
   the host time between ops (Python, the autograd engine: read from the gaps

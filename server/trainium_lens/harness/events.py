@@ -19,7 +19,7 @@ from typing import Any
 
 
 class HarnessError(Exception):
-    """A failure reported as an ``error`` event (kinds: docs/architecture.md).
+    """A failure reported as an ``error`` event (kinds: docs/protocol.md).
 
     The fields and their order are shared with ``errors.HarnessError`` (the core's,
     which extends this class): ``(kind, message, file, line, traceback)``.

@@ -16,7 +16,7 @@ Protocol (JSON lines, the harness's own event format):
   saves an SSH round trip), then ``{"event": "job_exit", "pid", "status"}``
   (exit code, or minus the signal number).
 
-Why a fork server (docs/architecture.md has the figures): the parent imports
+Why a fork server (docs/harness.md, "Warm worker", has the figures): the parent imports
 torch and never runs user code or a torch op, so every child starts from the
 same pristine state: user modules are imported anew (the parent never imported
 them), globals are fresh, and torch state a job can change (seeds, default

@@ -2,7 +2,7 @@
 
 The core builds a ``Job`` from the user's request (CLI or editor); a target
 turns it into the JSON *spec* the harness reads on stdin, filling in the paths
-as they are on that target (see docs/architecture.md, "Job spec").
+as they are on that target (see docs/protocol.md, "Job spec").
 """
 
 from __future__ import annotations

@@ -124,7 +124,7 @@ class LineStat:
     step_us: list[float] = field(default_factory=list)
     # cpu clock: host time before this line's ops (Python, the autograd engine), per call
     host_time_us: float = 0.0
-    # schema 3: work per call (docs/architecture.md, "Schema 3"); None: not measured.
+    # schema 3: work per call (docs/protocol.md, "Schema 3"); None: not measured.
     # FLOPs: matmul/conv/attention ops (eager: from recorded shapes; xla: HLO shapes;
     # Neuron device profile: adjusted_flops). Bytes moved: an estimate (eager: tensor
     # inputs + outputs of the ops the line dispatched). Backward: the ops the autograd

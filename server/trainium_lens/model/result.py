@@ -37,7 +37,7 @@ from trainium_lens.model.lines import LineStat, OpStat, Region, SourceLine
 from trainium_lens.model.paths import is_run_id
 
 # 2: backward/recompute per line, totals split, optimizers
-# 3: optional fields only (a schema-2 file loads unchanged): docs/architecture.md, "Schema 3"
+# 3: optional fields only (a schema-2 file loads unchanged): docs/protocol.md, "Schema 3"
 SCHEMA_VERSION = 3
 
 BACKENDS = tuple(b for b in SPEC_BACKENDS if b != "auto")  # what a result can have run on

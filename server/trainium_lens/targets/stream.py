@@ -2,7 +2,7 @@
 
 Shared by every target. The local target runs ``python -m trainium_lens.harness``
 directly; the SSH target runs ``ssh HOST 'cd ... && python -m ...'``. Either way
-the process on this machine speaks the protocol of docs/architecture.md:
+the process on this machine speaks the protocol of docs/protocol.md:
 
 * the job spec (one JSON document, one line) is written to its stdin, which then
   stays open for the life of the run: it is the harness's lifeline

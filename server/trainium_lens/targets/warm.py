@@ -1,4 +1,4 @@
-"""A warm harness per target, held by the language server (docs/architecture.md, "Warm worker").
+"""A warm harness per target, held by the language server (docs/harness.md, "Warm worker").
 
 ``WarmSlot`` is what a target holds: at most one worker process
 (``harness/worker.py``, a fork server with torch imported) that runs each job

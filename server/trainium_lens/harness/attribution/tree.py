@@ -2,7 +2,7 @@
 dispatched it (self), and every user line on its label chain (total) — for the
 forward *and* for the backward it causes.
 
-Definitions (docs/architecture.md, "Line attribution" and "Backward"):
+Definitions (docs/harness.md, "Line attribution" and "Backward"):
 
 * a *measured* event is an ATen-style op (``ns::name``) or a compiled region
   ("Torch-Compiled Region: i/j"); its self time is its time minus the time of

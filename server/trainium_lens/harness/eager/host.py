@@ -2,7 +2,7 @@
 
 A profiled step that had to wait for a CPU is longer than the code's cost, and
 nothing in the profiler's trace says so. Three observations tell it apart
-(docs/architecture.md, "Schema 3: stability"):
+(docs/protocol.md, "Schema 3": stability):
 
 * **run-queue delay** of every thread of this process (``/proc/self/task/*/
   schedstat``, second field: nanoseconds spent runnable but not running). It

@@ -1,6 +1,6 @@
 """Measure in steady state, and measure more while the host disturbs the steps.
 
-Why (found on ``examples/rmsnorm.py``, docs/architecture.md "Schema 3"): a
+Why (found on ``examples/rmsnorm.py``, docs/harness.md "Measuring one function"): a
 compiled CPU kernel is an OpenMP parallel region over every intra-op thread,
 even for a 4×512 tensor (eager ops that small stay on the calling thread). The
 pool's workers spin briefly after a region, then sleep; the next region must

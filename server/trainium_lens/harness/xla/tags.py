@@ -15,7 +15,7 @@ the loss backwards, and what a later node reads was tagged by an earlier one.
 ``xla/credit.py`` turns a tag back into the forward line (and the node's name).
 
 What torch-xla 2.9 does with the prefix, and why the code below is as it is
-(checked on the PJRT CPU device; docs/architecture.md, "Backend xla"):
+(checked on the PJRT CPU device; docs/harness.md, "Backend xla"):
 
 * ``max_call_stack_depth`` is how many *outermost* frames a tagged node keeps, and
   0 crashes the lowering (an empty frame list is walked). The recursion also

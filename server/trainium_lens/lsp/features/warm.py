@@ -1,4 +1,4 @@
-"""The warm worker from the editor's side (docs/architecture.md, "Warm worker").
+"""The warm worker from the editor's side (docs/harness.md, "Warm worker").
 
 Every target the server makes gets a ``targets.warm.WarmSlot``: profile runs
 then go to a warm harness (torch already imported) instead of a new process.

@@ -1,7 +1,7 @@
 """How figures read in the editor: times, counts, clocks, headlines.
 
 A CPU or CUDA figure always carries its clock so it never reads as Neuron
-device time (the product's promise: docs/architecture.md, "Backends and clocks").
+device time (the product's promise: docs/figures.md, "Backends and clocks").
 """
 
 from __future__ import annotations
