@@ -62,7 +62,7 @@ _ASCII = str.maketrans(
 
 
 # Control characters (ANSI escapes above all) in stored strings must not reach
-# the terminal: a result file is untrusted data (README, "Security").
+# the terminal: a result file is untrusted data (docs/security.md).
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 

@@ -11,7 +11,7 @@ met twice (a tensor shared by two inputs, a cycle) are moved once: aliasing
 survives the move.
 
 Optimizers are left alone: their state follows their parameters only if it
-is created after the model is placed (README: create the optimizer inside
+is created after the model is placed (docs/profiling.md: create the optimizer inside
 ``inputs`` after the move, or take ``device``).
 """
 

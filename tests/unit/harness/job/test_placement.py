@@ -79,7 +79,7 @@ def test_module_with_buffers_moves_in_place():
     assert moved[0] is model
     # meta (like XLA) cannot take a CPU tensor's storage in place: torch makes new
     # Parameter objects, so an optimizer built before the move would hold stale ones
-    # (the README rule: build it inside inputs after the move, or take `device`)
+    # (docs/profiling.md: build it inside inputs after the move, or take `device`)
     assert len(list(model.parameters())) == len(params)
     assert all(t.device.type == "meta" for t in tensors_of(model))
     assert len(list(model.buffers())) == 3  # running_mean, running_var, num_batches_tracked

@@ -1,6 +1,6 @@
 """What an xla run warns about: an optimizer built before the harness moved the
 model holds the old (CPU) parameters, so its step would update nothing, silently
-(the README asks for it inside ``inputs=``, after ``model.to(device)``); a graph
+(docs/profiling.md asks for it inside ``inputs=``, after ``model.to(device)``); a graph
 another function of the batch compiled first carries that function's lines."""
 
 from __future__ import annotations
