@@ -223,3 +223,18 @@ def f():
     assert unknown_names(ts_notes(ts), files, where) == ["1: lsp/timeline.py"]
     assert not dotted_exists("trainium_lens.engine.runner.no_such_name")
     assert dotted_exists("trainium_lens.model.ranks.merge_document")
+
+
+def test_the_docs_relative_links_resolve():
+    """A page moved or renamed leaves no dead link behind (README → docs/, docs → docs)."""
+    dead = []
+    for doc in tracked("*.md"):
+        if doc == "CHANGELOG.md" or doc.startswith("tests/data/"):
+            continue
+        for link in re.findall(r"\]\(([^)\s#]+)(?:#[^)\s]*)?\)", (ROOT / doc).read_text()):
+            if (
+                not link.startswith(("http:", "https:", "mailto:"))
+                and not (ROOT / doc).parent.joinpath(link).exists()
+            ):
+                dead.append(f"{doc}: {link}")
+    assert not dead, "\n".join(dead)
