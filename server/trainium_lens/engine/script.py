@@ -145,8 +145,8 @@ def explain(outcome: Outcome, req: ScriptRequest) -> ScriptFailed:
         e = by_kind["raised"]
         where = f"{e.get('file')}:{e.get('line')}: " if e.get("file") else ""
         return ScriptFailed(
-            f"{where}the script raised {e.get('message')} in step {e.get('step')}, before step "
-            f"{req.steps[1]} ({status}; nothing stored)",
+            f"{where}the script raised {e.get('message')} after {e.get('steps')} steps, before the "
+            f"window (steps {req.steps[0]}:{req.steps[1]}) was complete ({status}; nothing stored)",
             code or 1,
             e.get("file"),
             e.get("line"),

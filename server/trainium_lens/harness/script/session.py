@@ -67,6 +67,8 @@ class ScriptRun:
         self.written = False
         self.samples: list[dict] = []
         self.pid = os.getpid()
+        self.busy = False
+        self.aside = False
 
     # -- setup ------------------------------------------------------------------
     def install(self) -> None:
@@ -100,12 +102,18 @@ class ScriptRun:
 
     # -- the boundary after each step ---------------------------------------------
     def _boundary(self, detector: str) -> None:
-        if os.getpid() != self.pid:  # a forked child (DataLoader worker) inherited the hooks
+        # a forked child (DataLoader worker) inherited the hooks; and the harness's
+        # own work at a boundary (calibration runs modules) is no step
+        if os.getpid() != self.pid or self.busy or self.aside:
             return
+        self.busy = True
         try:
             self._on_step(detector)
         except Exception as exc:
+            self.aside = True  # the script runs on, unprofiled
             self._fail(exc)
+        finally:
+            self.busy = False
 
     def _on_step(self, detector: str) -> None:
         if self.detector_name is None:
@@ -141,6 +149,11 @@ class ScriptRun:
         self.t_last = time.perf_counter()
 
     def _start_window(self) -> None:
+        if torch.autograd.profiler._is_profiler_enabled:
+            self.aside = True
+            self.detector.remove()
+            self.events.emit("aside", why="the script runs torch.profiler itself (one profiler at a time)")
+            return
         ctx = SimpleNamespace(backend=self.backend)
         self.calibration = None
         if not self.backend.device_clock:
@@ -329,7 +342,7 @@ def _chain_excepthook(run: ScriptRun) -> None:
             file, line = run.user.innermost_frame(tb)
             run.events.emit(
                 "raised", kind="user_code", message=f"{tp.__name__}: {value}", file=file, line=line,
-                step=run.step + 1, traceback="".join(traceback.format_exception(tp, value, tb)),
+                steps=run.step, traceback="".join(traceback.format_exception(tp, value, tb)),
             )
         previous(tp, value, tb)
 
