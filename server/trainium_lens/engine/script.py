@@ -52,7 +52,11 @@ class ScriptRequest:
         if self.workspace is not None:
             return self.workspace.resolve()
         anchor = self.command.script or (self.cwd / "x")
-        return workspace_root_for(anchor)
+        root = workspace_root_for(anchor)
+        cwd = self.cwd.resolve()
+        if root == anchor.parent.resolve() and cwd in anchor.resolve().parents:
+            return cwd  # outside git: the folder the command runs in, when the script is below it
+        return root
 
 
 def run(
