@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     previous = _stop_on_signals()
     not_stored = None
     try:
-        results, code = engine.run(req, _progress(progress), timeout=args.timeout, store=store)
+        results, code = engine.run(req, _progress(progress, args.exit_after), timeout=args.timeout, store=store)
     except NotStored as err:
         results, code, not_stored = err.results, 0, err
     except engine.ScriptFailed as err:
@@ -115,7 +115,7 @@ def _header(result) -> str:  # type: ignore[no-untyped-def]
     return f"{' '.join(os.path.basename(a) if i == 0 else a for i, a in enumerate(s.command))}\n{steps}, found by {s.detector} hooks; {ref}\n"
 
 
-def _progress(progress: Progress):  # type: ignore[no-untyped-def]
+def _progress(progress: Progress, exit_after: bool):  # type: ignore[no-untyped-def]
     def on_event(event: dict) -> None:
         kind = event.get("event")
         rank = event.get("rank")
@@ -127,6 +127,9 @@ def _progress(progress: Progress):  # type: ignore[no-untyped-def]
         elif kind == "detector" and rank in (None, 0):
             progress.status(f"trainium-lens: steps found by the {event.get('name')} hooks")
         elif kind == "result" and rank in (None, 0):
-            progress.status("trainium-lens: profile written; the script runs on unprofiled")
+            progress.status(
+                "trainium-lens: profile written; "
+                + ("ending the script here (--exit-after)" if exit_after else "the script runs on unprofiled")
+            )
 
     return on_event
