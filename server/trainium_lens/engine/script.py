@@ -93,7 +93,9 @@ def run(
         "step_on": req.step_on,
     }
     git = git_state(root, script or root)
-    outcome = run_script(req.command.argv, req.cwd, spec, run_dir, on_event or (lambda _e: None), cancel, timeout, req.env)
+    outcome = run_script(
+        req.command.argv, req.cwd, spec, run_dir, on_event or (lambda _e: None), cancel, timeout, req.env
+    )
     if not outcome.results:
         raise explain(outcome, req)
     document = _document(outcome)

@@ -23,10 +23,24 @@ _TORCHRUN = re.compile(r"^torchrun(\.exe)?$")
 _TORCHRUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 # Python's own options that take a value (as a separate word or attached)
 _PY_VALUE = frozenset("cmWX")
-_PY_NO_ARM = {"I": "-I (isolated mode ignores PYTHONPATH)", "E": "-E (ignores PYTHONPATH)", "S": "-S (no site: sitecustomize never runs)"}
+_PY_NO_ARM = {
+    "I": "-I (isolated mode ignores PYTHONPATH)",
+    "E": "-E (ignores PYTHONPATH)",
+    "S": "-S (no site: sitecustomize never runs)",
+}
 # torchrun's options that take no value
 _TORCHRUN_FLAGS = frozenset(
-    {"--standalone", "--no-python", "--no_python", "--run-path", "--run_path", "-m", "--module", "--help", "-h"}
+    {
+        "--standalone",
+        "--no-python",
+        "--no_python",
+        "--run-path",
+        "--run_path",
+        "-m",
+        "--module",
+        "--help",
+        "-h",
+    }
 )
 
 

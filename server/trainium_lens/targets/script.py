@@ -126,7 +126,9 @@ def run_script(
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled")
             if timeout is not None and elapsed > timeout:
-                raise TimedOut(f"timed out after {timeout:g} s: the script and everything it started were stopped")
+                raise TimedOut(
+                    f"timed out after {timeout:g} s: the script and everything it started were stopped"
+                )
             time.sleep(POLL_S)
         time.sleep(POLL_S)
         drain()

@@ -29,7 +29,9 @@ def project(tmp_path: Path) -> Path:
     return ws
 
 
-def lens_run(ws: Path, tmp: Path, *args: str, env: dict | None = None, timeout: float = 400, cwd: Path | None = None):
+def lens_run(
+    ws: Path, tmp: Path, *args: str, env: dict | None = None, timeout: float = 400, cwd: Path | None = None
+):
     full = {
         **os.environ,
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",  # `python` is the user's venv python
@@ -57,7 +59,17 @@ def test_training_script_per_line_and_reconciled(tmp_path: Path) -> None:
     ws = project(tmp_path)
     out = tmp_path / "out.json"
     proc, _ = lens_run(
-        ws, tmp_path, "--steps", "3:4", "--json", str(out), "--", "python", "train.py", "--steps", "14",
+        ws,
+        tmp_path,
+        "--steps",
+        "3:4",
+        "--json",
+        str(out),
+        "--",
+        "python",
+        "train.py",
+        "--steps",
+        "14",
         cwd=ws / "tinylm",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -92,7 +104,9 @@ def test_training_script_per_line_and_reconciled(tmp_path: Path) -> None:
 
 def test_exit_after_ends_at_the_window(tmp_path: Path) -> None:
     ws = project(tmp_path)
-    proc, _ = lens_run(ws, tmp_path, "--steps", "2:2", "--exit-after", "--", "python", "tinylm/train.py", "--steps", "50")
+    proc, _ = lens_run(
+        ws, tmp_path, "--steps", "2:2", "--exit-after", "--", "python", "tinylm/train.py", "--steps", "50"
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     # steps 2 and its twin 3 recorded; the process ends right after step 3's optimizer.step()
     assert "step 2 loss" in proc.stdout and "step 3 loss" not in proc.stdout
@@ -103,8 +117,20 @@ def test_torchrun_two_ranks_per_line(tmp_path: Path) -> None:
     ws = project(tmp_path)
     out = tmp_path / "out.json"
     proc, _ = lens_run(
-        ws, tmp_path, "--steps", "3:3", "--json", str(out), "--",
-        "torchrun", "--nproc-per-node", "2", "train.py", "--steps", "12", cwd=ws / "tinylm",
+        ws,
+        tmp_path,
+        "--steps",
+        "3:3",
+        "--json",
+        str(out),
+        "--",
+        "torchrun",
+        "--nproc-per-node",
+        "2",
+        "train.py",
+        "--steps",
+        "12",
+        cwd=ws / "tinylm",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads(out.read_text())
@@ -129,13 +155,25 @@ def test_step_on_file_line(tmp_path: Path) -> None:
     ws = project(tmp_path)
     out = tmp_path / "out.json"
     proc, _ = lens_run(
-        ws, tmp_path, "--no-store", "--steps", "2:2", "--step-on", "nostep.py:8", "--json", str(out), "--",
-        "python", "nostep.py",
+        ws,
+        tmp_path,
+        "--no-store",
+        "--steps",
+        "2:2",
+        "--step-on",
+        "nostep.py:8",
+        "--json",
+        str(out),
+        "--",
+        "python",
+        "nostep.py",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads(out.read_text())
     assert doc["script"]["detector"] == "step-on"
-    assert any(ln["file"] == "nostep.py" and ln["line"] == 8 and ln["self_time_us"] > 0 for ln in doc["lines"])
+    assert any(
+        ln["file"] == "nostep.py" and ln["line"] == 8 and ln["self_time_us"] > 0 for ln in doc["lines"]
+    )
 
 
 def test_existing_sitecustomize_still_runs(tmp_path: Path) -> None:
@@ -147,7 +185,12 @@ def test_existing_sitecustomize_still_runs(tmp_path: Path) -> None:
         "import os, torch\nprint('user site', os.environ.get('USER_SITE_RAN'))\n"
     )
     proc, _ = lens_run(
-        ws, tmp_path, "--no-store", "--", "python", "show_site.py",
+        ws,
+        tmp_path,
+        "--no-store",
+        "--",
+        "python",
+        "show_site.py",
         env={"PYTHONPATH": f"{ROOT / 'server'}{os.pathsep}{site}"},
     )
     assert "user site 1" in proc.stdout
@@ -163,7 +206,11 @@ def one_line(stderr: str) -> str:
 @pytest.mark.parametrize(
     ("command", "status", "says"),
     [
-        (["python", "tinylm/train.py", "--steps", "4"], 1, "the script ran 4 optimizer steps; --steps 3:5 needs 8"),
+        (
+            ["python", "tinylm/train.py", "--steps", "4"],
+            1,
+            "the script ran 4 optimizer steps; --steps 3:5 needs 8",
+        ),
         (
             ["python", "tinylm/train.py", "--steps", "14", "--fail-at", "4"],
             1,
@@ -189,10 +236,16 @@ def test_wrapper_dropping_pythonpath_said_within_seconds(tmp_path: Path) -> None
     ws = project(tmp_path)
     shim = tmp_path / "shim"
     shim.mkdir()
-    (shim / "python").write_text(f"#!/bin/sh\nunset PYTHONPATH\nexec {sys.executable} \"$@\"\n")
+    (shim / "python").write_text(f'#!/bin/sh\nunset PYTHONPATH\nexec {sys.executable} "$@"\n')
     (shim / "python").chmod(0o755)
     proc, took = lens_run(
-        ws, tmp_path, "--", str(shim / "python"), "tinylm/train.py", "--steps", "100000",
+        ws,
+        tmp_path,
+        "--",
+        str(shim / "python"),
+        "tinylm/train.py",
+        "--steps",
+        "100000",
         env={"TRAINIUM_LENS_HELLO_S": "3"},
     )
     assert proc.returncode != 0

@@ -38,11 +38,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="FILE:LINE|module.function",
         help="a script with no optimizer: each execution of FILE:LINE (or call of module.function) is a step",
     )
-    p.add_argument("--include", action="append", default=[], metavar="PACKAGE", help="count PACKAGE's lines too")
+    p.add_argument(
+        "--include", action="append", default=[], metavar="PACKAGE", help="count PACKAGE's lines too"
+    )
     p.add_argument("--env", action="append", default=[], metavar="K=V", help="set K=V for the command")
-    p.add_argument("--workspace", metavar="DIR", help="workspace root (default: the git work tree of the script)")
+    p.add_argument(
+        "--workspace", metavar="DIR", help="workspace root (default: the git work tree of the script)"
+    )
     p.add_argument("--json", metavar="PATH", help="also write the result to PATH")
-    p.add_argument("--no-store", action="store_true", help="do not save the result in <workspace>/.trainium-lens/runs")
+    p.add_argument(
+        "--no-store", action="store_true", help="do not save the result in <workspace>/.trainium-lens/runs"
+    )
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="stop the command after SECONDS")
     p.add_argument("--host", metavar="HOST", help=argparse.SUPPRESS)
     p.add_argument("-v", "--verbose", action="store_true", help="every row of the long sections")
@@ -81,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
     previous = _stop_on_signals()
     not_stored = None
     try:
-        results, code = engine.run(req, _progress(progress, args.exit_after), timeout=args.timeout, store=store)
+        results, code = engine.run(
+            req, _progress(progress, args.exit_after), timeout=args.timeout, store=store
+        )
     except NotStored as err:
         results, code, not_stored = err.results, 0, err
     except engine.ScriptFailed as err:
@@ -95,7 +103,11 @@ def run(args: argparse.Namespace) -> int:
 
             signal.signal(signum, handler)
     style = style_for(sys.stdout, args.verbose)
-    print(terminal_safe("\n\n".join(_header(r) + render_result(r, style) + render_ranks(r, style) for r in results)))
+    print(
+        terminal_safe(
+            "\n\n".join(_header(r) + render_result(r, style) + render_ranks(r, style) for r in results)
+        )
+    )
     if args.json:
         write_json(args.json, results[0].to_dict())
     if not_stored is not None:

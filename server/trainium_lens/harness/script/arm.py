@@ -84,8 +84,11 @@ def boot() -> None:
     else:
         _die_with(AGENT_ENV)
     if os.environ.get("NEURON_RT_INSPECT_ENABLE", "") not in ("", "0"):
-        events.emit("aside", why="NEURON_RT_INSPECT_ENABLE is set: the Neuron system profile and "
-                    "torch.profiler cannot run together")
+        events.emit(
+            "aside",
+            why="NEURON_RT_INSPECT_ENABLE is set: the Neuron system profile and "
+            "torch.profiler cannot run together",
+        )
         return
     sys.meta_path.insert(0, _AfterTorch(lambda: _install(spec, events)))
 
@@ -119,8 +122,12 @@ def _install(spec: dict, events: Events) -> None:
     except Exception as exc:  # the script runs on, unprofiled, and the CLI says why
         import traceback
 
-        events.emit("error", kind="internal", message=f"harness failed: {type(exc).__name__}: {exc}",
-                    traceback=traceback.format_exc())
+        events.emit(
+            "error",
+            kind="internal",
+            message=f"harness failed: {type(exc).__name__}: {exc}",
+            traceback=traceback.format_exc(),
+        )
 
 
 class _AfterTorch(importlib.abc.MetaPathFinder):

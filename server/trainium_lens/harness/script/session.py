@@ -97,7 +97,10 @@ class ScriptRun:
         atexit.register(self._at_exit)
         _chain_excepthook(self)
         self.events.emit(
-            "armed", backend=self.backend.name, window=[self.first, self.window_last], tried=self.detector.tried
+            "armed",
+            backend=self.backend.name,
+            window=[self.first, self.window_last],
+            tried=self.detector.tried,
         )
 
     # -- the boundary after each step ---------------------------------------------
@@ -132,7 +135,11 @@ class ScriptRun:
             self.samples[-1]["delay_us"] = None if d is None or self.d0 is None else d - self.d0
         elif wall is not None and 2 <= k < self.first:
             self.before.append(wall)
-        elif wall is not None and self.window_last < k <= self.window_last + 1 + AFTER and k > self.window_last + 1:
+        elif (
+            wall is not None
+            and self.window_last < k <= self.window_last + 1 + AFTER
+            and k > self.window_last + 1
+        ):
             self.after.append(wall)
         if k == self.first - 1:
             self._start_window()
@@ -158,7 +165,9 @@ class ScriptRun:
         self.calibration = None
         if not self.backend.device_clock:
             self.events.stage("calibrate", None, "measuring the profiler's cost per op event")
-            self.calibration = calibrate(torch, self.backend.activities(), measure.profiler_kwargs(ctx, self.run_dir, "calibration"))
+            self.calibration = calibrate(
+                torch, self.backend.activities(), measure.profiler_kwargs(ctx, self.run_dir, "calibration")
+            )
         os.makedirs(self.run_dir, exist_ok=True)
         self.run_id = f"{self.spec['batch_id']}-0"
         self.window = HostWindow().start()
@@ -179,7 +188,10 @@ class ScriptRun:
             self.labelled_on = True
         self.samples.append({"step": k, "labelled": labelled})
         self.events.stage(
-            "profile", None, f"profiling step {k} ({self.first}..{self.window_last})", step=k - self.first + 1,
+            "profile",
+            None,
+            f"profiling step {k} ({self.first}..{self.window_last})",
+            step=k - self.first + 1,
             of=self.window_last - self.first + 1,
         )
         self.d0 = self.delay.read_us()
@@ -207,9 +219,17 @@ class ScriptRun:
             keep = None  # too few clean steps to choose from: all used, the run judged noisy
         cal = self.calibration or {}
         att = attribute(
-            self.prof.events(), self.labeler.labels, self.backend.device_clock, None, torch.autograd.DeviceType.CPU,
-            paired=self.paired, record_events=False, keep=keep, calls_per_step=1,
-            per_depth_us=cal.get("per_depth_us", 0.0), per_top_us=cal.get("per_top_us"),
+            self.prof.events(),
+            self.labeler.labels,
+            self.backend.device_clock,
+            None,
+            torch.autograd.DeviceType.CPU,
+            paired=self.paired,
+            record_events=False,
+            keep=keep,
+            calls_per_step=1,
+            per_depth_us=cal.get("per_depth_us", 0.0),
+            per_top_us=cal.get("per_top_us"),
             gap_factor=cal.get("gap_factor", 1.0),
         )
         if att.mismatched_steps:
@@ -260,19 +280,36 @@ class ScriptRun:
         }
         doc = build.result_document(
             build.Profiled(
-                run_id=self.run_id, batch_id=spec["batch_id"], host=spec.get("host", "local"),
-                backend=self.backend.name, clock=self.backend.name, environment=self.backend.environment(),
-                function=function, att=att, labels=self.labeler.labels, source=build.SourceText(self.user.root, self.user.abspath),
-                wall_us=wall, signals=signals,
-                artifacts={"location": spec.get("host", "local"), "run_dir": os.path.abspath(self.run_dir), "trace": None},
-                output={}, covered=None, h2d_calls=dict(self.labeler.h2d), labelled_calls=max(1, measured),
-                calibration=self.calibration if not self.backend.device_clock else None, stability=stability,
+                run_id=self.run_id,
+                batch_id=spec["batch_id"],
+                host=spec.get("host", "local"),
+                backend=self.backend.name,
+                clock=self.backend.name,
+                environment=self.backend.environment(),
+                function=function,
+                att=att,
+                labels=self.labeler.labels,
+                source=build.SourceText(self.user.root, self.user.abspath),
+                wall_us=wall,
+                signals=signals,
+                artifacts={
+                    "location": spec.get("host", "local"),
+                    "run_dir": os.path.abspath(self.run_dir),
+                    "trace": None,
+                },
+                output={},
+                covered=None,
+                h2d_calls=dict(self.labeler.h2d),
+                labelled_calls=max(1, measured),
+                calibration=self.calibration if not self.backend.device_clock else None,
+                stability=stability,
             )
         )
         add_hits(doc["lines"], self.labeler.labels, dict(self.labeler.hits.hits), max(1, measured))
         add_origins(doc["lines"], self.labeler.labels, self.labeler.origins.snapshot())
         doc["library_files"] = [
-            {"file": f, "path": p} for f, p in sorted(self.user.library_files.items())
+            {"file": f, "path": p}
+            for f, p in sorted(self.user.library_files.items())
             if any(line["file"] == f for line in doc["lines"])
         ]
         doc["script"] = {
@@ -316,7 +353,9 @@ class ScriptRun:
 
     def _fail(self, exc: BaseException) -> None:
         self.events.emit(
-            "error", kind="internal", message=f"harness failed: {type(exc).__name__}: {exc}",
+            "error",
+            kind="internal",
+            message=f"harness failed: {type(exc).__name__}: {exc}",
             traceback=traceback.format_exc(),
         )
 
@@ -341,8 +380,13 @@ def _chain_excepthook(run: ScriptRun) -> None:
         if os.getpid() == run.pid:
             file, line = run.user.innermost_frame(tb)
             run.events.emit(
-                "raised", kind="user_code", message=f"{tp.__name__}: {value}", file=file, line=line,
-                steps=run.step, traceback="".join(traceback.format_exception(tp, value, tb)),
+                "raised",
+                kind="user_code",
+                message=f"{tp.__name__}: {value}",
+                file=file,
+                line=line,
+                steps=run.step,
+                traceback="".join(traceback.format_exception(tp, value, tb)),
             )
         previous(tp, value, tb)
 
