@@ -32,7 +32,12 @@ TIMER = ROOT / "bench" / "script_timer.py"
 def once(tool: bool, steps: int, tmp: Path) -> tuple[float, list[float], dict | None]:
     times = tmp / "times.json"
     out = tmp / "out.json"
-    env = {**os.environ, "STEP_TIMES": str(times), "OMP_NUM_THREADS": "1", "TRAINIUM_LENS_CACHE": str(tmp / "c")}
+    env = {
+        **os.environ,
+        "STEP_TIMES": str(times),
+        "OMP_NUM_THREADS": "1",
+        "TRAINIUM_LENS_CACHE": str(tmp / "c"),
+    }
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     cmd = ["python", str(TIMER), "train.py", "--steps", str(steps), "--log-every", "1000"]
     if tool:
@@ -42,7 +47,7 @@ def once(tool: bool, steps: int, tmp: Path) -> tuple[float, list[float], dict | 
     subprocess.run(cmd, cwd=SCRIPT_DIR, env=env, check=True, capture_output=True)
     wall = time.perf_counter() - t0
     ends = json.loads(times.read_text())
-    steps_us = [(b - a) * 1e6 for a, b in zip(ends, ends[1:])]  # steps 2..n
+    steps_us = [(b - a) * 1e6 for a, b in zip(ends, ends[1:], strict=False)]  # steps 2..n
     return wall, steps_us, json.loads(out.read_text()) if tool else None
 
 
@@ -67,7 +72,8 @@ def main() -> None:
                     "wall_ratio": tool_wall / plain_wall,
                     "plain_wall_s": plain_wall,
                     "tool_wall_s": tool_wall,
-                    "after_ratio": statistics.median(tool_steps[after]) / statistics.median(plain_steps[after]),
+                    "after_ratio": statistics.median(tool_steps[after])
+                    / statistics.median(plain_steps[after]),
                     "plain_step_us": statistics.median(plain_steps[after]),
                     "profiled_us": t["self_time_us"] + (t.get("host_time_us") or 0.0),
                     "reference_us": t["wall_us_median"],
@@ -76,8 +82,10 @@ def main() -> None:
             r = rows[-1]
             print(
                 f"whole wall {r['tool_wall_s']:.2f} s / {r['plain_wall_s']:.2f} s = {r['wall_ratio']:.2f}x; "
-                f"steps after the window {r['after_ratio']:.3f}x; per step: tool {r['profiled_us'] / 1e3:.2f} ms "
-                f"(reference {r['reference_us'] / 1e3:.2f} ms) vs plain perf_counter {r['plain_step_us'] / 1e3:.2f} ms",
+                f"steps after the window {r['after_ratio']:.3f}x; "
+                f"per step: tool {r['profiled_us'] / 1e3:.2f} ms "
+                f"(reference {r['reference_us'] / 1e3:.2f} ms) "
+                f"vs plain perf_counter {r['plain_step_us'] / 1e3:.2f} ms",
                 flush=True,
             )
         for key in ("wall_ratio", "after_ratio"):

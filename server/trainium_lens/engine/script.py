@@ -92,7 +92,7 @@ def run(
         "include": list(req.include),
         "step_on": req.step_on,
     }
-    git = git_state(root, script or root)
+    git = git_state(root, rel)
     outcome = run_script(
         req.command.argv, req.cwd, spec, run_dir, on_event or (lambda _e: None), cancel, timeout, req.env
     )
@@ -174,7 +174,7 @@ def explain(outcome: Outcome, req: ScriptRequest) -> ScriptFailed:
             f"or --step-on module.function ({status}; nothing stored)",
             code,
         )
-    twins = "" if need == req.steps[1] else f" (each measured step with its unlabelled twin on the cpu clock)"
+    twins = "" if need == req.steps[1] else " (each measured step with its unlabelled twin on the cpu clock)"
     return ScriptFailed(
         f"the script ran {steps} {by_kind.get('detector', {}).get('name', 'optimizer')} steps; "
         f"--steps {req.steps[0]}:{req.steps[1]} needs {need}{twins} ({status}; nothing stored)",

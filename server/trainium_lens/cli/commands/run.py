@@ -124,7 +124,8 @@ def _header(result) -> str:  # type: ignore[no-untyped-def]
     if s.profiled_steps and s.profiled_steps[1] != s.steps[1]:
         steps += f" (recorded {s.profiled_steps[0]}-{s.profiled_steps[1]}: each with its unlabelled twin)"
     ref = f"reference: {s.reference_before} unprofiled steps before, {s.reference_after} after"
-    return f"{' '.join(os.path.basename(a) if i == 0 else a for i, a in enumerate(s.command))}\n{steps}, found by {s.detector} hooks; {ref}\n"
+    command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(s.command))
+    return f"{command}\n{steps}, found by the {s.detector} detector; {ref}\n"
 
 
 def _progress(progress: Progress, exit_after: bool):  # type: ignore[no-untyped-def]

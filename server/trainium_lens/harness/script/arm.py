@@ -74,7 +74,7 @@ def boot() -> None:
     events = Events(events_path, rank)
     events.emit("hello", role=role, argv=list(getattr(sys, "orig_argv", sys.argv)))
     if role == "agent":
-        _die_with(PARENT_ENV, keep=True)
+        _die_with(PARENT_ENV)
         return
     if role != "main" and role != "worker":
         return
@@ -105,11 +105,11 @@ def _role(spec: dict) -> str:
     return "other"
 
 
-def _die_with(env: str, keep: bool = False) -> None:
-    """The kernel kills this process when the one named in ``env`` dies."""
+def _die_with(env: str) -> None:
+    """The kernel kills this process when its parent, named in ``env``, dies."""
     from trainium_lens.harness.lifeline import die_with_parent
 
-    raw = os.environ.get(env, "") if keep else os.environ.get(env, "")
+    raw = os.environ.get(env, "")
     if raw.isdigit() and int(raw) == os.getppid():
         die_with_parent(int(raw))
 
@@ -157,7 +157,7 @@ class _AfterTorch(importlib.abc.MetaPathFinder):
                 return loader.create_module(spec)
 
             def exec_module(self, module: Any) -> None:
-                loader.exec_module(module)  # type: ignore[attr-defined]
+                loader.exec_module(module)
                 then()
 
         found.loader = _Loader()

@@ -89,7 +89,7 @@ class Detector:
 
         step._trainium_lens = True  # type: ignore[attr-defined]
         step.hooked = True  # type: ignore[attr-defined]  # torch must not wrap it again
-        cls.step = step  # type: ignore[method-assign]
+        setattr(cls, "step", step)  # noqa: B010  (the class's own step, replaced)
 
     # -- outermost forward ----------------------------------------------------
     def _fwd_pre(self, module: Any, args: Any) -> None:
@@ -153,7 +153,7 @@ class Detector:
             return None
 
         # the caller's frames (the script's loop, already running) trace too
-        frame = sys._getframe(1)
+        frame: Any = sys._getframe(1)
         while frame is not None:
             if os.path.realpath(frame.f_code.co_filename) == path:
                 frame.f_trace = local

@@ -214,8 +214,8 @@ class ScriptRun:
         judged = self.samples[1::2] if self.paired else self.samples
         for s in judged:
             s["clean"] = steady.clean(s.get("wall_us") or 0.0, s.get("delay_us"))
-        keep = [s["clean"] for s in judged]
-        if sum(keep) < max(1, (len(judged) + 1) // 2):
+        keep: list[bool] | None = [s["clean"] for s in judged]
+        if sum(keep or []) < max(1, (len(judged) + 1) // 2):
             keep = None  # too few clean steps to choose from: all used, the run judged noisy
         cal = self.calibration or {}
         att = attribute(
