@@ -253,3 +253,53 @@ def test_wrapper_dropping_pythonpath_said_within_seconds(tmp_path: Path) -> None
     assert took < 30
     assert stored(ws) == []
     assert left_running(str(tmp_path / "cache")) == []
+
+
+def test_step_on_module_function(tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    out = tmp_path / "out.json"
+    proc, _ = lens_run(
+        ws,
+        tmp_path,
+        "--no-store",
+        "--steps",
+        "2:2",
+        "--step-on",
+        "model.TinyNet.forward",
+        "--json",
+        str(out),
+        "--",
+        "python",
+        "tinylm/train.py",
+        "--steps",
+        "6",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(out.read_text())["script"]["detector"] == "step-on"
+    proc, _ = lens_run(
+        ws,
+        tmp_path,
+        "--steps",
+        "2:2",
+        "--step-on",
+        "model.nothing",
+        "--",
+        "python",
+        "tinylm/train.py",
+        "--steps",
+        "3",
+    )
+    assert "--step-on model.nothing: no such function" in one_line(proc.stderr)
+    assert "step 3 loss" in proc.stdout  # the script ran on, unprofiled
+
+
+def test_timeout_stops_the_script_and_everything_it_started(tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    proc, took = lens_run(
+        ws, tmp_path, "--timeout", "5", "--", "python", "tinylm/train.py", "--steps", "100000"
+    )
+    assert proc.returncode == 124
+    assert "timed out after 5 s" in one_line(proc.stderr)
+    assert took < 60
+    assert stored(ws) == []
+    assert left_running(str(tmp_path / "cache")) == []

@@ -119,16 +119,8 @@ class Detector:
             self.tried = [f"--step-on {target} (each execution of the line)"]
             return
         self.tried = [f"--step-on {target} (each call)"]
-        module_name, _, name = target.rpartition(".")
-        if not module_name:
-            raise ValueError(f"--step-on {target}: name it as module.function or FILE:LINE")
-        import importlib
-
-        module = importlib.import_module(module_name)
-        owner, attr = module, name
-        fn = getattr(owner, attr, None)
-        if not callable(fn):
-            raise ValueError(f"--step-on {target}: {module_name} has no function {name}")
+        owner, attr = _resolve(target)
+        fn = getattr(owner, attr)
         detector = self
 
         @functools.wraps(fn)
@@ -159,3 +151,22 @@ class Detector:
                 frame.f_trace = local
             frame = frame.f_back
         sys.settrace(global_trace)
+
+
+def _resolve(target: str) -> tuple[Any, str]:
+    """``module[.Class].function`` → (its owner, the attribute), importing the
+    longest prefix that is a module (as the script's own imports would find it)."""
+    import importlib
+
+    parts = target.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            owner: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for name in parts[cut:-1]:
+            owner = getattr(owner, name, None)
+        if owner is not None and callable(getattr(owner, parts[-1], None)):
+            return owner, parts[-1]
+        break
+    raise ValueError(f"--step-on {target}: no such function (name it as module.function or FILE:LINE)")

@@ -92,7 +92,11 @@ class ScriptRun:
         measured = self.last_measured - self.first + 1
         self.window_last = self.first + measured * (2 if self.paired else 1) - 1
         self.detector = Detector(self._boundary, self.spec.get("step_on"), self.user.root)
-        self.detector.install()
+        try:
+            self.detector.install()
+        except ValueError as exc:  # a --step-on that names nothing: the script runs on, unprofiled
+            self.events.emit("aside", why=str(exc))
+            return
         self.delay = RunQueueDelay()
         atexit.register(self._at_exit)
         _chain_excepthook(self)
