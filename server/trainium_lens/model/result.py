@@ -329,6 +329,20 @@ class LibraryFile:
 
 
 @dataclass
+class ScriptRun:
+    """A ``trainium-lens run`` result: the unmodified command whose steps were
+    profiled (``harness/script/``); ``None`` for a marked function."""
+
+    command: list[str] = field(default_factory=list)
+    launcher: str = "python"  # "python" | "torchrun"
+    steps: list[int] = field(default_factory=list)  # [N, M]: the measured steps asked for
+    profiled_steps: list[int] = field(default_factory=list)  # [first, last] recorded (cpu: with twins)
+    detector: str = ""  # "optimizer" | "forward" | "step-on": what found the steps
+    reference_before: int = 0  # unprofiled steps timed before the window (the reference)
+    reference_after: int = 0  # and after it
+
+
+@dataclass
 class Result:
     run_id: str
     created_at: str  # ISO 8601, UTC
@@ -366,6 +380,7 @@ class Result:
     calibration: Calibration | None = None
     stability: Stability | None = None
     reconciliation: Reconciliation | None = None
+    script: ScriptRun | None = None  # a ``run`` of an unmodified script
 
     # -- conveniences used by every consumer --------------------------------
     @property

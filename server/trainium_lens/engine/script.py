@@ -1,0 +1,182 @@
+"""One ``trainium-lens run`` end to end: the user's command with the harness
+injected → the result of its steps N..M → analysis → store.
+
+The CLI and the language server call ``run``; what went wrong is said in one
+line (``ScriptFailed``) with the script's own exit status kept beside it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainium_lens.analysis.findings.analyze import analyze
+from trainium_lens.analysis.reconcile import reconcile
+from trainium_lens.engine.provenance import git_state
+from trainium_lens.errors import LensError, NotStored, TargetError
+from trainium_lens.model.codec import ResultError
+from trainium_lens.model.job import new_batch_id, workspace_id, workspace_root_for
+from trainium_lens.model.ranks import merge_document
+from trainium_lens.model.result import Batch, Result
+from trainium_lens.model.script import ScriptCommand
+from trainium_lens.model.store import RunStore
+from trainium_lens.targets.base import EventSink
+from trainium_lens.targets.local import cache_root
+from trainium_lens.targets.script import Outcome, run_script
+
+
+class ScriptFailed(LensError):
+    """No result: why, in one line; ``returncode`` is the script's own status."""
+
+    def __init__(self, message: str, returncode: int = 1, file: str | None = None, line: int | None = None):
+        super().__init__(message)
+        self.returncode, self.file, self.line = returncode, file, line
+
+
+@dataclass
+class ScriptRequest:
+    command: ScriptCommand
+    cwd: Path
+    steps: tuple[int, int] = (3, 5)
+    exit_after: bool = False
+    backend: str = "auto"
+    include: tuple[str, ...] = ()
+    step_on: str | None = None
+    workspace: Path | None = None
+    env: dict[str, str] | None = None
+
+    def root(self) -> Path:
+        if self.workspace is not None:
+            return self.workspace.resolve()
+        anchor = self.command.script or (self.cwd / "x")
+        root = workspace_root_for(anchor)
+        cwd = self.cwd.resolve()
+        if root == anchor.parent.resolve() and cwd in anchor.resolve().parents:
+            return cwd  # outside git: the folder the command runs in, when the script is below it
+        return root
+
+
+def run(
+    req: ScriptRequest,
+    on_event: EventSink | None = None,
+    cancel: threading.Event | None = None,
+    timeout: float | None = None,
+    store: RunStore | None = None,
+) -> tuple[list[Result], int]:
+    """The results (one: ranks merged) and the script's exit status."""
+    root = req.root()
+    batch_id = new_batch_id()
+    run_dir = cache_root() / workspace_id(root) / "runs" / batch_id
+    script = req.command.script
+    rel = None
+    if script is not None:
+        try:
+            rel = script.resolve().relative_to(root).as_posix()
+        except ValueError:
+            rel = script.name
+    spec = {
+        "batch_id": batch_id,
+        "workspace_root": str(root),
+        "run_dir": str(run_dir),
+        "host": "local",
+        "launcher": req.command.launcher,
+        "command": req.command.argv,
+        "script_rel": rel,
+        "main_line": req.command.main_line(),
+        "steps": list(req.steps),
+        "exit_after": req.exit_after,
+        "backend": req.backend,
+        "include": list(req.include),
+        "step_on": req.step_on,
+    }
+    git = git_state(root, rel)
+    outcome = run_script(
+        req.command.argv, req.cwd, spec, run_dir, on_event or (lambda _e: None), cancel, timeout, req.env
+    )
+    if not outcome.results:
+        raise explain(outcome, req)
+    document = _document(outcome)
+    try:
+        batch = Batch.from_dict(merge_document(document))
+    except ResultError as exc:
+        raise TargetError(f"the harness wrote an unusable result: {exc}") from None
+    for result in batch.results:
+        result.batch_id = result.batch_id or batch.batch_id
+        result.git = dataclasses.replace(git)
+        result.reconciliation = reconcile(result)  # against the script's own unprofiled steps
+        result.findings = analyze(result)
+    if store is not None:
+        for result in batch.results:
+            try:
+                store.save(result)
+            except (OSError, LensError) as exc:
+                raise NotStored(f"cannot store the result in {store.runs}: {exc}", batch.results) from None
+    return batch.results, outcome.returncode
+
+
+def _document(outcome: Outcome) -> dict:
+    batches = []
+    for path in outcome.results:
+        try:
+            batches.append(json.loads(Path(path).read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            raise TargetError(f"cannot read the harness result {path}: {exc}") from None
+    ranks = [e.get("rank") for e in outcome.events if e.get("event") == "result"]
+    if len(batches) == 1 and ranks[0] is None:
+        return batches[0]
+    return {
+        "schema_version": batches[0].get("schema_version", 1),
+        "batch_id": batches[0].get("batch_id", ""),
+        "results": batches[0].get("results", []),
+        "rank_batches": [
+            {"rank": int(r or 0), "run_dir": str(Path(p).parent), "batch": b}
+            for r, p, b in zip(ranks, outcome.results, batches, strict=True)
+        ],
+    }
+
+
+def explain(outcome: Outcome, req: ScriptRequest) -> ScriptFailed:
+    """Why a finished command left no result, in one line."""
+    code = outcome.returncode
+    status = f"exit status {code}"
+    by_kind: dict[str, dict] = {}
+    for event in outcome.events:
+        by_kind.setdefault(str(event.get("event")), event)
+    if "aside" in by_kind:
+        return ScriptFailed(f"not profiled: {by_kind['aside'].get('why')} ({status}; nothing stored)", code)
+    if "raised" in by_kind:
+        e = by_kind["raised"]
+        where = f"{e.get('file')}:{e.get('line')}: " if e.get("file") else ""
+        return ScriptFailed(
+            f"{where}the script raised {e.get('message')} after {e.get('steps')} steps, before the "
+            f"window (steps {req.steps[0]}:{req.steps[1]}) was complete ({status}; nothing stored)",
+            code or 1,
+            e.get("file"),
+            e.get("line"),
+        )
+    if "error" in by_kind:
+        return ScriptFailed(f"{by_kind['error'].get('message')} ({status}; nothing stored)", code or 1)
+    armed = by_kind.get("armed")
+    if armed is None:
+        return ScriptFailed(
+            f"the script ended ({status}) before it imported torch: nothing to profile, nothing stored", code
+        )
+    exits = [e for e in outcome.events if e.get("event") == "exit"]
+    steps = min((int(e.get("steps") or 0) for e in exits), default=0)
+    need = int((armed.get("window") or [0, req.steps[1]])[1])
+    if steps == 0:
+        tried = ", ".join(armed.get("tried") or [])
+        return ScriptFailed(
+            f"the script never made a step (tried: {tried}); name its step with --step-on FILE:LINE "
+            f"or --step-on module.function ({status}; nothing stored)",
+            code,
+        )
+    twins = "" if need == req.steps[1] else " (each measured step with its unlabelled twin on the cpu clock)"
+    return ScriptFailed(
+        f"the script ran {steps} {by_kind.get('detector', {}).get('name', 'optimizer')} steps; "
+        f"--steps {req.steps[0]}:{req.steps[1]} needs {need}{twins} ({status}; nothing stored)",
+        code,
+    )

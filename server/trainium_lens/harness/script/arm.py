@@ -1,0 +1,164 @@
+"""Arm the harness inside the user's own process (``trainium-lens run``).
+
+``boot/sitecustomize.py`` calls ``boot()`` in every Python the command starts
+while ``TRAINIUM_LENS_RUN`` names a spec. Which one is armed:
+
+* ``python SCRIPT``: the first Python (the command itself). It removes the
+  variable from its environment at once, so nothing it starts (DataLoader
+  workers, compile workers, ``subprocess`` children) ever arms.
+* ``torchrun``: the first Python is the agent: it only records its pid
+  (``AGENT_ENV``) and stays unarmed; its direct children that carry
+  ``LOCAL_RANK`` are the workers, each armed (and each clears the variable).
+
+Every process that loads the spec says so in the events file at once
+(``hello``), so the CLI can tell "never armed" (``python -I``, a wrapper that
+dropped ``PYTHONPATH``) from "slow" within seconds. torch is not imported here:
+the steps' hooks go in once the script itself has imported torch (a finder on
+``sys.meta_path``), so its environment set-up before ``import torch`` holds.
+Stdlib only until then.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import json
+import os
+import sys
+import time
+from typing import Any
+
+RUN_ENV = "TRAINIUM_LENS_RUN"
+AGENT_ENV = "TRAINIUM_LENS_RUN_AGENT"
+PARENT_ENV = "TRAINIUM_LENS_RUN_PARENT"  # the CLI's pid: a process dies with it
+
+
+class Events:
+    """JSON lines appended to ``<run_dir>/events.jsonl`` (one short write each, so
+    the ranks' lines never interleave)."""
+
+    def __init__(self, path: str, rank: int | None):
+        self.path, self.rank = path, rank
+
+    def emit(self, event: str, **fields: Any) -> None:
+        record = {"event": event, "pid": os.getpid(), "t": time.time(), **fields}
+        if self.rank is not None:
+            record["rank"] = self.rank
+        line = (json.dumps(record, default=str) + "\n").encode("utf-8", "replace")
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+
+    def stage(self, stage: str, function: str | None, message: str, **extra: Any) -> None:
+        self.emit("stage", stage=stage, function=function, message=message, **extra)
+
+    def warning(self, message: str) -> None:
+        self.emit("warning", message=message)
+
+
+def boot() -> None:
+    path = os.environ.get(RUN_ENV, "")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            spec = json.load(handle)
+    except (OSError, ValueError) as exc:
+        sys.stderr.write(f"trainium-lens: cannot read the run spec {path}: {exc}\n")
+        return
+    events_path = os.path.join(spec["run_dir"], "events.jsonl")
+    role = _role(spec)
+    rank = int(os.environ["RANK"]) if role == "worker" and os.environ.get("RANK", "").isdigit() else None
+    events = Events(events_path, rank)
+    events.emit("hello", role=role, argv=list(getattr(sys, "orig_argv", sys.argv)))
+    if role == "agent":
+        _die_with(PARENT_ENV)
+        return
+    if role != "main" and role != "worker":
+        return
+    os.environ.pop(RUN_ENV, None)  # nothing this process starts is armed
+    if role == "main":
+        _die_with(PARENT_ENV)
+    else:
+        _die_with(AGENT_ENV)
+    if os.environ.get("NEURON_RT_INSPECT_ENABLE", "") not in ("", "0"):
+        events.emit(
+            "aside",
+            why="NEURON_RT_INSPECT_ENABLE is set: the Neuron system profile and "
+            "torch.profiler cannot run together",
+        )
+        return
+    sys.meta_path.insert(0, _AfterTorch(lambda: _install(spec, events)))
+
+
+def _role(spec: dict) -> str:
+    if spec.get("launcher") != "torchrun":
+        return "main"
+    agent = os.environ.get(AGENT_ENV)
+    if not agent:
+        os.environ[AGENT_ENV] = str(os.getpid())
+        return "agent"
+    if agent == str(os.getppid()) and "LOCAL_RANK" in os.environ:
+        return "worker"
+    return "other"
+
+
+def _die_with(env: str) -> None:
+    """The kernel kills this process when its parent, named in ``env``, dies."""
+    from trainium_lens.harness.lifeline import die_with_parent
+
+    raw = os.environ.get(env, "")
+    if raw.isdigit() and int(raw) == os.getppid():
+        die_with_parent(int(raw))
+
+
+def _install(spec: dict, events: Events) -> None:
+    from trainium_lens.harness.script.session import ScriptRun
+
+    try:
+        ScriptRun(spec, events).install()
+    except Exception as exc:  # the script runs on, unprofiled, and the CLI says why
+        import traceback
+
+        events.emit(
+            "error",
+            kind="internal",
+            message=f"harness failed: {type(exc).__name__}: {exc}",
+            traceback=traceback.format_exc(),
+        )
+
+
+class _AfterTorch(importlib.abc.MetaPathFinder):
+    """Runs ``then`` once ``import torch`` has finished (first import only)."""
+
+    def __init__(self, then: Any):
+        self.then = then
+        self.busy = False
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "torch" or self.busy:
+            return None
+        self.busy = True
+        try:
+            from importlib.machinery import PathFinder
+
+            found = PathFinder.find_spec(name, path)
+        finally:
+            self.busy = False
+        if found is None or found.loader is None:
+            return None
+        sys.meta_path.remove(self)
+        loader, then = found.loader, self.then
+
+        class _Loader(importlib.abc.Loader):
+            def create_module(self, spec: Any) -> Any:
+                return loader.create_module(spec)
+
+            def exec_module(self, module: Any) -> None:
+                loader.exec_module(module)
+                then()
+
+        found.loader = _Loader()
+        return found

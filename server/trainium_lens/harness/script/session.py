@@ -1,0 +1,400 @@
+"""The profiled window of an unmodified script, run from its own step hooks.
+
+Steps are counted by ``detect.Detector``; at each boundary (after step k):
+
+* k < N−1: the step's wall is timed (the unprofiled reference, steps 2..N−1;
+  step 1 holds compiles and first-touch costs);
+* k = N−1: calibrate the cpu clock, start the profiler (and the line labels):
+  steps N.. are recorded. On the cpu clock each measured step is a labelled
+  step followed by its plain twin (``attribution/tree.py`` says why), so the
+  window spans 2×(M−N+1) steps; device clocks: M−N+1;
+* the window's last step: the profiler stops, the events are attributed to
+  lines (the same ``attribute``/``result_document`` as a marked function), and
+  the hooks go on timing up to ``AFTER`` unprofiled steps, the rest of the
+  reference. The batch is written then, at ``--exit-after`` (which ends the
+  process at this boundary, cleanly), or when the script ends.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import statistics
+import sys
+import time
+import traceback
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+
+from trainium_lens.harness.attribution import build
+from trainium_lens.harness.attribution.tree import attribute
+from trainium_lens.harness.choose import choose
+from trainium_lens.harness.eager import measure, steady
+from trainium_lens.harness.eager.calibrate import calibrate
+from trainium_lens.harness.eager.hits import add_hits
+from trainium_lens.harness.eager.host import HostWindow, RunQueueDelay
+from trainium_lens.harness.eager.lines import LineLabeler
+from trainium_lens.harness.eager.origin import add_origins
+from trainium_lens.harness.events import write_json_atomic
+from trainium_lens.harness.job.loader import UserCode, resolve_include
+from trainium_lens.harness.script.detect import Detector
+from trainium_lens.harness.spec import SPEC_VERSION
+
+AFTER = 3  # unprofiled steps timed after the window (with those before it: the reference)
+
+
+def _never() -> None:  # a code object no frame runs: the labels' chain walks to the top
+    pass
+
+
+class ScriptRun:
+    def __init__(self, spec: dict, events: Any):
+        self.spec, self.events = spec, events
+        self.first, self.last_measured = (int(v) for v in spec["steps"])
+        self.rank = events.rank
+        base = spec["run_dir"]
+        self.run_dir = os.path.join(base, f"rank{self.rank}") if self.rank is not None else base
+        self.step = 0
+        self.detector_name: str | None = None
+        self.t_last: float | None = None
+        self.before: list[float] = []
+        self.after: list[float] = []
+        self.prof: Any = None
+        self.labelled_on = False
+        self.doc: dict | None = None
+        self.written = False
+        self.samples: list[dict] = []
+        self.pid = os.getpid()
+        self.busy = False
+        self.aside = False
+
+    # -- setup ------------------------------------------------------------------
+    def install(self) -> None:
+        if self.spec.get("backend") == "xla":
+            self.events.emit("aside", why="backend xla is not supported by `run` yet (use `profile`)")
+            return
+        self.backend = choose(torch, self.spec.get("backend") or "auto")
+        if self.backend.name == "xla":
+            self.events.emit("aside", why="torch-xla scripts are not supported by `run` yet (use `profile`)")
+            return
+        include = []
+        for name in self.spec.get("include") or []:
+            found = resolve_include(name)
+            if found is None:
+                self.events.warning(f"--include {name}: no installed package or module of that name")
+            else:
+                include.append(found)
+        self.user = UserCode(self.spec["workspace_root"], include)
+        self.labeler = LineLabeler(self.user, _never.__code__, device_backend=self.backend.device != "cpu")
+        self.paired = not self.backend.device_clock
+        measured = self.last_measured - self.first + 1
+        self.window_last = self.first + measured * (2 if self.paired else 1) - 1
+        self.detector = Detector(self._boundary, self.spec.get("step_on"), self.user.root)
+        try:
+            self.detector.install()
+        except ValueError as exc:  # a --step-on that names nothing: the script runs on, unprofiled
+            self.events.emit("aside", why=str(exc))
+            return
+        self.delay = RunQueueDelay()
+        atexit.register(self._at_exit)
+        _chain_excepthook(self)
+        self.events.emit(
+            "armed",
+            backend=self.backend.name,
+            window=[self.first, self.window_last],
+            tried=self.detector.tried,
+        )
+
+    # -- the boundary after each step ---------------------------------------------
+    def _boundary(self, detector: str) -> None:
+        # a forked child (DataLoader worker) inherited the hooks; and the harness's
+        # own work at a boundary (calibration runs modules) is no step
+        if os.getpid() != self.pid or self.busy or self.aside:
+            return
+        self.busy = True
+        try:
+            self._on_step(detector)
+        except Exception as exc:
+            self.aside = True  # the script runs on, unprofiled
+            self._fail(exc)
+        finally:
+            self.busy = False
+
+    def _on_step(self, detector: str) -> None:
+        if self.detector_name is None:
+            self.detector_name = detector
+            self.events.emit("detector", name=detector)
+        self.step += 1
+        k = self.step
+        sync = self.backend.sync
+        if k <= self.window_last + AFTER + 1:
+            sync()
+        now = time.perf_counter()
+        wall = (now - self.t_last) * 1e6 if self.t_last is not None else None
+        if self.first <= k <= self.window_last:
+            d = self.delay.read_us()
+            self.samples[-1]["wall_us"] = wall
+            self.samples[-1]["delay_us"] = None if d is None or self.d0 is None else d - self.d0
+        elif wall is not None and 2 <= k < self.first:
+            self.before.append(wall)
+        elif (
+            wall is not None
+            and self.window_last < k <= self.window_last + 1 + AFTER
+            and k > self.window_last + 1
+        ):
+            self.after.append(wall)
+        if k == self.first - 1:
+            self._start_window()
+        elif self.first <= k < self.window_last:
+            self._next_window_step(k + 1)
+        elif k == self.window_last:
+            self._end_window()
+            if self.spec.get("exit_after"):
+                self._write()
+                _exit_cleanly()
+        elif k == self.window_last + 1 + AFTER:
+            self._write()
+            self.detector.remove()
+        self.t_last = time.perf_counter()
+
+    def _start_window(self) -> None:
+        if torch.autograd.profiler._is_profiler_enabled:
+            self.aside = True
+            self.detector.remove()
+            self.events.emit("aside", why="the script runs torch.profiler itself (one profiler at a time)")
+            return
+        ctx = SimpleNamespace(backend=self.backend)
+        self.calibration = None
+        if not self.backend.device_clock:
+            self.events.stage("calibrate", None, "measuring the profiler's cost per op event")
+            self.calibration = calibrate(
+                torch, self.backend.activities(), measure.profiler_kwargs(ctx, self.run_dir, "calibration")
+            )
+        os.makedirs(self.run_dir, exist_ok=True)
+        self.run_id = f"{self.spec['batch_id']}-0"
+        self.window = HostWindow().start()
+        self.delay.refresh()
+        self.backend.start_capture()
+        self.prof = torch.profiler.profile(
+            activities=self.backend.activities(),
+            schedule=lambda _step: torch.profiler.ProfilerAction.RECORD,
+            **measure.profiler_kwargs(ctx, self.run_dir, self.run_id),
+        )
+        self.prof.start()
+        self._begin_step(self.first)
+
+    def _begin_step(self, k: int) -> None:
+        labelled = not self.paired or (k - self.first) % 2 == 0
+        if labelled and not self.labelled_on:
+            self.labeler.__enter__()
+            self.labelled_on = True
+        self.samples.append({"step": k, "labelled": labelled})
+        self.events.stage(
+            "profile",
+            None,
+            f"profiling step {k} ({self.first}..{self.window_last})",
+            step=k - self.first + 1,
+            of=self.window_last - self.first + 1,
+        )
+        self.d0 = self.delay.read_us()
+
+    def _end_labels(self) -> None:
+        if self.labelled_on:
+            self.labelled_on = False
+            self.labeler.__exit__(None, None, None)
+
+    def _next_window_step(self, k: int) -> None:
+        self._end_labels()
+        self.prof.step()
+        self._begin_step(k)
+
+    def _end_window(self) -> None:
+        self._end_labels()
+        self.prof.stop()
+        signals_raw = self.backend.stop_capture()
+        self.events.stage("export", None, "attributing op time to lines")
+        judged = self.samples[1::2] if self.paired else self.samples
+        for s in judged:
+            s["clean"] = steady.clean(s.get("wall_us") or 0.0, s.get("delay_us"))
+        keep: list[bool] | None = [s["clean"] for s in judged]
+        if sum(keep or []) < max(1, (len(judged) + 1) // 2):
+            keep = None  # too few clean steps to choose from: all used, the run judged noisy
+        cal = self.calibration or {}
+        att = attribute(
+            self.prof.events(),
+            self.labeler.labels,
+            self.backend.device_clock,
+            None,
+            torch.autograd.DeviceType.CPU,
+            paired=self.paired,
+            record_events=False,
+            keep=keep,
+            calls_per_step=1,
+            per_depth_us=cal.get("per_depth_us", 0.0),
+            per_top_us=cal.get("per_top_us"),
+            gap_factor=cal.get("gap_factor", 1.0),
+        )
+        if att.mismatched_steps:
+            self.events.warning(
+                f"{att.mismatched_steps} of {att.steps} steps ran different ops with and without line labels "
+                "(e.g. a print of the loss every few steps); their CPU times include the labels' overhead"
+            )
+        self.att, self.keep, self.judged = att, keep, judged
+        self.signals_raw = signals_raw
+        self.stability_window = self.window.stop()
+        self.doc = self._document([])
+
+    def _document(self, wall: list[float]) -> dict:
+        spec, att = self.spec, self.att
+        script = spec.get("script_rel") or spec.get("script") or "<script>"
+        main_line = int(spec.get("main_line") or 1)
+        measured = self.last_measured - self.first + 1
+        function = {
+            "file": script,
+            "name": f"steps {self.first}-{self.last_measured}",
+            "line": main_line,
+            "marker_line": None,
+            "protocol": {"wait": self.first - 1, "warmup": 0, "active": measured, "timing_calls": len(wall)},
+            "inputs": None,
+            "compare": None,
+        }
+        used = att.steps
+        stability = {
+            "steps_wanted": measured,
+            "steps_measured": len(self.judged),
+            "steps_clean": sum(1 for s in self.judged if s["clean"]),
+            "steps_used": used,
+            "extra_steps": 0,
+            **self.stability_window,
+            "calls_per_step": 1,
+            "timing_calls": len(wall),
+            "timing_clean": len(wall),
+        }
+        signals = {
+            "device_time_reported": True,
+            "cpu_fallback_ops": self.signals_raw.get("cpu_fallback_ops", []),
+            "compiles_in_active_steps": 0,
+            "recompiles": 0,
+            "graph_breaks": 0,
+            "neuron_rt_inspect_clash": False,
+            "warnings": list(self.signals_raw.get("warnings", [])),
+            "instrumentation_overhead": None,
+        }
+        doc = build.result_document(
+            build.Profiled(
+                run_id=self.run_id,
+                batch_id=spec["batch_id"],
+                host=spec.get("host", "local"),
+                backend=self.backend.name,
+                clock=self.backend.name,
+                environment=self.backend.environment(),
+                function=function,
+                att=att,
+                labels=self.labeler.labels,
+                source=build.SourceText(self.user.root, self.user.abspath),
+                wall_us=wall,
+                signals=signals,
+                artifacts={
+                    "location": spec.get("host", "local"),
+                    "run_dir": os.path.abspath(self.run_dir),
+                    "trace": None,
+                },
+                output={},
+                covered=None,
+                h2d_calls=dict(self.labeler.h2d),
+                labelled_calls=max(1, measured),
+                calibration=self.calibration if not self.backend.device_clock else None,
+                stability=stability,
+            )
+        )
+        add_hits(doc["lines"], self.labeler.labels, dict(self.labeler.hits.hits), max(1, measured))
+        add_origins(doc["lines"], self.labeler.labels, self.labeler.origins.snapshot())
+        doc["library_files"] = [
+            {"file": f, "path": p}
+            for f, p in sorted(self.user.library_files.items())
+            if any(line["file"] == f for line in doc["lines"])
+        ]
+        doc["script"] = {
+            "command": spec.get("command") or [],
+            "launcher": spec.get("launcher", "python"),
+            "steps": [self.first, self.last_measured],
+            "profiled_steps": [self.first, self.window_last],
+            "detector": self.detector_name or "",
+            "reference_before": len(self.before),
+            "reference_after": len(self.after),
+        }
+        return doc
+
+    # -- writing --------------------------------------------------------------------
+    def _write(self) -> None:
+        if self.written or self.doc is None:
+            return
+        self.written = True
+        wall = self.before + self.after
+        doc = self._document(wall)
+        doc["totals"]["wall_us_median"] = statistics.median(wall) if wall else None
+        batch = build.batch_document(self.spec["batch_id"], [doc])
+        path = os.path.join(self.run_dir, "batch.json")
+        write_json_atomic(path, batch, indent=1)
+        self.events.emit("result", path=os.path.abspath(path), steps=self.step)
+
+    def _at_exit(self) -> None:
+        if os.getpid() != self.pid:
+            return
+        try:
+            if self.prof is not None and self.doc is None:
+                self._end_labels()
+                try:
+                    self.prof.stop()
+                except Exception:
+                    pass
+            self._write()
+        except Exception as exc:
+            self._fail(exc)
+        self.events.emit("exit", steps=self.step, detector=self.detector_name, tried=self.detector.tried)
+
+    def _fail(self, exc: BaseException) -> None:
+        self.events.emit(
+            "error",
+            kind="internal",
+            message=f"harness failed: {type(exc).__name__}: {exc}",
+            traceback=traceback.format_exc(),
+        )
+
+
+def _exit_cleanly() -> None:
+    """``--exit-after``: end here, status 0, at the same step on every rank (a
+    ``sys.exit`` would run into the script's own ``except``/checkpoint code)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(0)
+
+
+def _chain_excepthook(run: ScriptRun) -> None:
+    """A script that raises: its traceback as usual, and the user line it came
+    from as an event (the CLI's one line, the editor's diagnostic)."""
+    previous = sys.excepthook
+
+    def hook(tp: Any, value: Any, tb: Any) -> None:
+        if os.getpid() == run.pid:
+            file, line = run.user.innermost_frame(tb)
+            run.events.emit(
+                "raised",
+                kind="user_code",
+                message=f"{tp.__name__}: {value}",
+                file=file,
+                line=line,
+                steps=run.step,
+                traceback="".join(traceback.format_exception(tp, value, tb)),
+            )
+        previous(tp, value, tb)
+
+    sys.excepthook = hook
+
+
+__all__ = ["ScriptRun", "SPEC_VERSION"]

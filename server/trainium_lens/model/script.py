@@ -1,0 +1,172 @@
+"""The command ``trainium-lens run -- COMMAND…`` runs, understood (never rewritten).
+
+``parse_command`` tells a Python (``python [-m] SCRIPT|MODULE …``, any interpreter
+by name or path) from torchrun (``torchrun …`` or ``python -m
+torch.distributed.run …``), finds the script the steps run in (its workspace,
+its ``if __name__ == "__main__":`` line), and refuses, in one line each, what
+the harness cannot be injected into: a command that is not Python, and
+``-I``/``-E``/``-S``, which make Python ignore ``PYTHONPATH`` or ``site`` (the
+harness would never arm)."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trainium_lens.errors import UsageError
+
+_PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[a-z]?(\.exe)?$")
+_TORCHRUN = re.compile(r"^torchrun(\.exe)?$")
+_TORCHRUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
+# Python's own options that take a value (as a separate word or attached)
+_PY_VALUE = frozenset("cmWX")
+_PY_NO_ARM = {
+    "I": "-I (isolated mode ignores PYTHONPATH)",
+    "E": "-E (ignores PYTHONPATH)",
+    "S": "-S (no site: sitecustomize never runs)",
+}
+# torchrun's options that take no value
+_TORCHRUN_FLAGS = frozenset(
+    {
+        "--standalone",
+        "--no-python",
+        "--no_python",
+        "--run-path",
+        "--run_path",
+        "-m",
+        "--module",
+        "--help",
+        "-h",
+    }
+)
+
+
+@dataclass
+class ScriptCommand:
+    argv: list[str]
+    launcher: str  # "python" | "torchrun"
+    script: Path | None = None  # the file the steps run in (absolute), when known
+    module: str | None = None  # python -m MODULE
+    nproc: int | None = None  # torchrun --nproc-per-node N
+    notes: list[str] = field(default_factory=list)
+
+    def main_line(self) -> int:
+        """The ``if __name__ == "__main__":`` line of the script (1 if none)."""
+        if self.script is None:
+            return 1
+        try:
+            tree = ast.parse(self.script.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+            return 1
+        return main_guard_line(tree) or 1
+
+
+def main_guard_line(tree: ast.Module) -> int | None:
+    for node in tree.body:
+        if isinstance(node, ast.If):
+            t = node.test
+            if (
+                isinstance(t, ast.Compare)
+                and isinstance(t.left, ast.Name)
+                and t.left.id == "__name__"
+                and len(t.comparators) == 1
+                and isinstance(t.comparators[0], ast.Constant)
+                and t.comparators[0].value == "__main__"
+            ):
+                return node.lineno
+    return None
+
+
+def parse_command(argv: list[str], cwd: Path) -> ScriptCommand:
+    if not argv:
+        raise UsageError("no command: give it after --, e.g. trainium-lens run -- python train.py")
+    name = os.path.basename(argv[0])
+    if _TORCHRUN.match(name):
+        return _torchrun(argv, argv[1:], cwd)
+    if not _PYTHON.match(name):
+        raise UsageError(
+            f"{argv[0]} is not a Python command: run takes python [-m] SCRIPT|MODULE …, "
+            "torchrun … SCRIPT … or python -m torch.distributed.run …"
+        )
+    i = 1
+    while i < len(argv):
+        word = argv[i]
+        if word == "--" or not word.startswith("-") or word == "-":
+            break
+        if word.startswith("--"):
+            i += 2 if word == "--check-hash-based-pycs" else 1
+            continue
+        letters = word[1:]
+        for j, letter in enumerate(letters):
+            if letter in _PY_NO_ARM:
+                raise UsageError(f"python {_PY_NO_ARM[letter]}: the harness cannot arm in it; drop -{letter}")
+            if letter in _PY_VALUE:
+                value = letters[j + 1 :]
+                if not value:
+                    i += 1
+                    value = argv[i] if i < len(argv) else ""
+                if letter == "c":
+                    raise UsageError("python -c is not a script: run takes python [-m] SCRIPT|MODULE …")
+                if letter == "m":
+                    if value in _TORCHRUN_MODULES:
+                        return _torchrun(argv, argv[i + 1 :], cwd)
+                    return ScriptCommand(list(argv), "python", _module_file(value, cwd), module=value)
+                break
+        i += 1
+    if i < len(argv) and argv[i] == "--":
+        i += 1
+    if i >= len(argv) or argv[i] == "-":
+        raise UsageError("no script: run takes python [-m] SCRIPT|MODULE …")
+    script = (cwd / argv[i]).resolve()
+    if not script.is_file():
+        raise UsageError(f"no such script: {argv[i]}")
+    return ScriptCommand(list(argv), "python", script)
+
+
+def _torchrun(argv: list[str], rest: list[str], cwd: Path) -> ScriptCommand:
+    i, nproc, module = 0, None, False
+    while i < len(rest) and rest[i].startswith("-"):
+        word = rest[i]
+        key, eq, value = word.partition("=")
+        if key in ("--no-python", "--no_python"):
+            raise UsageError("torchrun --no-python runs no Python: run needs the workers to be Python")
+        if key in ("-m", "--module"):
+            module = True
+        if key in _TORCHRUN_FLAGS or eq:
+            i += 1
+        else:
+            value = rest[i + 1] if i + 1 < len(rest) else ""
+            i += 2
+        if key in ("--nproc-per-node", "--nproc_per_node", "--nproc-per_node") and value.isdigit():
+            nproc = int(value)
+    if i >= len(rest):
+        raise UsageError("torchrun names no script: run takes torchrun [its options] SCRIPT ARGS…")
+    target = rest[i]
+    if module:
+        return ScriptCommand(list(argv), "torchrun", _module_file(target, cwd), module=target, nproc=nproc)
+    script = (cwd / target).resolve()
+    if not script.is_file():
+        raise UsageError(f"no such script: {target}")
+    return ScriptCommand(list(argv), "torchrun", script, nproc=nproc)
+
+
+def _module_file(module: str, cwd: Path) -> Path | None:
+    base = cwd.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__main__.py"):
+        if candidate.is_file():
+            return candidate.resolve()
+    return None
+
+
+def parse_steps(text: str) -> tuple[int, int]:
+    """``N:M`` (1-based, inclusive; N ≥ 2: step 1 runs unprofiled, with compiles)."""
+    first, sep, last = text.partition(":")
+    if not sep or not first.isdigit() or not last.isdigit():
+        raise UsageError(f"--steps takes N:M (e.g. 3:5), got {text!r}")
+    n, m = int(first), int(last)
+    if n < 2 or m < n:
+        raise UsageError(f"--steps {text}: need 2 <= N <= M (step 1 runs unprofiled: compiles, warm-up)")
+    return n, m

@@ -1,0 +1,143 @@
+"""Run the user's own command with the harness injected (``trainium-lens run``),
+on this machine.
+
+The command is not rewritten: it runs in its cwd with its argv and the user's
+environment, plus ``PYTHONPATH`` = the boot folder (``harness/script/boot``: a
+``sitecustomize`` that chains to any other) and this package, and
+``TRAINIUM_LENS_RUN`` = the spec file. Its stdout and stderr are the terminal's
+(they stream as the script writes them). The harness reports through
+``<run_dir>/events.jsonl``, read here as it grows.
+
+The command leads a process group of its own, and every armed process dies
+with this one (``PR_SET_PDEATHSIG``, ``harness/lifeline.py``); cancel, timeout
+and the end of the run kill the group, so nothing is left running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trainium_lens.errors import Cancelled, TargetError, TimedOut
+from trainium_lens.targets.base import EventSink
+from trainium_lens.targets.local import PACKAGE_PARENT
+from trainium_lens.targets.stream import kill_group
+
+BOOT_DIR = PACKAGE_PARENT / "trainium_lens" / "harness" / "script" / "boot"
+RUN_ENV = "TRAINIUM_LENS_RUN"
+PARENT_ENV = "TRAINIUM_LENS_RUN_PARENT"
+#: An interpreter that loads the spec says ``hello`` before the script's first line:
+#: none after this long (the process still alive) means it never will.
+HELLO_S = float(os.environ.get("TRAINIUM_LENS_HELLO_S", "10"))
+POLL_S = 0.05
+
+
+@dataclass
+class Outcome:
+    returncode: int
+    events: list[dict] = field(default_factory=list)
+    results: list[str] = field(default_factory=list)  # batch paths the armed processes wrote
+
+
+class EventTail:
+    """The events file, read line by line as the processes append to it."""
+
+    def __init__(self, path: Path):
+        self.path, self.offset, self.partial = path, 0, b""
+
+    def read(self) -> list[dict]:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return []
+        self.offset += len(data)
+        data = self.partial + data
+        lines = data.split(b"\n")
+        self.partial = lines.pop()
+        out = []
+        for raw in lines:
+            try:
+                obj = json.loads(raw.decode("utf-8", "replace"))
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                out.append(obj)
+        return out
+
+
+def run_script(
+    argv: list[str],
+    cwd: Path,
+    spec: dict,
+    run_dir: Path,
+    on_event: EventSink,
+    cancel: threading.Event | None = None,
+    timeout: float | None = None,
+    env_extra: dict[str, str] | None = None,
+) -> Outcome:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    spec_path = run_dir / "run-spec.json"
+    spec_path.write_text(json.dumps(spec), encoding="utf-8")
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(BOOT_DIR), str(PACKAGE_PARENT), env.get("PYTHONPATH", "")) if p
+    )
+    env[RUN_ENV] = str(spec_path)
+    env[PARENT_ENV] = str(os.getpid())
+    try:
+        proc = subprocess.Popen(argv, cwd=str(cwd), env=env, start_new_session=True)
+    except OSError as exc:
+        raise TargetError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+    tail = EventTail(run_dir / "events.jsonl")
+    outcome = Outcome(returncode=0)
+    started = time.monotonic()
+    hello = False
+
+    def drain() -> None:
+        nonlocal hello
+        for event in tail.read():
+            outcome.events.append(event)
+            if event.get("event") == "hello":
+                hello = True
+            if event.get("event") == "result" and isinstance(event.get("path"), str):
+                outcome.results.append(event["path"])
+            on_event(event)
+
+    try:
+        while True:
+            drain()
+            code = proc.poll()
+            if code is not None:
+                break
+            elapsed = time.monotonic() - started
+            if not hello and elapsed > HELLO_S:
+                raise TargetError(
+                    f"the harness never armed in {argv[0]} ({HELLO_S:g} s and no word from it): "
+                    "a -I/-E/-S interpreter or a wrapper that drops PYTHONPATH; run the interpreter directly"
+                )
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("cancelled")
+            if timeout is not None and elapsed > timeout:
+                raise TimedOut(
+                    f"timed out after {timeout:g} s: the script and everything it started were stopped"
+                )
+            time.sleep(POLL_S)
+        time.sleep(POLL_S)
+        drain()
+        outcome.returncode = code
+        if not hello:
+            raise TargetError(
+                f"the harness never armed in {argv[0]} (it exited with status {code} and no word from it): "
+                "a -I/-E/-S interpreter or a wrapper that drops PYTHONPATH"
+            )
+        return outcome
+    finally:
+        kill_group(proc, grace=0.5)  # what the script left (workers, children) goes with it

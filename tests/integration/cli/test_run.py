@@ -1,0 +1,305 @@
+"""``trainium-lens run -- COMMAND``: a real, unmodified training script (argparse,
+its model in another module, a DataLoader, AdamW, prints its loss) run as a
+user runs it, under python and torchrun (gloo), with the real profiler; and the
+bad inputs, each one line, nothing stored, nothing left running."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA, ROOT
+from tests.support.procs import left_running
+
+SCRIPTS = DATA / "scripts"
+BIN = Path(sys.executable).parent
+
+
+def project(tmp_path: Path) -> Path:
+    ws = tmp_path / "proj"
+    shutil.copytree(SCRIPTS, ws)
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)  # a user's repository: its workspace root
+    return ws
+
+
+def lens_run(
+    ws: Path, tmp: Path, *args: str, env: dict | None = None, timeout: float = 400, cwd: Path | None = None
+):
+    full = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",  # `python` is the user's venv python
+        "PYTHONPATH": str(ROOT / "server"),
+        "TRAINIUM_LENS_CACHE": str(tmp / "cache"),
+        **(env or {}),
+    }
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainium_lens", "run", *args],
+        cwd=cwd or ws,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return proc, time.monotonic() - t0
+
+
+def stored(ws: Path) -> list[Path]:
+    return sorted((ws / ".trainium-lens" / "runs").glob("*.json")) if (ws / ".trainium-lens").exists() else []
+
+
+def test_training_script_per_line_and_reconciled(tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    out = tmp_path / "out.json"
+    proc, _ = lens_run(
+        ws,
+        tmp_path,
+        "--steps",
+        "3:4",
+        "--json",
+        str(out),
+        "--",
+        "python",
+        "train.py",
+        "--steps",
+        "14",
+        cwd=ws / "tinylm",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # the script's own output, before, during and after the window
+    for k in (1, 4, 14):
+        assert f"step {k} loss" in proc.stdout
+    assert "done" in proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["script"]["detector"] == "optimizer"
+    assert doc["script"]["steps"] == [3, 4]
+    assert doc["function"]["file"] == "tinylm/train.py"
+    lines = {(ln["file"], ln["line"]): ln for ln in doc["lines"]}
+    model = [ln for (f, _), ln in lines.items() if f == "tinylm/model.py"]
+    assert any(ln["self_time_us"] > 0 for ln in model)
+    assert any(ln["backward_self_time_us"] > 0 for ln in model)
+    src = (ws / "tinylm" / "train.py").read_text().splitlines()
+    step_line = next(i for i, s in enumerate(src, 1) if s.strip() == "optimizer.step()")
+    loader_line = next(i for i, s in enumerate(src, 1) if s.strip().startswith("for x, y in loader"))
+    assert lines[("tinylm/train.py", step_line)]["self_time_us"] > 0
+    assert doc["totals"]["optimizer_time_us"] > 0
+    assert lines[("tinylm/train.py", loader_line)]["self_time_us"] > 0  # the step's wait for data
+    total = doc["unattributed_us"] + sum(
+        ln["self_time_us"] + ln["backward_self_time_us"] + ln["recompute_time_us"] for ln in doc["lines"]
+    )
+    assert total == pytest.approx(doc["totals"]["self_time_us"], rel=1e-6, abs=0.01)
+    rec = doc["reconciliation"]
+    assert rec["reference"] == "wall" and rec["reference_us"] == doc["totals"]["wall_us_median"] > 0
+    assert doc["script"]["reference_before"] + doc["script"]["reference_after"] >= 2
+    assert len(stored(ws)) == 1
+    assert "tinylm/model.py" in proc.stdout  # the same table as profile
+
+
+def test_exit_after_ends_at_the_window(tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    proc, _ = lens_run(
+        ws, tmp_path, "--steps", "2:2", "--exit-after", "--", "python", "tinylm/train.py", "--steps", "50"
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # steps 2 and its twin 3 recorded; the process ends right after step 3's optimizer.step()
+    assert "step 2 loss" in proc.stdout and "step 3 loss" not in proc.stdout
+    assert len(stored(ws)) == 1
+
+
+def test_torchrun_two_ranks_per_line(tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    out = tmp_path / "out.json"
+    proc, _ = lens_run(
+        ws,
+        tmp_path,
+        "--steps",
+        "3:3",
+        "--json",
+        str(out),
+        "--",
+        "torchrun",
+        "--nproc-per-node",
+        "2",
+        "train.py",
+        "--steps",
+        "12",
+        cwd=ws / "tinylm",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert doc["world_size"] == 2 and [r["rank"] for r in doc["ranks"]] == [0, 1]
+    model = [ln for ln in doc["lines"] if ln["file"] == "tinylm/model.py" and ln["self_time_us"] > 0]
+    assert model and all(len(ln["per_rank"]) == 2 for ln in model)
+    assert doc["script"]["launcher"] == "torchrun"
+    assert left_running(str(tmp_path / "cache")) == []
+
+
+def test_inference_script_steps_on_forward(tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    out = tmp_path / "out.json"
+    proc, _ = lens_run(ws, tmp_path, "--no-store", "--json", str(out), "--", "python", "infer.py")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "predicted" in proc.stdout
+    assert json.loads(out.read_text())["script"]["detector"] == "forward"
+    assert stored(ws) == []
+
+
+def test_step_on_file_line(tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    out = tmp_path / "out.json"
+    proc, _ = lens_run(
+        ws,
+        tmp_path,
+        "--no-store",
+        "--steps",
+        "2:2",
+        "--step-on",
+        "nostep.py:8",
+        "--json",
+        str(out),
+        "--",
+        "python",
+        "nostep.py",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert doc["script"]["detector"] == "step-on"
+    assert any(
+        ln["file"] == "nostep.py" and ln["line"] == 8 and ln["self_time_us"] > 0 for ln in doc["lines"]
+    )
+
+
+def test_existing_sitecustomize_still_runs(tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import os\nos.environ['USER_SITE_RAN'] = '1'\n")
+    (ws / "show_site.py").write_text(
+        "import os, torch\nprint('user site', os.environ.get('USER_SITE_RAN'))\n"
+    )
+    proc, _ = lens_run(
+        ws,
+        tmp_path,
+        "--no-store",
+        "--",
+        "python",
+        "show_site.py",
+        env={"PYTHONPATH": f"{ROOT / 'server'}{os.pathsep}{site}"},
+    )
+    assert "user site 1" in proc.stdout
+    assert "never made a step" in proc.stderr  # armed (it said hello), but no steps
+
+
+def one_line(stderr: str) -> str:
+    mine = [ln for ln in stderr.splitlines() if ln.startswith("trainium-lens: ") and "trainium-lens: " in ln]
+    assert mine, stderr[-2000:]
+    return mine[-1]
+
+
+@pytest.mark.parametrize(
+    ("command", "status", "says"),
+    [
+        (
+            ["python", "tinylm/train.py", "--steps", "4"],
+            1,
+            "the script ran 4 optimizer steps; --steps 3:5 needs 8",
+        ),
+        (
+            ["python", "tinylm/train.py", "--steps", "14", "--fail-at", "4"],
+            1,
+            "tinylm/train.py:50: the script raised RuntimeError: diverged at step 4",
+        ),
+        (["python", "nostep.py"], 1, "never made a step (tried: optimizer step hooks"),
+        (["python", "selfprof.py"], 1, "runs torch.profiler itself"),
+        (["python", "-I", "tinylm/train.py"], 2, "python -I (isolated mode ignores PYTHONPATH)"),
+        (["python", "-E", "tinylm/train.py"], 2, "python -E"),
+        (["bash", "tinylm/train.py"], 2, "bash is not a Python command"),
+    ],
+)
+def test_bad_input_one_line(tmp_path: Path, command: list[str], status: int, says: str) -> None:
+    ws = project(tmp_path)
+    proc, _ = lens_run(ws, tmp_path, "--", *command)
+    assert proc.returncode == status, proc.stderr[-3000:]
+    assert says in one_line(proc.stderr)
+    assert stored(ws) == []
+    assert left_running(str(tmp_path / "cache")) == []
+
+
+def test_wrapper_dropping_pythonpath_said_within_seconds(tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "python").write_text(f'#!/bin/sh\nunset PYTHONPATH\nexec {sys.executable} "$@"\n')
+    (shim / "python").chmod(0o755)
+    proc, took = lens_run(
+        ws,
+        tmp_path,
+        "--",
+        str(shim / "python"),
+        "tinylm/train.py",
+        "--steps",
+        "100000",
+        env={"TRAINIUM_LENS_HELLO_S": "3"},
+    )
+    assert proc.returncode != 0
+    assert "the harness never armed" in one_line(proc.stderr)
+    assert took < 30
+    assert stored(ws) == []
+    assert left_running(str(tmp_path / "cache")) == []
+
+
+def test_step_on_module_function(tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    out = tmp_path / "out.json"
+    proc, _ = lens_run(
+        ws,
+        tmp_path,
+        "--no-store",
+        "--steps",
+        "2:2",
+        "--step-on",
+        "model.TinyNet.forward",
+        "--json",
+        str(out),
+        "--",
+        "python",
+        "tinylm/train.py",
+        "--steps",
+        "6",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(out.read_text())["script"]["detector"] == "step-on"
+    proc, _ = lens_run(
+        ws,
+        tmp_path,
+        "--steps",
+        "2:2",
+        "--step-on",
+        "model.nothing",
+        "--",
+        "python",
+        "tinylm/train.py",
+        "--steps",
+        "3",
+    )
+    assert "--step-on model.nothing: no such function" in one_line(proc.stderr)
+    assert "step 3 loss" in proc.stdout  # the script ran on, unprofiled
+
+
+def test_timeout_stops_the_script_and_everything_it_started(tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    proc, took = lens_run(
+        ws, tmp_path, "--timeout", "5", "--", "python", "tinylm/train.py", "--steps", "100000"
+    )
+    assert proc.returncode == 124
+    assert "timed out after 5 s" in one_line(proc.stderr)
+    assert took < 60
+    assert stored(ws) == []
+    assert left_running(str(tmp_path / "cache")) == []

@@ -1,0 +1,74 @@
+"""``run``'s reading of the user's command: which launcher, which script, and
+the commands the harness cannot arm in, refused in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trainium_lens.errors import UsageError
+from trainium_lens.model.script import parse_command, parse_steps
+
+
+@pytest.fixture
+def cwd(tmp_path: Path) -> Path:
+    (tmp_path / "train.py").write_text("import torch\n\n\nif __name__ == '__main__':\n    pass\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "run.py").write_text("")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("argv", "launcher", "script"),
+    [
+        (["python", "train.py", "--lr", "3e-4"], "python", "train.py"),
+        (["/opt/venv/bin/python3.11", "-u", "-X", "dev", "train.py"], "python", "train.py"),
+        (["python", "-um", "pkg.run", "-x"], "python", "pkg/run.py"),
+        (
+            ["torchrun", "--nproc-per-node", "2", "--standalone", "train.py", "--lr", "1"],
+            "torchrun",
+            "train.py",
+        ),
+        (["torchrun", "--nproc_per_node=2", "train.py"], "torchrun", "train.py"),
+        (["python", "-m", "torch.distributed.run", "--nnodes", "1", "train.py"], "torchrun", "train.py"),
+    ],
+)
+def test_launchers(cwd: Path, argv: list[str], launcher: str, script: str) -> None:
+    cmd = parse_command(argv, cwd)
+    assert cmd.launcher == launcher
+    assert cmd.script == (cwd / script).resolve()
+    assert cmd.argv == argv  # never rewritten
+
+
+def test_torchrun_nproc_and_main_line(cwd: Path) -> None:
+    cmd = parse_command(["torchrun", "--nproc-per-node", "4", "train.py"], cwd)
+    assert cmd.nproc == 4
+    assert cmd.main_line() == 4
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["python", "-I", "train.py"], "-I"),
+        (["python", "-sE", "train.py"], "-E"),
+        (["python3", "-S", "train.py"], "-S"),
+        (["bash", "run.sh"], "not a Python command"),
+        (["python", "-c", "print(1)"], "-c is not a script"),
+        (["python", "missing.py"], "no such script"),
+        (["torchrun", "--nproc-per-node", "2"], "names no script"),
+        (["torchrun", "--no-python", "echo"], "--no-python"),
+        ([], "no command"),
+    ],
+)
+def test_refused(cwd: Path, argv: list[str], says: str) -> None:
+    with pytest.raises(UsageError, match=None) as info:
+        parse_command(argv, cwd)
+    assert says in str(info.value)
+
+
+def test_steps() -> None:
+    assert parse_steps("3:5") == (3, 5)
+    for bad in ("1:3", "5:3", "3", "a:b"):
+        with pytest.raises(UsageError):
+            parse_steps(bad)
