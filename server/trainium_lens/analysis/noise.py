@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from trainium_lens.model import figures
 from trainium_lens.model.result import Finding, Result
 
 KIND = "noisy_measurement"
@@ -64,7 +65,7 @@ def evidence(result: Result) -> list[str]:
     if st.others_cores is not None and st.others_cores >= OTHERS_CORES:
         host.append(f"other processes used {st.others_cores:.1f} cores during the run")
     if st.run_delay_share is not None and st.run_delay_share >= DELAY_SHARE:
-        host.append(f"its threads waited for a CPU {st.run_delay_share:.0%} of the step time")
+        host.append(f"its threads waited for a CPU {figures.pct(100 * st.run_delay_share)} of the step time")
     if st.step_switches is not None and st.step_switches >= 1:
         host.append(f"{st.step_switches:g} involuntary context switches per step")
     failed = []

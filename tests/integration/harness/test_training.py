@@ -218,12 +218,12 @@ def test_the_exported_trace_tags_every_op_and_backward_with_its_forward_line(exa
 
 
 def test_hint_shows_forward_and_backward(example):
-    from trainium_lens.lsp.features.inlay_hints import figures
+    from trainium_lens.lsp.features.inlay_hints import hint_time
     from trainium_lens.lsp.runs import Annotation
 
     r = example["train_step_fused"]
     s = _line(r, EXAMPLE, "model.qkv(h)", after=r.function.line)
-    text = figures(Annotation(line=s.line - 1, stat=s, result=r, stale=False))
+    text = hint_time(Annotation(line=s.line - 1, stat=s, result=r, stale=False))
     assert text.startswith("fwd ") and " · bwd " in text and text.endswith(" cpu")
 
 

@@ -25,6 +25,7 @@ from trainium_lens.analysis.gate.judge import (
     Report,
 )
 from trainium_lens.cli.render.text import Style, fmt_us, table, truncate
+from trainium_lens.model import figures
 
 SHOWN = (REGRESSED, NEW, NOT_CONFIRMED, WITHIN_NOISE, NOT_JUDGED)
 
@@ -38,7 +39,9 @@ def _change(item: Item) -> str:
 def _pct(change: float | None) -> str:
     if change is None:
         return "-"
-    return "+inf" if math.isinf(change) else f"{change * 100:+.0f}%"
+    if math.isinf(change):
+        return "+inf"
+    return ("+" if change > 0 else "") + figures.pct(change * 100)
 
 
 def _name(item: Item, report: Report) -> str:

@@ -29,6 +29,7 @@ from trainium_lens.cli.render.text import (
     table,
     truncate,
 )
+from trainium_lens.model import figures
 from trainium_lens.model.result import Result
 
 TOP_OPS = 3
@@ -163,7 +164,7 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
         )
     if cal is not None:
         out.append(
-            f"  calibrated: the profiler's cost, {cal.per_depth_us * 1000:.0f} ns per op event per "
+            f"  calibrated: the profiler's cost, {figures.time_us(cal.per_depth_us)} per op event per "
             f"nesting level, measured in {cal.cost_s:.2f} s; {fmt_us(cal.subtracted_us, style)} per "
             f"call subtracted (raw figures in the JSON: self_cpu_us)"
         )
@@ -176,7 +177,7 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
         if st.others_cores is not None:
             parts.append(f"other processes used {st.others_cores:.1f} cores")
         if st.run_delay_share is not None:
-            parts.append(f"run-queue wait {st.run_delay_share:.0%} of step time")
+            parts.append(f"run-queue wait {figures.pct(100 * st.run_delay_share)} of step time")
         out.append("  machine: " + ", ".join(parts))
     return out
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainium_lens.lsp.state import LensServer
+from trainium_lens.model import figures
 
 REQUEST = "trainiumLens/history"
 
@@ -47,6 +48,7 @@ def history(ls: LensServer, params: Any) -> dict:
                 "host": r.host,
                 "clock": r.clock,
                 "step_us": r.totals.self_time_us,
+                "shown": {"step_us": figures.time_us(r.totals.self_time_us)},
             }
             for r in reversed(found)
         ],

@@ -6,6 +6,8 @@ own JSON), the comparison of the file's variants (None below two), the diff
 against the function's previous run (None without one), and where each
 profiled line sits in the editor now (so a click reveals the right line), and
 the roofline chart's points and the memory view (``analysis/roofline.chart``).
+Every object with figures carries a ``shown`` map (field → text, ``model/figures.shown``):
+the panel prints the server's text rather than formatting a second time.
 Without ``function``: the most recently profiled function of the file. With
 ``baseline`` (a run id of that function, picked from ``trainiumLens/history``)
 the diff is against that run instead of the previous one.
@@ -18,6 +20,7 @@ from typing import Any
 from trainium_lens.analysis.roofline import points as roofline
 from trainium_lens.lsp.features import compare
 from trainium_lens.lsp.state import LensServer
+from trainium_lens.model import figures
 
 REQUEST = "trainiumLens/runData"
 
@@ -68,17 +71,19 @@ def run_data(ls: LensServer, params: Any) -> dict:
         a = placed.get(stat.line)
         current = tracker.current(stat.line) if tracker else None
         lines.append({"line": stat.line, "current": current, "stale": a.stale if a else current is None})
-    return {
-        "result": result.to_dict(),
-        "comparison": compare.variants(variants),
-        "diff": compare.diff(before, result) if before else None,
-        "lines": lines,
-        "roofline": roofline.chart(result),  # the roofline chart and the memory view
-        "markdown": {
-            "comparison": compare.variants_markdown(variants) if len(variants) > 1 else None,
-            "diff": compare.diff_markdown(before, result) if before else None,
-        },
-    }
+    return figures.shown(
+        {
+            "result": result.to_dict(),
+            "comparison": compare.variants(variants),
+            "diff": compare.diff(before, result) if before else None,
+            "lines": lines,
+            "roofline": roofline.chart(result),  # the roofline chart and the memory view
+            "markdown": {
+                "comparison": compare.variants_markdown(variants) if len(variants) > 1 else None,
+                "diff": compare.diff_markdown(before, result) if before else None,
+            },
+        }
+    )
 
 
 def register(server: LensServer) -> None:
