@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from trainium_lens.lsp.present.format import time_us
+from trainium_lens.model.figures import time_us
 from trainium_lens.model.result import Result, load
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -125,7 +125,7 @@ def with_noise_findings(result: Result, findings: list[Finding]) -> list[Finding
     rec = result.reconciliation
     if rec is None or rec.within:
         return findings
-    raw = f" (raw {rec.raw_us / rec.reference_us:.2f}×)" if rec.raw_us else ""
+    raw = f" (raw {figures.ratio(rec.raw_us / rec.reference_us)})" if rec.raw_us else ""
     tolerance = f"±{rec.tolerance:.0%}" if result.clock == "cpu" else f"at most +{rec.tolerance:.0%}"
     return findings + [
         Finding(
@@ -133,7 +133,7 @@ def with_noise_findings(result: Result, findings: list[Finding]) -> list[Finding
             severity="info",
             file=file,
             line=line,
-            message=f"The profiled time per call is {rec.ratio:.2f}×{raw} the unprofiled "
+            message=f"The profiled time per call is {figures.ratio(rec.ratio)}{raw} the unprofiled "
             f"{_reference(rec.reference)} (tolerance {tolerance}): per-line figures "
             f"are off by about that much" + (f": {rec.note}." if rec.note else "."),
         )

@@ -169,7 +169,7 @@ def ratio(value: float | None) -> str:
 # -- the panel's figures ----------------------------------------------------------
 # The results panel shows the server's text: ``shown`` adds to every object of its
 # payload a ``shown`` map (field name → text) for the numeric fields a kind is
-# known for, by the field's name (the result document's names: docs/protocol.md).
+# known for, by the field's name (the result document's names).
 
 FieldKind = Callable[[float], str]
 

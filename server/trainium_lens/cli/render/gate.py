@@ -75,7 +75,9 @@ def render(report: Report, style: Style) -> str:
             how = f"; items judged against baseline × {report.drift:.2f} (the 'judged' column)"
         else:
             how = "; items judged against the baseline as it is"
-        head.append(f"  host: the unchanged lines ran {report.drift:.2f}× as long as in the baseline{how}")
+        head.append(
+            f"  host: the unchanged lines ran {figures.ratio(report.drift)} as long as in the baseline{how}"
+        )
     head += [f"  note: {n}" for n in report.notes]
     shown = [i for i in report.items if i.kind == "function" or i.status in SHOWN]
     rows = [

@@ -55,7 +55,7 @@ def reconciled_text(result: Result, style: Style = DEFAULT_STYLE) -> str | None:
         return None
     ref = "device span" if rec.reference == "device_span" else "wall"
     mark = "" if rec.within else " !"
-    return f"{rec.ratio:.2f}{style.times} {ref}{mark}"
+    return f"{figures.number(rec.ratio)}{style.times} {ref}{mark}"
 
 
 def headline(result: Result, style: Style = DEFAULT_STYLE) -> str:
@@ -145,7 +145,7 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
     if rec is not None:
         ref = "device-side span" if rec.reference == "device_span" else "unprofiled wall"
         raw = (
-            f"; raw {fmt_us(rec.raw_us, style)}, {rec.raw_us / rec.reference_us:.2f}{style.times}"
+            f"; raw {fmt_us(rec.raw_us, style)}, {figures.number(rec.raw_us / rec.reference_us)}{style.times}"
             if rec.raw_us
             else ""
         )
@@ -159,7 +159,8 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
             else ""
         )
         out.append(
-            f"  reconciled: {summed}{fmt_us(rec.profiled_us, style)} per call = {rec.ratio:.2f}{style.times} "
+            f"  reconciled: {summed}{fmt_us(rec.profiled_us, style)} per call = "
+            f"{figures.number(rec.ratio)}{style.times} "
             f"the {ref} {fmt_us(rec.reference_us, style)}{raw} ({verdict})"
         )
     if cal is not None:

@@ -53,7 +53,7 @@ def diff_markdown(before: Result, after: Result) -> str:
         f"{figures.time_us(t.after_us)}{clock} ({fmt.delta(t.before_us, t.after_us) or 'n/a'})"
     )
     if t.speedup:
-        head += f" · speedup {t.speedup:.2f}× ({t.speedup_basis})"
+        head += f" · speedup {figures.ratio(t.speedup)} ({t.speedup_basis})"
     if d.backward:
         head += (
             f"\n\nstep: forward {_pair(t.before_forward_us, t.after_forward_us)} · backward "
@@ -127,7 +127,7 @@ def variants_markdown(results: list[Result]) -> str:
         diff_ = row.max_abs_diff
         rows.append(
             f"| {md.escape(row.variant)} | {profiled if device else wall} | "
-            f"{f'{row.speedup:.2f}×' if row.speedup else '–'} | {wall if device else profiled} | "
+            f"{figures.ratio(row.speedup) if row.speedup else '–'} | {wall if device else profiled} | "
             f"{figures.count(row.dispatches)} | {f'{diff_:.3g}' if diff_ is not None else '–'} |"
         )
     text = "\n".join(rows)
