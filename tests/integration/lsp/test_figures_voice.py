@@ -23,7 +23,9 @@ from trainium_lens.model.result import H2DCopy
 from trainium_lens.model.store import RunStore
 
 ESBUILD = ROOT / "node_modules" / ".bin" / "esbuild"
-SAMPLES = {v: text for v, text in json.loads((ROOT / "tests/data/figure_samples.json").read_text())["time_us"]}
+SAMPLES = {
+    v: text for v, text in json.loads((ROOT / "tests/data/figure_samples.json").read_text())["time_us"]
+}
 
 SOURCE = textwrap.dedent("""\
     import torch
@@ -56,7 +58,9 @@ def panel_html(tmp_path, data: dict) -> str:
         text=True,
     )
     assert built.returncode == 0, built.stderr
-    done = subprocess.run(["node", "-e", RENDER, bundle], input=json.dumps(data), capture_output=True, text=True)
+    done = subprocess.run(
+        ["node", "-e", RENDER, bundle], input=json.dumps(data), capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -97,7 +101,17 @@ async def test_a_figure_reads_the_same_in_a_finding_a_hover_a_hint_the_cli_and_t
 
     env = {**os.environ, "PYTHONPATH": str(ROOT / "server"), "PYTHONIOENCODING": "utf-8"}
     shown = subprocess.run(
-        [sys.executable, "-m", "trainium_lens", "show", "latest", "mod.py", "f", "--workspace", str(workspace)],
+        [
+            sys.executable,
+            "-m",
+            "trainium_lens",
+            "show",
+            "latest",
+            "mod.py",
+            "f",
+            "--workspace",
+            str(workspace),
+        ],
         capture_output=True,
         text=True,
         env=env,
