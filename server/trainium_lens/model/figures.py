@@ -89,17 +89,23 @@ def time_us(us: float | None) -> str:
     return f"{number(us * 1000)} ns"
 
 
-def si(value: float | None, unit: str) -> str:
-    """``12.6 MFLOP``, ``190 GFLOP/s``, ``18.4 GB/s``, ``950 FLOP``."""
+def _prefixed(value: float | None, units: tuple[tuple[float, str], ...], unit: str, small: str) -> str:
+    """``value`` in the largest of ``units`` (scale, name) it reaches once rounded,
+    else in ``unit`` (``small`` formats that one); the sign kept in front."""
     if _missing(value):
         return MISSING
     assert value is not None
     sign = "-" if value < 0 else ""
     v = abs(value)
-    for scale, prefix in _SI:
+    for scale, name in units:
         if _round3(v / scale) >= 1:
-            return f"{sign}{number(v / scale)} {prefix}{unit}"
-    return f"{sign}{number(v)} {unit}"
+            return f"{sign}{number(v / scale)} {name}"
+    return f"{sign}{small} {unit}" if small else f"{sign}{number(v)} {unit}"
+
+
+def si(value: float | None, unit: str) -> str:
+    """``12.6 MFLOP``, ``190 GFLOP/s``, ``18.4 GB/s``, ``950 FLOP``."""
+    return _prefixed(value, tuple((scale, prefix + unit) for scale, prefix in _SI), unit, "")
 
 
 def flops(value: float | None) -> str:
@@ -115,16 +121,9 @@ def bandwidth(value: float | None) -> str:
 
 
 def nbytes(value: float | None) -> str:
-    """``12 B``, ``192 KiB``, ``4 MiB``, ``1.5 GiB``."""
-    if _missing(value):
-        return MISSING
-    assert value is not None
-    sign = "-" if value < 0 else ""
-    v = abs(value)
-    for scale, unit in _BIN:
-        if _round3(v / scale) >= 1:
-            return f"{sign}{number(v / scale)} {unit}"
-    return f"{sign}{_fixed(v, 0)} B"
+    """``12 B``, ``192 KiB``, ``4 MiB``, ``1.5 GiB``: whole bytes below 1 KiB."""
+    whole = _fixed(abs(value), 0) if value is not None and math.isfinite(value) else ""
+    return _prefixed(value, _BIN, "B", whole)
 
 
 def pct(value: float | None) -> str:

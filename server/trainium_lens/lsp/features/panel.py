@@ -19,20 +19,14 @@ from typing import Any
 
 from trainium_lens.analysis.roofline import points as roofline
 from trainium_lens.lsp.features import compare
-from trainium_lens.lsp.state import LensServer
+from trainium_lens.lsp.state import LensServer, param
 from trainium_lens.model import figures
 
 REQUEST = "trainiumLens/runData"
 
 
-def _arg(params: Any, name: str) -> Any:
-    if isinstance(params, dict):
-        return params.get(name)
-    return getattr(params, name, None)
-
-
 def run_data(ls: LensServer, params: Any) -> dict:
-    uri, function = _arg(params, "uri"), _arg(params, "function")
+    uri, function = param(params, "uri"), param(params, "function")
     empty: dict[str, Any] = {
         "result": None,
         "comparison": None,
@@ -54,7 +48,7 @@ def run_data(ls: LensServer, params: Any) -> dict:
     if not history:
         return empty
     result = history[-1]
-    baseline = _arg(params, "baseline")
+    baseline = param(params, "baseline")
     before = next((r for r in history if r.run_id == baseline), None) if baseline else None
     if before is None and len(history) > 1:
         before = history[-2]
