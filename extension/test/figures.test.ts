@@ -9,7 +9,12 @@ import { KINDS, shownText, timeUs } from "../src/panel/figures";
 const samples = JSON.parse(readFileSync(join(process.cwd(), "tests", "data", "figure_samples.json"), "utf8"));
 
 test("the sample table names every kind the panel formats", () => {
-  assert.deepEqual(Object.keys(samples).filter((k) => k !== "_about").sort(), Object.keys(KINDS).sort());
+  assert.deepEqual(
+    Object.keys(samples)
+      .filter((k) => k !== "_about")
+      .sort(),
+    Object.keys(KINDS).sort(),
+  );
 });
 
 for (const kind of Object.keys(KINDS)) {
@@ -23,7 +28,10 @@ for (const kind of Object.keys(KINDS)) {
 }
 
 test("the server's text wins over the client's formatting", () => {
-  assert.equal(shownText({ self_time_us: 2.5, shown: { self_time_us: "server text" } }, "self_time_us", timeUs), "server text");
+  assert.equal(
+    shownText({ self_time_us: 2.5, shown: { self_time_us: "server text" } }, "self_time_us", timeUs),
+    "server text",
+  );
   assert.equal(shownText({ self_time_us: 0.004 }, "self_time_us", timeUs), "4 ns");
   assert.equal(shownText(undefined, "self_time_us", timeUs), "–");
 });

@@ -1,12 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { escapeHtml } from "../src/panel/html";
-import {
-  RoofData,
-  chartScale,
-  rooflineSection,
-  rooflineSvg,
-} from "../src/panel/roofline";
+import { RoofData, chartScale, rooflineSection, rooflineSvg } from "../src/panel/roofline";
 
 const data: RoofData = {
   roof: {

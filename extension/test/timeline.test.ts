@@ -168,7 +168,9 @@ test("ticks step by 1, 2 or 5 and durations read naturally", () => {
 });
 
 test("the timeline's durations read as the server writes them (the shared sample table)", () => {
-  const samples = JSON.parse(readFileSync(join(process.cwd(), "tests", "data", "figure_samples.json"), "utf8"));
+  const samples = JSON.parse(
+    readFileSync(join(process.cwd(), "tests", "data", "figure_samples.json"), "utf8"),
+  );
   const rows = samples.time_us as [number | null, string][];
   assert.deepEqual(
     rows.map(([value]) => [value, M.formatUs(value)]),

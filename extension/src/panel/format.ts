@@ -60,14 +60,16 @@ export interface ResultDoc extends Shown {
   findings?: FindingRow[];
   unattributed_us?: number;
   // schema 3: against the unprofiled wall (or the device-side span), analysis/reconcile.py
-  reconciliation?: (Shown & {
-    reference: string;
-    reference_us: number;
-    ratio: number;
-    tolerance: number;
-    within: boolean;
-    note?: string;
-  }) | null;
+  reconciliation?:
+    | (Shown & {
+        reference: string;
+        reference_us: number;
+        ratio: number;
+        tolerance: number;
+        within: boolean;
+        note?: string;
+      })
+    | null;
 }
 
 /**

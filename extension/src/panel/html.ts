@@ -152,7 +152,9 @@ export function renderBody(data: RunData): string {
     const t = genericTable(doc);
     if (!t) continue;
     const rows = t.rows.map((row) => {
-      const cells = t.columns.map((c) => `<td>${escapeHtml(formatCell(c, row[c], row as Shown))}</td>`).join("");
+      const cells = t.columns
+        .map((c) => `<td>${escapeHtml(formatCell(c, row[c], row as Shown))}</td>`)
+        .join("");
       const line =
         typeof row.line === "number"
           ? row.line

@@ -248,7 +248,9 @@ export function rooflineSection(data: RoofData | null | undefined, clock: string
           (mem.held_before_bytes !== null
             ? ` · ${esc(shownText(mem, "held_before_bytes", nbytes))} held before it`
             : "") +
-          (mem.saved_bytes !== null ? ` · ${esc(shownText(mem, "saved_bytes", nbytes))} saved for backward` : "") +
+          (mem.saved_bytes !== null
+            ? ` · ${esc(shownText(mem, "saved_bytes", nbytes))} saved for backward`
+            : "") +
           `</p>` +
           `<table id="memory"><thead><tr><th>line</th><th>live at peak</th><th></th><th>saved for bwd</th><th>of which activations</th><th>source</th></tr></thead>` +
           `<tbody>${memRows.join("")}</tbody></table>`,
