@@ -250,7 +250,7 @@ def test_comparison_table(all_variants):
     for name, result in zip(rows, data, strict=True):
         cells = rows[name].split()
         assert f"{result['totals']['dispatches']:g}" in cells
-        assert figures.ratio(walls['rms_norm_naive'] / walls[name]) in cells  # speedup: wall against wall
+        assert figures.ratio(walls["rms_norm_naive"] / walls[name]) in cells  # speedup: wall against wall
     fastest = min(walls, key=walls.__getitem__)
     if "(busy)" in comparison:  # most unprofiled calls ran slow: flagged, and nothing is ranked
         assert "  fastest: not judged (the host was busy" in comparison and "not reliable" in comparison

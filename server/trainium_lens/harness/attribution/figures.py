@@ -13,7 +13,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from trainium_lens.harness.attribution.tree import BWD, FWD, OPTIMIZER, RECOMPUTE, Attribution
+from trainium_lens.harness.attribution.kinds import BWD, FWD, OPTIMIZER, RECOMPUTE
+from trainium_lens.harness.attribution.tree import Attribution
 
 
 def hottest_first(line: dict) -> tuple:
