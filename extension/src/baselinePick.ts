@@ -1,6 +1,6 @@
 // "Compare with Baseline": the rows of the picker, from the server's
 // `trainiumLens/history` reply (pure: tested under node --test).
-import { formatUs } from "./panel/format";
+import { shownText, timeUs } from "./panel/figures";
 
 export interface HistoryRun {
   run_id: string;
@@ -12,6 +12,7 @@ export interface HistoryRun {
   host: string;
   clock: string;
   step_us: number;
+  shown?: Record<string, string>; // the server's text for step_us
 }
 
 export interface HistoryReply {
@@ -38,7 +39,7 @@ export function baselineItems(reply: HistoryReply | undefined | null): BaselineI
   const runs = reply?.runs ?? [];
   return runs.slice(1).map((run) => ({
     label: `${run.created_at.replace("T", " ").slice(0, 16)} UTC · ${commitLabel(run)}`,
-    description: `${formatUs(run.step_us)} ${run.clock}`,
+    description: `${shownText(run, "step_us", timeUs)} ${run.clock}`,
     detail: `${run.backend}@${run.host}${run.branch ? ` · ${run.branch}` : ""} · ${run.run_id}`,
     runId: run.run_id,
   }));

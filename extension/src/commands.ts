@@ -6,7 +6,7 @@ import type { LensContext } from "./context";
 import { ResultsPanel } from "./panel/resultsPanel";
 import { type HistoryReply, baselineItems } from "./baselinePick";
 import { ClientCommand, Request, ServerCommand } from "./protocol";
-import { refuseUntrusted } from "./trust";
+import { isTrusted } from "./trust";
 
 // The server's reply; on failure it has already shown the reason (window/showMessage).
 interface ProfileReply {
@@ -37,9 +37,10 @@ export function registerCommands(ctx: LensContext): void {
   const { servers } = ctx;
 
   const profile = async (withLine: boolean): Promise<void> => {
-    if (refuseUntrusted(ServerCommand.profile)) return; // before saving: nothing will run
     const editor = pythonEditor();
-    if (!editor || !(await saved(editor))) return;
+    if (!editor) return;
+    // In Restricted Mode nothing is saved: the server refuses the run and says why.
+    if (isTrusted() && !(await saved(editor))) return;
     const uri = editor.document.uri;
     const args = withLine
       ? { uri: uri.toString(), line: editor.selection.active.line }

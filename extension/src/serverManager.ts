@@ -16,7 +16,7 @@ import { Interpreter, onInterpreterChange, resolveInterpreter } from "./interpre
 import { CheckResult, ServerPaths, checkServer, launcherArgs } from "./serverCheck";
 import { RESTART_KEYS, ServerSettings, serverSettings, settingsPayload } from "./settings";
 import { ClientCommand, Notification, ServerCommand } from "./protocol";
-import { isTrusted, refuseUntrusted } from "./trust";
+import { isTrusted, showRefusal } from "./trust";
 
 export type ServerState = "stopped" | "starting" | "running" | "failed";
 type ClientHook = (client: LanguageClient) => vscode.Disposable[];
@@ -112,11 +112,11 @@ export class ServerManager implements vscode.Disposable {
 
   /** `workspace/executeCommand` on the server, with its error shown as one line. */
   async executeCommand<T>(command: string, args: unknown): Promise<T | undefined> {
-    if (refuseUntrusted(command)) return undefined;
     const client = await this.ready();
     if (!client) return undefined;
     try {
-      return (await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] })) as T;
+      const reply = await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] });
+      return showRefusal(reply) ? undefined : (reply as T); // Restricted Mode: the server's words
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
       this.output.error(`${command} failed: ${message}`);
@@ -165,15 +165,16 @@ export class ServerManager implements vscode.Disposable {
       middleware: {
         // Commands the server registers (e.g. trainiumLens.openExplorer) can be run
         // from the palette with no arguments: give them the cursor's place.
-        executeCommand: (command, args, next) => {
+        executeCommand: async (command, args, next) => {
           // Code lenses, hover links and the palette all come through here.
-          if (refuseUntrusted(command)) return undefined;
           const editor = vscode.window.activeTextEditor;
           const hasPayload = args.length > 0 && args[0] && typeof args[0] === "object" && "uri" in args[0];
           if (!hasPayload && editor) {
             args = [{ uri: editor.document.uri.toString(), line: editor.selection.active.line }];
           }
-          return next(command, args);
+          const reply = await next(command, args);
+          showRefusal(reply); // Restricted Mode: the server refused and says why
+          return reply;
         },
       },
     };

@@ -1,27 +1,33 @@
-// The settings the language server reads, normalized from the editor's
-// configuration (pure logic: the caller passes a getter over `trainiumLens.*`).
+// The settings the language server reads, sent as the editor holds them (pure logic:
+// the caller passes a getter over `trainiumLens.*`): the server owns their parsing.
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { PAYLOAD_KEYS } from "./settingsKeys";
 
+/**
+ * The `trainiumLens` section as the editor holds it, keyed as the server reads it. The
+ * values are the user's, unchecked: the server parses them, holds the ranges and warns
+ * about a bad one in one line naming it (server/trainium_lens/lsp/settings.py). The
+ * client adds only what it alone knows: the interpreter it resolved (`python`) and
+ * Workspace Trust (`trusted`, trust.ts); it expands VS Code's path variables.
+ */
 export interface ServerSettings {
-  host: string;
-  sshConfig: string;
-  remotePython: string;
-  workDir: string;
-  backend: "auto" | "neuron" | "cuda" | "cpu" | "xla";
-  wait: number | null;
-  warmup: number | null;
-  active: number | null;
-  hintThreshold: number | string; // a share (<= 1), µs (> 1), or "2%" / "50us"
-  historySize: number;
-  timeoutSeconds: number;
+  host?: unknown;
+  sshConfig?: unknown; // `~`, `${workspaceFolder}`, `${userHome}` expanded (expandPath)
+  remotePython?: unknown;
+  workDir?: unknown;
+  backend?: unknown;
+  wait?: unknown;
+  warmup?: unknown;
+  active?: unknown;
+  hintThreshold?: unknown; // a share (<= 1), µs (> 1), or "2%" / "50us": the server reads the forms
+  historySize?: unknown;
+  timeoutSeconds?: unknown;
   python: string; // the interpreter actually used (resolved), for local profiling
-  include?: string[]; // trainiumLens.include: installed packages whose lines get figures (the server checks the names)
-  warmWorker: { idleSeconds: number }; // 0: no warm worker (every run cold)
-  nproc: number; // ranks under torchrun; 0: the marker's nproc= option, else one process
-  // trainiumLens.explorer.* (ports, URL template, path): validated by the server (hosttools/explorer/service.py)
-  explorer?: Record<string, unknown>;
+  include?: unknown; // installed packages whose lines get figures (the server checks the names)
+  warmWorker?: unknown; // {idleSeconds}; 0: no warm worker (every run cold)
+  nproc?: unknown; // ranks under torchrun; 0: the marker's nproc= option, else one process
+  explorer?: unknown; // trainiumLens.explorer.* (hosttools/explorer/settings.py)
   // Workspace Trust (trust.ts): false in Restricted Mode, where the server runs nothing.
   trusted?: boolean;
 }
@@ -34,37 +40,6 @@ export const SAME_KEYS_AS_THE_SERVER: Same<keyof ServerSettings, (typeof PAYLOAD
 
 /** Keys whose change needs a new server process (a new interpreter); the rest are sent live. */
 export const RESTART_KEYS = ["trainiumLens.python"];
-
-const BACKENDS = new Set(["auto", "neuron", "cuda", "cpu", "xla"]);
-
-function str(v: unknown): string {
-  return typeof v === "string" ? v.trim() : "";
-}
-
-/** `trainiumLens.include`: sent only when it names something (absent: the workspace only). */
-function includeSetting(v: unknown): { include?: string[] } {
-  const names = Array.isArray(v)
-    ? v.filter((x): x is string => typeof x === "string" && x.trim() !== "").map((x) => x.trim())
-    : [];
-  return names.length ? { include: names } : {};
-}
-
-function optInt(v: unknown, min: number): number | null {
-  if (typeof v !== "number" || !Number.isFinite(v)) return null;
-  return Math.max(min, Math.round(v));
-}
-
-function num(v: unknown, fallback: number, min: number, max: number): number {
-  if (typeof v !== "number" || !Number.isFinite(v)) return fallback;
-  return Math.min(max, Math.max(min, v));
-}
-
-/** The server parses the forms (share, µs, "2%", "50us"); only junk becomes 0 (all lines). */
-function threshold(v: unknown): number | string {
-  if (typeof v === "number" && Number.isFinite(v) && v >= 0) return v;
-  if (typeof v === "string" && v.trim()) return v.trim();
-  return 0;
-}
 
 /** `~` and `${workspaceFolder}`/`${userHome}` in path settings, as other Python tools accept. */
 export function expandPath(value: string, workspaceFolder?: string, home: string = homedir()): string {
@@ -81,30 +56,14 @@ export function serverSettings(
   python: string,
   workspaceFolder?: string,
 ): ServerSettings {
-  const backend = str(get("backend"));
-  return {
-    host: str(get("host")) || "local",
-    sshConfig: expandPath(str(get("sshConfig")), workspaceFolder),
-    remotePython: str(get("remotePython")),
-    workDir: str(get("workDir")),
-    backend: (BACKENDS.has(backend) ? backend : "auto") as ServerSettings["backend"],
-    wait: optInt(get("wait"), 0),
-    warmup: optInt(get("warmup"), 0),
-    active: optInt(get("active"), 1),
-    hintThreshold: threshold(get("hintThreshold")),
-    historySize: Math.round(num(get("historySize"), 20, 1, 10_000)),
-    timeoutSeconds: Math.round(num(get("timeoutSeconds"), 3600, 1, 86_400)),
-    python,
-    ...includeSetting(get("include")),
-    warmWorker: { idleSeconds: num(get("warmWorker.idleSeconds"), 300, 0, 86_400) },
-    nproc: Math.round(num(get("nproc"), 0, 0, 4096)),
-    ...explorerSettings(get("explorer")),
-  };
-}
-
-/** `trainiumLens.explorer` as VS Code nests it ({uiPort, ...}); only when present. */
-function explorerSettings(v: unknown): { explorer?: Record<string, unknown> } {
-  return v && typeof v === "object" ? { explorer: { ...(v as Record<string, unknown>) } } : {};
+  const out: ServerSettings = { python };
+  for (const key of PAYLOAD_KEYS) {
+    if (key === "python" || key === "trusted") continue; // the client's own (above)
+    const value = get(key);
+    if (value !== undefined) (out as unknown as Record<string, unknown>)[key] = value;
+  }
+  if (typeof out.sshConfig === "string") out.sshConfig = expandPath(out.sshConfig, workspaceFolder);
+  return out;
 }
 
 /**

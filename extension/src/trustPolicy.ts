@@ -4,26 +4,16 @@
 // settings name; Neuron Explorer starts a program on a host and opens an SSH
 // tunnel. In Restricted Mode none of that runs: the results already stored in
 // the workspace still show (hints, hover, results panel, timeline), since
-// reading them executes nothing. The server is told too (`trusted` in its
-// settings) and refuses the same commands, so no path around the client runs them.
-import { ServerCommand } from "./protocol";
+// reading them executes nothing. The server is told (`trusted` in its settings)
+// and refuses those commands (server/trainium_lens/lsp/features/trust.py); the
+// client keeps no words of its own: it shows the server's reply.
 
-const TRUST_HINT = "Trust the workspace (Manage Workspace Trust) to use it.";
+/** The kind of reply the server gives a command Restricted Mode refuses. */
+export const UNTRUSTED = "untrusted";
 
-/** Why a command is refused in an untrusted workspace; absent: always allowed. */
-const REFUSED: Record<string, string> = {
-  [ServerCommand.profile]:
-    "Trainium Lens: profiling is off in Restricted Mode: it runs this workspace's code, with the interpreter and on the hosts its settings name. " +
-    TRUST_HINT,
-  [ServerCommand.openExplorer]:
-    "Trainium Lens: Neuron Explorer is off in Restricted Mode: it starts a program on the host and opens an SSH tunnel. " +
-    TRUST_HINT,
-};
-
-/** The message refusing `command`, or undefined when it may run. */
-export function refusal(command: string, trusted: boolean): string | undefined {
-  return trusted ? undefined : REFUSED[command];
+/** The server's refusal text when `reply` is one (`{error, kind: "untrusted"}`), else undefined. */
+export function refusalText(reply: unknown): string | undefined {
+  if (!reply || typeof reply !== "object") return undefined;
+  const { kind, error } = reply as { kind?: unknown; error?: unknown };
+  return kind === UNTRUSTED && typeof error === "string" && error ? error : undefined;
 }
-
-/** Commands that Restricted Mode refuses (for tests and docs). */
-export const RESTRICTED_COMMANDS: readonly string[] = Object.keys(REFUSED);

@@ -1,14 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { escapeHtml } from "../src/panel/html";
-import {
-  RoofData,
-  chartScale,
-  formatBytes,
-  formatSi,
-  rooflineSection,
-  rooflineSvg,
-} from "../src/panel/roofline";
+import { RoofData, chartScale, rooflineSection, rooflineSvg } from "../src/panel/roofline";
 
 const data: RoofData = {
   roof: {
@@ -94,13 +87,6 @@ const data: RoofData = {
     ],
   },
 };
-
-test("units read like the server's", () => {
-  assert.equal(formatSi(5e6, "FLOP"), "5 MFLOP");
-  assert.equal(formatSi(1.25e11, "FLOP/s"), "125 GFLOP/s");
-  assert.equal(formatBytes(3 * 2 ** 20), "3 MiB");
-  assert.equal(formatBytes(12), "12 B");
-});
 
 test("the chart's axes hold every point and the ridge points", () => {
   const s = chartScale(data)!;

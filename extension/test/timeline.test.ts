@@ -1,6 +1,8 @@
 // node --test: the timeline's pure model (no DOM, no vscode).
 import test from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const M = require("../media/timeline/model.js");
 
@@ -161,8 +163,19 @@ test("ticks step by 1, 2 or 5 and durations read naturally", () => {
   assert.deepEqual(M.ticks(0, 1000, 1000, 100), [0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000]);
   assert.equal(M.ticks(0, 1000, 500, 100)[1], 200);
   assert.equal(M.formatUs(12.34), "12.3 µs");
-  assert.equal(M.formatUs(1500), "1.50 ms");
+  assert.equal(M.formatUs(1500), "1.5 ms");
   assert.equal(M.formatUs(0.25), "250 ns");
+});
+
+test("the timeline's durations read as the server writes them (the shared sample table)", () => {
+  const samples = JSON.parse(
+    readFileSync(join(process.cwd(), "tests", "data", "figure_samples.json"), "utf8"),
+  );
+  const rows = samples.time_us as [number | null, string][];
+  assert.deepEqual(
+    rows.map(([value]) => [value, M.formatUs(value)]),
+    rows,
+  );
 });
 
 test("a backward event names the forward line that caused it", () => {

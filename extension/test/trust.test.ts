@@ -2,23 +2,15 @@ import { strict as assert } from "node:assert";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { ServerCommand } from "../src/protocol";
-import { RESTRICTED_COMMANDS, refusal } from "../src/trustPolicy";
+import { UNTRUSTED, refusalText } from "../src/trustPolicy";
 
-test("Restricted Mode refuses profiling and Explorer, saying why; a trusted workspace runs them", () => {
-  assert.deepEqual(
-    [...RESTRICTED_COMMANDS].sort(),
-    [ServerCommand.openExplorer, ServerCommand.profile].sort(),
-  );
-  const profile = refusal(ServerCommand.profile, false);
-  assert.match(profile ?? "", /profiling is off in Restricted Mode: it runs this workspace's code/);
-  assert.match(
-    refusal(ServerCommand.openExplorer, false) ?? "",
-    /Neuron Explorer is off in Restricted Mode: .*SSH tunnel/,
-  );
-  for (const command of RESTRICTED_COMMANDS) assert.equal(refusal(command, true), undefined);
-  // Reading stored results runs nothing: allowed either way.
-  assert.equal(refusal(ServerCommand.compareWithPrevious, false), undefined);
+test("Restricted Mode: the client shows the server's refusal, and only a refusal", () => {
+  const why = "Trainium Lens: profiling is off in Restricted Mode: the server's words";
+  assert.equal(refusalText({ run_ids: [], error: why, kind: UNTRUSTED }), why);
+  // Another error is the server's to show (it does): not a trust refusal.
+  assert.equal(refusalText({ error: "f is not marked", kind: "usage" }), undefined);
+  for (const reply of [undefined, null, "untrusted", { kind: UNTRUSTED }, { kind: UNTRUSTED, error: "" }])
+    assert.equal(refusalText(reply), undefined);
 });
 
 test("every setting that names something to run or connect to is restricted in package.json", () => {

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from trainium_lens.lsp.present.format import time_us
+from trainium_lens.model.figures import time_us
 from trainium_lens.model.result import Result, load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -418,7 +418,7 @@ def test_a_training_step_hint_shows_forward_and_backward(session):
     it caused, both on the line (``⏱ fwd 0.40 ms · bwd 0.91 ms cpu · ...``)."""
     line = line_number(ROOT / TRAIN_EXAMPLE, "model.qkv(h)", f"def {TRAIN_FUNCTION}(")
     hint = session["train"]["hints"][str(line)]
-    assert re.match(r"^⏱ fwd [\d.]+ (µs|ms) · bwd [\d.]+ (µs|ms) cpu · ", hint), hint
+    assert re.match(r"^⏱ fwd [\d.]+ (ns|µs|ms|s) · bwd [\d.]+ (ns|µs|ms|s) cpu · ", hint), hint
 
 
 def test_heat_is_drawn_on_the_same_lines_by_intensity(session):

@@ -286,13 +286,33 @@
     return out;
   }
 
-  /** "12.3 µs", "1.20 ms", "2.50 s", "850 ns". */
+  // A duration as the server writes every time (server/trainium_lens/model/figures.py):
+  // three significant figures, ns below 1 µs, ms from 1000 µs, s from 1000 ms. The
+  // timeline draws tens of thousands of events in the browser, so it formats here;
+  // tests/data/figure_samples.json (asserted by both suites) keeps it the server's.
+  function round3(v) {
+    return v === 0 ? 0 : Number(v.toPrecision(3));
+  }
+
+  function number3(v) {
+    const r = round3(v);
+    if (r === 0) return "0";
+    if (r >= 1000) return v.toFixed(0);
+    if (r >= 100) return r.toFixed(0);
+    const exponent = parseInt(r.toExponential(2).split("e")[1], 10);
+    const text = r.toFixed(2 - exponent);
+    return text.indexOf(".") >= 0 ? text.replace(/0+$/, "").replace(/\.$/, "") : text;
+  }
+
+  /** "4 ns", "2.5 µs", "1.16 ms", "2.4 s", "0 µs". */
   function formatUs(us) {
-    const a = Math.abs(us);
-    if (a >= 1e6) return (us / 1e6).toFixed(2) + " s";
-    if (a >= 1e3) return (us / 1e3).toFixed(a >= 1e5 ? 0 : 2) + " ms";
-    if (a >= 1 || a === 0) return Math.round(us * 10) / 10 + " µs";
-    return Math.round(us * 1000) + " ns";
+    if (us === null || us === undefined || !isFinite(us)) return "–";
+    if (us === 0) return "0 µs";
+    if (us < 0) return "-" + formatUs(-us);
+    if (round3(us / 1e6) >= 1) return number3(us / 1e6) + " s";
+    if (round3(us / 1e3) >= 1) return number3(us / 1e3) + " ms";
+    if (round3(us) >= 1) return number3(us) + " µs";
+    return number3(us * 1000) + " ns";
   }
 
   /** What the panel needs to describe one event (tooltip, reveal). */

@@ -1,9 +1,10 @@
 // Numbers and rows for the results panel (pure: tested under node --test).
+import { MISSING, Shown, count, ratio, shownText, timeUs } from "./figures";
 import type { RoofData } from "./roofline";
 // The result's fields are documented in server/trainium_lens/model/result.py; every
 // time is per step (per call of the profiled function), on the run's clock.
 
-export interface OpRow {
+export interface OpRow extends Shown {
   name: string;
   calls: number;
   self_time_us: number;
@@ -11,7 +12,7 @@ export interface OpRow {
   self_cpu_us?: number;
 }
 
-export interface LineRow {
+export interface LineRow extends Shown {
   file: string;
   line: number;
   self_time_us: number;
@@ -37,14 +38,14 @@ export interface FindingRow {
   fix?: string | null;
 }
 
-export interface ResultDoc {
+export interface ResultDoc extends Shown {
   run_id: string;
   created_at?: string;
   backend: string;
   clock: string;
   host: string;
   function: { file: string; name: string; line: number };
-  totals: {
+  totals: Shown & {
     self_time_us: number;
     wall_us_median?: number | null;
     steps?: number;
@@ -59,14 +60,16 @@ export interface ResultDoc {
   findings?: FindingRow[];
   unattributed_us?: number;
   // schema 3: against the unprofiled wall (or the device-side span), analysis/reconcile.py
-  reconciliation?: {
-    reference: string;
-    reference_us: number;
-    ratio: number;
-    tolerance: number;
-    within: boolean;
-    note?: string;
-  } | null;
+  reconciliation?:
+    | (Shown & {
+        reference: string;
+        reference_us: number;
+        ratio: number;
+        tolerance: number;
+        within: boolean;
+        note?: string;
+      })
+    | null;
 }
 
 /**
@@ -80,7 +83,7 @@ export function reconciledText(r: ResultDoc): string | null {
   const pct = Math.round(rec.tolerance * 100);
   const tol = r.clock === "cpu" ? `±${pct}%` : `at most +${pct}%`;
   const note = rec.note ? `; ${rec.note}` : "";
-  return `${rec.ratio.toFixed(2)}× the ${ref} (${rec.within ? "within" : "outside"} ${tol}${note})`;
+  return `${shownText(rec, "ratio", ratio)} the ${ref} (${rec.within ? "within" : "outside"} ${tol}${note})`;
 }
 
 /** The run was judged noisy (analysis/noise.py): its figures are unreliable. */
@@ -105,34 +108,6 @@ export function currentLine(data: RunData, file: string, line: number): number {
     if (placed && typeof placed.current === "number") return placed.current;
   }
   return line - 1;
-}
-
-/** "403 µs", "2.36 ms", "1.20 s": three significant digits, the unit that fits. */
-export function formatUs(us: number | null | undefined): string {
-  if (us === null || us === undefined || !Number.isFinite(us)) return "–";
-  const abs = Math.abs(us);
-  if (abs < 1000) return `${sig3(us)} µs`;
-  if (abs < 1_000_000) return `${sig3(us / 1000)} ms`;
-  return `${sig3(us / 1_000_000)} s`;
-}
-
-function sig3(v: number): string {
-  const abs = Math.abs(v);
-  if (abs === 0) return "0";
-  if (abs >= 100) return v.toFixed(0);
-  if (abs >= 10) return v.toFixed(1);
-  return v.toFixed(2);
-}
-
-export function formatShare(part: number, whole: number): string {
-  if (!whole || !Number.isFinite(part)) return "–";
-  return `${((100 * part) / whole).toFixed(1)}%`;
-}
-
-/** Calls per step can be fractional (an op every other step): show it honestly but briefly. */
-export function formatCalls(calls: number | undefined): string {
-  if (calls === undefined || !Number.isFinite(calls)) return "–";
-  return Number.isInteger(calls) ? String(calls) : calls.toFixed(1);
 }
 
 /** What `self_time_us` measures on this clock: never call a CPU figure device time. */
@@ -202,13 +177,18 @@ export function genericTable(
   return { columns, rows: rows as Record<string, unknown>[] };
 }
 
-/** A cell of a generic table: times (keys ending in `_us`) in readable units. */
-export function formatCell(key: string, value: unknown): string {
-  if (value === null || value === undefined) return "–";
+/**
+ * A cell of a generic table: the server's text for the figure (its `shown` map), else
+ * the value as a plain number; times (keys ending in `_us`) in readable units.
+ */
+export function formatCell(key: string, value: unknown, row?: Shown): string {
+  const text = row?.shown?.[key];
+  if (typeof text === "string") return text;
+  if (value === null || value === undefined) return MISSING;
   if (typeof value === "number") {
-    if (key.endsWith("_us")) return formatUs(value);
-    if (key.endsWith("ratio") || key === "speedup") return `${value.toFixed(2)}×`;
-    return Number.isInteger(value) ? String(value) : value.toFixed(2);
+    if (key.endsWith("_us")) return timeUs(value);
+    if (key.endsWith("ratio") || key === "speedup") return ratio(value);
+    return count(value);
   }
   return String(value);
 }

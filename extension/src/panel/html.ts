@@ -4,10 +4,7 @@ import {
   RunData,
   clockLabel,
   columnTitle,
-  formatCalls,
   formatCell,
-  formatShare,
-  formatUs,
   genericTable,
   hasBackward,
   lineTime,
@@ -17,6 +14,7 @@ import {
   sortedLines,
   sortedOps,
 } from "./format";
+import { Shown, count, share, shownText, timeUs } from "./figures";
 import { rooflineSection } from "./roofline";
 
 export interface PageAssets {
@@ -68,11 +66,11 @@ export function renderBody(data: RunData): string {
   const parts: string[] = [];
   parts.push(
     `<header><h1>${escapeHtml(r.function.name)} <span class="muted">${escapeHtml(r.function.file)}:${r.function.line}</span></h1>` +
-      `<p><b>${escapeHtml(formatUs(total))}</b> ${escapeHtml(clockLabel(r.clock))} per call` +
+      `<p><b>${escapeHtml(shownText(r.totals, "self_time_us", timeUs))}</b> ${escapeHtml(clockLabel(r.clock))} per call` +
       (r.totals.wall_us_median
-        ? ` · wall ${escapeHtml(formatUs(r.totals.wall_us_median))} (unprofiled median)`
+        ? ` · wall ${escapeHtml(shownText(r.totals, "wall_us_median", timeUs))} (unprofiled median)`
         : "") +
-      (r.totals.steps ? ` · ${r.totals.steps} measured steps` : "") +
+      (r.totals.steps ? ` · ${escapeHtml(shownText(r.totals, "steps", count))} measured steps` : "") +
       ` · backend <b>${escapeHtml(r.backend)}</b> on <b>${escapeHtml(r.host)}</b>` +
       ` · <span class="muted">run ${escapeHtml(r.run_id)}</span></p>` +
       (reconciledText(r) ? `<p id="reconciled">profiled ${escapeHtml(reconciledText(r))}</p>` : "") +
@@ -100,9 +98,9 @@ export function renderBody(data: RunData): string {
   if (train) {
     const t = r.totals;
     parts.push(
-      `<p>forward <b>${escapeHtml(formatUs(t.forward_time_us))}</b> · backward <b>${escapeHtml(formatUs(t.backward_time_us))}</b>` +
-        ` · optimizer <b>${escapeHtml(formatUs(t.optimizer_time_us))}</b>` +
-        (t.recompute_time_us ? ` · recompute ${escapeHtml(formatUs(t.recompute_time_us))}` : "") +
+      `<p>forward <b>${escapeHtml(shownText(t, "forward_time_us", timeUs))}</b> · backward <b>${escapeHtml(shownText(t, "backward_time_us", timeUs))}</b>` +
+        ` · optimizer <b>${escapeHtml(shownText(t, "optimizer_time_us", timeUs))}</b>` +
+        (t.recompute_time_us ? ` · recompute ${escapeHtml(shownText(t, "recompute_time_us", timeUs))}` : "") +
         `</p>`,
     );
   }
@@ -110,14 +108,14 @@ export function renderBody(data: RunData): string {
   const lineRows = lines.map(
     (l) =>
       `<tr ${revealAttrs(l.file, l.line)}><td class="num">${l.line}</td>` +
-      `<td class="num">${escapeHtml(formatUs(l.self_time_us))}</td>` +
+      `<td class="num">${escapeHtml(shownText(l, "self_time_us", timeUs))}</td>` +
       (train
-        ? `<td class="num">${escapeHtml(l.backward_self_time_us ? formatUs(l.backward_self_time_us) : "–")}</td>` +
+        ? `<td class="num">${escapeHtml(l.backward_self_time_us ? shownText(l, "backward_self_time_us", timeUs) : "–")}</td>` +
           `<td class="muted">${escapeHtml(Array.from(new Set((l.backward_ops ?? []).map((o) => o.name))).join(", "))}</td>`
         : "") +
-      `<td class="num">${escapeHtml(formatShare(lineTime(l), total))}</td>` +
-      `<td class="num">${escapeHtml(formatCalls(l.calls))}</td>` +
-      `<td class="num">${escapeHtml(l.self_time_us_min !== undefined && l.self_time_us_max !== undefined ? `${formatUs(l.self_time_us_min)} – ${formatUs(l.self_time_us_max)}` : "–")}</td>` +
+      `<td class="num">${escapeHtml(share(lineTime(l), total))}</td>` +
+      `<td class="num">${escapeHtml(shownText(l, "calls", count))}</td>` +
+      `<td class="num">${escapeHtml(l.self_time_us_min !== undefined && l.self_time_us_max !== undefined ? `${shownText(l, "self_time_us_min", timeUs)} – ${shownText(l, "self_time_us_max", timeUs)}` : "–")}</td>` +
       `<td><code>${escapeHtml((l.text ?? "").trim())}</code></td>` +
       `<td class="muted">${escapeHtml((l.ops ?? []).map((o) => o.name).join(", "))}</td></tr>`,
   );
@@ -132,15 +130,15 @@ export function renderBody(data: RunData): string {
       ),
   );
   if (r.unattributed_us)
-    parts.push(`<p class="muted">Unattributed: ${escapeHtml(formatUs(r.unattributed_us))}</p>`);
+    parts.push(`<p class="muted">Unattributed: ${escapeHtml(shownText(r, "unattributed_us", timeUs))}</p>`);
   const roofline = rooflineSection(data.roofline, clockLabel(r.clock), escapeHtml);
   if (roofline) parts.push(roofline);
 
   const opRows = sortedOps(r).map(
     (o) =>
-      `<tr><td><code>${escapeHtml(o.name)}</code></td><td class="num">${escapeHtml(formatCalls(o.calls))}</td>` +
-      `<td class="num">${escapeHtml(formatUs(o.self_time_us))}</td><td class="num">${escapeHtml(formatShare(o.self_time_us, total))}</td>` +
-      `<td class="num">${escapeHtml(formatUs(o.total_time_us))}</td></tr>`,
+      `<tr><td><code>${escapeHtml(o.name)}</code></td><td class="num">${escapeHtml(shownText(o, "calls", count))}</td>` +
+      `<td class="num">${escapeHtml(shownText(o, "self_time_us", timeUs))}</td><td class="num">${escapeHtml(share(o.self_time_us, total))}</td>` +
+      `<td class="num">${escapeHtml(shownText(o, "total_time_us", timeUs))}</td></tr>`,
   );
   parts.push(
     `<h2>Ops <span class="muted">by self time</span></h2>` +
@@ -154,7 +152,9 @@ export function renderBody(data: RunData): string {
     const t = genericTable(doc);
     if (!t) continue;
     const rows = t.rows.map((row) => {
-      const cells = t.columns.map((c) => `<td>${escapeHtml(formatCell(c, row[c]))}</td>`).join("");
+      const cells = t.columns
+        .map((c) => `<td>${escapeHtml(formatCell(c, row[c], row as Shown))}</td>`)
+        .join("");
       const line =
         typeof row.line === "number"
           ? row.line

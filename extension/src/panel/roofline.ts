@@ -5,6 +5,7 @@
 // Every point is a line (forward or backward): click it (or Enter) to reveal it.
 // No inline styles (the panel's CSP forbids them): SVG presentation attributes
 // and classes from panel.css only.
+import { nbytes, pct, shownText, si, timeUs } from "./figures";
 
 export interface RoofPoint {
   file: string;
@@ -55,46 +56,6 @@ export interface RoofData {
 }
 
 type Esc = (text: unknown) => string;
-
-const SI: [number, string][] = [
-  [1e15, "P"],
-  [1e12, "T"],
-  [1e9, "G"],
-  [1e6, "M"],
-  [1e3, "k"],
-];
-
-function sig(v: number): string {
-  if (v >= 100) return v.toFixed(0);
-  if (v >= 10) return v.toFixed(1).replace(/\.0$/, "");
-  return v.toFixed(2).replace(/\.?0+$/, "");
-}
-
-/** `12.6 MFLOP`, `190 GFLOP/s`, `18.4 GB/s`. */
-export function formatSi(value: number, unit: string): string {
-  if (!Number.isFinite(value)) return "–";
-  for (const [scale, prefix] of SI)
-    if (Math.abs(value) >= scale) return `${sig(value / scale)} ${prefix}${unit}`;
-  return `${sig(value)} ${unit}`;
-}
-
-/** `4 MiB`, `192 KiB`, `12 B`. */
-export function formatBytes(value: number): string {
-  if (!Number.isFinite(value)) return "–";
-  const units: [number, string][] = [
-    [2 ** 40, "TiB"],
-    [2 ** 30, "GiB"],
-    [2 ** 20, "MiB"],
-    [2 ** 10, "KiB"],
-  ];
-  for (const [scale, unit] of units) if (Math.abs(value) >= scale) return `${sig(value / scale)} ${unit}`;
-  return `${value.toFixed(0)} B`;
-}
-
-export function formatPct(value: number): string {
-  if (!value) return "0%";
-  return value >= 1 ? `${value.toFixed(0)}%` : "<1%";
-}
 
 const W = 560;
 const H = 300;
@@ -161,7 +122,7 @@ function roofLines(data: RoofData, s: Scale, esc: Esc): string {
     out.push(`<path class="roof${i ? " secondary" : ""}" d="${path}" fill="none"/>`);
     out.push(
       `<text class="roof-label" x="${n(s.x(xHi) + 4)}" y="${n(s.y(f.flops_per_s) + 4)}">` +
-        `${esc(f.dtype)} ${esc(formatSi(f.flops_per_s, "FLOP/s"))}</text>`,
+        `${esc(f.dtype)} ${esc(shownText(f, "flops_per_s", (v) => si(v, "FLOP/s")))}</text>`,
     );
   });
   return out.join("");
@@ -173,14 +134,14 @@ function axes(s: Scale): string {
     const x = n(s.x(10 ** d));
     out.push(`<line class="grid" x1="${x}" x2="${x}" y1="${M.top}" y2="${H - M.bottom}"/>`);
     out.push(
-      `<text class="tick" x="${x}" y="${H - M.bottom + 14}" text-anchor="middle">${formatSi(10 ** d, "")}</text>`,
+      `<text class="tick" x="${x}" y="${H - M.bottom + 14}" text-anchor="middle">${si(10 ** d, "")}</text>`,
     );
   }
   for (let d = s.y0; d <= s.y1; d++) {
     const y = n(s.y(10 ** d));
     out.push(`<line class="grid" x1="${M.left}" x2="${W - M.right}" y1="${y}" y2="${y}"/>`);
     out.push(
-      `<text class="tick" x="${M.left - 4}" y="${n(s.y(10 ** d) + 4)}" text-anchor="end">${formatSi(10 ** d, "")}</text>`,
+      `<text class="tick" x="${M.left - 4}" y="${n(s.y(10 ** d) + 4)}" text-anchor="end">${si(10 ** d, "")}</text>`,
     );
   }
   out.push(
@@ -193,8 +154,9 @@ function axes(s: Scale): string {
 function pointTitle(p: RoofPoint): string {
   return (
     `line ${p.line} (${p.phase}): ${(p.text ?? "").trim()}\n` +
-    `${formatSi(p.flops, "FLOP")} in ${p.time_us.toFixed(1)} µs = ${formatSi(p.flops_per_s, "FLOP/s")}, ` +
-    `${formatBytes(p.bytes)} moved, ${formatPct(p.pct_of_peak)} of peak (${p.bound}), ${p.verdict}`
+    `${shownText(p, "flops", (v) => si(v, "FLOP"))} in ${shownText(p, "time_us", timeUs)} = ` +
+    `${shownText(p, "flops_per_s", (v) => si(v, "FLOP/s"))}, ${shownText(p, "bytes", nbytes)} moved, ` +
+    `${shownText(p, "pct_of_peak", pct)} of peak (${p.bound}), ${p.verdict}`
   );
 }
 
@@ -238,11 +200,11 @@ export function rooflineSection(data: RoofData | null | undefined, clock: string
   const head =
     roof === null
       ? `<p class="muted">No peak known for this device: FLOPs and bytes without a % of peak.</p>`
-      : `<p class="muted">Roof: ${roof.flops.map((f) => `${esc(f.dtype)} ${esc(formatSi(f.flops_per_s, "FLOP/s"))}`).join(", ")}; ` +
-        `${esc(formatSi(roof.bytes_per_s, "B/s"))} — ${esc(roof.device)}: ${esc(roof.source)}</p>`;
+      : `<p class="muted">Roof: ${roof.flops.map((f) => `${esc(f.dtype)} ${esc(shownText(f, "flops_per_s", (v) => si(v, "FLOP/s")))}`).join(", ")}; ` +
+        `${esc(shownText(roof, "bytes_per_s", (v) => si(v, "B/s")))} — ${esc(roof.device)}: ${esc(roof.source)}</p>`;
   const mfu = data.mfu
-    ? `<p>Function MFU <b>${esc(formatPct(100 * data.mfu.mfu))}</b> of the ${esc(data.mfu.dtype)} peak: ` +
-      `${esc(formatSi(data.mfu.flops, "FLOP"))} per call over the ${esc(data.mfu.basis)}.</p>`
+    ? `<p>Function MFU <b>${esc(pct(100 * data.mfu.mfu))}</b> of the ${esc(data.mfu.dtype)} peak: ` +
+      `${esc(shownText(data.mfu, "flops", (v) => si(v, "FLOP")))} per call over the ${esc(data.mfu.basis)}.</p>`
     : "";
   const svg = rooflineSvg(data, esc);
   const byteOnly = data.points.filter((p) => !(p.flops > 0) && p.bytes > 0);
@@ -251,8 +213,8 @@ export function rooflineSection(data: RoofData | null | undefined, clock: string
     .map(
       (p) =>
         `<tr ${reveal(p.file, p.line, esc)}><td class="num">${p.line}</td><td>${esc(p.phase)}</td>` +
-        `<td class="num">${esc(formatBytes(p.bytes))}</td><td class="num">${esc(formatSi(p.bytes_per_s, "B/s"))}</td>` +
-        `<td>${bar(p.pct_of_peak / 100, "bw")} ${esc(formatPct(p.pct_of_peak))}</td><td>${esc(p.verdict)}</td>` +
+        `<td class="num">${esc(shownText(p, "bytes", nbytes))}</td><td class="num">${esc(shownText(p, "bytes_per_s", (v) => si(v, "B/s")))}</td>` +
+        `<td>${bar(p.pct_of_peak / 100, "bw")} ${esc(shownText(p, "pct_of_peak", pct))}</td><td>${esc(p.verdict)}</td>` +
         `<td><code>${esc((p.text ?? "").trim())}</code></td></tr>`,
     );
   if (data.points.length) {
@@ -276,17 +238,19 @@ export function rooflineSection(data: RoofData | null | undefined, clock: string
       const memRows = mem.lines.map(
         (l) =>
           `<tr ${reveal(l.file, l.line, esc)}><td class="num">${l.line}</td>` +
-          `<td class="num">${esc(formatBytes(l.peak_bytes))}</td><td>${bar(l.peak_bytes / top, "live")}</td>` +
-          `<td class="num">${esc(formatBytes(l.saved_bytes))}</td><td class="num">${esc(formatBytes(l.saved_activation_bytes))}</td>` +
+          `<td class="num">${esc(shownText(l, "peak_bytes", nbytes))}</td><td>${bar(l.peak_bytes / top, "live")}</td>` +
+          `<td class="num">${esc(shownText(l, "saved_bytes", nbytes))}</td><td class="num">${esc(shownText(l, "saved_activation_bytes", nbytes))}</td>` +
           `<td><code>${esc((l.text ?? "").trim())}</code></td></tr>`,
       );
       parts.push(
         `<h2>Memory <span class="muted">${esc(mem.device)}</span></h2>` +
-          `<p>Peak <b>${esc(formatBytes(mem.peak_bytes))}</b> above the step's start, in the ${esc(mem.peak_phase)}` +
+          `<p>Peak <b>${esc(shownText(mem, "peak_bytes", nbytes))}</b> above the step's start, in the ${esc(mem.peak_phase)}` +
           (mem.held_before_bytes !== null
-            ? ` · ${esc(formatBytes(mem.held_before_bytes))} held before it`
+            ? ` · ${esc(shownText(mem, "held_before_bytes", nbytes))} held before it`
             : "") +
-          (mem.saved_bytes !== null ? ` · ${esc(formatBytes(mem.saved_bytes))} saved for backward` : "") +
+          (mem.saved_bytes !== null
+            ? ` · ${esc(shownText(mem, "saved_bytes", nbytes))} saved for backward`
+            : "") +
           `</p>` +
           `<table id="memory"><thead><tr><th>line</th><th>live at peak</th><th></th><th>saved for bwd</th><th>of which activations</th><th>source</th></tr></thead>` +
           `<tbody>${memRows.join("")}</tbody></table>`,

@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from trainium_lens.model import figures
 from trainium_lens.model.result import Finding, Result
 
 KIND = "noisy_measurement"
@@ -64,7 +65,7 @@ def evidence(result: Result) -> list[str]:
     if st.others_cores is not None and st.others_cores >= OTHERS_CORES:
         host.append(f"other processes used {st.others_cores:.1f} cores during the run")
     if st.run_delay_share is not None and st.run_delay_share >= DELAY_SHARE:
-        host.append(f"its threads waited for a CPU {st.run_delay_share:.0%} of the step time")
+        host.append(f"its threads waited for a CPU {figures.pct(100 * st.run_delay_share)} of the step time")
     if st.step_switches is not None and st.step_switches >= 1:
         host.append(f"{st.step_switches:g} involuntary context switches per step")
     failed = []
@@ -124,7 +125,7 @@ def with_noise_findings(result: Result, findings: list[Finding]) -> list[Finding
     rec = result.reconciliation
     if rec is None or rec.within:
         return findings
-    raw = f" (raw {rec.raw_us / rec.reference_us:.2f}×)" if rec.raw_us else ""
+    raw = f" (raw {figures.ratio(rec.raw_us / rec.reference_us)})" if rec.raw_us else ""
     tolerance = f"±{rec.tolerance:.0%}" if result.clock == "cpu" else f"at most +{rec.tolerance:.0%}"
     return findings + [
         Finding(
@@ -132,7 +133,7 @@ def with_noise_findings(result: Result, findings: list[Finding]) -> list[Finding
             severity="info",
             file=file,
             line=line,
-            message=f"The profiled time per call is {rec.ratio:.2f}×{raw} the unprofiled "
+            message=f"The profiled time per call is {figures.ratio(rec.ratio)}{raw} the unprofiled "
             f"{_reference(rec.reference)} (tolerance {tolerance}): per-line figures "
             f"are off by about that much" + (f": {rec.note}." if rec.note else "."),
         )

@@ -20,6 +20,7 @@ costs without the profiler (docs/protocol.md, "Schema 3").
 
 from __future__ import annotations
 
+from trainium_lens.model import figures
 from trainium_lens.model.evidence import Reconciliation
 from trainium_lens.model.result import Result
 
@@ -60,13 +61,13 @@ def _note(result: Result, ratio: float, two_sided: bool) -> str:
     if not two_sided:
         if ratio >= GAP:
             return ""
-        rest = f"the other {1 - ratio:.0%} of the wall is host work"
+        rest = f"the other {figures.pct(100 * (1 - ratio))} of the wall is host work"
         if result.backend == "xla":
             # the harness times whole calls: tracing the lazy graph in Python, the
             # graph's hash and compile-cache lookup, then the instructions themselves
             return (
                 f"{rest}: tracing the lazy graph (every torch call of the step, in Python), "
-                f"its cache lookup and transfers; the instructions ran {ratio:.0%} of it"
+                f"its cache lookup and transfers; the instructions ran {figures.pct(100 * ratio)} of it"
             )
         return f"{rest}: the device idles between kernels (the host launches them slower than they run)"
     if ratio < 1 - TOLERANCE and result.totals.host_time_us is None:

@@ -1,9 +1,10 @@
 """The server's settings (``trainiumLens.*``): typed, validated, with defaults.
 
 They arrive as ``initializationOptions`` and later through
-``workspace/didChangeConfiguration``. A bad value never stops the server: it is
-replaced by its default and reported in one line naming the setting (modelled
-on jedi-language-server's initialization options). Settings that say *where*
+``workspace/didChangeConfiguration``, as the editor holds them: the client checks
+nothing (extension/src/settings.ts), so every range and type is held here. A bad
+value never stops the server: it is replaced by its default and reported in one
+line naming the setting (modelled on jedi-language-server's initialization options). Settings that say *where*
 code runs (``TARGET_SETTINGS``) are the exception: a rejected one never falls
 back to its default (a rejected host would otherwise run the code on this
 machine); it is kept in ``rejected`` and profiling is refused until it is fixed.
@@ -80,11 +81,11 @@ class Settings:
 # camelCase setting name -> (field name, parser); a parser returns the value or
 # raises ValueError with the reason.
 def _str_or_none(value: Any) -> str | None:
-    if value is None or value == "":
+    if value is None:
         return None
     if not isinstance(value, str):
         raise ValueError("expected a string")
-    return value
+    return value.strip() or None
 
 
 def _host(value: Any) -> str:
@@ -222,6 +223,7 @@ def _include(value: Any) -> tuple[str, ...]:
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ValueError("expected a list of package names")
+    value = [v.strip() for v in value if v.strip()]  # the editor's list as typed
     bad = [v for v in value if not v or not all(p.isidentifier() for p in v.split("."))]
     if bad:
         raise ValueError(f"{bad[0]!r} is not a dotted package name")

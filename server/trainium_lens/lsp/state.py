@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -33,6 +33,12 @@ log = logging.getLogger(__name__)
 
 
 ViewListener = Callable[["LensServer", str], None]
+
+
+def param(params: Any, name: str) -> Any:
+    """A field of a custom request's params: pygls hands them over as an object, a
+    plain client (or a test) as a dict."""
+    return params.get(name) if isinstance(params, dict) else getattr(params, name, None)
 
 
 class Closeable(Protocol):

@@ -34,93 +34,13 @@ from typing import TYPE_CHECKING
 from trainium_lens.errors import Cancelled, HarnessError, TargetError, TimedOut
 from trainium_lens.model.job import Job, workspace_id
 from trainium_lens.model.paths import is_run_id
-from trainium_lens.targets import sync
+from trainium_lens.targets import ssh_scripts, sync
 from trainium_lens.targets.base import EventSink, Target
 from trainium_lens.targets.ssh_conn import SshConnection, SshFailure
 from trainium_lens.targets.stream import run_harness_process
 
 if TYPE_CHECKING:
     from trainium_lens.targets.warm import WarmSlot
-
-#: The DLAMI's PyTorch venvs (``/opt/aws_neuronx_venv_pytorch_2_9``, ...), newest
-#: first, then whatever ``python3`` the login PATH has.
-DEFAULT_PYTHONS = "/opt/aws_neuronx_venv_pytorch*/bin/python"
-LOCK_WAIT_S = 600
-MARK = "trainium-lens-remote: "
-
-# $1 work dir ("" = the default), $2 python ("" = the default), $3 "1" to print the
-# sync manifest, $4 workspace id, $5 the default Pythons' glob, $6 "run" or "probe"
-# (probe: exec the Python on the doctor's probe script, which comes on stdin).
-PREPARE_SCRIPT = r"""
-wd=$1; req=$2
-[ -n "$wd" ] || wd="$HOME/.cache/trainium-lens/$4"
-case $wd in "~") wd=$HOME;; "~/"*) wd="$HOME/${wd#"~/"}";; esac
-mkdir -p "$wd" 2>/dev/null || { echo "trainium-lens-remote: cannot create the work dir $wd" >&2; exit 70; }
-wd=$(cd "$wd" && pwd -P) || exit 70
-# Existence only (running a Python here would cost a process start on every run);
-# a Python too old for the harness says so itself.
-ok() { [ -f "$1" ] && [ -x "$1" ]; }
-py=
-if [ -n "$req" ]; then
-  case $req in "~/"*) req="$HOME/${req#"~/"}";; esac
-  found=$(command -v -- "$req" 2>/dev/null) || found=
-  if [ -z "$found" ]; then
-    echo "trainium-lens-remote: the remote Python $req does not exist on the host" >&2; exit 71
-  fi
-  ok "$found" || {
-    echo "trainium-lens-remote: the remote Python $req is not an executable file" >&2; exit 71; }
-  py=$found
-else
-  for c in $(ls -d $5 2>/dev/null </dev/null | sort -r -V 2>/dev/null) python3; do
-    found=$(command -v -- "$c" 2>/dev/null) || continue
-    if ok "$found"; then py=$found; break; fi
-  done
-  [ -n "$py" ] || {
-    echo "trainium-lens-remote: no Python 3 found on the host (none of the Neuron DLAMI venvs," \
-      "no python3 on PATH): pass --remote-python PATH" >&2; exit 71; }
-fi
-[ "$6" = probe ] && exec "$py" - "$wd"
-mkdir -p "$wd/src" "$wd/runs" || exit 70
-echo "wd=$wd"
-echo "python=$py"
-if command -v rsync >/dev/null 2>&1; then echo "rsync=yes"; else echo "rsync=no"; fi
-echo "lens=$(cat "$wd/lens/.hash" 2>/dev/null)"
-if [ "$3" = 1 ] || ! command -v rsync >/dev/null 2>&1; then
-  echo "--manifest--"; cat "$wd/src.manifest.json" 2>/dev/null
-fi
-exit 0
-"""
-
-# -S: the wrapper needs no site-packages (a faster start on every run). --lifeline:
-# our ssh's stdin stays open for the run; its end of file stops the run there.
-_RUN = 'exec "$1" -S "$2/lens/ssh_wrapper.py" "$2" "$3" --lifeline'
-
-# The warm worker (harness/worker.py): $1 python, $2 work dir, $3 idle seconds. It
-# ends when this channel closes (its stdin), so it never outlives the client.
-_WARM = (
-    'cd "$2" && PYTHONPATH="$2/lens${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 '
-    'exec "$1" -m trainium_lens.harness.worker --idle "$3"'
-)
-
-# $1 work dir, then batch ids (checked here too): remove <work dir>/runs/<id>.
-_REMOVE_RUNS = r"""
-wd=$1; shift
-for id in "$@"; do
-  case $id in ""|.*|*/*|*..*) continue;; esac
-  [ -L "$wd/runs/$id" ] && { rm -f -- "$wd/runs/$id"; continue; }
-  rm -rf -- "$wd/runs/$id"
-done
-exit 0
-"""
-
-# $1 pgid, $2 wrapper pid: TERM both, wait for the group, then KILL what is left.
-_KILL = r"""
-kill -TERM -- "-$1" "$2" 2>/dev/null
-i=0
-while kill -0 -- "-$1" 2>/dev/null && [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done
-kill -KILL -- "-$1" 2>/dev/null
-exit 0
-"""
 
 
 def _no_events(_event: dict) -> None:
@@ -137,7 +57,7 @@ class SshTarget(Target):
         *,
         control_path_dir: Path | None = None,
         sync_cap_bytes: int = sync.DEFAULT_CAP_BYTES,
-        lock_wait_s: float = LOCK_WAIT_S,
+        lock_wait_s: float = ssh_scripts.LOCK_WAIT_S,
         use_rsync: bool = True,
     ) -> None:
         self.host = host
@@ -160,13 +80,15 @@ class SshTarget(Target):
             self.remote_python or "",
             "0" if self.use_rsync else "1",
             ws_id,
-            DEFAULT_PYTHONS,
+            ssh_scripts.DEFAULT_PYTHONS,
             mode,
         ]
 
     def prepare(self, workspace: Path) -> dict:
         """One round trip: the work dir (absolute), the Python, rsync, harness hash."""
-        proc = self.conn.run(PREPARE_SCRIPT, self.prepare_args(workspace_id(workspace), "run"), timeout=60)
+        proc = self.conn.run(
+            ssh_scripts.PREPARE_SCRIPT, self.prepare_args(workspace_id(workspace), "run"), timeout=60
+        )
         err = proc.stderr.decode("utf-8", "replace")
         if proc.returncode != 0:
             raise TargetError(f"{self.host}: " + _remote_reason(err, proc.returncode))
@@ -265,7 +187,7 @@ class SshTarget(Target):
                 document = self._read_json(path)
             return _mark_remote(document, self.host)
 
-        argv = self.conn.argv(_RUN, [info["python"], wd, str(int(self.lock_wait_s))])
+        argv = self.conn.argv(ssh_scripts.RUN, [info["python"], wd, str(int(self.lock_wait_s))])
         try:
             left = None if timeout is None else max(timeout - (time.monotonic() - started), 0.1)
             if self.warm is not None and self.warm.takes(job):
@@ -297,7 +219,7 @@ class SshTarget(Target):
         assert self.warm is not None
         wd, idle = info["wd"], self.warm.idle_s
         launch = Launch(
-            self.conn.argv(_WARM, [info["python"], wd, f"{idle:g}"]),
+            self.conn.argv(ssh_scripts.WARM, [info["python"], wd, f"{idle:g}"]),
             key=(info["python"], wd, sync.harness_bundle()[0], idle),
         )
         return self.warm.run(
@@ -320,14 +242,14 @@ class SshTarget(Target):
         if not isinstance(pgid, int) or not isinstance(wrapper, int) or min(pgid, wrapper) < 2:
             return  # not started yet: the wrapper stops itself when its channel closes
         try:
-            self.conn.run(_KILL, [str(pgid), str(wrapper)], timeout=15)
+            self.conn.run(ssh_scripts.KILL, [str(pgid), str(wrapper)], timeout=15)
         except TargetError:
             pass  # connection gone: the wrapper's heartbeat notices and kills the group
 
     def _explain_failure(self, err: TargetError) -> TargetError:
         text = str(err)
-        if MARK in text:
-            return TargetError(f"{self.host}: {text.split(MARK, 1)[1]}")
+        if ssh_scripts.MARK in text:
+            return TargetError(f"{self.host}: {text.split(ssh_scripts.MARK, 1)[1]}")
         try:
             self.conn.run("true", timeout=15)
         except TargetError as now:
@@ -355,7 +277,7 @@ class SshTarget(Target):
         ids = [b for b in batch_ids if is_run_id(b)]
         if wd is None or not ids:
             return  # no run of this workspace here yet: its folders go after the next one
-        proc = self.conn.run(_REMOVE_RUNS, [wd, *ids], timeout=60)
+        proc = self.conn.run(ssh_scripts.REMOVE_RUNS, [wd, *ids], timeout=60)
         if proc.returncode != 0:
             raise TargetError(f"{self.host}: could not remove old run folders")
 
@@ -423,7 +345,7 @@ def _mark_remote(document: dict, host: str) -> dict:
 
 def _remote_reason(stderr: str, code: int) -> str:
     for line in reversed(stderr.splitlines()):
-        if MARK in line:
-            return line.split(MARK, 1)[1].strip()
+        if ssh_scripts.MARK in line:
+            return line.split(ssh_scripts.MARK, 1)[1].strip()
     last = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
     return last[-1][:200] if last else f"the remote command failed (exit {code})"

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainium_lens.errors import TargetError
+from trainium_lens.model import figures
 from trainium_lens.targets.ssh_conn import SshConnection, explain_ssh_failure
 
 DEFAULT_CAP_BYTES = 200 * 1024 * 1024
@@ -60,10 +61,6 @@ class FileSet:
         return sum(self.sizes.values())
 
 
-def _mb(n: int) -> str:
-    return f"{n / 1e6:.1f} MB"
-
-
 def workspace_files(root: Path, cap_bytes: int = DEFAULT_CAP_BYTES) -> FileSet:
     """The files to sync; ``TargetError`` naming the biggest ones over the cap."""
     root = Path(root)
@@ -72,10 +69,10 @@ def workspace_files(root: Path, cap_bytes: int = DEFAULT_CAP_BYTES) -> FileSet:
     fs = FileSet(root=root, files=sorted(sizes), sizes=sizes)
     if fs.total > cap_bytes or len(fs.files) > MAX_FILES:
         biggest = sorted(fs.sizes.items(), key=lambda kv: -kv[1])[:3]
-        names = ", ".join(f"{n} ({_mb(s)})" for n, s in biggest)
+        names = ", ".join(f"{n} ({figures.nbytes(s)})" for n, s in biggest)
         raise TargetError(
-            f"the workspace is too big to sync ({len(fs.files)} files, {_mb(fs.total)}; cap "
-            f"{_mb(cap_bytes)}); biggest: {names}: git-ignore large files or profile from a "
+            f"the workspace is too big to sync ({len(fs.files)} files, {figures.nbytes(fs.total)}; cap "
+            f"{figures.nbytes(cap_bytes)}); biggest: {names}: git-ignore large files or profile from a "
             f"smaller folder"
         )
     return fs

@@ -16,7 +16,8 @@ from tests.integration.cli.test_cli import cli
 from tests.support.harness import line_of, run_harness
 from trainium_lens.analysis.findings.analyze import analyze
 from trainium_lens.harness import call
-from trainium_lens.harness.attribution.tree import OP, attribute, classify
+from trainium_lens.harness.attribution.kinds import OP, classify
+from trainium_lens.harness.attribution.tree import attribute
 from trainium_lens.harness.eager.lines import LineLabeler
 from trainium_lens.harness.job.loader import UserCode, load_module
 from trainium_lens.model.result import Batch
@@ -218,12 +219,12 @@ def test_the_exported_trace_tags_every_op_and_backward_with_its_forward_line(exa
 
 
 def test_hint_shows_forward_and_backward(example):
-    from trainium_lens.lsp.features.inlay_hints import figures
+    from trainium_lens.lsp.features.inlay_hints import hint_time
     from trainium_lens.lsp.runs import Annotation
 
     r = example["train_step_fused"]
     s = _line(r, EXAMPLE, "model.qkv(h)", after=r.function.line)
-    text = figures(Annotation(line=s.line - 1, stat=s, result=r, stale=False))
+    text = hint_time(Annotation(line=s.line - 1, stat=s, result=r, stale=False))
     assert text.startswith("fwd ") and " · bwd " in text and text.endswith(" cpu")
 
 

@@ -157,9 +157,9 @@ def test_device_time_per_line_reaches_the_result_and_the_cli(tmp_path, monkeypat
     ]
     assert got[12].self_time_us == 0.0  # on the host figures, no device instruction
     hover = hlo_section(got[10], " neuron") or ""
-    assert "| `dot.1` | MATMUL | 1 | 0.15 µs neuron |" in hover
-    assert "covers this line; 0.02 µs on line 30" in hover
-    assert "Per engine (union of this line's instructions on each): act 0.1 µs · pe 0.1 µs" in hover
+    assert "| `dot.1` | MATMUL | 1 | 150 ns neuron |" in hover
+    assert "covers this line; 20 ns on line 30" in hover
+    assert "Per engine (union of this line's instructions on each): act 100 ns · pe 100 ns" in hover
     # copy.3 has no frames (and no HLO line): unattributed; per engine the sums reconcile
     assert result.unattributed_us == pytest.approx(0.030)
     assert result.totals.self_time_us == pytest.approx(0.200)  # union of all: [0,170] + [200,230]

@@ -246,7 +246,7 @@ async def test_variants_of_a_file_compare_and_bad_requests_are_refused(workspace
         # CPU time is profiled: the speedup is the unprofiled walls' (110 µs against 44 µs)
         assert [r["variant"] for r in rows] == ["f", "g"] and rows[1]["speedup"] == pytest.approx(2.5)
         assert reply["comparison"]["speedup_basis"] == "unprofiled wall median"
-        assert "| g | 44 µs | 2.50× | 40 µs cpu |" in reply["markdown"]
+        assert "| g | 44 µs | 2.5× | 40 µs cpu |" in reply["markdown"]
         assert "fastest: **g** (unprofiled wall median)" in reply["markdown"]
         data = await request(client, "trainiumLens/runData", {"uri": uri, "function": "g"})
         assert data["result"]["function"]["name"] == "g" and data["diff"] is None

@@ -84,3 +84,18 @@ def test_every_declared_setting_reaches_the_server_through_the_client(tmp_path):
         default = settings_schema.package_properties()[prefix + key].get("default")
         alone = settings.parse({settings.SECTION: settings_schema.nest({**values, key: default})})[0]
         assert alone != meant, key
+
+
+def test_out_of_range_values_reach_the_server_which_warns_about_each(tmp_path):
+    # Values the client once clamped into range (so the server's warnings could not fire).
+    bad = {"historySize": 0, "nproc": -1, "active": 0, "warmWorker": {"idleSeconds": -5}, "backend": "tpu"}
+    payload = client_payload(tmp_path, bad, python="python3")
+    assert {k: payload["settings"]["trainiumLens"][k] for k in bad} == bad  # sent as set
+
+    received, warnings = settings.parse(payload)
+    named = sorted(w.split("invalid setting trainiumLens.")[1].split(":")[0] for w in warnings)
+    assert named == ["backend", "historySize", "nproc", "protocol", "warmWorker"], warnings
+    assert any("active must be at least 1" in w for w in warnings)
+    # each falls back to its default, said in the same line
+    assert (received.history_size, received.nproc, received.backend) == (20, None, "auto")
+    assert received == settings.parse({settings.SECTION: {"python": "python3"}})[0]

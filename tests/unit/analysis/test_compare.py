@@ -116,7 +116,7 @@ def test_comparison_table_heads_the_ranking_clock():
     assert lines[1].split()[:6] == ["variant", "line", "wall", "median", "min–max", "speedup"]
     assert "profiled (cpu)" in lines[1]
     fused = next(ln for ln in lines if ln.split()[0] == "fused")
-    assert "1.05×" in fused.split() and "93.0" in fused.split()
+    assert "1.05×" in fused.split() and "93" in fused.split()
     assert "  fastest: fused (15.8 µs, unprofiled wall median)" in lines
 
 
@@ -206,14 +206,14 @@ def test_run_diff_table_names_files_and_backward():
         "status",
     ]
     attn = next(ln for ln in lines if "attn(q, k, v)" in ln)
-    assert "696 µs → 888 µs" in attn and "1.40 ms → 4.40 ms" in attn and "+3.00 ms" in attn
+    assert "696 µs → 888 µs" in attn and "1.4 ms → 4.4 ms" in attn and "+3 ms" in attn
     assert any(ln.startswith("  helper.py:12 ") for ln in lines)
     assert any(ln.startswith("  12 ") and "y = x * 2" in ln for ln in lines)
     d = diff_runs(*training_runs())
     total = [ln for ln in lines if ln.split()[:1] == ["total"]][-1]  # the table's last row
     step = f"{fmt_us(d.totals.before_us)} → {fmt_us(d.totals.after_us)}"
     assert step == "2.57 ms → 5.77 ms" and step in total and "(unattributed)" in text
-    assert "  speedup 0.50× (unprofiled wall median" in text
+    assert "  speedup 0.5× (unprofiled wall median" in text
     assert "forward" in lines[2] and "backward" in lines[2]
 
 
@@ -235,7 +235,8 @@ def test_forward_only_diff_keeps_its_simple_columns():
         "ratio",
         "status",
     ]
-    assert any(ln.startswith("  3 ") and "-15.0 µs" in ln and "0.50×" in ln for ln in text.splitlines())
+    rows = [ln for ln in text.splitlines() if ln.startswith("  3 ")]
+    assert any("-15 µs" in ln and "0.5×" in ln for ln in rows), rows
 
 
 def test_a_busy_hosts_walls_are_flagged_not_trusted():
@@ -249,7 +250,7 @@ def test_a_busy_hosts_walls_are_flagged_not_trusted():
         and "the wall median of naive is over 1.5× its best call (up to 149×)" in c.note
     )
     text = render_comparison(c, Style())
-    assert "1.00× (busy)" in text and "not reliable" in text and "fastest: not judged" in text
+    assert "1× (busy)" in text and "not reliable" in text and "fastest: not judged" in text
     d = diff_runs(variants[0], variants[1])
     assert d.note is not None and "the speedup is not reliable" in d.note
     quiet = rmsnorm_variants()

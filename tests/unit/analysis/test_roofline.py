@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from trainium_lens.analysis import units
 from trainium_lens.analysis.findings.analyze import analyze
 from trainium_lens.analysis.roofline import peaks
 from trainium_lens.analysis.roofline.points import chart, function_mfu, line_roofs, step_roof
+from trainium_lens.model import figures as units
 from trainium_lens.model.result import Result
 
 FILE = "model.py"

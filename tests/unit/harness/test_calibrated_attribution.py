@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from trainium_lens.harness.attribution.figures import lines_and_ops
-from trainium_lens.harness.attribution.tree import BWD, FWD, attribute
+from trainium_lens.harness.attribution.kinds import BWD, FWD
+from trainium_lens.harness.attribution.tree import attribute
 
 LABELS = {"m.py(3): f": ("m.py", 3, "f"), "m.py(4): f": ("m.py", 4, "f"), "m.py(8): f": ("m.py", 8, "f")}
 L3, L4, L8 = "m.py(3): f", "m.py(4): f", "m.py(8): f"

@@ -10,6 +10,7 @@ from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.runs import Annotation
 from trainium_lens.lsp.settings import Settings, Threshold, parse
 from trainium_lens.lsp.tracking import LineTracker, is_stale
+from trainium_lens.model import figures
 
 # -- settings --------------------------------------------------------------------
 
@@ -145,7 +146,8 @@ def test_place_finds_moved_text_and_marks_the_rest_stale():
 
 
 def test_times_counts_and_headline_name_the_clock():
-    assert [fmt.time_us(v) for v in (12, 1160, 2_355_000, 0.5)] == ["12 µs", "1.16 ms", "2.35 s", "0.5 µs"]
+    times = [figures.time_us(v) for v in (12, 1160, 2_355_000, 0.5)]
+    assert times == ["12 µs", "1.16 ms", "2.35 s", "500 ns"]
     neuron = make_result("m.py", "f", 2, {3: ("x", 1160.0, [("aten::mul", 3, 1160.0)])}, clock="neuron")
     assert fmt.headline(neuron) == "1.16 ms neuron · 3 dispatches · 0 findings"
     a = Annotation(2, neuron.lines[0], neuron, stale=False)
@@ -300,7 +302,7 @@ def test_a_noisy_run_says_so_in_hints_hover_and_heat_and_escapes_stored_text():
     assert "self **12 µs cpu** (raw 18 µs)" in text
     assert "⚠ **Unreliable figures**: " + escape(noisy.message) in text
     assert " <img" not in text and "[a](b)" not in text  # stored text, never markup
-    assert "12 µs per call = 1.20× the unprofiled wall 10 µs (within ±25%)" in text
+    assert "12 µs per call = 1.2× the unprofiled wall 10 µs (within ±25%)" in text
     assert "80 ns per op event per nesting level" in text
     assert escape("a*b_c`d") == "a\\*b\\_c\\`d"
     clean = make_result("m.py", "f", 2, {3: ("y = x * x", 12.0, [("aten::mul", 1, 12.0)])})

@@ -49,13 +49,13 @@ from trainium_lens.analysis.findings.ops import (
     dispatch_text,
     dispatches_per_execution,
     finding,
-    fmt_us,
     line_share,
     op_base,
 )
 from trainium_lens.analysis.findings.optimizer import with_optimizer_findings
 from trainium_lens.analysis.findings.ranks import rank_findings
 from trainium_lens.analysis.noise import with_noise_findings
+from trainium_lens.model import figures
 from trainium_lens.model.lines import LineOp, LineStat
 from trainium_lens.model.result import Finding, Result
 
@@ -203,7 +203,7 @@ def _h2d_copies(result: Result) -> list[Finding]:
         by_line.setdefault((src.file, src.line), (0.0, 0.0))
     found = []
     for (file, line), (calls, time) in sorted(by_line.items()):
-        per = f" ({calls:g} per call, {fmt_us(time)})" if calls else ""
+        per = f" ({calls:g} per call, {figures.time_us(time)})" if calls else ""
         found.append(
             finding(
                 "h2d_copy",

@@ -166,9 +166,5 @@ def line_share(stats: list[LineStat], result: Result) -> float | None:
     return part / total if total > 0 else None
 
 
-def fmt_us(value: float) -> str:
-    return f"{value / 1000:.3g} ms" if value >= 1000 else f"{value:.3g} µs"
-
-
 def dispatch_text(n: float) -> str:
     return f"{n:g} dispatch" + ("" if n == 1 else "es")

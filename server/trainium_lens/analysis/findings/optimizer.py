@@ -30,6 +30,7 @@ while the best step is what the implementation costs when it runs.
 
 from __future__ import annotations
 
+from trainium_lens.model import figures
 from trainium_lens.model.result import Finding, OptimizerStat, OptimizerTrial, Result
 
 LOOP_MIN_OPS = 24  # fewer ops per step: too few parameters for the loop to matter
@@ -43,10 +44,6 @@ MIN_GAIN = 1.1  # the fastest must beat the current implementation by this facto
 NOISY_TRIAL = 3.0
 KIND = "optimizer_loop"
 KIND_CHOICE = "optimizer_choice"
-
-
-def _us(value: float) -> str:
-    return f"{value / 1000:.3g} ms" if value >= 1000 else f"{value:.3g} µs"
 
 
 def optimizer_findings(result: Result) -> list[Finding]:
@@ -80,7 +77,7 @@ def _best(t: OptimizerTrial) -> float | None:
 def _trial_text(t: OptimizerTrial) -> str:
     best = _best(t)
     if best:
-        return f"{t.config} {_us(best)}" + (" (now)" if t.current else "")
+        return f"{t.config} {figures.time_us(best)}" + (" (now)" if t.current else "")
     return f"{t.config} not run ({t.error or 'no figure'})"
 
 
@@ -117,7 +114,8 @@ def _measured(opt: OptimizerStat) -> Finding | None:
         f"(unprofiled, best of {steps}): {', '.join(_trial_text(t) for t in opt.trials)}; "
         f"{fastest.config} is fastest, {gain:.2g}× faster than now"
         + (
-            f" (the host was busy, but even its median step, {_us(fastest.time_us or 0.0)}, beats "
+            " (the host was busy, but even its median step, "
+            f"{figures.time_us(fastest.time_us or 0.0)}, beats "
             f"the current best)."
             if noisy
             else "."
@@ -132,7 +130,7 @@ def _unmeasured(opt: OptimizerStat, disturbed: float | None = None) -> Finding |
     if not _loop(opt):
         return None
     cls = _class(opt)
-    time = f", {_us(opt.self_time_us)}" if opt.self_time_us else ""
+    time = f", {figures.time_us(opt.self_time_us)}" if opt.self_time_us else ""
     why = (
         f"The measurement on this run was disturbed (a median step {disturbed:.3g}× the best: the host "
         f"was busy), so no implementation is named; profile again on a quieter machine."

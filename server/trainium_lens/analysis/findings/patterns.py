@@ -36,10 +36,10 @@ from trainium_lens.analysis.findings.ops import (
     dispatch_text,
     dispatches_per_execution,
     finding,
-    fmt_us,
     line_share,
     op_base,
 )
+from trainium_lens.model import figures
 from trainium_lens.model.lines import LineStat
 from trainium_lens.model.result import Finding, Result
 
@@ -188,7 +188,9 @@ def _judge(pattern: Pattern, involved: list[LineStat], function: str, result: Re
     per = "execution" if any((s.hits or 1) > 1 for s in involved) else "call"
     fwd = sum(s.self_time_us for s in involved)
     bwd = sum(s.backward_self_time_us + s.recompute_time_us for s in involved)
-    cost = f"{fmt_us(fwd)} forward + {fmt_us(bwd)} backward" if bwd else fmt_us(fwd)
+    cost = (
+        f"{figures.time_us(fwd)} forward + {figures.time_us(bwd)} backward" if bwd else figures.time_us(fwd)
+    )
     extra = [text for prefix, text in pattern.library_fix if any(m.startswith(prefix) for m in modules)]
     return finding(
         "fused_op",

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import statistics
 
+from trainium_lens.model import figures
 from trainium_lens.model.result import Finding, Result
 
 #: A rank this much busier than the median rank is a straggler.
 STRAGGLER_RATIO = 1.10
 #: ... and by at least this much per step (below it: noise of the clock).
 STRAGGLER_MIN_US = 20.0
-
-
-def _ms(us: float) -> str:
-    return f"{us / 1000:.2f} ms" if us >= 1000 else f"{us:.0f} µs"
 
 
 def rank_findings(result: Result) -> list[Finding]:
@@ -41,13 +38,13 @@ def rank_findings(result: Result) -> list[Finding]:
     if worst is None:
         return []
     waiters = sorted(((r.wait_us, r.rank) for r in result.ranks if r.rank != slow), reverse=True)
-    waiting = ", ".join(f"rank {k} {_ms(w)}" for w, k in waiters if w > 0)
+    waiting = ", ".join(f"rank {k} {figures.time_us(w)}" for w, k in waiters if w > 0)
     pct = 100.0 * excess / median if median > 0 else 0.0
     message = (
-        f"Rank {slow} is the straggler: {_ms(busy[slow])} of compute per step (outside "
-        f"collectives), {pct:.0f}% over the median rank ({_ms(median)}); it loses the most "
-        f"on this line "
-        f"(+{_ms(worst_loss)} against the median rank)"
+        f"Rank {slow} is the straggler: {figures.time_us(busy[slow])} of compute per step (outside "
+        f"collectives), {figures.pct(pct)} over the median rank ({figures.time_us(median)}); "
+        f"it loses the most on this line "
+        f"(+{figures.time_us(worst_loss)} against the median rank)"
     )
     message += f"; the others wait for it in collectives ({waiting})." if waiting else "."
     return [

@@ -32,11 +32,11 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
-from trainium_lens.analysis import units
 from trainium_lens.analysis.findings.ops import VIEW_OPS, direct_ops, dispatches_per_execution, op_base
 from trainium_lens.analysis.findings.patterns import pattern_lines
 from trainium_lens.analysis.roofline.peaks import resolve
 from trainium_lens.analysis.roofline.points import line_time_us, step_roof
+from trainium_lens.model import figures
 from trainium_lens.model.evidence import Roof
 from trainium_lens.model.lines import LineStat
 from trainium_lens.model.result import Finding, Result
@@ -44,12 +44,6 @@ from trainium_lens.model.result import Finding, Result
 SHARE = 0.05
 CHECKPOINT_SHARE = 0.25
 MATMUL_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "conv2d", "convolution"})
-
-
-def _us(value: float) -> str:
-    if value >= 1000:
-        return f"{value / 1000:.3g} ms"
-    return f"{value:.3g} µs" if value >= 1 else f"{value * 1000:.3g} ns"
 
 
 # A line's own ops that spell out one fused op (checked against its direct ops only)
@@ -90,8 +84,9 @@ def _below_roof(result: Result, stat: LineStat, roof: Roof) -> Finding | None:
         file=stat.file,
         line=stat.line,
         message=(
-            f"Far below the roof: {names} run{'s' if n == 1 else ''} at {units.pct(r.pct_of_peak)} of the "
-            f"{what} ({_us(r.time_us)} per call where the roof allows {_us(r.roof_us)}); the ops are not "
+            f"Far below the roof: {names} run{'s' if n == 1 else ''} at {figures.pct(r.pct_of_peak)} of the "
+            f"{what} ({figures.time_us(r.time_us)} per call where the roof allows "
+            f"{figures.time_us(r.roof_us)}); the ops are not "
             f"tiny, so not launch overhead: a busy host, a slow kernel for these shapes or dtype, or "
             f"a peak that does not apply here."
         ),
@@ -114,9 +109,9 @@ def _overhead(result: Result, stat: LineStat, roof: Roof) -> Finding | None:
         file=stat.file,
         line=stat.line,
         message=(
-            f"Overhead-bound: {ops} take {_us(r.time_us)} per call where this device needs "
-            f"{_us(r.roof_us)} for their work ({units.pct(100 * r.efficiency)} of the roof; "
-            f"~{_us(per_op)} per op): launches and dispatch set the time, not compute or memory; "
+            f"Overhead-bound: {ops} take {figures.time_us(r.time_us)} per call where this device needs "
+            f"{figures.time_us(r.roof_us)} for their work ({figures.pct(100 * r.efficiency)} of the roof; "
+            f"~{figures.time_us(per_op)} per op): launches and dispatch set the time, not compute or memory; "
             f"{advice}."
         ),
         fix="torch.compile",
@@ -143,8 +138,8 @@ def _memory_bound(result: Result, stat: LineStat, roof: Roof) -> Finding | None:
         line=stat.line,
         message=(
             f"Memory-bound: {n:g} elementwise dispatches per execution ({names}) move "
-            f"{units.nbytes(r.bytes)} per call at {units.bandwidth(r.bytes_per_s)} "
-            f"({units.pct(r.bytes_pct)} of the bandwidth); each reads and writes the data again: "
+            f"{figures.nbytes(r.bytes)} per call at {figures.bandwidth(r.bytes_per_s)} "
+            f"({figures.pct(r.bytes_pct)} of the bandwidth); each reads and writes the data again: "
             f"{alternative}."
         ),
         fix=fix or "torch.compile",
@@ -173,10 +168,10 @@ def _checkpoint(result: Result) -> list[Finding]:
                 file=top.file,
                 line=top.line,
                 message=(
-                    f"{fn}() keeps {units.nbytes(saved)} of activations for backward "
-                    f"({units.pct(100 * saved / mem.peak_bytes)} of the step's "
-                    f"{units.nbytes(mem.peak_bytes)} peak); checkpointing it keeps only its inputs, "
-                    f"for ~{_us(recompute)} of recompute (its lines' measured forward time)."
+                    f"{fn}() keeps {figures.nbytes(saved)} of activations for backward "
+                    f"({figures.pct(100 * saved / mem.peak_bytes)} of the step's "
+                    f"{figures.nbytes(mem.peak_bytes)} peak); checkpointing it keeps only its inputs, "
+                    f"for ~{figures.time_us(recompute)} of recompute (its lines' measured forward time)."
                 ),
                 fix="torch.utils.checkpoint.checkpoint(fn, ..., use_reentrant=False)",
             )

@@ -44,35 +44,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="neuron-explorer on the host (default: PATH, then /opt/aws/neuron/bin)",
     )
     d = ExplorerSettings()
-    p.add_argument(
-        "--ui-port",
-        type=int,
-        default=d.ui_port,
-        metavar="PORT",
-        help=f"Explorer's UI port on the host (default {d.ui_port})",
+    ports = (
+        ("--ui-port", "ui_port", "Explorer's UI port on the host", ""),
+        ("--api-port", "api_port", "Explorer's API port on the host", ""),
+        ("--local-ui-port", "local_ui_port", "local end of the UI forward", ""),
+        (
+            "--local-api-port",
+            "local_api_port",
+            "local end of the API forward",
+            "; the UI calls the API on this port, keep it equal to --api-port",
+        ),
     )
-    p.add_argument(
-        "--api-port",
-        type=int,
-        default=d.api_port,
-        metavar="PORT",
-        help=f"Explorer's API port on the host (default {d.api_port})",
-    )
-    p.add_argument(
-        "--local-ui-port",
-        type=int,
-        default=d.local_ui_port,
-        metavar="PORT",
-        help=f"local end of the UI forward (default {d.local_ui_port})",
-    )
-    p.add_argument(
-        "--local-api-port",
-        type=int,
-        default=d.local_api_port,
-        metavar="PORT",
-        help=f"local end of the API forward (default {d.local_api_port}; the UI "
-        f"calls the API on this port, keep it equal to --api-port)",
-    )
+    for flag, name, what, note in ports:
+        default = getattr(d, name)
+        p.add_argument(
+            flag, type=int, default=default, metavar="PORT", help=f"{what} (default {default}{note})"
+        )
     p.add_argument(
         "--url-template",
         default=DEFAULT_URL_TEMPLATE,

@@ -22,13 +22,14 @@ from trainium_lens.cli.render.text import (
     table,
     truncate,
 )
+from trainium_lens.model import figures
 
 
 def _speed(value: float | None, style: Style) -> str:
-    """``1.80×``; below 0.1× two significant digits (``0.0045×``), never ``0.00×``."""
+    """``1.8×``, ``0.0045×`` (``model/figures.ratio``, in the style's alphabet)."""
     if not value:
         return "-"
-    return (f"{value:.2f}" if value >= 0.1 else f"{value:.2g}") + style.times
+    return figures.number(value) + style.times
 
 
 def _verdict(r: VariantRow, style: Style) -> str:
@@ -133,7 +134,7 @@ def _signed(delta: float, before: float | None, after: float | None, style: Styl
 
 
 def _ratio(value: float | None, style: Style) -> str:
-    return f"{value:.2f}{style.times}" if value else ""
+    return figures.number(value) + style.times if value else ""
 
 
 def _own(d: LineDelta) -> bool:
@@ -144,7 +145,7 @@ def _own(d: LineDelta) -> bool:
 def render_diff(diff: RunDiff, style: Style | None = None) -> str:
     style = style or Style()
     t = diff.totals
-    ratio = f", {t.ratio:.2f}{style.times}" if t.ratio else ""
+    ratio = f", {figures.number(t.ratio)}{style.times}" if t.ratio else ""
     out = [f"{diff.function}: {diff.before} → {diff.after}"]
     if diff.note:
         out.append(f"  note: {diff.note}")

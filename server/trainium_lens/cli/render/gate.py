@@ -25,6 +25,7 @@ from trainium_lens.analysis.gate.judge import (
     Report,
 )
 from trainium_lens.cli.render.text import Style, fmt_us, table, truncate
+from trainium_lens.model import figures
 
 SHOWN = (REGRESSED, NEW, NOT_CONFIRMED, WITHIN_NOISE, NOT_JUDGED)
 
@@ -38,7 +39,9 @@ def _change(item: Item) -> str:
 def _pct(change: float | None) -> str:
     if change is None:
         return "-"
-    return "+inf" if math.isinf(change) else f"{change * 100:+.0f}%"
+    if math.isinf(change):
+        return "+inf"
+    return ("+" if change > 0 else "") + figures.pct(change * 100)
 
 
 def _name(item: Item, report: Report) -> str:
@@ -72,7 +75,9 @@ def render(report: Report, style: Style) -> str:
             how = f"; items judged against baseline × {report.drift:.2f} (the 'judged' column)"
         else:
             how = "; items judged against the baseline as it is"
-        head.append(f"  host: the unchanged lines ran {report.drift:.2f}× as long as in the baseline{how}")
+        head.append(
+            f"  host: the unchanged lines ran {figures.ratio(report.drift)} as long as in the baseline{how}"
+        )
     head += [f"  note: {n}" for n in report.notes]
     shown = [i for i in report.items if i.kind == "function" or i.status in SHOWN]
     rows = [

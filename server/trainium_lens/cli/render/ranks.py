@@ -4,6 +4,7 @@ the lines whose ranks differ the most. Empty for a one-process result."""
 from __future__ import annotations
 
 from trainium_lens.cli.render.text import Style, fmt_us, table
+from trainium_lens.model import figures
 from trainium_lens.model.result import Result
 
 SPREAD_LINES = 5  # the lines with the widest spread across ranks
@@ -35,7 +36,7 @@ def render_ranks(result: Result, style: Style | None = None) -> str:
     rows = []
     for ln in spread[:SPREAD_LINES]:
         median = ln.self_time_us
-        pct = f"+{100.0 * ((ln.rank_max_us or 0.0) - median) / median:.0f}%" if median > 0 else ""
+        pct = f"+{figures.pct(100.0 * ((ln.rank_max_us or 0.0) - median) / median)}" if median > 0 else ""
         waits = [p for p in ln.per_rank if p.wait_us > 0]
         wait = ", ".join(f"rank {p.rank} {fmt_us(p.wait_us, style)}" for p in waits[:3])
         rows.append(

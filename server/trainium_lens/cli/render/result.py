@@ -29,6 +29,7 @@ from trainium_lens.cli.render.text import (
     table,
     truncate,
 )
+from trainium_lens.model import figures
 from trainium_lens.model.result import Result
 
 TOP_OPS = 3
@@ -54,7 +55,7 @@ def reconciled_text(result: Result, style: Style = DEFAULT_STYLE) -> str | None:
         return None
     ref = "device span" if rec.reference == "device_span" else "wall"
     mark = "" if rec.within else " !"
-    return f"{rec.ratio:.2f}{style.times} {ref}{mark}"
+    return f"{figures.number(rec.ratio)}{style.times} {ref}{mark}"
 
 
 def headline(result: Result, style: Style = DEFAULT_STYLE) -> str:
@@ -144,7 +145,7 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
     if rec is not None:
         ref = "device-side span" if rec.reference == "device_span" else "unprofiled wall"
         raw = (
-            f"; raw {fmt_us(rec.raw_us, style)}, {rec.raw_us / rec.reference_us:.2f}{style.times}"
+            f"; raw {fmt_us(rec.raw_us, style)}, {figures.number(rec.raw_us / rec.reference_us)}{style.times}"
             if rec.raw_us
             else ""
         )
@@ -158,12 +159,13 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
             else ""
         )
         out.append(
-            f"  reconciled: {summed}{fmt_us(rec.profiled_us, style)} per call = {rec.ratio:.2f}{style.times} "
+            f"  reconciled: {summed}{fmt_us(rec.profiled_us, style)} per call = "
+            f"{figures.number(rec.ratio)}{style.times} "
             f"the {ref} {fmt_us(rec.reference_us, style)}{raw} ({verdict})"
         )
     if cal is not None:
         out.append(
-            f"  calibrated: the profiler's cost, {cal.per_depth_us * 1000:.0f} ns per op event per "
+            f"  calibrated: the profiler's cost, {figures.time_us(cal.per_depth_us)} per op event per "
             f"nesting level, measured in {cal.cost_s:.2f} s; {fmt_us(cal.subtracted_us, style)} per "
             f"call subtracted (raw figures in the JSON: self_cpu_us)"
         )
@@ -176,7 +178,7 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
         if st.others_cores is not None:
             parts.append(f"other processes used {st.others_cores:.1f} cores")
         if st.run_delay_share is not None:
-            parts.append(f"run-queue wait {st.run_delay_share:.0%} of step time")
+            parts.append(f"run-queue wait {figures.pct(100 * st.run_delay_share)} of step time")
         out.append("  machine: " + ", ".join(parts))
     return out
 

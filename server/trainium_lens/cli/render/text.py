@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from trainium_lens.model import figures
 from trainium_lens.model.lines import LineStat
 from trainium_lens.model.result import Result
 
@@ -79,20 +80,12 @@ def finish(text: str, style: Style) -> str:
 
 
 def fmt_us(value: float | None, style: Style = DEFAULT_STYLE) -> str:
-    """Human time, ~3 significant digits: ``0.42 µs``, ``12.3 µs``, ``1.23 ms``."""
+    """A time as ``model/figures`` writes it (``4 ns``, ``2.5 µs``, ``1.16 ms``), in the
+    style's alphabet; ``-`` for none."""
     if value is None:
         return "-"
-    v = float(value)
-    if abs(v) >= 1e6:
-        return f"{v / 1e6:.3g} s" if abs(v) < 1e8 else f"{v / 1e6:.0f} s"
-    if abs(v) >= 1e3:
-        ms = v / 1e3
-        return f"{ms:.2f} ms" if abs(ms) < 10 else f"{ms:.1f} ms" if abs(ms) < 100 else f"{ms:.0f} ms"
-    if abs(v) >= 100:
-        return f"{v:.0f} {style.mu}"
-    if abs(v) >= 10:
-        return f"{v:.1f} {style.mu}"
-    return f"{v:.2f} {style.mu}"
+    text = figures.time_us(value)
+    return text if style.unicode else text.translate(_ASCII)
 
 
 def fmt_range(low: float, high: float, style: Style = DEFAULT_STYLE) -> str:
@@ -111,14 +104,12 @@ def fmt_signed_us(value: float, style: Style = DEFAULT_STYLE) -> str:
 
 
 def fmt_count(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:g}" if value == int(value) else f"{value:.2f}"
+    return "-" if value is None else figures.count(value)
 
 
 def fmt_pct(fraction: float) -> str:
-    pct = 100 * fraction
-    return f"{pct:.0f}%" if pct >= 9.95 or pct == 0 else f"{pct:.1f}%"
+    """A fraction (0.42) as a percentage (``42%``)."""
+    return figures.pct(100 * fraction)
 
 
 def bar(fraction: float, style: Style, width: int = BAR_WIDTH) -> str:

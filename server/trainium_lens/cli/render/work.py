@@ -5,10 +5,10 @@ roof and its source come first: a % is only as good as its peak."""
 
 from __future__ import annotations
 
-from trainium_lens.analysis import units
 from trainium_lens.analysis.roofline.peaks import resolve
 from trainium_lens.analysis.roofline.points import ABOVE_ROOF_NOTE, function_mfu, has_work, step_roof
 from trainium_lens.cli.render.text import SOURCE_WIDTH, Style, finish, line_ref, table, truncate
+from trainium_lens.model import figures
 from trainium_lens.model.result import Result
 
 
@@ -21,15 +21,15 @@ def render_work(result: Result, style: Style | None = None) -> str:
     roof = resolve(result)
     out = ["  work and roofline (per call; bytes are an estimate: inputs + outputs of each line's ops)"]
     if roof is not None:
-        peaks = ", ".join(f"{units.flops_rate(p.flops_per_s)} {p.dtype}" for p in roof.flops)
-        out.append(f"  roof: {peaks}; {units.bandwidth(roof.bytes_per_s)} ({roof.device}: {roof.source})")
+        peaks = ", ".join(f"{figures.flops_rate(p.flops_per_s)} {p.dtype}" for p in roof.flops)
+        out.append(f"  roof: {peaks}; {figures.bandwidth(roof.bytes_per_s)} ({roof.device}: {roof.source})")
     else:
         out.append(f"  roof: no peak known for {result.environment.device_name or result.backend}")
     mfu = function_mfu(result, roof)
     if mfu is not None:
         out.append(
-            f"  function MFU {units.pct(100 * mfu.mfu)} of the {mfu.dtype} peak: "
-            f"{units.flops(mfu.flops)} per call over the {mfu.basis}"
+            f"  function MFU {figures.pct(100 * mfu.mfu)} of the {mfu.dtype} peak: "
+            f"{figures.flops(mfu.flops)} per call over the {mfu.basis}"
         )
     rows = []
     above = False
@@ -42,13 +42,13 @@ def render_work(result: Result, style: Style | None = None) -> str:
             [
                 line_ref(s, result),
                 truncate(s.text, SOURCE_WIDTH, style),
-                units.flops(flops) if flops else "",
-                units.nbytes(bytes_) if bytes_ else "",
-                units.flops_rate(r.flops_per_s) if r and flops else "",
-                f"{units.pct(r.pct_of_peak)} {'FLOP/s' if r.bound == 'compute' else 'BW'}" if r else "",
+                figures.flops(flops) if flops else "",
+                figures.nbytes(bytes_) if bytes_ else "",
+                figures.flops_rate(r.flops_per_s) if r and flops else "",
+                f"{figures.pct(r.pct_of_peak)} {'FLOP/s' if r.bound == 'compute' else 'BW'}" if r else "",
                 r.verdict if r else "",
-                units.nbytes(s.saved_bytes) if s.saved_bytes else "",
-                units.nbytes(s.peak_bytes) if s.peak_bytes else "",
+                figures.nbytes(s.saved_bytes) if s.saved_bytes else "",
+                figures.nbytes(s.peak_bytes) if s.peak_bytes else "",
             ]
         )
     if rows:
@@ -66,14 +66,14 @@ def render_work(result: Result, style: Style | None = None) -> str:
     if mem is not None:
         if mem.available:
             phase = f", in the {mem.peak_phase}" if mem.peak_phase else ""
-            saved = f"; {units.nbytes(mem.saved_bytes)} saved for backward" if mem.saved_bytes else ""
+            saved = f"; {figures.nbytes(mem.saved_bytes)} saved for backward" if mem.saved_bytes else ""
             before = (
-                f"; {units.nbytes(mem.held_before_bytes)} held before it"
+                f"; {figures.nbytes(mem.held_before_bytes)} held before it"
                 if mem.held_before_bytes is not None
                 else ""
             )
             out.append(
-                f"  memory ({mem.device}): peak {units.nbytes(mem.peak_bytes)} above the step's start"
+                f"  memory ({mem.device}): peak {figures.nbytes(mem.peak_bytes)} above the step's start"
                 f"{phase}{before}{saved} ({mem.source})"
             )
         elif mem.note:

@@ -16,7 +16,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from trainium_lens.harness.attribution.figures import lines_and_ops, optimizers
-from trainium_lens.harness.attribution.tree import MAX_WINDOWS, MERGE_GAP_US, Attribution
+from trainium_lens.harness.attribution.kinds import MAX_WINDOWS, MERGE_GAP_US
+from trainium_lens.harness.attribution.tree import Attribution
 from trainium_lens.harness.markers import read_source
 
 SCHEMA_VERSION = 3  # result.SCHEMA_VERSION (a test keeps the two equal)

@@ -13,7 +13,19 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from trainium_lens.harness.attribution.tree import BWD, FWD, OPTIMIZER, RECOMPUTE, Attribution
+from trainium_lens.harness.attribution.kinds import BWD, FWD, OPTIMIZER, RECOMPUTE
+from trainium_lens.harness.attribution.tree import Attribution
+
+
+def hottest_first(line: dict) -> tuple:
+    """The order of a result's lines, eager and XLA alike: forward + backward self time,
+    then total time, hottest first; file and line break ties."""
+    return (
+        -(line["self_time_us"] + line["backward_self_time_us"]),
+        -line["total_time_us"],
+        line["file"],
+        line["line"],
+    )
 
 
 def _spread(values: list[float]) -> tuple[float, float, float]:
@@ -127,14 +139,7 @@ def lines_and_ops(att: Attribution, labels: dict, source: Any) -> dict:
                 "host_time_us": sum(host_s.get(key, p) for p in (FWD, BWD, RECOMPUTE)) / n,
             }
         )
-    lines.sort(
-        key=lambda s: (
-            -(s["self_time_us"] + s["backward_self_time_us"]),
-            -s["total_time_us"],
-            s["file"],
-            s["line"],
-        )
-    )
+    lines.sort(key=hottest_first)
     ops = [
         {
             "name": name,

@@ -17,7 +17,7 @@ import json
 import os
 from typing import Any
 
-from trainium_lens.harness.attribution.tree import FWD, PHASES
+from trainium_lens.harness.attribution.kinds import FWD, PHASES
 from trainium_lens.harness.labels import PHASE_KEY, SOURCE_KEY, source_ref
 
 

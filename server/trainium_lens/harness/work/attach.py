@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from trainium_lens.harness.attribution.tree import BWD, RECOMPUTE
+from trainium_lens.harness.attribution.kinds import BWD, RECOMPUTE
 from trainium_lens.harness.work import calibrate, figures
 from trainium_lens.harness.work.step import work_step
 

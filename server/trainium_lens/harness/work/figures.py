@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainium_lens.harness.attribution.tree import BWD, OP, RECOMPUTE, REGION, attribute, classify
+from trainium_lens.harness.attribution.kinds import BWD, OP, RECOMPUTE, REGION, classify
+from trainium_lens.harness.attribution.tree import attribute
 from trainium_lens.harness.work import formulas, memory
 from trainium_lens.harness.work.events import light_events
 from trainium_lens.harness.work.step import WorkProfile

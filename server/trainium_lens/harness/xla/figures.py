@@ -16,6 +16,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+from trainium_lens.harness.attribution.figures import hottest_first
 from trainium_lens.harness.xla.credit import BACKWARD, FORWARD, Place, XlaAttribution
 
 BUCKET_NAMES = 5  # instruction names kept per bucket (the JSON keeps the biggest)
@@ -111,14 +112,7 @@ def figures(att: XlaAttribution, text: Callable[[str, int], str]) -> dict:
     lines = [
         _line(place, self_s, total_s, calls_t, refs, line_ops, text(place[0], place[1])) for place in places
     ]
-    lines.sort(
-        key=lambda s: (
-            -(s["self_time_us"] + s["backward_self_time_us"]),
-            -s["total_time_us"],
-            s["file"],
-            s["line"],
-        )
-    )
+    lines.sort(key=hottest_first)
     ops: list[dict[str, Any]] = [
         {
             "name": key[1],

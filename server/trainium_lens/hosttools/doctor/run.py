@@ -107,8 +107,8 @@ def _remote(host: str, ssh_config: str | None, remote_python: str | None, work_d
 
 
 def _remote_checks(report: Report, target: SshTarget, host: str) -> Report:
-    from trainium_lens.targets.ssh import PREPARE_SCRIPT
     from trainium_lens.targets.ssh_conn import SshFailure
+    from trainium_lens.targets.ssh_scripts import PREPARE_SCRIPT
 
     try:
         target.conn.master()

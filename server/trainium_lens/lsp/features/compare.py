@@ -17,6 +17,7 @@ from trainium_lens.analysis.variants import BASIS_DEVICE, compare_variants, vari
 from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.present import markdown as md
 from trainium_lens.lsp.state import LensServer
+from trainium_lens.model import figures
 from trainium_lens.model.result import Result
 
 
@@ -48,11 +49,11 @@ def diff_markdown(before: Result, after: Result) -> str:
     t = d.totals
     clock = fmt.clock_suffix(after)
     head = (
-        f"**{md.escape(after.function.name)}**: {fmt.time_us(t.before_us)} → "
-        f"{fmt.time_us(t.after_us)}{clock} ({fmt.delta(t.before_us, t.after_us) or 'n/a'})"
+        f"**{md.escape(after.function.name)}**: {figures.time_us(t.before_us)} → "
+        f"{figures.time_us(t.after_us)}{clock} ({fmt.delta(t.before_us, t.after_us) or 'n/a'})"
     )
     if t.speedup:
-        head += f" · speedup {t.speedup:.2f}× ({t.speedup_basis})"
+        head += f" · speedup {figures.ratio(t.speedup)} ({t.speedup_basis})"
     if d.backward:
         head += (
             f"\n\nstep: forward {_pair(t.before_forward_us, t.after_forward_us)} · backward "
@@ -85,7 +86,7 @@ def diff_markdown(before: Result, after: Result) -> str:
 
 
 def _time(us: float | None, missing: str) -> str:
-    return fmt.time_us(us) if us is not None else missing
+    return figures.time_us(us) if us is not None else missing
 
 
 def _pair(before: float | None, after: float | None) -> str:
@@ -121,13 +122,13 @@ def variants_markdown(results: list[Result]) -> str:
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in c.rows:
-        wall = fmt.time_us(row.wall_us_median) if row.wall_us_median is not None else "–"
-        profiled = f"{fmt.time_us(row.time_us)} {row.clock}"
+        wall = figures.time_us(row.wall_us_median) if row.wall_us_median is not None else "–"
+        profiled = f"{figures.time_us(row.time_us)} {row.clock}"
         diff_ = row.max_abs_diff
         rows.append(
             f"| {md.escape(row.variant)} | {profiled if device else wall} | "
-            f"{f'{row.speedup:.2f}×' if row.speedup else '–'} | {wall if device else profiled} | "
-            f"{fmt.count(row.dispatches)} | {f'{diff_:.3g}' if diff_ is not None else '–'} |"
+            f"{figures.ratio(row.speedup) if row.speedup else '–'} | {wall if device else profiled} | "
+            f"{figures.count(row.dispatches)} | {f'{diff_:.3g}' if diff_ is not None else '–'} |"
         )
     text = "\n".join(rows)
     if c.fastest and len(c.rows) > 1:

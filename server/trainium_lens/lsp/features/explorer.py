@@ -89,8 +89,8 @@ def register(server: LensServer) -> None:
 
     @server.command(COMMAND)
     async def open_explorer(ls: LensServer, *args: Any) -> dict:
-        if trust.refused(ls, trust.EXPLORER_REFUSED):  # no host program, no tunnel
-            return {"error": trust.EXPLORER_REFUSED, "kind": "untrusted"}
+        if trust.refused(ls):  # no host program, no tunnel
+            return trust.refusal(trust.EXPLORER_REFUSED)
         try:
             return await feature.open(ls, args[0] if len(args) == 1 else list(args))
         except LensError as err:

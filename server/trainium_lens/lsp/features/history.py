@@ -12,19 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainium_lens.lsp.state import LensServer
+from trainium_lens.lsp.state import LensServer, param
+from trainium_lens.model import figures
 
 REQUEST = "trainiumLens/history"
 
 
-def _arg(params: Any, name: str) -> Any:
-    if isinstance(params, dict):
-        return params.get(name)
-    return getattr(params, name, None)
-
-
 def history(ls: LensServer, params: Any) -> dict:
-    uri, function = _arg(params, "uri"), _arg(params, "function")
+    uri, function = param(params, "uri"), param(params, "function")
     runs = ls.document_runs(uri) if isinstance(uri, str) else None
     if runs is None:
         return {"file": None, "function": None, "runs": []}
@@ -47,6 +42,7 @@ def history(ls: LensServer, params: Any) -> dict:
                 "host": r.host,
                 "clock": r.clock,
                 "step_us": r.totals.self_time_us,
+                "shown": {"step_us": figures.time_us(r.totals.self_time_us)},
             }
             for r in reversed(found)
         ],

@@ -20,6 +20,7 @@ from trainium_lens.lsp.present.hover_hlo import hlo_section
 from trainium_lens.lsp.present.markdown import code, command_link, escape
 from trainium_lens.lsp.runs import Annotation, Annotations
 from trainium_lens.lsp.state import LensServer
+from trainium_lens.model import figures
 from trainium_lens.model.result import Result
 
 CLOCK_WORDS = {
@@ -39,37 +40,38 @@ def markdown(uri: str, a: Annotation, annotations: Annotations, history: list[Re
     ]
     if a.stale:
         out.append(f"_Stale: this line changed since run {code(r.run_id)}; profile again to refresh._")
-    share = fmt.share(a.time_us, r.totals.self_time_us)
+    share = figures.share(a.time_us, r.totals.self_time_us)
     out.append(
-        f"self **{fmt.time_us(s.self_time_us)}{clock}**{trust.raw_beside(s, r)} · total "
-        f"{fmt.time_us(s.total_time_us)}{clock} · {share} of the function · "
+        f"self **{figures.time_us(s.self_time_us)}{clock}**{trust.raw_beside(s, r)} · total "
+        f"{figures.time_us(s.total_time_us)}{clock} · {share} of the function · "
         f"{fmt.plural(s.calls, 'op')} per call"
     )
     out += [h] if (h := trust.host_text(s, r)) else []
     if r.totals.steps > 1 and (s.self_time_us_max or s.self_time_us_min):
         out.append(
-            f"spread over {r.totals.steps} steps: {fmt.time_us(s.self_time_us_min)}"
-            f"–{fmt.time_us(s.self_time_us_max)} (median "
-            f"{fmt.time_us(s.self_time_us_median or s.self_time_us)})"
+            f"spread over {r.totals.steps} steps: {figures.time_us(s.self_time_us_min)}"
+            f"–{figures.time_us(s.self_time_us_max)} (median "
+            f"{figures.time_us(s.self_time_us_median or s.self_time_us)})"
         )
     out += [t] if (t := rank_format.hover_table(s, clock)) else []  # torchrun: per rank
     if a.previous_us is not None:  # fwd+bwd where the step has backward (runs.line_times)
         change = fmt.delta(a.previous_us, s.time_us) or "n/a"
         what = "fwd + bwd " if r.totals.has_backward else ""
         out.append(
-            f"previous run: {what}{fmt.time_us(a.previous_us)} → {fmt.time_us(s.time_us)}{clock} ({change})"
+            f"previous run: {what}{figures.time_us(a.previous_us)} → "
+            f"{figures.time_us(s.time_us)}{clock} ({change})"
         )
     if s.backward_self_time_us or s.backward_total_time_us or s.recompute_time_us:
         out.append(
-            f"backward self **{fmt.time_us(s.backward_self_time_us)}{clock}** · total "
-            f"{fmt.time_us(s.backward_total_time_us)}{clock}"
+            f"backward self **{figures.time_us(s.backward_self_time_us)}{clock}** · total "
+            f"{figures.time_us(s.backward_total_time_us)}{clock}"
             + (
-                f" · recompute {fmt.time_us(s.recompute_time_us)}{clock} (checkpointing: "
+                f" · recompute {figures.time_us(s.recompute_time_us)}{clock} (checkpointing: "
                 f"forward re-run in the backward)"
                 if s.recompute_time_us
                 else ""
             )
-            + f" · fwd + bwd {fmt.time_us(s.time_us)}{clock}"
+            + f" · fwd + bwd {figures.time_us(s.time_us)}{clock}"
         )
     hlo = hlo_section(s, clock)  # backend xla: the compiled instructions behind the line
     if hlo:  # (they are the line's ops there: one table, forward then backward)
@@ -102,6 +104,7 @@ def markdown(uri: str, a: Annotation, annotations: Annotations, history: list[Re
         start = min(w.start_us for w in windows)
         end = max(w.start_us + w.dur_us for w in windows)
         out.append(
+            # positions on the trace's clock, to the µs (not a cost: no rounding)
             f"trace time: {start:.0f}–{end:.0f} µs ({fmt.plural(len(windows), 'window')}, "
             f"the trace's own clock)"
         )
@@ -126,8 +129,8 @@ def _op_table(title: str | None, ops: list, clock: str) -> str:
     for op in sorted(ops, key=lambda o: -o.self_time_us):
         node = getattr(op, "node", "")
         rows.append(
-            f"| {code(op.name, in_table=True)} | {fmt.count(op.calls)} | "
-            f"{fmt.time_us(op.self_time_us)}{clock} | {fmt.time_us(op.self_cpu_us)} |"
+            f"| {code(op.name, in_table=True)} | {figures.count(op.calls)} | "
+            f"{figures.time_us(op.self_time_us)}{clock} | {figures.time_us(op.self_cpu_us)} |"
             + (f" {escape(node.split('::')[-1])} |" if backward else "")
         )
     return "\n".join(rows)

@@ -24,26 +24,27 @@ from trainium_lens.lsp.present import rank_format, roofline_format, trust
 from trainium_lens.lsp.runs import Annotation, Annotations
 from trainium_lens.lsp.settings import Threshold
 from trainium_lens.lsp.state import LensServer
+from trainium_lens.model import figures
 
 
-def figures(a: Annotation) -> str:
+def hint_time(a: Annotation) -> str:
     """``0.40 ms cpu``, or ``fwd 0.40 ms · bwd 0.91 ms cpu`` where the line has backward."""
     s, clock = a.stat, fmt.clock_suffix(a.result)
     total = " total" if a.inclusive else ""
     fwd = s.total_time_us if a.inclusive else s.self_time_us
     bwd = s.backward_total_time_us if a.inclusive else s.backward_self_time_us
     if not bwd:
-        return f"{fmt.time_us(a.time_us)}{clock}{total}"
-    text = f"fwd {fmt.time_us(fwd)} · bwd {fmt.time_us(bwd)}"
+        return f"{figures.time_us(a.time_us)}{clock}{total}"
+    text = f"fwd {figures.time_us(fwd)} · bwd {figures.time_us(bwd)}"
     if s.recompute_time_us and not a.inclusive:
-        text += f" · recompute {fmt.time_us(s.recompute_time_us)}"
+        text += f" · recompute {figures.time_us(s.recompute_time_us)}"
     return text + clock + total
 
 
 def label(a: Annotation) -> str:
     result = a.result
-    parts = [f"⏱ {figures(a)}"]
-    parts.append(fmt.share(a.time_us, result.totals.self_time_us))
+    parts = [f"⏱ {hint_time(a)}"]
+    parts.append(figures.share(a.time_us, result.totals.self_time_us))
     if a.stat.calls:
         parts.append(fmt.plural(a.stat.calls, "op"))
     if not a.inclusive and not a.stale:  # a stale line's "(stale)" must not be cut off

@@ -6,6 +6,8 @@ own JSON), the comparison of the file's variants (None below two), the diff
 against the function's previous run (None without one), and where each
 profiled line sits in the editor now (so a click reveals the right line), and
 the roofline chart's points and the memory view (``analysis/roofline.chart``).
+Every object with figures carries a ``shown`` map (field → text, ``model/figures.shown``):
+the panel prints the server's text rather than formatting a second time.
 Without ``function``: the most recently profiled function of the file. With
 ``baseline`` (a run id of that function, picked from ``trainiumLens/history``)
 the diff is against that run instead of the previous one.
@@ -17,19 +19,14 @@ from typing import Any
 
 from trainium_lens.analysis.roofline import points as roofline
 from trainium_lens.lsp.features import compare
-from trainium_lens.lsp.state import LensServer
+from trainium_lens.lsp.state import LensServer, param
+from trainium_lens.model import figures
 
 REQUEST = "trainiumLens/runData"
 
 
-def _arg(params: Any, name: str) -> Any:
-    if isinstance(params, dict):
-        return params.get(name)
-    return getattr(params, name, None)
-
-
 def run_data(ls: LensServer, params: Any) -> dict:
-    uri, function = _arg(params, "uri"), _arg(params, "function")
+    uri, function = param(params, "uri"), param(params, "function")
     empty: dict[str, Any] = {
         "result": None,
         "comparison": None,
@@ -51,7 +48,7 @@ def run_data(ls: LensServer, params: Any) -> dict:
     if not history:
         return empty
     result = history[-1]
-    baseline = _arg(params, "baseline")
+    baseline = param(params, "baseline")
     before = next((r for r in history if r.run_id == baseline), None) if baseline else None
     if before is None and len(history) > 1:
         before = history[-2]
@@ -68,17 +65,19 @@ def run_data(ls: LensServer, params: Any) -> dict:
         a = placed.get(stat.line)
         current = tracker.current(stat.line) if tracker else None
         lines.append({"line": stat.line, "current": current, "stale": a.stale if a else current is None})
-    return {
-        "result": result.to_dict(),
-        "comparison": compare.variants(variants),
-        "diff": compare.diff(before, result) if before else None,
-        "lines": lines,
-        "roofline": roofline.chart(result),  # the roofline chart and the memory view
-        "markdown": {
-            "comparison": compare.variants_markdown(variants) if len(variants) > 1 else None,
-            "diff": compare.diff_markdown(before, result) if before else None,
-        },
-    }
+    return figures.shown(
+        {
+            "result": result.to_dict(),
+            "comparison": compare.variants(variants),
+            "diff": compare.diff(before, result) if before else None,
+            "lines": lines,
+            "roofline": roofline.chart(result),  # the roofline chart and the memory view
+            "markdown": {
+                "comparison": compare.variants_markdown(variants) if len(variants) > 1 else None,
+                "diff": compare.diff_markdown(before, result) if before else None,
+            },
+        }
+    )
 
 
 def register(server: LensServer) -> None:

@@ -163,8 +163,8 @@ class Reporter:
 
 
 async def run_profile(ls: LensServer, *args: Any) -> dict:
-    if trust.refused(ls, trust.PROFILE_REFUSED):
-        return {"run_ids": [], "error": trust.PROFILE_REFUSED, "kind": "untrusted"}
+    if trust.refused(ls):
+        return trust.refusal(trust.PROFILE_REFUSED, run_ids=[])
     if ls.settings.rejected:  # a rejected host never falls back to this machine
         message = f"invalid setting {ls.settings.rejected[0]}: fix it to profile (nothing runs meanwhile)"
         ls.show(f"Trainium Lens: {message}", types.MessageType.Error)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 from trainium_lens.errors import LensError
 from trainium_lens.lsp.runs import pick_run
-from trainium_lens.lsp.state import LensServer
+from trainium_lens.lsp.state import LensServer, param
 from trainium_lens.model.result import Result
 from trainium_lens.traces.artifacts import local_trace_path
 from trainium_lens.traces.chrome import Trace, load_trace
@@ -117,10 +117,6 @@ def payload(
     }
 
 
-def _arg(params: Any, name: str) -> Any:
-    return params.get(name) if isinstance(params, dict) else getattr(params, name, None)
-
-
 def targets_for(ls: LensServer, uri: str, result: Result, trace: Trace) -> dict[tuple[str, int], dict]:
     """Where each source line of the trace sits in the editor now."""
     runs = ls.document_runs(uri)
@@ -140,7 +136,7 @@ def targets_for(ls: LensServer, uri: str, result: Result, trace: Trace) -> dict[
 
 
 async def timeline(ls: LensServer, params: Any, cache: TraceCache) -> dict:
-    uri, line = _arg(params, "uri"), _arg(params, "line")
+    uri, line = param(params, "uri"), param(params, "line")
     if not isinstance(uri, str) or (line is not None and not isinstance(line, int)):
         raise LensError(f"{REQUEST} takes {{uri, line}} (line 0-based)")
     runs = ls.document_runs(uri)

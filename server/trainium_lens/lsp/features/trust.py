@@ -6,13 +6,12 @@ settings name; Neuron Explorer starts a program on a host and opens a tunnel.
 Stored results still serve hints, hovers, the panel and the timeline: reading
 them runs nothing, and the timeline opens only traces already on this machine
 (``traces/artifacts.local_trace_path(remote=False)``: nothing reaches a host).
-The client refuses the same commands first, with the same words
-(extension/src/trustPolicy.ts); this is the check no request gets around.
+This is the one check, and its words are the only ones: the refusal is the
+command's reply (``{error, kind: "untrusted"}``) and the client shows that text
+(extension/src/trustPolicy.ts keeps none of its own).
 """
 
 from __future__ import annotations
-
-from lsprotocol import types
 
 from trainium_lens.lsp.state import LensServer
 
@@ -27,9 +26,14 @@ EXPLORER_REFUSED = (
 )
 
 
-def refused(ls: LensServer, message: str) -> bool:
-    """True (after showing ``message``) when the workspace is not trusted."""
-    if ls.settings.trusted:
-        return False
-    ls.show(message, types.MessageType.Warning)
-    return True
+UNTRUSTED = "untrusted"  # the reply's kind (the client reads it: trustPolicy.ts)
+
+
+def refused(ls: LensServer) -> bool:
+    """True when the workspace is not trusted: the command replies with its refusal
+    (``refusal``), which the client shows; nothing is shown from here, so it reads once."""
+    return not ls.settings.trusted
+
+
+def refusal(message: str, **reply: object) -> dict:
+    return {**reply, "error": message, "kind": UNTRUSTED}

@@ -14,6 +14,7 @@ import statistics
 from trainium_lens.analysis.compare import match_lines
 from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.present.markdown import code, escape
+from trainium_lens.model import figures
 from trainium_lens.model.lines import LineStat
 from trainium_lens.model.result import Result
 
@@ -75,7 +76,7 @@ def section(history: list[Result], result: Result, stat: LineStat) -> str | None
         mark = " ← this run" if run.run_id == result.run_id else ""
         rows.append(
             f"| {when} | {code(run.git.short, in_table=True)} | "
-            f"{fmt.time_us(cost) + clock if cost is not None else '–'}{mark} |"
+            f"{figures.time_us(cost) + clock if cost is not None else '–'}{mark} |"
         )
     spark = sparkline(costs[-12:])
     return f"**history** (last {min(len(costs), 12)} runs, oldest → newest): `{spark}`\n\n" + "\n".join(rows)

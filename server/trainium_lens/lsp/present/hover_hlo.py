@@ -11,8 +11,8 @@ follows the tables. Stored strings go through ``present.markdown``.
 
 from __future__ import annotations
 
-from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.present.markdown import code, escape
+from trainium_lens.model import figures
 from trainium_lens.model.lines import HloRef, LineStat
 
 MAX_ROWS = 8
@@ -34,7 +34,7 @@ def hlo_section(stat: LineStat, clock: str) -> str | None:
     if stat.engines:  # Neuron device time (Trn1): engines run in parallel, each a union
         parts.append(
             "Per engine (union of this line's instructions on each): "
-            + " · ".join(f"{escape(e.engine)} {fmt.time_us(e.time_us)}" for e in stat.engines)
+            + " · ".join(f"{escape(e.engine)} {figures.time_us(e.time_us)}" for e in stat.engines)
         )
     return "\n\n".join(parts)
 
@@ -47,12 +47,12 @@ def _table(title: str | None, refs: list[HloRef], clock: str, nodes: dict[str, s
         if nodes.get(ref.name):
             what += f" · {escape(nodes[ref.name])}"
         if ref.credited:
-            time = f"{fmt.time_us(ref.self_time_us)}{clock}"
+            time = f"{figures.time_us(ref.self_time_us)}{clock}"
         else:
-            time = f"covers this line; {fmt.time_us(ref.self_time_us)} on line {ref.line}"
-        rows.append(f"| {code(ref.name, in_table=True)} | {what} | {fmt.count(ref.calls)} | {time} |")
+            time = f"covers this line; {figures.time_us(ref.self_time_us)} on line {ref.line}"
+        rows.append(f"| {code(ref.name, in_table=True)} | {what} | {figures.count(ref.calls)} | {time} |")
     more = len(refs) - MAX_ROWS
     if more > 0:
         rest = sum(r.self_time_us for r in refs[MAX_ROWS:] if r.credited)
-        rows.append(f"| … {more} more | | | {fmt.time_us(rest)}{clock} |")
+        rows.append(f"| … {more} more | | | {figures.time_us(rest)}{clock} |")
     return "\n".join(rows)

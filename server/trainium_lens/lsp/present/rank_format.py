@@ -4,7 +4,7 @@ Both are empty for a one-process result, so single-rank text is unchanged."""
 
 from __future__ import annotations
 
-from trainium_lens.lsp.present import format as fmt
+from trainium_lens.model import figures
 from trainium_lens.model.lines import LineStat
 
 
@@ -16,7 +16,7 @@ def hint_spread(stat: LineStat) -> str | None:
     if median <= 0:
         return f"rank {stat.slowest_rank} only"
     pct = 100.0 * (stat.rank_max_us - median) / median
-    return f"rank {stat.slowest_rank} +{pct:.0f}%"
+    return f"rank {stat.slowest_rank} +{figures.pct(pct)}"
 
 
 def hover_table(stat: LineStat, clock: str = "") -> str | None:
@@ -26,8 +26,8 @@ def hover_table(stat: LineStat, clock: str = "") -> str | None:
     median = stat.self_time_us
     waits = any(p.wait_us > 0 for p in stat.per_rank)
     head = (
-        f"{len(stat.per_rank)} ranks: median **{fmt.time_us(median)}{clock}**, "
-        f"{fmt.time_us(stat.rank_min_us or 0.0)}–{fmt.time_us(stat.rank_max_us or 0.0)}, "
+        f"{len(stat.per_rank)} ranks: median **{figures.time_us(median)}{clock}**, "
+        f"{figures.time_us(stat.rank_min_us or 0.0)}–{figures.time_us(stat.rank_max_us or 0.0)}, "
         f"slowest rank {stat.slowest_rank}"
     )
     rows = [
@@ -37,10 +37,10 @@ def hover_table(stat: LineStat, clock: str = "") -> str | None:
     for p in stat.per_rank:
         vs = f"{100.0 * (p.self_time_us - median) / median:+.0f}%" if median > 0 else "n/a"
         mark = " (slowest)" if p.rank == stat.slowest_rank else ""
-        wait = f"{fmt.time_us(p.wait_us)} | " if waits else ""
+        wait = f"{figures.time_us(p.wait_us)} | " if waits else ""
         rows.append(
-            f"| {p.rank}{mark} | {fmt.time_us(p.self_time_us)}{clock} | "
-            f"{fmt.time_us(p.total_time_us)}{clock} | {wait}{vs} |"
+            f"| {p.rank}{mark} | {figures.time_us(p.self_time_us)}{clock} | "
+            f"{figures.time_us(p.total_time_us)}{clock} | {wait}{vs} |"
         )
     note = (
         (

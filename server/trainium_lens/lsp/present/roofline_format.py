@@ -11,11 +11,11 @@ forward and backward points, and its memory.
 
 from __future__ import annotations
 
-from trainium_lens.analysis import units
 from trainium_lens.analysis.roofline.peaks import resolve
 from trainium_lens.analysis.roofline.points import ABOVE_ROOF_NOTE, line_roofs, step_roof
 from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.present.markdown import escape
+from trainium_lens.model import figures
 from trainium_lens.model.evidence import Roof
 from trainium_lens.model.lines import LineStat
 from trainium_lens.model.result import Result
@@ -30,35 +30,35 @@ def marker(result: Result, stat: LineStat, roof: Roof | None = None) -> str | No
     if r.verdict == "memory-bound":
         return "mem-bound"
     if r.bound == "memory":  # below the roof on the bandwidth side
-        return f"{units.pct(r.bytes_pct)} BW"
-    return f"{units.pct(r.flops_pct)} peak"
+        return f"{figures.pct(r.bytes_pct)} BW"
+    return f"{figures.pct(r.flops_pct)} peak"
 
 
 def roof_line(roof: Roof) -> str:
-    peaks = ", ".join(f"{units.flops_rate(p.flops_per_s)} {p.dtype}" for p in roof.flops)
+    peaks = ", ".join(f"{figures.flops_rate(p.flops_per_s)} {p.dtype}" for p in roof.flops)
     return (
-        f"roof: {peaks}; {units.bandwidth(roof.bytes_per_s)} — {escape(roof.device)}: {escape(roof.source)}"
+        f"roof: {peaks}; {figures.bandwidth(roof.bytes_per_s)} — {escape(roof.device)}: {escape(roof.source)}"
     )
 
 
 def _memory(result: Result, s: LineStat) -> str | None:
     parts = []
     if s.alloc_bytes:
-        parts.append(f"allocates {units.nbytes(s.alloc_bytes)}")
+        parts.append(f"allocates {figures.nbytes(s.alloc_bytes)}")
     if s.saved_bytes:
         acts = s.saved_activation_bytes
         extra = (
-            f" ({units.nbytes(acts)} of them activations)"
+            f" ({figures.nbytes(acts)} of them activations)"
             if acts is not None and acts != s.saved_bytes
             else ""
         )
-        parts.append(f"saves {units.nbytes(s.saved_bytes)} for backward{extra}")
+        parts.append(f"saves {figures.nbytes(s.saved_bytes)} for backward{extra}")
     mem = result.memory
     if s.peak_bytes and mem is not None and mem.peak_bytes:
         phase = f", in the {escape(mem.peak_phase)}" if mem.peak_phase else ""
         parts.append(
-            f"{units.nbytes(s.peak_bytes)} live at the step's peak "
-            f"({units.nbytes(mem.peak_bytes)} above its start{phase})"
+            f"{figures.nbytes(s.peak_bytes)} live at the step's peak "
+            f"({figures.nbytes(mem.peak_bytes)} above its start{phase})"
         )
     return "memory: " + " · ".join(parts) if parts else None
 
@@ -80,18 +80,18 @@ def hover_section(result: Result, s: LineStat) -> str | None:
         for p in points:
             ai = p.intensity
             rows.append(
-                f"| {p.phase} | {units.flops(p.flops)} | {units.nbytes(p.bytes)} | "
-                f"{fmt.time_us(p.time_us)}{clock} | {units.flops_rate(p.flops_per_s)} | "
-                f"{units.bandwidth(p.bytes_per_s)} | {f'{ai:.3g}' if ai is not None else '–'} | "
-                f"{units.pct(p.pct_of_peak)} {'FLOP/s' if p.bound == 'compute' else 'BW'} | {p.verdict} |"
+                f"| {p.phase} | {figures.flops(p.flops)} | {figures.nbytes(p.bytes)} | "
+                f"{figures.time_us(p.time_us)}{clock} | {figures.flops_rate(p.flops_per_s)} | "
+                f"{figures.bandwidth(p.bytes_per_s)} | {f'{ai:.3g}' if ai is not None else '–'} | "
+                f"{figures.pct(p.pct_of_peak)} {'FLOP/s' if p.bound == 'compute' else 'BW'} | {p.verdict} |"
             )
         out.append("\n".join(rows))
         if any(p.pct_of_peak > 100 for p in points):
             out.append(f"_{ABOVE_ROOF_NOTE}_")
     elif has_work:
         out.append(
-            f"forward {units.flops(s.flops or 0)}, {units.nbytes(s.bytes or 0)} · backward "
-            f"{units.flops(s.backward_flops or 0)}, {units.nbytes(s.backward_bytes or 0)}"
+            f"forward {figures.flops(s.flops or 0)}, {figures.nbytes(s.bytes or 0)} · backward "
+            f"{figures.flops(s.backward_flops or 0)}, {figures.nbytes(s.backward_bytes or 0)}"
         )
     if roof is not None:
         out.append(roof_line(roof))

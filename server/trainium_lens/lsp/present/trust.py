@@ -4,8 +4,8 @@ verdict (``analysis/reconcile.py``, ``analysis/noise.py``)."""
 
 from __future__ import annotations
 
-from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.present.markdown import escape
+from trainium_lens.model import figures
 from trainium_lens.model.lines import LineStat
 from trainium_lens.model.result import Result
 
@@ -27,8 +27,8 @@ def reconciled(result: Result) -> str | None:
     verdict = f"within {tol}" if rec.within else f"**outside** {tol}"
     note = f"; {escape(rec.note)}" if rec.note else ""
     return (
-        f"{fmt.time_us(rec.profiled_us)} per call = {rec.ratio:.2f}× the {ref} "
-        f"{fmt.time_us(rec.reference_us)} ({verdict}{note})"
+        f"{figures.time_us(rec.profiled_us)} per call = {figures.ratio(rec.ratio)} the {ref} "
+        f"{figures.time_us(rec.reference_us)} ({verdict}{note})"
     )
 
 
@@ -40,7 +40,7 @@ def raw_beside(stat: LineStat, result: Result) -> str:
     shown = stat.self_time_us + stat.backward_self_time_us
     if raw <= 0 or abs(raw - shown) < 0.005 * raw:
         return ""
-    return f" (raw {fmt.time_us(raw)})"
+    return f" (raw {figures.time_us(raw)})"
 
 
 def host_text(stat: LineStat, result: Result) -> str | None:
@@ -48,7 +48,7 @@ def host_text(stat: LineStat, result: Result) -> str | None:
     spends between ops, in the wall but in no op's time (cpu clock)."""
     if result.totals.host_time_us is None or stat.host_time_us <= 0:
         return None
-    return f"host before its ops {fmt.time_us(stat.host_time_us)} (Python between ops, in no op's time)"
+    return f"host before its ops {figures.time_us(stat.host_time_us)} (Python between ops, in no op's time)"
 
 
 def hover_section(result: Result) -> str | None:
@@ -63,7 +63,7 @@ def hover_section(result: Result) -> str | None:
     cal = result.calibration
     if cal is not None:
         out.append(
-            f"calibrated: the profiler's own cost ({cal.per_depth_us * 1000:.0f} ns per op event "
+            f"calibrated: the profiler's own cost ({figures.time_us(cal.per_depth_us)} per op event "
             f"per nesting level, measured on this host) is subtracted; raw figures beside"
         )
     return "\n\n".join(out) if out else None
