@@ -62,7 +62,7 @@ def run(events) -> int:
     protocols = [protocol_for(m, spec, rel) for m in chosen]  # bad options fail before any work
     precheck.check(source, chosen, rel)
     nproc = nproc_for(spec.nproc, chosen, rel)
-    if nproc > 1 and not dist.rank_mode():  # this process launches the ranks
+    if (nproc > 1 or spec.nodes) and not dist.rank_mode():  # this process launches the ranks
         return launch.run(spec, events, spec_text, nproc)
     dist.early_setup()
     if spec.backend == "neuron" and importlib.util.find_spec("torch_neuronx") is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 
+from trainium_lens.model.ranks import rank_name
 from trainium_lens.model.result import Finding, Result
 
 #: A rank this much busier than the median rank is a straggler.
@@ -40,14 +41,18 @@ def rank_findings(result: Result) -> list[Finding]:
             worst, worst_loss = line, loss
     if worst is None:
         return []
+    node_of = {r.rank: r.node for r in result.ranks}
     waiters = sorted(((r.wait_us, r.rank) for r in result.ranks if r.rank != slow), reverse=True)
-    waiting = ", ".join(f"rank {k} {_ms(w)}" for w, k in waiters if w > 0)
+    waiting = ", ".join(f"{rank_name(k, node_of.get(k))} {_ms(w)}" for w, k in waiters if w > 0)
     pct = 100.0 * excess / median if median > 0 else 0.0
+    who = rank_name(slow, node_of.get(slow))
+    line_median = statistics.median([p.self_time_us - p.collective_us for p in worst.per_rank])
+    on_line = f"{who}: +{100.0 * worst_loss / line_median:.0f}% on this line, " if line_median > 0 else ""
     message = (
-        f"Rank {slow} is the straggler: {_ms(busy[slow])} of compute per step (outside "
-        f"collectives), {pct:.0f}% over the median rank ({_ms(median)}); it loses the most "
-        f"on this line "
-        f"(+{_ms(worst_loss)} against the median rank)"
+        f"{who if node_of.get(slow) else who.capitalize()} is the straggler: {_ms(busy[slow])} of compute per step "
+        f"(outside collectives), {pct:.0f}% over the median rank ({_ms(median)}); it loses the "
+        f"most on this line "
+        f"({on_line}+{_ms(worst_loss)} against the median rank)"
     )
     message += f"; the others wait for it in collectives ({waiting})." if waiting else "."
     return [
