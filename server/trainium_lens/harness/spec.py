@@ -36,6 +36,7 @@ class Spec:
     include: list[str] = field(default_factory=list)  # packages whose files are user code
     nproc: int | None = None  # ranks under torchrun (None: the markers' nproc=, else 1)
     nodes: dict | None = None  # this node's place in a job across nodes (harness/nodes.py)
+    slurm: dict | None = None  # a SLURM request: this process drives it (harness/slurm.py)
 
     @property
     def path(self) -> str:
@@ -89,6 +90,9 @@ def parse_spec(text: str) -> Spec:
         why = check_nodes(nodes)
         if why:
             raise HarnessError("spec", f"job spec: {why}")
+    slurm = data.get("slurm")
+    if slurm is not None and not isinstance(slurm, dict):
+        raise HarnessError("spec", "job spec: 'slurm' must be an object")
     root = _require(data, "workspace_root", str)
     if not os.path.isabs(root):
         raise HarnessError("spec", "job spec: 'workspace_root' must be an absolute path")
@@ -106,6 +110,7 @@ def parse_spec(text: str) -> Spec:
         include=list(include),
         nproc=nproc,
         nodes=nodes,
+        slurm=slurm,
     )
 
 
