@@ -198,6 +198,8 @@ class HostsTarget(Target):
         results: dict[int, dict] = {}
         failures: list[tuple[float, int, BaseException]] = []
         done = threading.Event()
+        waiting: set[int] = set()
+        nproc = int(jobs[0].nproc or 1)
 
         def one(k: int) -> None:
             node = self.nodes[k]
@@ -205,6 +207,8 @@ class HostsTarget(Target):
             def sink(event: dict) -> None:
                 event = dict(event)
                 event.setdefault("node", node.host)
+                if event.get("stage") == "collective" and isinstance(event.get("rank"), int):
+                    waiting.add(event["rank"])  # the rank's watchdog: it waits for the others
                 if event.get("event") == "stage" and "rank" not in event and k:
                     return  # the first node speaks for the job before its ranks start
                 emit(event)
@@ -223,8 +227,11 @@ class HostsTarget(Target):
             t.start()
         gone = self._watch(done, stop, cancel)
         stop.set()
-        for t in threads:
-            t.join()
+        for k, t in enumerate(threads):
+            # A node that is gone cannot be told to stop (its lifeline ends the
+            # run there once its connection closes): the others are waited for.
+            if gone is None or k != gone[0]:
+                t.join()
         if gone is not None:
             k, silent = gone
             others = [h for h in self.hosts if h != self.hosts[k]]
@@ -235,7 +242,7 @@ class HostsTarget(Target):
         if cancel is not None and cancel.is_set():
             raise Cancelled("cancelled")
         if failures:
-            raise self._blame(failures, timeout, started)
+            raise self._blame(failures, timeout, started, self._hung(waiting, nproc))
         t0 = time.perf_counter()
         document = self.combine([results[k] for k in range(len(self.nodes))])
         self.timings["combine_s"] = time.perf_counter() - t0
@@ -274,13 +281,30 @@ class HostsTarget(Target):
                     threading.Thread(target=ask, args=(k,), daemon=True).start()
         return None
 
-    def _blame(self, failures: list[tuple[float, int, BaseException]], timeout: float | None, started: float):
+    def _hung(self, waiting: set[int], nproc: int) -> str:
+        """The ranks that never reached the collective the others waited in."""
+        if not waiting:
+            return ""
+        world = range(len(self.nodes) * nproc)
+        hung = [r for r in world if r not in waiting]
+        if not hung:
+            return ""
+        names = ", ".join(f"{self.hosts[r // nproc]} / rank {r}" for r in hung)
+        return f"{names} did not reach the collective the other ranks waited in"
+
+    def _blame(
+        self,
+        failures: list[tuple[float, int, BaseException]],
+        timeout: float | None,
+        started: float,
+        hung: str = "",
+    ) -> LensError:
         """One error for the job: the node whose failure caused the others'."""
-        time.sleep(0)  # the list is complete: every thread has ended
         failures.sort(key=lambda f: f[0])
         for _t, _k, exc in failures:
             if isinstance(exc, TimedOut):
-                return TimedOut(f"timed out after {timeout:g} s" if timeout else str(exc))
+                text = f"timed out after {timeout:g} s" if timeout else str(exc)
+                return TimedOut(f"{text}: {hung}" if hung else text)
         causes = [f for f in failures if not isinstance(f[2], Cancelled)]
         if not causes:
             return Cancelled("cancelled")
@@ -298,6 +322,8 @@ class HostsTarget(Target):
         text = str(exc)
         if not text.startswith(host):
             text = f"{host}: {text}"
+        if hung and rank(min(causes, key=rank))[0] == 2:  # peers timed out waiting for a hung rank
+            text = f"{hung}; {text}"
         if isinstance(exc, HarnessError):
             return HarnessError(exc.kind, text, exc.file, exc.line)
         if isinstance(exc, LensError):
