@@ -60,7 +60,9 @@ def add_nodes_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--slurm", metavar="LOGIN_HOST", help="submit through SLURM from this SSH login host")
     g.add_argument("--nodes", type=int, metavar="N", help="with --slurm: the number of nodes (default 2)")
     g.add_argument("--partition", metavar="NAME", help="with --slurm: the partition")
-    g.add_argument("--time", dest="slurm_time", metavar="LIMIT", help="with --slurm: the time limit (e.g. 10:00)")
+    g.add_argument(
+        "--time", dest="slurm_time", metavar="LIMIT", help="with --slurm: the time limit (e.g. 10:00)"
+    )
     g.add_argument("--account", metavar="NAME", help="with --slurm: the account to charge")
     g.add_argument(
         "--slurm-arg",

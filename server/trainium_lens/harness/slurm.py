@@ -95,7 +95,9 @@ def run(spec: Any, events: Any, spec_text: str) -> int:
     argv = srun_argv(request, name, run_dir, sys.executable, node_spec)
     events.stage("submit", None, f"srun: {nnodes} nodes × {spec.nproc or 1} ranks as job {name}")
     try:
-        srun = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        srun = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
     except OSError as exc:
         guard.kill()
         raise HarnessError("backend_unavailable", f"cannot run srun on this host: {exc}") from None
@@ -144,14 +146,14 @@ def _follow(spec: Any, events: Any, srun: subprocess.Popen, name: str, run_dir: 
             last_poll = now
             seen = _squeue(name)
             if seen is not None:
-                text = (
-                    f"pending ({seen[1]})" if seen[0] == "PENDING" else f"{seen[0].lower()} on {seen[2]}"
-                )
+                text = f"pending ({seen[1]})" if seen[0] == "PENDING" else f"{seen[0].lower()} on {seen[2]}"
                 if seen[2]:
                     nodelist = seen[2]
                 if text != state:
                     state = text
-                    events.stage("pending" if seen[0] == "PENDING" else "allocation", None, f"job {name}: {text}")
+                    events.stage(
+                        "pending" if seen[0] == "PENDING" else "allocation", None, f"job {name}: {text}"
+                    )
         time.sleep(0.1)
     err = (srun.stderr.read() if srun.stderr else b"").decode("utf-8", "replace")
     tails = [_tail(os.path.join(run_dir, f"node{k}.err")) for k in range(nnodes)]
@@ -232,7 +234,8 @@ def _combine(spec: Any, run_dir: str, results: dict[int, str]) -> str:
     rank_batches.sort(key=lambda rb: int(rb.get("rank", 0)))
     out = os.path.join(run_dir, "batch.json")
     write_json_atomic(
-        out, {**first, "batch_id": spec.batch_id, "world_size": len(rank_batches), "rank_batches": rank_batches}
+        out,
+        {**first, "batch_id": spec.batch_id, "world_size": len(rank_batches), "rank_batches": rank_batches},
     )
     return out
 

@@ -165,7 +165,7 @@ def _merge_lines(
             wait = coll[r] - fastest if fastest or coll[r] else 0.0
             waits[r] += wait
             colls[r] += coll[r]
-            figures = {
+            figures: dict[str, object] = {
                 "rank": r,
                 "self_time_us": float(line.get("self_time_us") or 0.0) if line else 0.0,
                 "total_time_us": float(line.get("total_time_us") or 0.0) if line else 0.0,
@@ -175,7 +175,7 @@ def _merge_lines(
             if node_of and r in node_of:
                 figures["node"] = node_of[r]
             per_rank.append(figures)
-        selfs = [p["self_time_us"] for p in per_rank]
+        selfs = [float(p["self_time_us"]) for p in per_rank]  # type: ignore[arg-type]
         merged["per_rank"] = per_rank
         merged["rank_min_us"] = min(selfs)
         merged["rank_max_us"] = max(selfs)

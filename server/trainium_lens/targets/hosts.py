@@ -119,10 +119,14 @@ class HostsTarget(Target):
                 errors.append(str(exc) if str(exc).startswith(node.host) else f"{node.host}: {exc}")
                 return
             fields = dict(
-                ln.partition("=")[::2] for ln in proc.stdout.decode("utf-8", "replace").splitlines() if "=" in ln
+                ln.partition("=")[::2]
+                for ln in proc.stdout.decode("utf-8", "replace").splitlines()
+                if "=" in ln
             )
             if not fields.get("addr"):
-                what = f"no IPv4 address on {self.ifname}" if self.ifname else "its host name does not resolve"
+                what = (
+                    f"no IPv4 address on {self.ifname}" if self.ifname else "its host name does not resolve"
+                )
                 errors.append(f"{node.host}: {what} (pass --ifname with the cluster interface)")
                 return
             try:
@@ -188,7 +192,8 @@ class HostsTarget(Target):
                 "event": "stage",
                 "stage": "connect",
                 "message": "; ".join(
-                    f"{i.host}: {i.name} {i.addr}, clock {i.offset_s * 1000:+.1f} ± {i.uncertainty_s * 1000:.1f} ms"
+                    f"{i.host}: {i.name} {i.addr}, clock "
+                    f"{i.offset_s * 1000:+.1f} ± {i.uncertainty_s * 1000:.1f} ms"
                     for i in self.info
                 ),
             }

@@ -85,7 +85,9 @@ class SlurmTarget(Target):
             return self.login.run(job, sink, cancel, timeout)
         except TimedOut as exc:
             if "pending" in self.state:  # the allocation never started
-                raise TimedOut(f"{exc}: the allocation never started ({self.state}); it was cancelled") from None
+                raise TimedOut(
+                    f"{exc}: the allocation never started ({self.state}); it was cancelled"
+                ) from None
             raise
 
     def fetch(self, remote_path: str, dest: Path) -> Path:

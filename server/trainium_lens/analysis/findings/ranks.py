@@ -48,8 +48,9 @@ def rank_findings(result: Result) -> list[Finding]:
     who = rank_name(slow, node_of.get(slow))
     line_median = statistics.median([p.self_time_us - p.collective_us for p in worst.per_rank])
     on_line = f"{who}: +{100.0 * worst_loss / line_median:.0f}% on this line, " if line_median > 0 else ""
+    title = who if node_of.get(slow) else who.capitalize()
     message = (
-        f"{who if node_of.get(slow) else who.capitalize()} is the straggler: {_ms(busy[slow])} of compute per step "
+        f"{title} is the straggler: {_ms(busy[slow])} of compute per step "
         f"(outside collectives), {pct:.0f}% over the median rank ({_ms(median)}); it loses the "
         f"most on this line "
         f"({on_line}+{_ms(worst_loss)} against the median rank)"

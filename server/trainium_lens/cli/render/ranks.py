@@ -19,7 +19,11 @@ def render_ranks(result: Result, style: Style | None = None) -> str:
     nodes = any(r.node for r in result.ranks)
     rows = [
         [
-            *([r.node or "", str(r.node_rank if r.node_rank is not None else ""), str(r.local_rank or 0)] if nodes else []),
+            *(
+                [r.node or "", str(r.node_rank if r.node_rank is not None else ""), str(r.local_rank or 0)]
+                if nodes
+                else []
+            ),
             str(r.rank),
             fmt_us(r.self_time_us, style),
             fmt_us(r.self_time_us - r.collective_us, style),

@@ -38,8 +38,16 @@ def hover_table(stat: LineStat, clock: str = "") -> str | None:
     )
     nodes = any(p.node for p in stat.per_rank)
     rows = [
-        "| " + ("node | " if nodes else "") + "rank | self | total | " + ("wait | " if waits else "") + "vs median |",
-        "| " + ("--- | " if nodes else "") + "---: | ---: | ---: | " + ("---: | " if waits else "") + "---: |",
+        "| "
+        + ("node | " if nodes else "")
+        + "rank | self | total | "
+        + ("wait | " if waits else "")
+        + "vs median |",
+        "| "
+        + ("--- | " if nodes else "")
+        + "---: | ---: | ---: | "
+        + ("---: | " if waits else "")
+        + "---: |",
     ]
     for p in stat.per_rank:
         vs = f"{100.0 * (p.self_time_us - median) / median:+.0f}%" if median > 0 else "n/a"
