@@ -195,3 +195,47 @@ def test_a_partitioned_node_is_named_in_one_line_and_nothing_is_left(lab: Lab, t
     assert took < 8 + 20, took  # the node timeout, plus stopping node1's part
     # node1's part was stopped at once; node2's ends once its ssh channel closes.
     wait_for(lambda: not _job_left(lab), 60, f"nothing of the job on the nodes: {_job_left(lab)}")
+
+
+def test_doctor_checks_every_node_and_what_is_shared(lab: Lab):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainium_lens",
+            "doctor",
+            "--hosts",
+            "node1,node2",
+            "--ssh-config",
+            str(lab.ssh_config),
+            "--remote-python",
+            REPO_PYTHON,
+            "--ifname",
+            IFNAME,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
+    reports = json.loads(proc.stdout)
+    assert [r["host"] for r in reports] == ["node1", "node2", "node1,node2"]
+    across = {c["name"]: c for c in reports[-1]["checks"]}
+    assert across["nodes_reachable"]["status"] == "pass"
+    assert across["same_stack"]["status"] == "pass" and "torch 2." in across["same_stack"]["detail"]
+    assert across["clocks"]["status"] == "pass" and "node2" in across["clocks"]["detail"]
+    assert across["ports"]["status"] == "pass" and "10.231.77.11:" in across["ports"]["detail"]
+    # node2 cut off: the report says it, the cross-node checks do not pass
+    subprocess.run(["ip", "-n", "tlens-node2", "link", "set", IFNAME, "down"], check=True)
+    try:
+        cut = subprocess.run(
+            [*proc.args[:-1], "--json"], capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL
+        )
+    finally:
+        subprocess.run(["ip", "-n", "tlens-node2", "link", "set", IFNAME, "up"], check=True)
+    assert cut.returncode != 0
+    reports = json.loads(cut.stdout)
+    node2 = {c["name"]: c for c in reports[1]["checks"]}
+    assert node2["ssh"]["status"] == "fail"
+    assert {c["name"]: c for c in reports[-1]["checks"]}["nodes_reachable"]["status"] == "fail"
