@@ -118,7 +118,8 @@ def main() -> None:
         per_rank = (med["read"] + med["combine"] + med["merge"]) / med["ranks"] * 1000
         print(
             f"| {name} | {med['ranks']:.0f} | {med['wall']:.1f} | "
-            f"{med['read'] * 1000:.0f} | {med['combine'] * 1000:.2f} | {med['merge'] * 1000:.1f} | {per_rank:.1f} |"
+            f"{med['read'] * 1000:.0f} | {med['combine'] * 1000:.2f} | {med['merge'] * 1000:.1f} | "
+            f"{per_rank:.1f} |"
         )
 
 
