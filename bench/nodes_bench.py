@@ -100,10 +100,102 @@ def _batch_paths(document: dict, target: HostsTarget) -> list[str]:
     return out
 
 
+SLOW = """\
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def make():
+    return (torch.ones(4),)
+
+
+# trainium: profile inputs=make wait=0 warmup=0 active=60 timing_calls=1
+def slow(x):
+    time.sleep(1.0)
+    t = x.sum().reshape(1)
+    dist.all_reduce(t)
+    return t
+"""
+
+
+def _job_procs() -> int:
+    """Processes of a profile job in the lab's node namespaces."""
+    import subprocess
+
+    out = 0
+    for ns in ("tlens-node1", "tlens-node2"):
+        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+        for pid in pids:
+            try:
+                if b"trainium_lens" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    out += 1
+            except OSError:
+                pass
+    return out
+
+
+def _squeue() -> str:
+    import subprocess
+
+    return subprocess.run(
+        ["ssh", "-F", str(CFG), "login", "squeue -h"], capture_output=True, text=True, timeout=30
+    ).stdout.strip()
+
+
+def fault(ws: Path, how: str) -> dict:
+    """Seconds from the fault to the CLI's one-line error (or, for kill -9, to an
+    empty squeue and no job process on either node)."""
+    import subprocess
+
+    where = ["--slurm", "login", "--nodes", "2"] if how == "kill9" else ["--hosts", "node1,node2"]
+    log = ws / f"{how}.log"
+    argv = [PYTHON, "-m", "trainium_lens", "profile", str(ws / "slow.py"), "slow", *where, "--nproc", "2",
+            "--ssh-config", str(CFG), "--remote-python", PYTHON, "--ifname", "lab0", "--workspace", str(ws),
+            "--no-store", "--pg-timeout", "30"]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log.open("w"), stdin=subprocess.DEVNULL)
+    while "calibrate" not in log.read_text():
+        time.sleep(0.2)
+    time.sleep(2)
+    t0 = time.perf_counter()
+    if how == "partition":
+        subprocess.run(["ip", "-n", "tlens-node2", "link", "set", "lab0", "down"], check=True)
+    elif how == "node_dies":
+        for pid in subprocess.run(
+            ["ip", "netns", "pids", "tlens-node2"], capture_output=True, text=True
+        ).stdout.split():
+            if Path(f"/proc/{pid}/cmdline").read_bytes() != b"sleep\0infinity\0":
+                subprocess.run(["kill", "-9", pid])
+    else:
+        proc.kill()
+    proc.wait()
+    detected = time.perf_counter() - t0
+    if how == "partition":
+        subprocess.run(["ip", "-n", "tlens-node2", "link", "set", "lab0", "up"], check=True)
+    while _job_procs() or (how == "kill9" and _squeue()):
+        time.sleep(0.2)
+    clean = time.perf_counter() - t0
+    line = next((ln for ln in log.read_text().splitlines() if ln.startswith("trainium-lens:")), "")
+    if how == "node_dies":
+        subprocess.run(["bash", str(ROOT / "scripts/lab-nodes.sh"), "up"], capture_output=True, check=True)
+    return {"fault": how, "detected_s": detected, "clean_s": clean, "line": line}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--faults", action="store_true", help="time fault detection and cleanup instead")
     args = ap.parse_args()
+    if args.faults:
+        with tempfile.TemporaryDirectory(prefix="nodes-bench-") as tmp:
+            (Path(tmp) / "slow.py").write_text(SLOW)
+            print("| fault | CLI ended after s | nothing left after s | the line |")
+            print("| --- | ---: | ---: | --- |")
+            for how in ("partition", "node_dies", "kill9"):
+                r = fault(Path(tmp), how)
+                print(f"| {how} | {r['detected_s']:.1f} | {r['clean_s']:.1f} | {r['line'][:150]} |")
+        return
     rows: dict[str, list[dict]] = {"1 node": [], "2 nodes": []}
     with tempfile.TemporaryDirectory(prefix="nodes-bench-") as tmp:
         ws = Path(tmp)
