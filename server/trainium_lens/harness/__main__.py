@@ -61,8 +61,12 @@ def run(events) -> int:
     chosen = select(marked, spec, rel)
     protocols = [protocol_for(m, spec, rel) for m in chosen]  # bad options fail before any work
     precheck.check(source, chosen, rel)
+    if spec.slurm is not None:  # the login host: the job runs on the allocation's nodes
+        from trainium_lens.harness import slurm
+
+        return slurm.run(spec, events, spec_text)
     nproc = nproc_for(spec.nproc, chosen, rel)
-    if nproc > 1 and not dist.rank_mode():  # this process launches the ranks
+    if (nproc > 1 or spec.nodes) and not dist.rank_mode():  # this process launches the ranks
         return launch.run(spec, events, spec_text, nproc)
     dist.early_setup()
     if spec.backend == "neuron" and importlib.util.find_spec("torch_neuronx") is None:

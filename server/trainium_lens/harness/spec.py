@@ -35,6 +35,8 @@ class Spec:
     host: str = "local"
     include: list[str] = field(default_factory=list)  # packages whose files are user code
     nproc: int | None = None  # ranks under torchrun (None: the markers' nproc=, else 1)
+    nodes: dict | None = None  # this node's place in a job across nodes (harness/nodes.py)
+    slurm: dict | None = None  # a SLURM request: this process drives it (harness/slurm.py)
 
     @property
     def path(self) -> str:
@@ -81,6 +83,16 @@ def parse_spec(text: str) -> Spec:
     nproc = data.get("nproc")
     if nproc is not None and (not isinstance(nproc, int) or isinstance(nproc, bool) or nproc < 1):
         raise HarnessError("spec", "job spec: 'nproc' must be a positive integer or null")
+    nodes = data.get("nodes")
+    if nodes is not None:
+        from trainium_lens.harness.nodes import check_nodes
+
+        why = check_nodes(nodes)
+        if why:
+            raise HarnessError("spec", f"job spec: {why}")
+    slurm = data.get("slurm")
+    if slurm is not None and not isinstance(slurm, dict):
+        raise HarnessError("spec", "job spec: 'slurm' must be an object")
     root = _require(data, "workspace_root", str)
     if not os.path.isabs(root):
         raise HarnessError("spec", "job spec: 'workspace_root' must be an absolute path")
@@ -97,6 +109,8 @@ def parse_spec(text: str) -> Spec:
         host=str(data.get("host") or "local"),
         include=list(include),
         nproc=nproc,
+        nodes=nodes,
+        slurm=slurm,
     )
 
 

@@ -36,6 +36,10 @@ class Job:
     batch_id: str = field(default_factory=new_batch_id)
     include: list[str] = field(default_factory=list)  # packages whose files count as user code
     nproc: int | None = None  # ranks under torchrun; None: the marker's nproc=, else 1
+    # A job across nodes: this node's place in it (harness/nodes.py; set per node
+    # by targets/hosts.py and targets/slurm.py), or the SLURM request (``slurm``).
+    nodes: dict | None = None
+    slurm: dict | None = None
 
     def to_spec(self, workspace_root: str, run_dir: str, host: str) -> dict:
         """The harness's input, with paths as they are on the target."""
@@ -54,6 +58,10 @@ class Job:
         }
         if self.nproc is not None:
             spec["nproc"] = self.nproc
+        if self.nodes is not None:
+            spec["nodes"] = dict(self.nodes)
+        if self.slurm is not None:
+            spec["slurm"] = dict(self.slurm)
         return spec
 
 

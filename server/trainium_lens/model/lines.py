@@ -72,6 +72,7 @@ class RankLine:
     # i.e. the time it waited for the others
     wait_us: float = 0.0
     collective_us: float = 0.0  # this rank's time in the line's collective ops
+    node: str | None = None  # a job across nodes: the host name of this rank's node
 
 
 @dataclass

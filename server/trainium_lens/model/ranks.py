@@ -35,6 +35,11 @@ _LINE_NUMBERS = ("self_time_us", "total_time_us", "self_cpu_us", "calls")
 _OP_NUMBERS = ("calls", "self_time_us", "total_time_us", "self_cpu_us", "device_time_us", "direct_calls")
 
 
+def rank_name(rank: int, node: str | None = None) -> str:
+    """``rank 3``, or ``node2 / rank 3`` for a rank of a job across nodes."""
+    return f"{node} / rank {rank}" if node else f"rank {rank}"
+
+
 def is_collective(op_name: str) -> bool:
     return op_name.startswith(COLLECTIVE_PREFIXES)
 
@@ -57,10 +62,11 @@ def merge_document(document: dict) -> dict:
     ranked = sorted(rank_batches, key=lambda rb: rb.get("rank", 0))
     per_rank_results = [rb.get("batch", {}).get("results") or [] for rb in ranked]
     count = min(len(results) for results in per_rank_results)
+    places = {int(rb.get("rank", k)): _place(rb) for k, rb in enumerate(ranked)}
     merged = []
     for index in range(count):
         entries = [(int(rb.get("rank", k)), per_rank_results[k][index]) for k, rb in enumerate(ranked)]
-        merged.append(merge_results(entries))
+        merged.append(merge_results(entries, places))
     return {
         "schema_version": document.get("schema_version", 1),
         "batch_id": document.get("batch_id", ""),
@@ -68,12 +74,26 @@ def merge_document(document: dict) -> dict:
     }
 
 
-def merge_results(entries: list[tuple[int, dict]]) -> dict:
-    """One function's results, one per rank (rank, result dict) → one result."""
+def _place(rank_batch: dict) -> dict:
+    """Where a rank ran, in a job across nodes: ``node`` (host name), ``node_rank``,
+    ``local_rank``; empty for a one-node job."""
+    place: dict = {}
+    if isinstance(rank_batch.get("node"), str) and rank_batch["node"]:
+        place["node"] = rank_batch["node"]
+    for key in ("node_rank", "local_rank"):
+        if isinstance(rank_batch.get(key), int) and not isinstance(rank_batch.get(key), bool):
+            place[key] = rank_batch[key]
+    return place
+
+
+def merge_results(entries: list[tuple[int, dict]], places: dict[int, dict] | None = None) -> dict:
+    """One function's results, one per rank (rank, result dict) → one result.
+    ``places``: rank → where it ran (a job across nodes)."""
+    places = places or {}
     entries = sorted(entries, key=lambda e: e[0])
     ranks = [r for r, _ in entries]
     base = dict(entries[0][1])
-    lines, waits = _merge_lines(entries)
+    lines, waits = _merge_lines(entries, {r: p["node"] for r, p in places.items() if "node" in p})
     base["lines"] = lines
     base["ops"] = _merge_named([res.get("ops") or [] for _r, res in entries], len(entries))
     base["ops"].sort(key=lambda op: -op["self_time_us"])
@@ -98,13 +118,16 @@ def merge_results(entries: list[tuple[int, dict]]) -> dict:
             "collective_us": waits[rank][1],
             "artifacts": res.get("artifacts") or {},
             "timeline": res.get("timeline") or [],
+            **places.get(rank, {}),
         }
         for rank, res in entries
     ]
     return base
 
 
-def _merge_lines(entries: list[tuple[int, dict]]) -> tuple[list[dict], dict[int, tuple[float, float]]]:
+def _merge_lines(
+    entries: list[tuple[int, dict]], node_of: dict[int, str] | None = None
+) -> tuple[list[dict], dict[int, tuple[float, float]]]:
     """Lines of every rank by (file, line); figures are medians over the ranks (a
     rank that never ran a line counts 0 there). Also each rank's total wait and
     collective time."""
@@ -142,16 +165,17 @@ def _merge_lines(entries: list[tuple[int, dict]]) -> tuple[list[dict], dict[int,
             wait = coll[r] - fastest if fastest or coll[r] else 0.0
             waits[r] += wait
             colls[r] += coll[r]
-            per_rank.append(
-                {
-                    "rank": r,
-                    "self_time_us": float(line.get("self_time_us") or 0.0) if line else 0.0,
-                    "total_time_us": float(line.get("total_time_us") or 0.0) if line else 0.0,
-                    "wait_us": wait,
-                    "collective_us": coll[r],
-                }
-            )
-        selfs = [p["self_time_us"] for p in per_rank]
+            figures: dict[str, object] = {
+                "rank": r,
+                "self_time_us": float(line.get("self_time_us") or 0.0) if line else 0.0,
+                "total_time_us": float(line.get("total_time_us") or 0.0) if line else 0.0,
+                "wait_us": wait,
+                "collective_us": coll[r],
+            }
+            if node_of and r in node_of:
+                figures["node"] = node_of[r]
+            per_rank.append(figures)
+        selfs = [float(p["self_time_us"]) for p in per_rank]  # type: ignore[arg-type]
         merged["per_rank"] = per_rank
         merged["rank_min_us"] = min(selfs)
         merged["rank_max_us"] = max(selfs)

@@ -265,6 +265,12 @@ class RankRun:
     collective_us: float = 0.0  # time in collective ops (waiting included), per step
     artifacts: Artifacts = field(default_factory=Artifacts)
     timeline: list[LineWindows] = field(default_factory=list)  # this rank's trace clock
+    # A job across nodes (``--hosts``, ``--slurm``; docs/nodes.md): the host name of
+    # the node that ran this rank, that node's rank in the job and this rank's
+    # place on it. Absent (None) for a one-node job.
+    node: str | None = None
+    node_rank: int | None = None
+    local_rank: int | None = None
 
 
 @dataclass

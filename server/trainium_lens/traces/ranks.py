@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from trainium_lens.model.ranks import rank_result
+from trainium_lens.model.ranks import rank_name, rank_result
 from trainium_lens.model.result import Result
 from trainium_lens.traces.chrome import STEP_RE, Event, Lane, Trace
 
@@ -32,7 +32,7 @@ def merged_trace(result: Result, load: Callable[[Result], Trace]) -> Trace:
             lanes.append(
                 Lane(
                     lane.kind,
-                    f"rank {run.rank} · {lane.name}",
+                    f"{rank_name(run.rank, run.node)} · {lane.name}",
                     (f"rank{run.rank}:{lane.source[0]}", lane.source[1]),
                     lane.rows,
                 )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 
 from trainium_lens.model import figures
+from trainium_lens.model.ranks import rank_name
 from trainium_lens.model.result import Finding, Result
 
 #: A rank this much busier than the median rank is a straggler.
@@ -37,14 +38,19 @@ def rank_findings(result: Result) -> list[Finding]:
             worst, worst_loss = line, loss
     if worst is None:
         return []
+    node_of = {r.rank: r.node for r in result.ranks}
     waiters = sorted(((r.wait_us, r.rank) for r in result.ranks if r.rank != slow), reverse=True)
-    waiting = ", ".join(f"rank {k} {figures.time_us(w)}" for w, k in waiters if w > 0)
+    waiting = ", ".join(f"{rank_name(k, node_of.get(k))} {figures.time_us(w)}" for w, k in waiters if w > 0)
     pct = 100.0 * excess / median if median > 0 else 0.0
+    who = rank_name(slow, node_of.get(slow))
+    line_median = statistics.median([p.self_time_us - p.collective_us for p in worst.per_rank])
+    on_line = f"{who}: +{100.0 * worst_loss / line_median:.0f}% on this line, " if line_median > 0 else ""
+    title = who if node_of.get(slow) else who.capitalize()
     message = (
-        f"Rank {slow} is the straggler: {figures.time_us(busy[slow])} of compute per step (outside "
-        f"collectives), {figures.pct(pct)} over the median rank ({figures.time_us(median)}); "
+        f"{title} is the straggler: {figures.time_us(busy[slow])} of compute per step "
+        f"(outside collectives), {figures.pct(pct)} over the median rank ({figures.time_us(median)}); "
         f"it loses the most on this line "
-        f"(+{figures.time_us(worst_loss)} against the median rank)"
+        f"({on_line}+{figures.time_us(worst_loss)} against the median rank)"
     )
     message += f"; the others wait for it in collectives ({waiting})." if waiting else "."
     return [

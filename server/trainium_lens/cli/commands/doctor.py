@@ -6,7 +6,9 @@ import argparse
 import json
 import sys
 
-from trainium_lens.cli.common import add_target_arguments
+from trainium_lens.cli.common import add_target_arguments, hosts_list
+from trainium_lens.errors import UsageError
+from trainium_lens.hosttools.doctor.report import Report
 from trainium_lens.hosttools.doctor.run import run_doctor
 
 _MARKS = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
@@ -21,11 +23,38 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "devices, neuron-explorer, free disk and the instance type.",
     )
     add_target_arguments(p, "check")
+    p.add_argument(
+        "--hosts", metavar="H1,H2,...", help="check these SSH hosts as the nodes of one job (docs/nodes.md)"
+    )
+    p.add_argument("--slurm", metavar="LOGIN_HOST", help="check this SLURM login host and its nodes")
+    p.add_argument("--ifname", metavar="IFACE", help="with --hosts: the nodes' cluster interface")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.hosts or args.slurm:
+        from trainium_lens.hosttools.doctor.nodes import doctor_hosts, doctor_slurm
+
+        if args.hosts and args.slurm:
+            raise UsageError("use one of --hosts and --slurm")
+        reports = (
+            doctor_hosts(
+                hosts_list(args.hosts),
+                ssh_config=args.ssh_config,
+                remote_python=args.remote_python,
+                ifname=args.ifname,
+            )
+            if args.hosts
+            else doctor_slurm(args.slurm, ssh_config=args.ssh_config, remote_python=args.remote_python)
+        )
+        if args.json:
+            json.dump([r.to_dict() for r in reports], sys.stdout, indent=1)
+            sys.stdout.write("\n")
+        else:
+            for report in reports:
+                _print(report)
+        return 0 if all(r.ok for r in reports[-1:]) and all(_reachable(r) for r in reports) else 1
     report = run_doctor(
         args.host,
         ssh_config=args.ssh_config,
@@ -37,12 +66,21 @@ def run(args: argparse.Namespace) -> int:
         json.dump(report.to_dict(), sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        width = max(len(c.title) for c in report.checks)
-        print(f"trainium-lens doctor: {report.host}")
-        for check in report.checks:
-            print(f"  {_MARKS[check.status]}  {check.title:<{width}}  {check.detail}")
-            if check.fix and check.status in ("fail", "warn"):
-                print(f"        {'':<{width}}  fix: {check.fix}")
-        failed = [c.title for c in report.checks if c.status == "fail"]
-        print("all checks pass" if not failed else f"{len(failed)} failed: {', '.join(failed)}")
+        _print(report)
     return 0 if report.ok else 1
+
+
+def _reachable(report: Report) -> bool:
+    check = report.get("ssh")
+    return check is None or check.status == "pass"
+
+
+def _print(report: Report) -> None:
+    width = max(len(c.title) for c in report.checks)
+    print(f"trainium-lens doctor: {report.host}")
+    for check in report.checks:
+        print(f"  {_MARKS[check.status]}  {check.title:<{width}}  {check.detail}")
+        if check.fix and check.status in ("fail", "warn"):
+            print(f"        {'':<{width}}  fix: {check.fix}")
+    failed = [c.title for c in report.checks if c.status == "fail"]
+    print("all checks pass" if not failed else f"{len(failed)} failed: {', '.join(failed)}")

@@ -29,6 +29,7 @@ import socket
 import sys
 
 from trainium_lens.harness.lifeline import die_with_parent, parent_from_env
+from trainium_lens.harness.nodes import BIND_ENV, BOUND_BACKEND
 
 LAUNCHER_PID_ENV = "TRAINIUM_LENS_LAUNCHER_PID"
 AGENT_PID_ENV = "TRAINIUM_LENS_AGENT_PID"
@@ -83,15 +84,58 @@ def _loopback_rendezvous(params):
     return handler
 
 
+def _bound_rendezvous(params):
+    """A job across nodes: torch's static rendezvous, but the first node's store
+    listens on one address (``nodes.BIND_ENV``: its cluster address), not on
+    every interface; the other nodes' agents connect to the endpoint as clients,
+    waiting at most the join timeout (``--rdzv-conf timeout=``)."""
+    import datetime
+
+    from torch.distributed import TCPStore
+    from torch.distributed.elastic.rendezvous.static_tcp_rendezvous import StaticTCPRendezvous
+    from torch.distributed.elastic.rendezvous.utils import parse_rendezvous_endpoint
+
+    class BoundRendezvous(StaticTCPRendezvous):
+        def get_backend(self) -> str:
+            return BOUND_BACKEND
+
+    master, port = parse_rendezvous_endpoint(params.endpoint, -1)
+    node_rank = int(params.config.get("rank", 0))
+    timeout = int(params.config.get("timeout", RDZV_TIMEOUT_S))
+    handler = BoundRendezvous(master, port, node_rank, params.max_nodes, params.run_id, timeout)
+    if node_rank == 0:
+        bind = os.environ.get(BIND_ENV) or master
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((bind, port))
+        except OSError as exc:
+            raise RuntimeError(f"cannot listen on {bind}:{port} for the rendezvous: {exc.strerror}") from None
+        sock.listen(128)
+        handler._store = TCPStore(
+            master,
+            port,
+            params.max_nodes,
+            True,
+            datetime.timedelta(seconds=timeout),
+            multi_tenant=True,
+            master_listen_fd=sock.detach(),
+            use_libuv=False,
+        )
+    return handler
+
+
 def main(argv: list[str]) -> None:
     die_with_parent(parent_from_env(LAUNCHER_PID_ENV))
     os.environ[AGENT_PID_ENV] = str(os.getpid())
-    if sys.platform.startswith("linux"):
+    across_nodes = f"--rdzv-backend={BOUND_BACKEND}" in argv
+    if sys.platform.startswith("linux") and not across_nodes:
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     from torch.distributed import run
     from torch.distributed.elastic.rendezvous import registry
 
     registry.handler_registry.register(BACKEND, _loopback_rendezvous)
+    registry.handler_registry.register(BOUND_BACKEND, _bound_rendezvous)
     run.main(argv)
 
 

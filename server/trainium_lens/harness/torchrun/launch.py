@@ -48,6 +48,7 @@ import time
 from typing import Any
 
 from trainium_lens.harness.events import HarnessError, write_json_atomic
+from trainium_lens.harness.nodes import node_launch, node_name
 from trainium_lens.harness.torchrun.agent import LAUNCHER_PID_ENV, torchrun_args
 from trainium_lens.harness.torchrun.rank import SPEC_FILE_ENV
 
@@ -61,13 +62,20 @@ _EOF = object()
 _PEER_ERROR = re.compile(r"connection|peer|gloo|nccl|socket|timed out|broken pipe", re.IGNORECASE)
 
 
-def torchrun_argv(python: str, nproc: int, run_dir: str) -> list[str]:
-    return [
-        python,
-        "-m",
-        "trainium_lens.harness.torchrun.agent",
-        *torchrun_args(nproc, os.path.join(run_dir, "torchrun")),
-    ]
+def torchrun_argv(python: str, nproc: int, run_dir: str, nodes: dict | None = None) -> list[str]:
+    log_dir = os.path.join(run_dir, "torchrun")
+    if nodes is None:
+        args = torchrun_args(nproc, log_dir)
+    else:  # one node of a job across nodes (harness/nodes.py)
+        args = [*node_launch(nodes, nproc, log_dir)[0], "-m", "trainium_lens.harness"]
+    return [python, "-m", "trainium_lens.harness.torchrun.agent", *args]
+
+
+def expected_ranks(nproc: int, nodes: dict | None) -> list[int]:
+    """The global ranks this node's agent starts: torchrun numbers them by node
+    rank (every node runs ``nproc``)."""
+    first = int(nodes.get("node_rank") or 0) * nproc if nodes else 0
+    return list(range(first, first + nproc))
 
 
 def nproc_limit(backend: str) -> tuple[int, str]:
@@ -121,10 +129,16 @@ def run(spec: Any, events: Any, spec_text: str, nproc: int) -> int:
     env[SPEC_FILE_ENV] = os.path.abspath(spec_path)
     env[LAUNCHER_PID_ENV] = str(os.getpid())  # the agent checks its parent against it
     env["PYTHONUNBUFFERED"] = "1"
-    events.stage("launch", None, f"starting {nproc} ranks under torchrun")
+    nodes = spec.nodes
+    expected = expected_ranks(nproc, nodes)
+    where = ""
+    if nodes is not None:
+        env.update(node_launch(nodes, nproc, os.path.join(run_dir, "torchrun"), spec.backend)[1])
+        where = f" on {node_name(nodes)} (node {int(nodes.get('node_rank') or 0)} of {nodes['nnodes']})"
+    events.stage("launch", None, f"starting {nproc} ranks under torchrun{where}")
     try:
         proc = subprocess.Popen(
-            torchrun_argv(sys.executable, nproc, run_dir),
+            torchrun_argv(sys.executable, nproc, run_dir, nodes),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -166,7 +180,7 @@ def run(spec: Any, events: Any, spec_text: str, nproc: int) -> int:
                 return 1
         code = proc.wait()
         relay.join(timeout=2)
-        missing = [str(k) for k in range(nproc) if k not in results]
+        missing = [str(k) for k in expected if k not in results]
         if code < 0:  # the agent itself was killed: its ranks died with it
             raise HarnessError(
                 "internal",
@@ -317,18 +331,23 @@ def _parse(raw: bytes) -> dict | None:
 def _gather(spec: Any, paths: dict[int, str], nproc: int) -> str:
     """``<run_dir>/batch.json``: rank 0's results, and every rank's batch for the core."""
     rank_batches = []
-    for rank in range(nproc):
+    nodes = spec.nodes
+    for rank in sorted(paths):
         path = paths[rank]
         try:
             with open(path, encoding="utf-8") as handle:
                 batch = json.load(handle)
         except (OSError, ValueError) as exc:
             raise HarnessError("internal", f"rank {rank}: cannot read its batch {path}: {exc}") from None
-        rank_batches.append({"rank": rank, "run_dir": os.path.dirname(os.path.abspath(path)), "batch": batch})
+        entry = {"rank": rank, "run_dir": os.path.dirname(os.path.abspath(path)), "batch": batch}
+        if nodes is not None:  # which node ran it, and as which of its ranks
+            node_rank = int(nodes.get("node_rank") or 0)
+            entry.update(node=node_name(nodes), node_rank=node_rank, local_rank=rank - node_rank * nproc)
+        rank_batches.append(entry)
     document = {
         "schema_version": rank_batches[0]["batch"].get("schema_version", 1),
         "batch_id": spec.batch_id,
-        "world_size": nproc,
+        "world_size": nproc * (int(nodes["nnodes"]) if nodes else 1),
         "results": rank_batches[0]["batch"].get("results", []),
         "rank_batches": rank_batches,
     }

@@ -182,7 +182,17 @@ def init(torch: Any, backend_name: str, labeler_ref: Callable[[], Any], events: 
         import torch_neuronx  # noqa: F401  (registers the device and the "neuron" backend)
     pg = os.environ.get("TRAINIUM_LENS_PG_BACKEND") or PG_BACKENDS.get(backend_name, "gloo")
     if not tdist.is_initialized():
-        tdist.init_process_group(backend=pg)
+        import datetime
+
+        from trainium_lens.harness.nodes import PG_TIMEOUT_ENV
+
+        # Across nodes the launcher sets a short bound (a node that never joins,
+        # a peer behind a partition); one node keeps torch's default.
+        pg_timeout = os.environ.get(PG_TIMEOUT_ENV)
+        if pg_timeout:
+            tdist.init_process_group(backend=pg, timeout=datetime.timedelta(seconds=float(pg_timeout)))
+        else:
+            tdist.init_process_group(backend=pg)
     _wrap_collectives(torch, tdist, labeler_ref)
     threading.Thread(target=_watchdog, args=(events,), name="lens-collective-watchdog", daemon=True).start()
 

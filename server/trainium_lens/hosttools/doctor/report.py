@@ -29,7 +29,17 @@ CHECKS = [
 ]
 
 
-TITLES = dict(CHECKS)
+# Checks across the nodes of one job (hosttools/doctor/nodes.py): a report of their own.
+NODE_CHECKS = [
+    ("nodes_reachable", "every node reachable"),
+    ("same_stack", "same Python and torch"),
+    ("clocks", "clocks"),
+    ("same_code", "same harness"),
+    ("ports", "rendezvous port"),
+    ("slurm", "SLURM"),
+]
+
+TITLES = dict(CHECKS + NODE_CHECKS)
 
 
 @dataclass

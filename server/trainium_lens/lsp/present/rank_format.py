@@ -6,6 +6,12 @@ from __future__ import annotations
 
 from trainium_lens.model import figures
 from trainium_lens.model.lines import LineStat
+from trainium_lens.model.ranks import rank_name
+
+
+def _slowest(stat: LineStat) -> str:
+    node = next((p.node for p in stat.per_rank if p.rank == stat.slowest_rank), None)
+    return rank_name(stat.slowest_rank if stat.slowest_rank is not None else 0, node)
 
 
 def hint_spread(stat: LineStat) -> str | None:
@@ -14,9 +20,9 @@ def hint_spread(stat: LineStat) -> str | None:
         return None
     median = stat.self_time_us
     if median <= 0:
-        return f"rank {stat.slowest_rank} only"
+        return f"{_slowest(stat)} only"
     pct = 100.0 * (stat.rank_max_us - median) / median
-    return f"rank {stat.slowest_rank} +{figures.pct(pct)}"
+    return f"{_slowest(stat)} +{figures.pct(pct)}"
 
 
 def hover_table(stat: LineStat, clock: str = "") -> str | None:
@@ -28,18 +34,28 @@ def hover_table(stat: LineStat, clock: str = "") -> str | None:
     head = (
         f"{len(stat.per_rank)} ranks: median **{figures.time_us(median)}{clock}**, "
         f"{figures.time_us(stat.rank_min_us or 0.0)}–{figures.time_us(stat.rank_max_us or 0.0)}, "
-        f"slowest rank {stat.slowest_rank}"
+        f"slowest {_slowest(stat)}"
     )
+    nodes = any(p.node for p in stat.per_rank)
     rows = [
-        "| rank | self | total | " + ("wait | " if waits else "") + "vs median |",
-        "| ---: | ---: | ---: | " + ("---: | " if waits else "") + "---: |",
+        "| "
+        + ("node | " if nodes else "")
+        + "rank | self | total | "
+        + ("wait | " if waits else "")
+        + "vs median |",
+        "| "
+        + ("--- | " if nodes else "")
+        + "---: | ---: | ---: | "
+        + ("---: | " if waits else "")
+        + "---: |",
     ]
     for p in stat.per_rank:
         vs = f"{100.0 * (p.self_time_us - median) / median:+.0f}%" if median > 0 else "n/a"
         mark = " (slowest)" if p.rank == stat.slowest_rank else ""
         wait = f"{figures.time_us(p.wait_us)} | " if waits else ""
+        node = f"{p.node or ''} | " if nodes else ""
         rows.append(
-            f"| {p.rank}{mark} | {figures.time_us(p.self_time_us)}{clock} | "
+            f"| {node}{p.rank}{mark} | {figures.time_us(p.self_time_us)}{clock} | "
             f"{figures.time_us(p.total_time_us)}{clock} | {wait}{vs} |"
         )
     note = (

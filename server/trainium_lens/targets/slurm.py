@@ -1,0 +1,100 @@
+"""A job across nodes through SLURM (``--slurm LOGIN --nodes N --nproc P``).
+
+The login host is an ordinary SSH target: the workspace is synced into its
+work dir and the harness runs there as for any run, with the request in the
+spec (``Job.slurm``). There the harness becomes the SLURM driver
+(``harness/slurm.py``): ``srun`` one task per node, each a node launcher with
+its node rank from ``$SLURM_NODEID`` and the allocation's first node as the
+rendezvous address; a guard that scancels the job when the driver ends in any
+way. So every way of stopping the run ends the job: a cancel or a timeout
+kills the driver's group on the login host (``SshTarget``), a kill -9 of this
+process closes its ssh, whose end of file does the same there.
+
+SLURM jobs read the workspace and write their results in the login host's
+work dir: it must be on a filesystem the nodes share (the home on
+ParallelCluster; ``--work-dir`` to pick another).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import threading
+from argparse import Namespace
+from pathlib import Path
+
+from trainium_lens.errors import TimedOut, UsageError
+from trainium_lens.model.job import Job
+from trainium_lens.targets.base import EventSink, Target
+from trainium_lens.targets.hosts import PORT_RANGE
+from trainium_lens.targets.ssh import SshTarget
+
+
+def slurm_request(args: Namespace) -> dict:
+    """The request from the CLI's options (checked here: one line each)."""
+    nodes = args.nodes if args.nodes is not None else 2
+    if nodes < 1:
+        raise UsageError(f"--nodes must be at least 1, got {nodes}")
+    extra = list(args.slurm_arg or [])
+    bad = [a for a in extra if not a.startswith("-")]
+    if bad:
+        raise UsageError(f"--slurm-arg takes srun options (starting with -), got {bad[0]!r}")
+    request: dict = {
+        "nodes": nodes,
+        "args": extra,
+        "master_port": random.randint(*PORT_RANGE),
+        "join_timeout_s": args.join_timeout,
+        "pg_timeout_s": args.pg_timeout,
+    }
+    for key, value in (("partition", args.partition), ("time", args.slurm_time), ("account", args.account)):
+        if value:
+            request[key] = value
+    if args.ifname:
+        request["ifname"] = args.ifname
+    return request
+
+
+class SlurmTarget(Target):
+    def __init__(
+        self,
+        login: str,
+        request: dict,
+        ssh_config: str | None = None,
+        remote_python: str | None = None,
+        work_dir: str | None = None,
+    ) -> None:
+        self.login = SshTarget(login, ssh_config=ssh_config, remote_python=remote_python, work_dir=work_dir)
+        self.request = request
+        self.host = login
+        self.state = ""  # the allocation's last state, from squeue (pending and why)
+
+    def run(
+        self,
+        job: Job,
+        on_event: EventSink,
+        cancel: threading.Event | None = None,
+        timeout: float | None = None,
+    ) -> dict:
+        def sink(event: dict) -> None:
+            if event.get("event") == "stage" and event.get("stage") in ("pending", "allocation", "submit"):
+                self.state = str(event.get("message") or "")
+            on_event(event)
+
+        job = dataclasses.replace(job, slurm=dict(self.request), nproc=job.nproc or 1)
+        try:
+            return self.login.run(job, sink, cancel, timeout)
+        except TimedOut as exc:
+            if "pending" in self.state:  # the allocation never started
+                raise TimedOut(
+                    f"{exc}: the allocation never started ({self.state}); it was cancelled"
+                ) from None
+            raise
+
+    def fetch(self, remote_path: str, dest: Path) -> Path:
+        return self.login.fetch(remote_path, dest)  # the run folder is shared with the nodes
+
+    def remove_runs(self, workspace: Path, batch_ids: list[str]) -> None:
+        self.login.remove_runs(workspace, batch_ids)
+
+    def close(self) -> None:
+        self.login.close()
