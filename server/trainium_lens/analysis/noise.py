@@ -51,6 +51,7 @@ TIMING_KINDS = frozenset(
         "memory_bound",
         "optimizer_loop",
         "optimizer_choice",
+        "checkpoint",  # kept activations are bytes, but the advice weighs them against a recompute
     }
 )
 
