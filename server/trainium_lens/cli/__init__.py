@@ -19,6 +19,7 @@ from trainium_lens.cli.commands import (
     explorer,
     export,
     fetch,
+    fix,
     lsp,
     profile,
     runs,
@@ -28,7 +29,7 @@ from trainium_lens.cli.pipes import silence_stdout
 from trainium_lens.errors import LensError
 
 # In the order ``--help`` lists them.
-COMMANDS = (profile, show, runs, compare, check, fetch, doctor, explorer, export, lsp)
+COMMANDS = (profile, show, runs, compare, fix, check, fetch, doctor, explorer, export, lsp)
 
 
 def build_parser() -> argparse.ArgumentParser:

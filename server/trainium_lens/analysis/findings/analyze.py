@@ -50,6 +50,8 @@ for the generic dispatch count and the instrumentation note.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from trainium_lens.analysis.findings.ops import (
     VIEW_OPS,
     direct_ops,
@@ -74,8 +76,13 @@ LIBRARY_SHARE = 0.5  # most of the line's torch calls ran in library code: no di
 MINOR_OP_SHARE = 0.05  # a direct op costing less of its line's time is not worth a fusion
 
 
-def analyze(result: Result) -> list[Finding]:
-    """Every finding for one result, most severe first, then by line."""
+def analyze(
+    result: Result, edits: Callable[[Result, list[Finding]], list[Finding]] | None = None
+) -> list[Finding]:
+    """Every finding for one result, most severe first, then by line. ``edits`` adds
+    the fixes that can be written as edits (``analysis/fixes/attach.py``, given the
+    source by the engine) before a noisy run's timing findings are withheld: a fix
+    is measured on its own by ``trainium-lens fix``, so it stays offered."""
     findings: list[Finding] = []
     from trainium_lens.analysis.findings.neuron import neuron_findings
     from trainium_lens.analysis.findings.patterns import pattern_findings
@@ -98,6 +105,8 @@ def analyze(result: Result) -> list[Finding]:
     findings = with_optimizer_findings(result, findings)
     findings = with_roofline_findings(result, findings)  # overhead/memory-bound lines, checkpointing
     findings.extend(rank_findings(result))  # torchrun jobs: the straggler
+    if edits is not None:
+        findings = edits(result, findings)
     findings = with_noise_findings(result, findings)  # noisy: timing-based ones withheld
     order = {"error": 0, "warning": 1, "info": 2, "hint": 3}
     findings.sort(key=lambda f: (order.get(f.severity, 9), f.file, f.line, f.kind))

@@ -165,6 +165,11 @@ def pattern_lines(result: Result) -> dict[tuple[str, int], str]:
     return {(s.file, s.line): f.fix or "" for f, involved in _judged(result) for s in involved}
 
 
+def judged(result: Result) -> list[tuple[Finding, list[LineStat]]]:
+    """Each pattern finding with the lines it covers (``analysis/fixes`` writes edits of them)."""
+    return _judged(result)
+
+
 def _judged(result: Result) -> list[tuple[Finding, list[LineStat]]]:
     if result.backend == "xla":
         return []  # the compiler fuses a traced graph itself: eager fusion advice does not apply
