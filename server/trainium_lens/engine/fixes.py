@@ -27,7 +27,7 @@ from pathlib import Path
 from trainium_lens.analysis.fixes.source import apply, holds
 from trainium_lens.analysis.variants import BASIS_DEVICE, compare_variants
 from trainium_lens.engine import runner
-from trainium_lens.errors import LensError, UsageError
+from trainium_lens.errors import Cancelled, LensError, UsageError
 from trainium_lens.harness.markers import read_source
 from trainium_lens.model.job import make_job
 from trainium_lens.model.result import Edit, Result
@@ -153,8 +153,8 @@ def measure(
         job = make_job(folder / "lens_fix.py", backend=result.backend, workspace=workspace)
         try:
             results = profile(job, target, on_event, cancel, timeout, None)
-        except UsageError:
-            raise
+        except (UsageError, Cancelled):
+            raise  # the user's request, or the user stopped it: nothing to report as the fix's
         except LensError as err:  # the rewritten code failed (or the run did): reported, not applied
             return _failed(base, " ".join(str(err).split()))
     finally:
