@@ -130,16 +130,20 @@ def with_noise_findings(result: Result, findings: list[Finding]) -> list[Finding
         withheld = len(findings) - len(kept)
         said = f"; {withheld} timing-based finding{'s' if withheld != 1 else ''} withheld" if withheld else ""
         offered = [_offered(f) for f in findings if f.kind in TIMING_KINDS and f.edit is not None]
-        return kept + offered + [
-            Finding(
-                kind=KIND,
-                severity="warning",
-                file=file,
-                line=line,
-                message="Noisy measurement: " + "; ".join(why) + f". The figures are unreliable{said}.",
-                fix="profile again on a quieter machine, or with more active steps",
-            )
-        ]
+        return (
+            kept
+            + offered
+            + [
+                Finding(
+                    kind=KIND,
+                    severity="warning",
+                    file=file,
+                    line=line,
+                    message="Noisy measurement: " + "; ".join(why) + f". The figures are unreliable{said}.",
+                    fix="profile again on a quieter machine, or with more active steps",
+                )
+            ]
+        )
     rec = result.reconciliation
     if rec is None or rec.within:
         return findings

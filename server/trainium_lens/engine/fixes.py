@@ -196,9 +196,12 @@ def _verdict(base: dict, results: list[Result]) -> Measured:
         figures = f"({_us(before_us)} → {_us(after_us)} per call, {basis})"
         word = "faster" if speed >= 1 else "slower"
         factor = speed if speed >= 1 else 1 / speed
-        timing = f"{factor:.2g}× {word} on {backend} {figures}"
+        timing = f"{factor:.2g}× {word}" if factor < 10 else f"{factor:.0f}× {word}"
+        timing += f" on {backend} {figures}"
     if equal is None:
-        check = "outputs not compared (no tensor returned)" if row.verdict == "n/a" else f"outputs {row.verdict}"
+        check = (
+            "outputs not compared (no tensor returned)" if row.verdict == "n/a" else f"outputs {row.verdict}"
+        )
     elif equal:
         check = f"outputs equal (max |diff| {diff:.1g})" if diff is not None else "outputs equal"
     else:

@@ -12,7 +12,7 @@ from trainium_lens.analysis.fixes.optimizer import optimizer_edit
 from trainium_lens.analysis.fixes.rmsnorm import rms_norm_edit
 from trainium_lens.analysis.fixes.source import apply, holds
 
-LLAMA = '''import torch
+LLAMA = """import torch
 from torch import nn
 
 
@@ -28,7 +28,7 @@ class LlamaRMSNorm(nn.Module):
         variance = hidden_states.pow(2).mean(-1, keepdim=True)
         hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
         return self.weight * hidden_states.to(input_dtype)
-'''
+"""
 NORM_LINES = [14, 15, 16]  # the lines the run records mean/pow, add/rsqrt/mul and mul on
 
 
@@ -66,7 +66,10 @@ def test_the_bundled_example_form_passes_weight_and_eps():
         "    rstd = torch.rsqrt(mean + eps)\n    return x * rstd * weight\n"
     )
     edit = rms_norm_edit(src, "e.py", [5, 6, 7, 8], "f")
-    assert edit is not None and edit.replacement == "return torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, eps)"
+    assert (
+        edit is not None
+        and edit.replacement == "return torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, eps)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -76,7 +79,10 @@ def test_the_bundled_example_form_passes_weight_and_eps():
         ("mean(-1, keepdim=True)", "mean(-1)"),  # not kept: broadcasting differs
         ("hidden_states.pow(2)", "hidden_states.pow(3)"),  # not a square
         ("import torch\n", "import torch as T\ntorch = T\n"),  # no plain `import torch` to name
-        ("        hidden_states = hidden_states *", "        self.log(variance)\n        hidden_states = hidden_states *"),  # a call inside
+        (
+            "        hidden_states = hidden_states *",
+            "        self.log(variance)\n        hidden_states = hidden_states *",
+        ),  # a call inside
     ],
 )
 def test_no_edit_where_it_cannot_be_written_safely(change):
@@ -122,7 +128,10 @@ def test_an_edit_no_longer_holds_once_its_range_changed():
 
 
 def test_columns_count_characters_not_bytes():
-    src = "import torch\n\n\ndef f(x, w):\n    é = 1; v = x.pow(2).mean(-1, keepdim=True)\n    return w * x * torch.rsqrt(v + 1e-6)\n"
+    src = (
+        "import torch\n\n\ndef f(x, w):\n    é = 1; v = x.pow(2).mean(-1, keepdim=True)\n"
+        "    return w * x * torch.rsqrt(v + 1e-6)\n"
+    )
     edit = rms_norm_edit(src, "u.py", [5, 6], "f")
     assert edit is not None and edit.start_col == len("    é = 1; ")  # ast says 12 (bytes)
     assert apply(src, edit).splitlines()[4] == (

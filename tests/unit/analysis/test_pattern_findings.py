@@ -37,7 +37,9 @@ def test_tanh_gelu_written_out_gets_its_fused_op_by_name():
     ]
     found = analyze(result(lines))
     fused = [f for f in found if f.kind == "fused_op"]
-    assert len(fused) == 1 and fused[0].line == 31 and fused[0].candidate == GELU_TANH and fused[0].fix is None
+    assert (
+        len(fused) == 1 and fused[0].line == 31 and fused[0].candidate == GELU_TANH and fused[0].fix is None
+    )
     assert "line 31 of mlp() computes the tanh GELU op by op: 8 dispatches per call" in fused[0].message
     assert 'activation_function="gelu_pytorch_tanh"' not in fused[0].message  # not transformers' code
 
@@ -154,7 +156,9 @@ def test_a_pattern_never_spans_a_line_of_other_work():
     not the norm's: the finding names only the lines whose own ops form it, with
     their figures (66 µs of the norm, not the 400 µs matmul)."""
     ms, r, out = (direct(dict(ln)) for ln in NAIVE)  # lines 12, 13, 14
-    other = direct(line(13, "loss = lin(x).pow(2).mean()", [("aten::addmm", 1, 400.0), ("aten::mean", 1, 5.0)]))
+    other = direct(
+        line(13, "loss = lin(x).pow(2).mean()", [("aten::addmm", 1, 400.0), ("aten::mean", 1, 5.0)])
+    )
     r["line"], out["line"] = 14, 15
     found = [f for f in analyze(result([ms, other, r, out])) if f.kind == "fused_op"]
     assert len(found) == 1
@@ -163,6 +167,12 @@ def test_a_pattern_never_spans_a_line_of_other_work():
 
 def test_swiglu_written_out_is_named_without_a_claim():
     ops = [("aten::linear", 3, 300.0), ("aten::silu", 1, 40.0), ("aten::mul", 1, 40.0)]
-    found = [f for f in analyze(result([direct(line(20, "return self.down(F.silu(self.gate(x)) * self.up(x))", ops))])) if f.kind == "fused_op"]
+    found = [
+        f
+        for f in analyze(
+            result([direct(line(20, "return self.down(F.silu(self.gate(x)) * self.up(x))", ops))])
+        )
+        if f.kind == "fused_op"
+    ]
     assert len(found) == 1 and "SwiGLU" in found[0].message and "untested" in found[0].message
     assert found[0].fix is None

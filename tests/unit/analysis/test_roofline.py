@@ -246,7 +246,12 @@ def test_memory_bound_elementwise_line_without_a_named_pattern_is_told_to_fuse()
     found_all = analyze(r)
     (found,) = [f for f in found_all if f.kind == "memory_bound"]
     assert not [f for f in found_all if f.kind == "dispatches" and f.line == 5]
-    assert "a fused kernel (torch.compile)" in found.message and found.candidate == "torch.compile" and found.fix is None and "untested" in found.message
+    assert (
+        "a fused kernel (torch.compile)" in found.message
+        and found.candidate == "torch.compile"
+        and found.fix is None
+        and "untested" in found.message
+    )
 
 
 def test_an_optimizer_line_is_left_to_the_optimizer_finding():

@@ -142,7 +142,13 @@ def finding(
     kind: str, file: str, line: int, message: str, fix: str | None = None, candidate: str | None = None
 ) -> Finding:
     return Finding(
-        kind=kind, severity=SEVERITY[kind], file=file, line=line, message=message, fix=fix, candidate=candidate
+        kind=kind,
+        severity=SEVERITY[kind],
+        file=file,
+        line=line,
+        message=message,
+        fix=fix,
+        candidate=candidate,
     )
 
 

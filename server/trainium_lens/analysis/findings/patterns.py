@@ -274,7 +274,9 @@ def _library_notes(result: Result) -> list[Finding]:
         pattern = named[0]
         packages = list(dict.fromkeys(m.split(".")[0] for m in stat.library_modules))
         ops = ", ".join(sorted(own & frozenset().union(*pattern.needs)))
-        extra = [t for prefix, t in pattern.library_fix if any(m.startswith(prefix) for m in stat.library_modules)]
+        extra = [
+            t for prefix, t in pattern.library_fix if any(m.startswith(prefix) for m in stat.library_modules)
+        ]
         found.append(
             Finding(
                 kind=LIBRARY_KIND,

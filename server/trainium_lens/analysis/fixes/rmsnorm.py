@@ -180,8 +180,10 @@ def _last_dim(args: list[ast.expr], keywords: list[ast.keyword]) -> bool:
 
 
 def _const(expr: ast.expr, value: object) -> bool:
-    return isinstance(expr, ast.Constant) and expr.value is value or (
-        isinstance(expr, ast.Constant) and type(expr.value) is type(value) and expr.value == value
+    return (
+        isinstance(expr, ast.Constant)
+        and expr.value is value
+        or (isinstance(expr, ast.Constant) and type(expr.value) is type(value) and expr.value == value)
     )
 
 

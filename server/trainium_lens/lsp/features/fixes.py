@@ -184,7 +184,15 @@ async def _measure(ls: LensServer, result: Result, finding: Finding, edit: Edit,
         measured = await loop.run_in_executor(
             None,
             lambda: measure(
-                result, edit, 1, finding.line, workspace, target, on_event, cancel, ls.settings.timeout_seconds
+                result,
+                edit,
+                1,
+                finding.line,
+                workspace,
+                target,
+                on_event,
+                cancel,
+                ls.settings.timeout_seconds,
             ),
         )
     except (LensError, OSError) as err:
