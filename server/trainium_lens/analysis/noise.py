@@ -108,8 +108,8 @@ def _offered(f: Finding) -> Finding:
         severity="hint",
         file=f.file,
         line=f.line,
-        message=f"A fix is offered here as an edit ({f.edit.title}); its finding is withheld on this "
-        f"noisy run. `trainium-lens fix` measures it against the code it replaces.",
+        message=f"A fix is offered here as an edit ({f.edit.title}), untested here; its finding is "
+        f"withheld on this noisy run. `trainium-lens fix` measures it against the code it replaces.",
         candidate=f.candidate,
         edit=f.edit,
     )

@@ -19,6 +19,7 @@ written here; the scratch folder is removed whatever happens.
 from __future__ import annotations
 
 import shutil
+import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -131,7 +132,7 @@ def measure(
     workspace: Path,
     target: Target,
     on_event: EventSink | None = None,
-    cancel=None,
+    cancel: threading.Event | None = None,
     timeout: float | None = None,
     profile: Callable = runner.profile,
 ) -> Measured:

@@ -48,6 +48,7 @@ def test_llama_rms_norm_becomes_one_rms_norm_call_keeping_its_casts():
 def test_the_same_math_rewritten_computes_the_same():
     torch = pytest.importorskip("torch")
     edit = rms_norm_edit(LLAMA, "m.py", NORM_LINES, "step")
+    assert edit is not None
     spaces: list[dict] = [{}, {}]
     exec(compile(LLAMA, "before", "exec"), spaces[0])
     exec(compile(apply(LLAMA, edit), "after", "exec"), spaces[1])
