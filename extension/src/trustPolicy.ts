@@ -18,6 +18,8 @@ const REFUSED: Record<string, string> = {
   [ServerCommand.openExplorer]:
     "Trainium Lens: Neuron Explorer is off in Restricted Mode: it starts a program on the host and opens an SSH tunnel. " +
     TRUST_HINT,
+  [ServerCommand.fix]:
+    "Trainium Lens: measuring a fix is off in Restricted Mode: it runs this workspace's code. " + TRUST_HINT,
 };
 
 /** The message refusing `command`, or undefined when it may run. */

@@ -5,11 +5,12 @@ import { test } from "node:test";
 import { ServerCommand } from "../src/protocol";
 import { RESTRICTED_COMMANDS, refusal } from "../src/trustPolicy";
 
-test("Restricted Mode refuses profiling and Explorer, saying why; a trusted workspace runs them", () => {
+test("Restricted Mode refuses profiling, fixes and Explorer, saying why; a trusted workspace runs them", () => {
   assert.deepEqual(
     [...RESTRICTED_COMMANDS].sort(),
-    [ServerCommand.openExplorer, ServerCommand.profile].sort(),
+    [ServerCommand.openExplorer, ServerCommand.profile, ServerCommand.fix].sort(),
   );
+  assert.match(refusal(ServerCommand.fix, false) ?? "", /measuring a fix is off in Restricted Mode/);
   const profile = refusal(ServerCommand.profile, false);
   assert.match(profile ?? "", /profiling is off in Restricted Mode: it runs this workspace's code/);
   assert.match(
