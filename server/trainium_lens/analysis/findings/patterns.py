@@ -162,7 +162,10 @@ def pattern_findings(result: Result) -> list[Finding]:
 def pattern_lines(result: Result) -> dict[tuple[str, int], str]:
     """Every line a fused-op finding covers (not only the first it names), with the
     fix: other rules leave those lines to it."""
-    return {(s.file, s.line): f.fix or "" for f, involved in _judged(result) for s in involved}
+    lines = {(s.file, s.line): f.candidate or "" for f, involved in _judged(result) for s in involved}
+    # a library call holding a pattern's ops: the library_pattern hint speaks for it
+    lines.update({(f.file, f.line): f.candidate or "" for f in _library_notes(result)})
+    return lines
 
 
 def judged(result: Result) -> list[tuple[Finding, list[LineStat]]]:
