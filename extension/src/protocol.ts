@@ -8,6 +8,8 @@ export const ServerCommand = {
   compareWithPrevious: "trainiumLens.compareWithPrevious",
   openExplorer: "trainiumLens.openExplorer",
   releaseWorker: "trainiumLens.releaseWorker",
+  // a finding's quick fix ("Measure and apply"): measures the edit, applies it on accept
+  fix: "trainiumLens.fix",
 } as const;
 
 /** Requests, client → server. */

@@ -35,6 +35,7 @@ from trainium_lens.model.result import Finding, Result
 
 KIND = "noisy_measurement"
 UNRECONCILED = "unreconciled"
+FIX_OFFERED = "fix_offered"
 OTHERS_CORES = 0.5
 DELAY_SHARE = 0.10
 SPREAD = 3.0
@@ -52,6 +53,7 @@ TIMING_KINDS = frozenset(
         "memory_bound",
         "optimizer_loop",
         "optimizer_choice",
+        "checkpoint",  # kept activations are bytes, but the advice weighs them against a recompute
     }
 )
 
@@ -98,6 +100,22 @@ def _cautioned(f: Finding) -> Finding:
     )
 
 
+def _offered(f: Finding) -> Finding:
+    """A withheld finding's fix, still offered as an edit: ``trainium-lens fix``
+    measures it on its own (and judges that measurement's noise itself)."""
+    assert f.edit is not None
+    return Finding(
+        kind=FIX_OFFERED,
+        severity="hint",
+        file=f.file,
+        line=f.line,
+        message=f"A fix is offered here as an edit ({f.edit.title}), untested here; its finding is "
+        f"withheld on this noisy run. `trainium-lens fix` measures it against the code it replaces.",
+        candidate=f.candidate,
+        edit=f.edit,
+    )
+
+
 def _reference(reference: str) -> str:
     return "device span" if reference == "device_span" else "wall"
 
@@ -112,16 +130,21 @@ def with_noise_findings(result: Result, findings: list[Finding]) -> list[Finding
         kept = [_cautioned(f) if f.kind == "straggler" else f for f in findings if f.kind not in TIMING_KINDS]
         withheld = len(findings) - len(kept)
         said = f"; {withheld} timing-based finding{'s' if withheld != 1 else ''} withheld" if withheld else ""
-        return kept + [
-            Finding(
-                kind=KIND,
-                severity="warning",
-                file=file,
-                line=line,
-                message="Noisy measurement: " + "; ".join(why) + f". The figures are unreliable{said}.",
-                fix="profile again on a quieter machine, or with more active steps",
-            )
-        ]
+        offered = [_offered(f) for f in findings if f.kind in TIMING_KINDS and f.edit is not None]
+        return (
+            kept
+            + offered
+            + [
+                Finding(
+                    kind=KIND,
+                    severity="warning",
+                    file=file,
+                    line=line,
+                    message="Noisy measurement: " + "; ".join(why) + f". The figures are unreliable{said}.",
+                    fix="profile again on a quieter machine, or with more active steps",
+                )
+            ]
+        )
     rec = result.reconciliation
     if rec is None or rec.within:
         return findings

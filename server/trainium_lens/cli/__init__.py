@@ -19,6 +19,7 @@ from trainium_lens.cli.commands import (
     explorer,
     export,
     fetch,
+    fix,
     lsp,
     profile,
     run,
@@ -29,7 +30,7 @@ from trainium_lens.cli.pipes import silence_stdout
 from trainium_lens.errors import LensError
 
 # In the order ``--help`` lists them.
-COMMANDS = (profile, run, show, runs, compare, check, fetch, doctor, explorer, export, lsp)
+COMMANDS = (profile, run, show, runs, compare, fix, check, fetch, doctor, explorer, export, lsp)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,8 +11,10 @@ import logging
 import threading
 
 from trainium_lens.analysis.findings.analyze import analyze
+from trainium_lens.analysis.fixes.attach import with_edits
 from trainium_lens.analysis.reconcile import reconcile
 from trainium_lens.engine.device_profile import fill as fill_neuron_lines
+from trainium_lens.engine.fix_source import SourceReader
 from trainium_lens.engine.provenance import git_state
 from trainium_lens.engine.rank_events import RankEvents
 from trainium_lens.errors import LensError, NotStored, TargetError, TimedOut
@@ -43,6 +45,8 @@ def profile(
     """
     events = RankEvents(on_event or (lambda _event: None))  # torchrun jobs: one rank's progress
     git = git_state(job.workspace, job.file)  # before the run: an edit during it must not relabel it
+    # the source as the run measures it: a fix's edit is built against this text
+    read = SourceReader(job.workspace, {job.file})
     try:
         document = target.run(job, events, cancel, timeout)
     except TimedOut as exc:  # a hung rank: say which, and where it waited
@@ -60,7 +64,8 @@ def profile(
         # xla on Trn1: per-line device time from the Parquet folders the harness listed
         fill_neuron_lines(result, target.fetch)
         result.reconciliation = reconcile(result)  # against the unprofiled wall / device span
-        result.findings = analyze(result)
+        # fixes as edits of the source the run measured: analysis/fixes
+        result.findings = analyze(result, edits=lambda r, found: with_edits(r, found, read))
     if store is not None:
         for result in batch.results:
             try:

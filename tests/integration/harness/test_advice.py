@@ -65,16 +65,18 @@ def act_line(result: Result):
     return stat
 
 
-def test_gpt2_tanh_gelu_gets_its_fused_op_by_name(gpt2):
+def test_gpt2_tanh_gelu_inside_transformers_is_said_to_be_there(gpt2):
     plain, _fused = gpt2
     act = act_line(plain)
     assert act.via_library == 1.0 and act.library_modules == ["transformers.activations"]
     assert act.hits == 2.0  # two blocks, one MLP each
     found = [f for f in plain.findings if (f.file, f.line) == (GPT2, act.line)]
-    assert [f.kind for f in found] == ["fused_op"]  # and no "fuse these dispatches" hint
-    assert found[0].fix == GELU_TANH
-    assert "computes the tanh GELU op by op inside transformers.activations" in found[0].message
-    assert "8 dispatches per execution" in found[0].message
+    # said to be inside the library, without the library call's figures as the pattern's,
+    # and no "fuse these dispatches" hint
+    assert [f.kind for f in found] == ["library_pattern"]
+    assert found[0].candidate == GELU_TANH and found[0].fix is None
+    assert "Ops of the tanh GELU op by op" in found[0].message and "inside transformers" in found[0].message
+    assert "--include transformers" in found[0].message and "dispatches" not in found[0].message
     assert 'activation_function="gelu_pytorch_tanh"' in found[0].message
     # no dispatch hint anywhere on a line whose ops all ran inside library code
     library_only = {(s.file, s.line) for s in plain.lines if (s.via_library or 0) >= 0.5}
@@ -86,7 +88,7 @@ def test_with_the_fix_applied_the_gelu_is_one_dispatch_and_no_finding(gpt2):
     act = act_line(fused)
     assert act.calls / act.hits == 1.0 and act_line(plain).calls / act_line(plain).hits == 8.0
     assert [o.name for o in act.ops if o.direct_calls] == ["aten::gelu"]
-    assert not [f for f in fused.findings if f.kind == "fused_op"]
+    assert not [f for f in fused.findings if f.kind in ("fused_op", "library_pattern")]
     assert fused.output.max_abs_diff is not None and fused.output.max_abs_diff < 1e-3  # the same function
 
 

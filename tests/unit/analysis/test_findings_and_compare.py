@@ -71,7 +71,7 @@ def test_rmsnorm_pattern_names_torch_rms_norm():
     found = analyze(result(NAIVE))
     fused = [f for f in found if f.kind == "fused_op"]
     assert len(fused) == 1
-    assert fused[0].line == 12 and fused[0].fix == "torch.rms_norm"
+    assert fused[0].line == 12 and fused[0].candidate == "torch.rms_norm" and "untested" in fused[0].message
     assert "lines 12–14" in fused[0].message and "6 dispatches" in fused[0].message
     # The per-line hints: every line here dispatches two compute ops.
     assert [f.line for f in found if f.kind == "dispatches"] == [12, 13, 14]
@@ -161,7 +161,7 @@ def test_softmax_pattern():
         line(13, "return e / e.sum(-1, keepdim=True)", [("aten::sum", 1, 10.0), ("aten::div", 1, 10.0)]),
     ]
     fused = [f for f in analyze(result(lines)) if f.kind == "fused_op"]
-    assert fused[0].fix == "torch.softmax"
+    assert fused[0].candidate == "torch.softmax"
 
 
 def test_neuron_signals_stand_in():

@@ -192,7 +192,8 @@ def test_checkpoint_finding_for_a_block_that_holds_the_peak():
     assert (
         "Block.forward() keeps 40 MiB" in found[0].message and "40% of the step's 100 MiB" in found[0].message
     )
-    assert "~500 µs of recompute" in found[0].message
+    # the recompute is not estimated from the forward time (it read 1.1-1.6x low)
+    assert "µs" not in found[0].message and "untested" in found[0].message
     # already checkpointed: nothing to say
     block[0]["recompute_time_us"] = 50.0
     assert not [f for f in analyze(result(block + step, memory=mem)) if f.kind == "checkpoint"]
@@ -236,7 +237,7 @@ def test_memory_bound_line_that_spells_out_tanh_gelu_is_told_the_fused_op_once()
     on_line = [f for f in analyze(r) if f.line == 5]
     (named,) = [f for f in on_line if f.kind == "fused_op"]
     assert not [f for f in on_line if f.kind in ("memory_bound", "overhead_bound")]
-    assert 'approximate="tanh"' in named.message and named.fix.startswith("torch.nn.functional.gelu")
+    assert 'approximate="tanh"' in named.message and named.candidate.startswith("torch.nn.functional.gelu")
 
 
 def test_memory_bound_elementwise_line_without_a_named_pattern_is_told_to_fuse():
@@ -245,7 +246,12 @@ def test_memory_bound_elementwise_line_without_a_named_pattern_is_told_to_fuse()
     found_all = analyze(r)
     (found,) = [f for f in found_all if f.kind == "memory_bound"]
     assert not [f for f in found_all if f.kind == "dispatches" and f.line == 5]
-    assert "a fused kernel (torch.compile)" in found.message and found.fix == "torch.compile"
+    assert (
+        "a fused kernel (torch.compile)" in found.message
+        and found.candidate == "torch.compile"
+        and found.fix is None
+        and "untested" in found.message
+    )
 
 
 def test_an_optimizer_line_is_left_to_the_optimizer_finding():

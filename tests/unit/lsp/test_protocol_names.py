@@ -11,6 +11,7 @@ from trainium_lens.lsp.features import (
     codelens,
     compare,
     explorer,
+    fixes,
     heat,
     history,
     panel,
@@ -35,6 +36,7 @@ def test_client_and_server_name_the_same_methods():
         "compareWithPrevious": compare.COMMAND,
         "openExplorer": explorer.COMMAND,
         "releaseWorker": warm.RELEASE,
+        "fix": fixes.COMMAND,
     }
     assert names["Request"] == {
         "runData": panel.REQUEST,

@@ -25,8 +25,15 @@ Thresholds (why these numbers):
   ``MINOR_OP_SHARE`` (5 %) of the line count (``_weighty``): a ``linear``
   followed by a ``p=0`` dropout that returns its input is one op's work.
 * **fused pattern** — a known multi-op idiom (RMSNorm, LayerNorm, tanh GELU,
-  softmax, SiLU) named with the fused op that replaces it:
-  ``analysis/findings/patterns.py`` says when.
+  softmax, SiLU, SwiGLU, attention) named, with the one op that computes it
+  as a candidate: ``analysis/findings/patterns.py`` says when.
+
+No finding here claims a benefit it did not measure: a fused op or
+``torch.compile`` can be slower on a backend (the bundled RMSNorm example:
+``torch.rms_norm`` 0.92–0.95× and the compiled variant 0.54–0.57× of the op-by-op
+version on CPU), so the dispatch, pattern and roofline findings state what was
+observed and say the fix is untested; ``trainium-lens fix`` measures a fix that
+can be written as an edit (``docs/fixes.md``).
 * **instrumentation overhead** — reported when line labelling made a call more
   than ``OVERHEAD_RATIO`` (10×) slower than a plain call. Op times exclude the
   labelling (it runs between ops), so this is a hint about the timeline's
@@ -37,11 +44,13 @@ Thresholds (why these numbers):
 
 Severity by kind: ``warning`` for what distorts the figures or costs the most
 (missing device time, CPU fallback, compile in measured steps, host→device
-copies); ``info`` for a named fix (fused pattern) and graph breaks; ``hint``
+copies); ``info`` for a named candidate (fused pattern) and graph breaks; ``hint``
 for the generic dispatch count and the instrumentation note.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from trainium_lens.analysis.findings.ops import (
     VIEW_OPS,
@@ -67,8 +76,13 @@ LIBRARY_SHARE = 0.5  # most of the line's torch calls ran in library code: no di
 MINOR_OP_SHARE = 0.05  # a direct op costing less of its line's time is not worth a fusion
 
 
-def analyze(result: Result) -> list[Finding]:
-    """Every finding for one result, most severe first, then by line."""
+def analyze(
+    result: Result, edits: Callable[[Result, list[Finding]], list[Finding]] | None = None
+) -> list[Finding]:
+    """Every finding for one result, most severe first, then by line. ``edits`` adds
+    the fixes that can be written as edits (``analysis/fixes/attach.py``, given the
+    source by the engine) before a noisy run's timing findings are withheld: a fix
+    is measured on its own by ``trainium-lens fix``, so it stays offered."""
     findings: list[Finding] = []
     from trainium_lens.analysis.findings.neuron import neuron_findings
     from trainium_lens.analysis.findings.patterns import pattern_findings
@@ -91,6 +105,8 @@ def analyze(result: Result) -> list[Finding]:
     findings = with_optimizer_findings(result, findings)
     findings = with_roofline_findings(result, findings)  # overhead/memory-bound lines, checkpointing
     findings.extend(rank_findings(result))  # torchrun jobs: the straggler
+    if edits is not None:
+        findings = edits(result, findings)
     findings = with_noise_findings(result, findings)  # noisy: timing-based ones withheld
     order = {"error": 0, "warning": 1, "info": 2, "hint": 3}
     findings.sort(key=lambda f: (order.get(f.severity, 9), f.file, f.line, f.kind))
@@ -259,9 +275,9 @@ def _dispatches(result: Result) -> list[Finding]:
                 "dispatches",
                 stat.file,
                 stat.line,
-                f"{dispatch_text(n)} on this line ({shown}{ran}): a fused op or torch.compile "
-                f"would make it one.",
-                fix="torch.compile",
+                f"{dispatch_text(n)} on this line ({shown}{ran}): each one is a separate launch; "
+                f"whether fusing them (a fused op, torch.compile) is faster is untested here.",
+                candidate="torch.compile",
             )
         )
     return found

@@ -138,8 +138,18 @@ def direct_ops(line: LineStat, result: Result) -> list[LineOp]:
     return picked
 
 
-def finding(kind: str, file: str, line: int, message: str, fix: str | None = None) -> Finding:
-    return Finding(kind=kind, severity=SEVERITY[kind], file=file, line=line, message=message, fix=fix)
+def finding(
+    kind: str, file: str, line: int, message: str, fix: str | None = None, candidate: str | None = None
+) -> Finding:
+    return Finding(
+        kind=kind,
+        severity=SEVERITY[kind],
+        file=file,
+        line=line,
+        message=message,
+        fix=fix,
+        candidate=candidate,
+    )
 
 
 def function_total(result: Result) -> float:

@@ -14,8 +14,8 @@ the figures of the code it names (``analysis/roofline/points.py``, ``peaks.py``)
   0 FLOPs, so their bandwidth roof can be far too optimistic. Same share floor.
 * ``memory_bound`` (info) — a memory-bound line (≥ 10 % of its roof, bytes the
   binding term) with two or more elementwise dispatches per execution and the
-  same share: each op reads and writes the tensor again, a fused kernel does it
-  once. The fused op is named when the line's own ops spell one out
+  same share: each op reads and writes the tensor again. A one-op equivalent is
+  named as a candidate, untested, when the line's own ops spell one out
   (``LINE_FUSIONS``: tanh-GELU, SiLU, softmax, RMSNorm). It too replaces the
   line's ``dispatches`` hint. A line a ``fused_op`` pattern covers (the fix
   named, with its measured figures) gets neither this nor ``overhead_bound``.
@@ -23,8 +23,13 @@ the figures of the code it names (``analysis/roofline/points.py``, ``peaks.py``)
   profiled one whose lines keep ``CHECKPOINT_SHARE`` (25 %) or more of the
   step's memory peak as activations saved for backward, and that is not
   checkpointed already (no recompute time): ``torch.utils.checkpoint`` keeps
-  only its inputs and re-runs its forward in the backward, for about its
-  lines' measured forward time.
+  only its inputs and re-runs its forward in the backward. The recompute's cost
+  is not estimated (the lines' forward time read 1.1–1.6× below what
+  checkpointing really added on a tiny Llama step): untested here.
+
+None of them names a benefit: the roofline says where the time goes, not that a
+fused op or torch.compile would be faster there (on a tiny Llama step on CPU,
+compiling the loss its memory-bound line pointed at made the step 3.5–6.3 % slower).
 """
 
 from __future__ import annotations
@@ -102,7 +107,6 @@ def _overhead(result: Result, stat: LineStat, roof: Roof) -> Finding | None:
         return None
     per_op = r.time_us / max(n * (stat.hits or 1), 1)
     ops = f"{n:g} op{'s' if n != 1 else ''} per execution ({names})"
-    advice = "fuse them (torch.compile) or give each op more work"
     return Finding(
         kind="overhead_bound",
         severity="info",
@@ -111,10 +115,10 @@ def _overhead(result: Result, stat: LineStat, roof: Roof) -> Finding | None:
         message=(
             f"Overhead-bound: {ops} take {figures.time_us(r.time_us)} per call where this device needs "
             f"{figures.time_us(r.roof_us)} for their work ({figures.pct(100 * r.efficiency)} of the roof; "
-            f"~{figures.time_us(per_op)} per op): launches and dispatch set the time, not compute or memory; "
-            f"{advice}."
+            f"~{figures.time_us(per_op)} per op): launches and dispatch set the time, not compute or memory. "
+            f"Fusing them or giving each op more work is untested here."
         ),
-        fix="torch.compile",
+        candidate="torch.compile",
     )
 
 
@@ -129,7 +133,9 @@ def _memory_bound(result: Result, stat: LineStat, roof: Roof) -> Finding | None:
     own = {op_base(o.name) for o in direct_ops(stat, result)}
     fix = next((f for ops, f in LINE_FUSIONS if ops <= own), None)
     alternative = (
-        f"{fix} does it in one fused op" if fix else "a fused kernel (torch.compile) reads and writes once"
+        f"{fix} computes the same in one op, untested here"
+        if fix
+        else "whether a fused kernel (torch.compile) is faster is untested here"
     )
     return Finding(
         kind="memory_bound",
@@ -142,7 +148,7 @@ def _memory_bound(result: Result, stat: LineStat, roof: Roof) -> Finding | None:
             f"({figures.pct(r.bytes_pct)} of the bandwidth); each reads and writes the data again: "
             f"{alternative}."
         ),
-        fix=fix or "torch.compile",
+        candidate=fix or "torch.compile",
     )
 
 
@@ -159,7 +165,6 @@ def _checkpoint(result: Result) -> list[Finding]:
         saved = sum(s.saved_activation_bytes or 0.0 for s in stats)
         if saved < CHECKPOINT_SHARE * mem.peak_bytes or any(s.recompute_time_us for s in stats):
             continue
-        recompute = sum(s.self_time_us_median or s.self_time_us for s in stats)
         top = max(stats, key=lambda s: s.saved_activation_bytes or 0.0)
         found.append(
             Finding(
@@ -170,8 +175,8 @@ def _checkpoint(result: Result) -> list[Finding]:
                 message=(
                     f"{fn}() keeps {figures.nbytes(saved)} of activations for backward "
                     f"({figures.pct(100 * saved / mem.peak_bytes)} of the step's "
-                    f"{figures.nbytes(mem.peak_bytes)} peak); checkpointing it keeps only its inputs, "
-                    f"for ~{figures.time_us(recompute)} of recompute (its lines' measured forward time)."
+                    f"{figures.nbytes(mem.peak_bytes)} peak); checkpointing it keeps only its inputs "
+                    f"and re-runs its forward in the backward: what that recompute costs is untested here."
                 ),
                 fix="torch.utils.checkpoint.checkpoint(fn, ..., use_reentrant=False)",
             )

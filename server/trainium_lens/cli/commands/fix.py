@@ -1,0 +1,152 @@
+"""``trainium-lens fix FILE [FUNCTION] [--only N] [--apply] [--json PATH]``: measure
+the fixes the latest stored run of a function offers as edits, and apply the ones
+that held.
+
+Each fix runs against the code it replaces (``engine/fixes.py``: the original
+and the edited function as variants, same host, backend and inputs, outputs
+compared); one row per fix says what it changes, before → after, the output
+check and whether it was applied. The file is written only with ``--apply``,
+only with fixes that held, after every measurement finished, and only if it
+still holds what the run measured: nothing is written on a failure, a cancel
+or a crash (the write itself is one atomic replace).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from trainium_lens.analysis.fixes.source import apply as apply_edit
+from trainium_lens.cli import refs
+from trainium_lens.cli.commands.profile import Progress, write_json
+from trainium_lens.cli.common import add_workspace_argument
+from trainium_lens.cli.pipes import emit
+from trainium_lens.engine.fixes import Measured, current_text, measure
+from trainium_lens.errors import UsageError
+from trainium_lens.model.job import workspace_root_for
+from trainium_lens.model.result import Edit, Finding
+from trainium_lens.model.store import RunStore
+from trainium_lens.targets import make_target
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "fix",
+        help="measure the fixes a run offers, and apply the ones that held",
+        description="Measure each fix the latest stored run of FILE's FUNCTION offers as an edit: "
+        "the original and the edited function run as variants on the run's host and backend, "
+        "same inputs, outputs compared. Nothing is written without --apply; with it, only "
+        "fixes measured faster with equal outputs.",
+    )
+    p.add_argument("file", metavar="FILE", help="the profiled file")
+    p.add_argument("function", metavar="FUNCTION", nargs="?", help="the profiled function")
+    p.add_argument("--only", type=int, metavar="N", help="measure only the N-th fix (1-based, as listed)")
+    p.add_argument("--apply", action="store_true", help="write the fixes that held into FILE")
+    p.add_argument("--json", metavar="PATH", help="also write the measurements as a JSON list to PATH")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="stop one measurement after SECONDS")
+    add_workspace_argument(p)
+    p.set_defaults(handler=run)
+
+
+def offered(findings: list[Finding]) -> list[Finding]:
+    """The findings that carry an edit, in the run's order."""
+    return [f for f in findings if f.edit is not None]
+
+
+def run(args: argparse.Namespace) -> int:
+    path = Path(args.file).expanduser()
+    root = (
+        Path(args.workspace).expanduser().resolve() if args.workspace else workspace_root_for(path.resolve())
+    )
+    rel = refs.workspace_file(args.file, root)
+    result = refs.pick(RunStore(root), "latest", rel, args.function)
+    fixes = offered(result.findings)
+    where = f"{result.function.file}::{result.function.name} (run {result.run_id})"
+    if not fixes:
+        print(f"no fix to measure in the latest run of {where}: no finding offers one as an edit")
+        if args.json:
+            write_json(args.json, [])
+        return 0
+    numbered = list(enumerate(fixes, 1))
+    if args.only is not None:
+        if not 1 <= args.only <= len(fixes):
+            raise UsageError(f"--only {args.only}: the run offers {len(fixes)} fix(es), 1 to {len(fixes)}")
+        numbered = [numbered[args.only - 1]]
+    for _n, f in numbered:  # before anything runs: a file edited since the run is refused
+        assert f.edit is not None
+        current_text(root, f.edit)
+    target = make_target(None if result.host in ("", "local") else result.host)
+    progress = Progress(sys.stderr)
+    measured: list[Measured] = []
+    try:
+        for n, f in numbered:
+            assert f.edit is not None
+            progress.status(f"measuring fix {n}: {f.edit.title} ({f.file}:{f.edit.start_line})")
+            measured.append(measure(result, f.edit, n, f.line, root, target, progress, timeout=args.timeout))
+    finally:
+        progress.close()
+        target.close()
+    if args.apply:
+        write_held(root, [(m, f.edit) for m, (_n, f) in zip(measured, numbered, strict=True) if f.edit])
+    emit("\n".join(_row(m, args.apply) for m in measured))
+    if args.json:
+        write_json(args.json, [_json(m) for m in measured])
+    return 0
+
+
+def write_held(root: Path, pairs: list[tuple[Measured, Edit]]) -> None:
+    """Apply the edits that held, per file, last first (earlier ranges stay valid);
+    one that overlaps another is left out. Each file is checked against what was
+    measured once more, then replaced atomically."""
+    by_file: dict[str, list[tuple[Measured, Edit]]] = {}
+    for m, edit in pairs:
+        if m.held:
+            by_file.setdefault(edit.file, []).append((m, edit))
+    for file, items in by_file.items():
+        text = current_text(root, items[0][1])
+        items.sort(key=lambda p: (p[1].start_line, p[1].start_col), reverse=True)
+        floor: tuple[int, int] | None = None
+        chosen = []
+        for m, edit in items:
+            if floor is not None and (edit.end_line, edit.end_col) > floor:
+                m.text += "; overlaps another fix: not applied"
+                continue
+            current_text(root, edit)  # every range, against the text as it is now
+            text = apply_edit(text, edit)
+            floor = (edit.start_line, edit.start_col)
+            chosen.append(m)
+        if chosen:
+            _replace(root / file, text)
+            for m in chosen:
+                m.applied = True
+
+
+def _replace(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.trainium-lens-fix.tmp")
+    try:
+        mode = path.stat().st_mode
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.chmod(tmp, mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _row(m: Measured, apply: bool) -> str:
+    if m.applied:
+        state = "applied"
+    elif m.held and not apply:
+        state = "held, not applied (--apply writes it)"
+    else:
+        state = "not applied"
+    return f"{m.n}. {m.file}:{m.line} {m.title}: {m.text} [{state}]"
+
+
+def _json(m: Measured) -> dict:
+    data = m.to_dict()
+    data["title"] = m.title
+    return data

@@ -1,0 +1,218 @@
+"""Quick fixes: ``textDocument/codeAction`` on a finding that carries its fix as an
+edit ("Measure and apply: torch.nn.functional.rms_norm"), then the command
+``trainiumLens.fix`` that proves it first.
+
+The action holds no edit: accepting it runs the measurement (``engine/fixes.py``:
+the original and the edited function as variants, the run's host and backend,
+same inputs, outputs compared) with work-done progress the user can cancel. The
+measured result and a preview of the replacement come back as a message with an
+"Apply" choice only when the fix held; the ``WorkspaceEdit`` goes out only after
+the user picks it, and only if the file still holds what was measured (on disk
+and in the editor). Refused in Restricted Mode, as profiling is: it runs the
+workspace's code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from trainium_lens.analysis.fixes.source import holds
+from trainium_lens.errors import LensError
+from trainium_lens.lsp.features import trust
+from trainium_lens.lsp.state import LensServer
+from trainium_lens.model.result import Edit, Finding, Result
+
+COMMAND = "trainiumLens.fix"
+TITLE = "Measure and apply: {}"
+APPLY = "Apply"
+REFUSED = (
+    "Trainium Lens: measuring a fix is off in Restricted Mode: it runs this workspace's code. "
+    "Trust the workspace (Manage Workspace Trust) to use it."
+)
+
+
+def actions(ls: LensServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    uri = params.text_document.uri
+    annotations = ls.annotations(uri)
+    if annotations is None:
+        return []
+    first, last = params.range.start.line, params.range.end.line
+    out = []
+    for placed in annotations.findings:
+        f = placed.finding
+        if f.edit is None or placed.stale or not first <= placed.line <= last:
+            continue
+        diags = [
+            d
+            for d in params.context.diagnostics
+            if d.code == f.kind and d.range.start.line == placed.line and d.source == "Trainium Lens"
+        ]
+        title = TITLE.format(f.edit.title)
+        arg = {"uri": uri, "run_id": placed.result.run_id, "line": f.line, "kind": f.kind}
+        out.append(
+            types.CodeAction(
+                title=title,
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=diags or None,
+                command=types.Command(title=title, command=COMMAND, arguments=[arg]),
+            )
+        )
+    return out
+
+
+def _locate(ls: LensServer, arg: Any) -> tuple[Result, Finding, Path]:
+    if not isinstance(arg, dict) or not all(isinstance(arg.get(k), str) for k in ("uri", "run_id", "kind")):
+        raise LensError(f"{COMMAND} takes one argument {{uri, run_id, line, kind}}")
+    runs = ls.document_runs(arg["uri"])
+    path_str = to_fs_path(arg["uri"])
+    if runs is None or not path_str:
+        raise LensError("this file is not inside the workspace")
+    runs.index.refresh()
+    result = next((r for r in runs.index.store.load_all() if r.run_id == arg["run_id"]), None)
+    if result is None:
+        raise LensError(f"run {arg['run_id']} is no longer stored: profile again")
+    found = next(
+        (f for f in result.findings if f.edit and f.kind == arg["kind"] and f.line == arg.get("line")), None
+    )
+    if found is None:
+        raise LensError("that finding offers no fix any more: profile again")
+    return result, found, runs.index.workspace
+
+
+async def run_fix(ls: LensServer, *args: Any) -> dict:
+    if trust.refused(ls):  # the client shows the server's words (trust.refusal)
+        return trust.refusal(REFUSED, applied=False)
+    try:
+        result, finding, workspace = _locate(ls, args[0] if len(args) == 1 else None)
+        edit = finding.edit
+        assert edit is not None
+        uri = args[0]["uri"]
+        doc = ls.workspace.text_documents.get(uri)
+        if doc is not None and not holds(doc.source, edit):
+            raise LensError(f"{edit.file} changed since the run (or has unsaved changes): profile it again")
+        from trainium_lens.engine.fixes import current_text
+
+        current_text(workspace, edit)  # on disk too
+    except LensError as err:
+        ls.show(f"Trainium Lens: {err}", types.MessageType.Error)
+        return {"applied": False, "error": str(err), "kind": "usage"}
+    measured = await _measure(ls, result, finding, edit, workspace)
+    if isinstance(measured, dict):
+        return measured
+    report = {"applied": False, "held": measured.held, "text": measured.text, **measured.to_dict()}
+    preview = edit.replacement if len(edit.replacement) < 300 else edit.replacement[:300] + "…"
+    message = f"Trainium Lens: {edit.title} at {edit.file}:{edit.start_line}: {measured.text}"
+    if not measured.held:
+        ls.show(message, types.MessageType.Warning)
+        return report
+    choice = await ls.window_show_message_request_async(
+        types.ShowMessageRequestParams(
+            type=types.MessageType.Info,
+            message=f"{message}\n\nReplaces lines {edit.start_line}–{edit.end_line} with:\n{preview}",
+            actions=[types.MessageActionItem(title=APPLY), types.MessageActionItem(title="Cancel")],
+        )
+    )
+    if choice is None or choice.title != APPLY:
+        return report
+    doc = ls.workspace.text_documents.get(uri)
+    if doc is not None and not holds(doc.source, edit):  # typed into while it measured
+        ls.show(f"Trainium Lens: {edit.file} changed while the fix was measured: not applied")
+        return report
+    applied = await ls.workspace_apply_edit_async(
+        types.ApplyWorkspaceEditParams(edit=workspace_edit(ls, uri, edit), label=edit.title)
+    )
+    report["applied"] = bool(applied and applied.applied)
+    return report
+
+
+def workspace_edit(ls: LensServer, uri: str, edit: Edit) -> types.WorkspaceEdit:
+    """The edit in the client's position units (UTF-16 by default)."""
+    lines, _ = ls.doc_lines(uri) if uri in ls.workspace.text_documents else (None, None)
+    if lines is None:
+        from trainium_lens.harness.markers import read_source
+
+        lines = read_source(Path(to_fs_path(uri) or "")).splitlines()
+    units = ls.workspace.position_codec.client_num_units
+
+    def pos(line: int, col: int) -> types.Position:
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        return types.Position(line=line - 1, character=units(text[:col]))
+
+    rng = types.Range(start=pos(edit.start_line, edit.start_col), end=pos(edit.end_line, edit.end_col))
+    return types.WorkspaceEdit(changes={uri: [types.TextEdit(range=rng, new_text=edit.replacement)]})
+
+
+async def _measure(ls: LensServer, result: Result, finding: Finding, edit: Edit, workspace: Path) -> Any:
+    from trainium_lens.engine.fixes import measure
+
+    cancel = threading.Event()
+    token = f"trainium-lens-fix-{uuid.uuid4().hex[:12]}"
+    caps = ls.client_capabilities.window
+    progress = bool(caps and caps.work_done_progress)
+    if progress:
+        try:
+            await ls.work_done_progress.create_async(token)
+            future = ls.work_done_progress.tokens.get(token)
+            if future is not None:
+                future.add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
+            ls.work_done_progress.begin(
+                token,
+                types.WorkDoneProgressBegin(title=TITLE.format(edit.title), cancellable=True, percentage=0),
+            )
+        except Exception:  # noqa: BLE001 - the client refused a token: measure without
+            progress = False
+    loop = asyncio.get_running_loop()
+
+    def on_event(event: dict) -> None:
+        if progress and event.get("event") == "stage":
+            text = f"{event.get('function') or ''} {event.get('stage')}: {event.get('message') or ''}".strip()
+            loop.call_soon_threadsafe(
+                lambda: ls.work_done_progress.report(
+                    token, types.WorkDoneProgressReport(message=text, cancellable=True)
+                )
+            )
+
+    target = ls.target()
+    try:
+        measured = await loop.run_in_executor(
+            None,
+            lambda: measure(
+                result,
+                edit,
+                1,
+                finding.line,
+                workspace,
+                target,
+                on_event,
+                cancel,
+                ls.settings.timeout_seconds,
+            ),
+        )
+    except (LensError, OSError) as err:
+        cancelled = cancel.is_set()
+        message = "fix measurement cancelled: nothing applied" if cancelled else f"fix not measured: {err}"
+        ls.show(f"Trainium Lens: {message}", types.MessageType.Info if cancelled else types.MessageType.Error)
+        return {"applied": False, "error": message, "kind": "cancelled" if cancelled else "failed"}
+    finally:
+        if progress:
+            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+            ls.work_done_progress.tokens.pop(token, None)
+    if cancel.is_set():
+        ls.show("Trainium Lens: fix measurement cancelled: nothing applied")
+        return {"applied": False, "error": "cancelled", "kind": "cancelled"}
+    return measured
+
+
+def register(server: LensServer) -> None:
+    server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
+    )(actions)
+    server.command(COMMAND)(run_fix)
