@@ -19,7 +19,9 @@ CLEAN = {
     "server/pkg/__init__.py": "",
     "server/pkg/mod.py": "def double(x: int) -> int:\n    return 2 * x\n",
     "tests/__init__.py": "",
-    "extension/src/mod.ts": "export function double(x: number): number {\n  return 2 * x;\n}\n",
+    "extension/src/mod.ts": "export type Double = number;\n\n"
+    "export function double(x: number): number {\n  return 2 * x;\n}\n",
+    "extension/src/peer.ts": 'import type { Double } from "./mod";\n\nexport type Peer = Double;\n',
     "extension/test/mod.test.ts": 'import { double } from "../src/mod";\n\nexport const four = double(2);\n',
     "extension/media/timeline/page.js": '(function () {\n  "use strict";\n'
     "  const M = self.TimelineModel;\n  M.formatUs(3);\n})();\n",
@@ -46,6 +48,13 @@ BROKEN = {
     ),
     "prettier": ("extension/test/spaced.test.ts", "export const  spaced = 1;\n"),
     # The harness imports from the core (it would not exist on a target).
+    # mod.ts importing the peer that imports it (types only: tsc accepts it).
+    "circles": (
+        "extension/src/mod.ts",
+        'import type { Peer } from "./peer";\n\n'
+        "export type Double = number;\nexport type Both = [Double, Peer];\n\n"
+        "export function double(x: number): number {\n  return 2 * x;\n}\n",
+    ),
     "layers": (
         "server/trainium_lens/harness/leak.py",
         "from trainium_lens.model.result import Result\n\n\ndef result_type() -> type:\n    return Result\n",
@@ -97,7 +106,7 @@ def test_check_passes_clean_code_and_fails_on_each_kind_of_error(tmp_path):
     make_tree(tmp_path)
     done = check(tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "check: ruff ruff-format mypy tsc tsc-media eslint prettier layers clean" in done.stderr
+    assert "check: ruff ruff-format mypy tsc tsc-media eslint prettier layers circles clean" in done.stderr
 
     for name, text in BROKEN.values():
         (tmp_path / name).write_text(text)
@@ -105,8 +114,9 @@ def test_check_passes_clean_code_and_fails_on_each_kind_of_error(tmp_path):
     assert done.returncode == 1
     out = done.stdout + done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
-        "check: failed: ruff ruff-format mypy tsc tsc-media eslint prettier layers"
+        "check: failed: ruff ruff-format mypy tsc tsc-media eslint prettier layers circles"
     ), out
+    assert "circles: typescript: mod ↔ peer" in out
     assert "F401" in out  # ruff: `os` imported but unused
     assert "server/pkg/quotes.py" in out  # ruff format --check names the file
     assert 'Incompatible types in assignment (expression has type "str", variable has type "int")' in out
