@@ -115,6 +115,8 @@ def test_sibling_module_and_hostile_names(sshd, ssh_control_dir, tmp_path):
                 str(sshd.config),
                 "--dest",
                 str(dest),
+                "--work-dir",
+                str(work),
             ]
         )
         == 0
@@ -124,6 +126,7 @@ def test_sibling_module_and_hostile_names(sshd, ssh_control_dir, tmp_path):
     # Fetched once: a second fetch keeps that copy (a fetch never replaces a folder).
     local.write_bytes(b"kept")
     fetch_again = ["fetch", result.run_id, "--workspace", str(ws), "--ssh-config", str(sshd.config)]
+    fetch_again += ["--work-dir", str(work)]
     assert main([*fetch_again, "--dest", str(dest)]) == 0
     assert local.read_bytes() == b"kept"
     for place in (tmp_path, sshd.home, Path.cwd()):

@@ -7,6 +7,7 @@ target reaches its host or how results are stored.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
 
@@ -58,7 +59,7 @@ def profile(
         result.batch_id = result.batch_id or batch.batch_id
         result.git = dataclasses.replace(git)
         # xla on Trn1: per-line device time from the Parquet folders the harness listed
-        fill_neuron_lines(result, target.fetch)
+        fill_neuron_lines(result, functools.partial(target.fetch, workspace=job.workspace))
         result.reconciliation = reconcile(result)  # against the unprofiled wall / device span
         result.findings = analyze(result)
     if store is not None:

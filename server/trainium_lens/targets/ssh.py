@@ -113,6 +113,27 @@ done
 exit 0
 """
 
+# $1 work dir ("" = the default), $2 workspace id, $3 the parent folder, $4 the name:
+# tar the artifact, only when it lies in a run folder of this workspace's work dir
+# (links resolved here, on the host: the path comes from a stored result).
+_FETCH = r"""
+wd=$1
+[ -n "$wd" ] || wd="$HOME/.cache/trainium-lens/$2"
+case $wd in "~") wd=$HOME;; "~/"*) wd="$HOME/${wd#"~/"}";; esac
+runs=$(cd -- "$wd/runs" 2>/dev/null && pwd -P) || {
+  echo "trainium-lens-remote: no run folders of this workspace on the host" >&2; exit 73; }
+parent=$(cd -- "$3" 2>/dev/null && pwd -P) || { echo "trainium-lens-remote: No such file: $3" >&2; exit 74; }
+case "$parent/$4" in
+  "$runs"/?*) [ ! -L "$parent/$4" ] || {
+    echo "trainium-lens-remote: $3/$4 is a link, not in a run folder of this workspace on the host" >&2
+    exit 73; };;
+  *) echo "trainium-lens-remote: $3/$4 is not in a run folder of this workspace on the host" >&2; exit 73;;
+esac
+[ -e "$parent/$4" ] || [ -L "$parent/$4" ] || {
+  echo "trainium-lens-remote: No such file: $3/$4" >&2; exit 74; }
+cd -- "$parent" && exec tar -cf - -- "$4"
+"""
+
 # $1 pgid, $2 wrapper pid: TERM both, wait for the group, then KILL what is left.
 _KILL = r"""
 kill -TERM -- "-$1" "$2" 2>/dev/null
@@ -360,13 +381,15 @@ class SshTarget(Target):
             raise TargetError(f"{self.host}: could not remove old run folders")
 
     # -- artifacts ----------------------------------------------------------------------
-    def fetch(self, remote_path: str, dest: Path) -> Path:
+    def fetch(self, remote_path: str, dest: Path, *, workspace: Path) -> Path:
         """Copy a file or folder from the host to ``dest`` (the copy's own path, as
         for the local target), streamed as tar over the master; returns ``dest``.
 
         ``dest`` must not exist: a fetch never removes or replaces anything it did
-        not create (the path may come from a stored result). The copy is unpacked
-        into a fresh staging folder beside ``dest`` and moved into place."""
+        not create (the path may come from a stored result), and the host sends
+        it only when it lies in a run folder of ``workspace`` there (``_FETCH``).
+        The copy is unpacked into a fresh staging folder beside ``dest`` and
+        moved into place."""
         path = PurePosixPath(remote_path)
         if not path.is_absolute() or ".." in path.parts:
             raise TargetError(f"not an absolute path on {self.host}: {remote_path}")
@@ -377,7 +400,9 @@ class SshTarget(Target):
         dest.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=dest.parent))
         try:
-            argv = self.conn.argv('cd -- "$1" && exec tar -cf - -- "$2"', [str(path.parent), path.name])
+            argv = self.conn.argv(
+                _FETCH, [self.work_dir or "", workspace_id(workspace), str(path.parent), path.name]
+            )
             with subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
             ) as proc:
@@ -397,6 +422,7 @@ class SshTarget(Target):
             if code != 0 or not (staging / path.name).exists():
                 last = [ln for ln in err.strip().splitlines() if ln.strip()][-1:] or ["?"]
                 reason = "it is gone from the host" if "No such file" in last[0] else last[0][:200]
+                reason = reason.split(MARK, 1)[-1]
                 raise TargetError(f"{self.host}: cannot fetch {remote_path}: {reason}")
             if dest.exists() or dest.is_symlink():  # made meanwhile (another fetch): keep it
                 raise TargetError(f"{dest} already exists: not replaced (remove it to fetch again)")
