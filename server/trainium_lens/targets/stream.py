@@ -50,6 +50,7 @@ from collections.abc import Callable, Sequence
 from typing import IO
 
 from trainium_lens.errors import Cancelled, HarnessError, TargetError, TimedOut
+from trainium_lens.harness.reaper import kill_descendants
 
 #: Seconds between SIGTERM and SIGKILL when stopping a process group.
 KILL_GRACE_S = 2.0
@@ -135,7 +136,10 @@ def kill_group(proc: subprocess.Popen, grace: float = KILL_GRACE_S) -> None:
     try:
         proc.wait(timeout=grace)
     except subprocess.TimeoutExpired:
-        pass
+        # still there (its SIGTERM handler, which sweeps its descendants, could
+        # not run): what it started outside its group goes first, while the
+        # harness (a subreaper) still holds the orphans
+        kill_descendants(pgid)
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
