@@ -207,7 +207,7 @@ def test_a_crafted_result_naming_this_host_cannot_replace_a_folder_here(sshd, ss
             text=True,
             timeout=120,
         )
-        assert proc.returncode == 1, proc.stderr
+        assert proc.returncode == 2, proc.stderr
         assert proc.stderr == "trainium-lens: result.run_id: not a valid run id: '../../..'\n"
     assert sorted(p.name for p in victim.iterdir()) == ["id_ed25519"]
     assert (victim / "id_ed25519").read_text() == "secret\n"

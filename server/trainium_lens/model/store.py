@@ -229,10 +229,10 @@ class RunStore:
     def _load_one(self, path: Path) -> Result:
         try:
             return self._read(path)
-        except (ResultError, OSError) as exc:
-            raise LensError(str(exc)) from None
+        except (ResultError, OSError) as exc:  # the run named cannot be read: a usage error
+            raise UsageError(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - any damage: one line, not a traceback
-            raise LensError(f"{path}: {type(exc).__name__}: {exc}") from None
+            raise UsageError(f"{path}: {type(exc).__name__}: {exc}") from None
 
     def history(self, file: str, function: str) -> list[Result]:
         """Stored runs of one function, oldest first."""

@@ -26,6 +26,7 @@ from trainium_lens.cli import project_config
 from trainium_lens.cli.commands.profile import PROTOCOL_HELP, profile_job, style_for, write_json
 from trainium_lens.cli.commands.show import resolve_many
 from trainium_lens.cli.common import add_target_arguments
+from trainium_lens.cli.outputs import OutputError
 from trainium_lens.cli.pipes import emit
 from trainium_lens.cli.refs import back
 from trainium_lens.cli.render import gate as gate_output
@@ -146,6 +147,8 @@ def baselines_for(args: argparse.Namespace, config: dict, root: Path, file: str)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.timeout is not None and not 0 < args.timeout < float("inf"):
+        raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     path = Path(args.file).expanduser().resolve()
     root = Path(args.workspace).expanduser().resolve() if args.workspace else workspace_root_for(path)
     config = project_config.load(root)
@@ -196,13 +199,21 @@ def run(args: argparse.Namespace) -> int:
     for b, _a in pairs:
         runs = [next(r for r in m if r.function.name == b.function.name) for m in measured]
         reports.append(combine(b, runs, opts, need))
-    if args.json:
-        data = results[0].to_dict() if len(results) == 1 else [r.to_dict() for r in results]
-        write_json(args.json, data)
-    junit = args.junit or config.get("junit")
-    if junit:
-        gate_output.write_junit(junit if args.junit else root / str(junit), reports)
-    return _report(reports, root)
+    verdict = _report(reports, root)  # first: a path that cannot be written must not hide it
+    try:
+        if args.json:
+            data = results[0].to_dict() if len(results) == 1 else [r.to_dict() for r in results]
+            write_json(args.json, data)
+        junit = args.junit or config.get("junit")
+        if junit:
+            gate_output.write_junit(junit if args.junit else root / str(junit), reports)
+    except OutputError as err:  # the verdict is printed; the files asked for are not there: exit 2
+        sys.stdout.flush()
+        print(f"trainium-lens: {err}", file=sys.stderr)
+        return 2
+    if isinstance(verdict, CannotJudge):
+        raise verdict
+    return verdict
 
 
 def _pairs(baselines: list[Result], results: list[Result]) -> list[tuple[Result, Result]]:
@@ -225,8 +236,8 @@ class CannotJudge(LensError):
     exit_code = 2
 
 
-def _report(reports: list[gate.Report], root: Path) -> int:
-    """Print, and the exit status: 1 on a regression, 2 when it cannot judge."""
+def _report(reports: list[gate.Report], root: Path) -> int | CannotJudge:
+    """Print; the exit status (1 on a regression), or why it cannot judge (exit 2)."""
     failed = any(r.failed for r in reports)
     blind = [r for r in reports if not r.judgeable]
     style = style_for(sys.stdout)
@@ -240,7 +251,7 @@ def _report(reports: list[gate.Report], root: Path) -> int:
     if failed:
         return 1
     if blind:
-        raise CannotJudge(f"cannot judge {blind[0].function}: {_why(blind[0])}")
+        return CannotJudge(f"cannot judge {blind[0].function}: {_why(blind[0])}")
     return 0
 
 

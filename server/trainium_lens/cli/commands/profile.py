@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import signal
 import sys
 import threading
 import time
-from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn, TextIO
 
 from trainium_lens.cli.common import add_target_arguments
+from trainium_lens.cli.outputs import write_output
 from trainium_lens.cli.render.batch import render_batch
 from trainium_lens.cli.render.engines import render_engines
 from trainium_lens.cli.render.ranks import render_ranks
@@ -239,15 +238,7 @@ def _stop_on_signals() -> dict:
 
 
 def write_json(path: str, data: Any) -> None:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # a full disk leaves no temporary file
-        raise
+    write_output(path, json.dumps(data, indent=1), "--json")
 
 
 def run(args: argparse.Namespace) -> int:

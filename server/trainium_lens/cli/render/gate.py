@@ -24,6 +24,7 @@ from trainium_lens.analysis.gate.judge import (
     Item,
     Report,
 )
+from trainium_lens.cli.outputs import write_output
 from trainium_lens.cli.render.text import Style, fmt_us, table, truncate
 
 SHOWN = (REGRESSED, NEW, NOT_CONFIRMED, WITHIN_NOISE, NOT_JUDGED)
@@ -188,11 +189,7 @@ def junit_xml(reports: list[Report]) -> str:
 
 
 def write_junit(path: str | os.PathLike, reports: list[Report]) -> None:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(junit_xml(reports), encoding="utf-8")
-    os.replace(tmp, target)
+    write_output(path, junit_xml(reports), "--junit")
 
 
 # -- GitHub Actions annotations ------------------------------------------------------
