@@ -37,7 +37,7 @@ def raises(x):
 """
 
 
-def lens(*args: str, cwd: Path, tmp: Path) -> subprocess.CompletedProcess:
+def lens(*args: str, cwd: Path, tmp: Path, extra: dict | None = None) -> subprocess.CompletedProcess:
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT / "server"),
@@ -45,6 +45,7 @@ def lens(*args: str, cwd: Path, tmp: Path) -> subprocess.CompletedProcess:
         "OMP_NUM_THREADS": "1",
     }
     env.pop("GITHUB_ACTIONS", None)
+    env.update(extra or {})
     return subprocess.run(
         [sys.executable, "-m", "trainium_lens", *args],
         cwd=cwd,
@@ -149,3 +150,78 @@ def test_check_prints_its_verdict_and_exits_2_when_it_cannot_write_its_files(ws,
     assert "good" in proc.stdout  # the verdict, printed before the file was tried
     assert proc.stderr.strip().splitlines()[-1].startswith("trainium-lens: --junit")
     assert sorted(p.name for p in (ws / "out").iterdir()) == ["keep"]
+
+
+INJECTION = "\n::error file=evil.py,line=1::INJECTED\n::stop-commands::pwned\n"
+
+
+def crafted_baseline(ws: Path, tmp_path: Path, name: str, edit) -> str:
+    if not (ws / "base.json").exists():
+        assert lens("profile", "mod.py", "good", "--json", "base.json", cwd=ws, tmp=tmp_path).returncode == 0
+    data = json.loads((ws / "base.json").read_text())
+    edit(data)
+    (ws / name).write_text(json.dumps(data))
+    return name
+
+
+def test_a_baseline_with_newlines_in_its_strings_prints_no_workflow_command(ws, tmp_path):
+    """Before: a baseline whose host held a newline and `::error ...` made `check`
+    under GitHub Actions print a fake annotation and silence the real ones."""
+
+    def edit(data: dict) -> None:
+        data["host"] = f"box{INJECTION}\u202eevil"
+        data["git"] = {"commit": f"abc{INJECTION}", "dirty": False, "branch": f"main{INJECTION}"}
+        for line in data["lines"]:
+            line["text"] = f"x = 1{INJECTION}\x1b[2J\x0c"
+
+    name = crafted_baseline(ws, tmp_path, "injected.json", edit)
+    args = ["check", "mod.py", "good", "--baseline", name, "--junit", "junit.xml", "--workspace", str(ws)]
+    proc = lens(*args, cwd=ws, tmp=tmp_path, extra={"GITHUB_ACTIONS": "true"})
+    assert proc.returncode in (0, 1, 2), proc.stderr
+    lines = (proc.stdout + proc.stderr).splitlines()
+    assert not [ln for ln in lines if "INJECTED" in ln and ln.startswith("::")], proc.stdout
+    assert not [ln for ln in lines if ln.startswith("::stop-commands")], proc.stdout
+    assert "\x1b" not in proc.stdout and "\u202e" not in proc.stdout
+    if (ws / "junit.xml").exists():
+        import xml.etree.ElementTree as ET
+
+        ET.parse(ws / "junit.xml")  # well-formed: no character XML forbids
+
+
+@pytest.mark.parametrize("value", [-5.0, float("nan"), float("inf")])
+def test_a_baseline_with_negative_or_non_finite_samples_is_refused(ws, tmp_path, value):
+    def edit(data: dict) -> None:
+        data["totals"]["step_us"] = [value, 1.0]
+
+    name = crafted_baseline(ws, tmp_path, "bad-samples.json", edit)
+    proc = lens("check", "mod.py", "good", "--baseline", name, "--workspace", str(ws), cwd=ws, tmp=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "not a time" in proc.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    "rebind, line",
+    [
+        ("def good(x):\n    return x - 1\n", 13),
+        ("good = abs\n", 13),
+    ],
+)
+def test_a_rebound_marked_name_is_refused(ws, tmp_path, rebind, line):
+    """Before: a marked `def good` followed by an unmarked `def good` (or `good =
+    other`) profiled the other function under the marked name and line."""
+    (ws / "rebound.py").write_text(
+        SOURCE.split("# trainium: profile inputs=make wait=0 warmup=0 active=1")[0] + rebind
+    )
+    proc = lens("profile", "rebound.py", "good", "--no-store", "--workspace", str(ws), cwd=ws, tmp=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert f"rebound.py:{line}: good is bound again after its marked def (line 9)" in last, last
+
+
+def test_a_decorated_marked_function_is_the_one_run(ws, tmp_path):
+    source = SOURCE.replace("def good(x):", "@functools.lru_cache(maxsize=None)\ndef good(x):").replace(
+        "import torch", "import functools\n\nimport torch"
+    )
+    (ws / "decorated.py").write_text(source)
+    proc = lens("profile", "decorated.py", "good", "--no-store", "--workspace", str(ws), cwd=ws, tmp=tmp_path)
+    assert proc.returncode == 0, proc.stderr

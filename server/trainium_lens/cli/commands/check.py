@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import sys
 from pathlib import Path
@@ -119,6 +120,22 @@ def options(args: argparse.Namespace, config: dict) -> gate.Options:
     return opts
 
 
+def bad_samples(baseline: Result) -> str | None:
+    """Why ``baseline``'s figures cannot be judged against (one line), or None: a
+    time is never negative, NaN or infinite (a hand-edited or crafted file)."""
+    figures = [
+        ("totals", baseline.totals.self_time_us),
+        *(("totals step", v) for v in baseline.totals.samples),
+    ]
+    for line in baseline.lines:
+        where = f"line {line.line}"
+        figures += [(where, line.self_time_us), *((f"{where} step", v) for v in line.step_us)]
+    for where, value in figures:
+        if not math.isfinite(value) or value < 0:
+            return f"the baseline {baseline.run_id} holds {value!r} µs for {where}: not a time"
+    return None
+
+
 def baselines_for(args: argparse.Namespace, config: dict, root: Path, file: str) -> list[Result]:
     """The baseline result(s) of FILE (FUNCTION's, when named)."""
     ref = args.baseline
@@ -170,6 +187,10 @@ def run(args: argparse.Namespace) -> int:
         nproc=args.nproc,
     )
     baselines = baselines_for(args, config, root, job.file)
+    for b in baselines:
+        bad = bad_samples(b)
+        if bad:
+            raise UsageError(bad)
     if backend != "auto":
         for b in baselines:
             if b.backend != backend:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import socket
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
@@ -185,7 +186,12 @@ def junit_xml(reports: list[Report]) -> str:
         suites.set(key, str(count))
     suites.set("errors", "0")
     ET.indent(suites)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    text = ET.tostring(suites, encoding="unicode")
+    # characters XML 1.0 forbids (ElementTree escapes markup, not these): dropped
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + _XML_FORBIDDEN.sub("", text) + "\n"
+
+
+_XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def write_junit(path: str | os.PathLike, reports: list[Report]) -> None:
