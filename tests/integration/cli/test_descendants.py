@@ -98,6 +98,10 @@ def start(ws: Path, tmp: Path, *args: str) -> tuple[subprocess.Popen, str]:
     return proc, f"TRAINIUM_LENS_CACHE={cache}"
 
 
+def run_folders(tmp: Path) -> list[str]:
+    return sorted(p.name for p in (tmp / "cache").glob("*/runs/*"))
+
+
 def helper_pids(tmp: Path) -> list[int]:
     return [int(p) for f in sorted(tmp.glob("helpers.*.pids")) for p in f.read_text().split()]
 
@@ -132,6 +136,7 @@ def test_nothing_the_code_started_outlives_a_successful_run(ws, tmp_path, nproc)
     pids = helper_pids(tmp_path)
     assert len(pids) == 2 * int(nproc)
     assert_none_left(marker, pids)
+    assert run_folders(tmp_path) == []  # not stored: its run folder goes with it
 
 
 @pytest.mark.parametrize("how", ["cancel", "timeout", "kill -9"])
@@ -148,6 +153,8 @@ def test_nothing_the_code_started_outlives_a_stopped_run(ws, tmp_path, how):
         expected = {"cancel": 130, "timeout": 124, "kill -9": -signal.SIGKILL}[how]
         assert proc.returncode == expected, proc.stderr.read() if proc.stderr else ""
         assert_none_left(marker, helper_pids(tmp_path))
+        if how != "kill -9":  # a CLI killed outright removes nothing; the next prune does
+            assert run_folders(tmp_path) == []
     finally:
         proc.kill()
         proc.communicate()

@@ -293,6 +293,8 @@ def profile_job(
     not_stored: NotStored | None = None
     try:
         results = runner.profile(job, target, progress, timeout=args.timeout, store=store)
+        if store is None:  # not stored: no result will ever name the run folder (the tables are out)
+            runner.remove_own_folder(job, target)
     except NotStored as err:  # the run finished: its tables first, then why it is not kept
         results, not_stored = err.results, err
     except LensError as err:
