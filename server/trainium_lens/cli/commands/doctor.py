@@ -45,4 +45,4 @@ def run(args: argparse.Namespace) -> int:
                 print(f"        {'':<{width}}  fix: {check.fix}")
         failed = [c.title for c in report.checks if c.status == "fail"]
         print("all checks pass" if not failed else f"{len(failed)} failed: {', '.join(failed)}")
-    return 0 if report.ok else 1
+    return 0 if report.ok else 4  # the host cannot run what failed
