@@ -260,3 +260,33 @@ def test_a_committed_result_naming_a_host_file_outside_run_folders_copies_nothin
     copies = [p for p in (ws / ".trainium-lens").rglob("*") if p.name in ("credentials", "keys")]
     assert copies == [] and not (tmp_path / "out.json").exists()
     assert not [p for p in (ws / ".trainium-lens" / "artifacts").rglob("*") if p.is_file()]
+
+
+@pytest.mark.parametrize("how", ["success", "kill -9"])
+def test_nothing_the_code_started_outlives_the_run_on_the_host(sshd, ssh_control_dir, tmp_path, how):
+    """A child in a session of its own and a double-forked daemon, started by the
+    profiled code on the host: gone after a successful run and after kill -9 of
+    the CLI (the wrapper's lifeline; the harness is their subreaper)."""
+    from tests.integration.cli.test_descendants import SPAWNS, alive, helper_pids
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    source = SPAWNS.replace('os.environ["LENS_TEST_PIDS"]', repr(str(tmp_path / "helpers")))
+    (ws / "jobs.py").write_text(source)
+    work = tmp_path / "work"
+    cli = start_cli(sshd, ws, work, "quick" if how == "success" else "hangs", "--no-store")
+    try:
+        if how == "success":
+            _out, err = cli.communicate(timeout=300)
+            assert cli.returncode == 0, err
+        else:
+            wait_for(lambda: helper_pids(tmp_path), 300, "the helpers started on the host")
+            cli.kill()
+            cli.wait(10)
+        pids = helper_pids(tmp_path)
+        assert len(pids) == 2
+        assert gone(work) == []
+        wait_for(lambda: not [p for p in pids if alive(p)], 15, "the helpers gone")
+    finally:
+        cli.kill()
+        cli.communicate()
