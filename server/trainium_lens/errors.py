@@ -4,11 +4,33 @@ from __future__ import annotations
 
 from trainium_lens.harness.events import HarnessError as HarnessFailure
 
+#: The command line's one exit-code contract (README, every ``--help``).
+EXIT_OK = 0
+EXIT_REGRESSION = 1  # only ``check`` finding a regression or a failed finding gate
+EXIT_USAGE = 2  # an unknown function, no marker, a file that does not parse, bad options, a missing file
+EXIT_USER_CODE = 3  # the user's code failed
+EXIT_CANNOT_RUN = 4  # the host or backend cannot run it
+EXIT_TIMEOUT = 124
+EXIT_CANCELLED = 130
+
+#: What the harness's error kinds mean for the exit code (any other kind: 4).
+HARNESS_KIND_CODES = {
+    "parse": EXIT_USAGE,
+    "no_marked_function": EXIT_USAGE,
+    "unknown_function": EXIT_USAGE,
+    "spec": EXIT_USAGE,
+    "user_code": EXIT_USER_CODE,
+    "inputs": EXIT_USER_CODE,
+    "backend_unavailable": EXIT_CANNOT_RUN,
+    "torch_missing": EXIT_CANNOT_RUN,
+}
+
 
 class LensError(Exception):
-    """Base: ``str(err)`` is a one-line reason, ``exit_code`` what the CLI returns."""
+    """Base: ``str(err)`` is a one-line reason, ``exit_code`` what the CLI returns
+    (never 1: that is a regression's, and a failure of the tool is not one)."""
 
-    exit_code = 1
+    exit_code = EXIT_CANNOT_RUN
 
 
 class UsageError(LensError):
@@ -25,7 +47,9 @@ class HarnessError(LensError, HarnessFailure):
     ``line`` point at the user's code when the error is theirs.
     """
 
-    exit_code = 3
+    @property
+    def exit_code(self) -> int:  # type: ignore[override]
+        return HARNESS_KIND_CODES.get(self.kind, EXIT_CANNOT_RUN)
 
     @classmethod
     def from_event(cls, event: dict) -> HarnessError:

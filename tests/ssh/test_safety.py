@@ -207,9 +207,86 @@ def test_a_crafted_result_naming_this_host_cannot_replace_a_folder_here(sshd, ss
             text=True,
             timeout=120,
         )
-        assert proc.returncode == 1, proc.stderr
+        assert proc.returncode == 2, proc.stderr
         assert proc.stderr == "trainium-lens: result.run_id: not a valid run id: '../../..'\n"
     assert sorted(p.name for p in victim.iterdir()) == ["id_ed25519"]
     assert (victim / "id_ed25519").read_text() == "secret\n"
     assert not (tmp_path / "out.json").exists()
     assert not SshConnection("lens-test", ssh_config=str(sshd.config))._master_alive()  # never connected
+
+
+def test_a_committed_result_naming_a_host_file_outside_run_folders_copies_nothing(
+    sshd, ssh_control_dir, ws, tmp_path
+):
+    """Before: `artifacts.run_dir`/`trace` naming `~/.aws` on a host of the user's
+    SSH config made `fetch` (and the timeline, `export`) copy it into the
+    workspace, where it stayed after the error."""
+    secrets = sshd.home / "keys"
+    secrets.mkdir(exist_ok=True)
+    (secrets / "credentials").write_text("aws_secret_access_key = hunter2\n")
+    # A run folder of this workspace on the host exists (a real run made it),
+    # and a link in it leads to the secrets: resolved on the host, refused too.
+    work = sshd.home / ".cache" / "trainium-lens"
+    target = SshTarget("lens-test", ssh_config=str(sshd.config), remote_python=sys.executable)
+    try:
+        [real] = runner.profile(make_job(ws / "jobs.py", functions=["quick"]), target, store=RunStore(ws))
+    finally:
+        target.close()
+    host_runs = Path(real.artifacts.run_dir).parent
+    assert work in host_runs.parents
+    (host_runs / "b").symlink_to(secrets)
+    data = json.loads((ROOT / "tests" / "data" / "schema1_result.json").read_text())
+    runs = ws / ".trainium-lens" / "runs"
+    cases = {
+        "20261129-101500-aaaa-0": (str(secrets), str(secrets / "credentials")),
+        "20261129-101500-bbbb-0": (str(host_runs / "b"), str(host_runs / "b" / "credentials")),
+    }
+    for run_id, (run_dir, trace) in cases.items():
+        data.update(run_id=run_id, batch_id=run_id[:-2], created_at="2026-11-29T10:15:00+00:00")
+        data["artifacts"] = {"location": "lens-test", "run_dir": run_dir, "trace": trace}
+        (runs / f"{run_id}.json").write_text(json.dumps(data))
+        for command in (["fetch", run_id], ["export", run_id, "-o", str(tmp_path / "out.json")]):
+            proc = subprocess.run(
+                [sys.executable, "-m", "trainium_lens", *command, "--workspace", str(ws)]
+                + ["--ssh-config", str(sshd.config)],
+                env={**os.environ, "PYTHONPATH": str(ROOT / "server")},
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert proc.returncode == 4, proc.stderr
+            assert "not in a run folder of this workspace on the host" in proc.stderr, proc.stderr
+            assert proc.stderr.count("\n") == 1
+    copies = [p for p in (ws / ".trainium-lens").rglob("*") if p.name in ("credentials", "keys")]
+    assert copies == [] and not (tmp_path / "out.json").exists()
+    assert not [p for p in (ws / ".trainium-lens" / "artifacts").rglob("*") if p.is_file()]
+
+
+@pytest.mark.parametrize("how", ["success", "kill -9"])
+def test_nothing_the_code_started_outlives_the_run_on_the_host(sshd, ssh_control_dir, tmp_path, how):
+    """A child in a session of its own and a double-forked daemon, started by the
+    profiled code on the host: gone after a successful run and after kill -9 of
+    the CLI (the wrapper's lifeline; the harness is their subreaper)."""
+    from tests.integration.cli.test_descendants import SPAWNS, alive, helper_pids
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    source = SPAWNS.replace('os.environ["LENS_TEST_PIDS"]', repr(str(tmp_path / "helpers")))
+    (ws / "jobs.py").write_text(source)
+    work = tmp_path / "work"
+    cli = start_cli(sshd, ws, work, "quick" if how == "success" else "hangs", "--no-store")
+    try:
+        if how == "success":
+            _out, err = cli.communicate(timeout=300)
+            assert cli.returncode == 0, err
+        else:
+            wait_for(lambda: helper_pids(tmp_path), 300, "the helpers started on the host")
+            cli.kill()
+            cli.wait(10)
+        pids = helper_pids(tmp_path)
+        assert len(pids) == 2
+        assert gone(work) == []
+        wait_for(lambda: not [p for p in pids if alive(p)], 15, "the helpers gone")
+    finally:
+        cli.kill()
+        cli.communicate()

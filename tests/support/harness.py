@@ -88,10 +88,10 @@ class HarnessStandIn(Target):
     ) -> dict:
         return {"batch_id": job.batch_id, "results": self.results}
 
-    def fetch(self, remote_path: str, dest: Path) -> Path:
+    def fetch(self, remote_path: str, dest: Path, *, workspace: Path) -> Path:
         if not self.allow_fetch:
             raise AssertionError("a local run's device profile is read in place")
-        return LocalTarget().fetch(remote_path, dest)
+        return LocalTarget().fetch(remote_path, dest, workspace=workspace)
 
 
 def profile_xla(out: Path, file: str, function: str, *extra: str) -> dict:

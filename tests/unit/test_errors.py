@@ -30,7 +30,10 @@ def test_the_core_error_is_the_harness_error_with_an_exit_code():
             "m.py",
             3,
         )
-    assert HarnessError.exit_code == 3
+    codes = {
+        k: HarnessError(k, "m").exit_code for k in ("parse", "unknown_function", "user_code", "torch_missing")
+    }
+    assert codes == {"parse": 2, "unknown_function": 2, "user_code": 3, "torch_missing": 4}
 
 
 def test_an_error_event_becomes_the_core_error():

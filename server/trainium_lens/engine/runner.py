@@ -7,7 +7,9 @@ target reaches its host or how results are stored.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
+import os
 import threading
 
 from trainium_lens.analysis.findings.analyze import analyze
@@ -50,7 +52,11 @@ def profile(
     try:
         document = target.run(job, events, cancel, timeout)
     except TimedOut as exc:  # a hung rank: say which, and where it waited
+        remove_own_folder(job, target)
         raise TimedOut(events.explain(str(exc))) from None
+    except BaseException:  # failed or cancelled: no result will ever name its folder
+        remove_own_folder(job, target)
+        raise
     document = merge_document(document)  # a torchrun job's ranks → one result per function
     try:
         batch = Batch.from_dict(document)
@@ -62,7 +68,7 @@ def profile(
         result.batch_id = result.batch_id or batch.batch_id
         result.git = dataclasses.replace(git)
         # xla on Trn1: per-line device time from the Parquet folders the harness listed
-        fill_neuron_lines(result, target.fetch)
+        fill_neuron_lines(result, functools.partial(target.fetch, workspace=job.workspace))
         result.reconciliation = reconcile(result)  # against the unprofiled wall / device span
         # fixes as edits of the source the run measured: analysis/fixes
         result.findings = analyze(result, edits=lambda r, found: with_edits(r, found, read))
@@ -78,6 +84,21 @@ def profile(
                 raise NotStored(str(exc), batch.results) from None
         prune_run_folders(job, target, store)
     return batch.results
+
+
+#: Set (to anything) to keep the run folders of runs that are not stored.
+KEEP_RUNS_ENV = "TRAINIUM_LENS_KEEP_RUNS"
+
+
+def remove_own_folder(job: Job, target: Target) -> None:
+    """This job's run folder on the target, for a run no stored result will name
+    (it failed, was cancelled, or is not stored): nothing else would remove it."""
+    if os.environ.get(KEEP_RUNS_ENV):
+        return
+    try:
+        target.remove_runs(job.workspace, [job.batch_id])
+    except Exception as exc:  # noqa: BLE001 - a folder left is no reason to hide the run's own error
+        log.warning("could not remove the run folder %s on %s: %s", job.batch_id, target.host, exc)
 
 
 def prune_run_folders(job: Job, target: Target, store: RunStore) -> None:

@@ -16,6 +16,7 @@ without torch still gets a clear ``torch_missing`` error event.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
 
@@ -136,6 +137,12 @@ def main() -> int:
     from trainium_lens.harness.torchrun import rank as dist
 
     dist.tie_to_agent()  # a torchrun rank: dies with the agent (before anything can fork)
+    from trainium_lens.harness import reaper
+
+    # Orphans below us (a child in a session of its own, a double-forked daemon)
+    # stay ours, and go when the run does: at the end, on SIGTERM, on the lifeline.
+    reaper.become_subreaper()
+    signal.signal(signal.SIGTERM, _stopped)
     from trainium_lens.harness.events import HarnessError, open_event_stream
 
     events = open_event_stream()
@@ -174,6 +181,16 @@ def main() -> int:
             sys.stdout.flush()
         except Exception:
             pass
+        reaper.kill_descendants()
+
+
+def _stopped(signum, _frame) -> None:
+    """SIGTERM (a cancel, a timeout): what we started goes first, then we do."""
+    from trainium_lens.harness import reaper
+
+    reaper.kill_descendants()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ to. Imports no protocol, so both build on it."""
 
 from __future__ import annotations
 
+import os
 from typing import Any, Protocol
 
 import torch
@@ -48,7 +49,69 @@ def marked_function(s: CallSession, marked: Marked) -> Any:
             s.rel_file,
             marked.def_line,
         )
+    code = _code_of(fn)
+    module_file = getattr(s.module, "__file__", None)
+    # Another object under the marked name: refused when the source rebinds it
+    # (a decorator without functools.wraps also hides the def, and is fine).
+    where = None
+    if module_file and (code is None or not _is_marked_def(code, module_file, marked)):
+        where = _rebinding_line(module_file, marked)
+    if where is not None:
+        raise HarnessError(
+            "parse",
+            f"{s.rel_file}:{where}: {marked.name} is bound again after its marked def (line "
+            f"{marked.def_line}): the name would run another function; rename one of them",
+            s.rel_file,
+            where,
+        )
     return fn
+
+
+def _code_of(fn: Any) -> Any:
+    """The code object behind ``fn``: through ``__wrapped__`` (decorators that use
+    functools.wraps, torch.compile) and bound methods; None when there is none."""
+    seen = 0
+    while hasattr(fn, "__wrapped__") and seen < 100:
+        fn, seen = fn.__wrapped__, seen + 1
+    fn = getattr(fn, "__func__", fn)
+    return getattr(fn, "__code__", None)
+
+
+def _is_marked_def(code: Any, module_file: str, marked: Marked) -> bool:
+    try:
+        same_file = os.path.samefile(code.co_filename, module_file)
+    except OSError:
+        same_file = False
+    # a decorated def's code starts at its first decorator, between marker and def
+    return same_file and marked.marker_line < code.co_firstlineno <= marked.def_line
+
+
+def _rebinding_line(module_file: str, marked: Marked) -> int | None:
+    """The first line after the marked def that binds its name again at module
+    level (a def, a class, an assignment, an import), if the source shows one."""
+    import ast
+
+    from trainium_lens.harness.markers import read_source
+
+    name = marked.name.split(".")[0]
+    try:
+        tree = ast.parse(read_source(module_file))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    for node in tree.body:
+        if node.lineno <= marked.def_line:
+            continue
+        bound: list[str] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound = [node.name]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound = [(a.asname or a.name).split(".")[0] for a in node.names]
+        if name in bound:
+            return node.lineno
+    return None
 
 
 def function_record(s: CallSession, marked: Marked, protocol: dict) -> dict:

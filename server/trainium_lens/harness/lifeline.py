@@ -71,9 +71,13 @@ def _watch(fd: int) -> None:
 
 def kill_own_group() -> None:
     """SIGKILL our process group when we lead it (everything we started with
-    it), else only ourselves."""
+    it), else only ourselves; first every descendant, in a session of its own
+    or not (``reaper``)."""
+    from trainium_lens.harness import reaper
+
     me = os.getpid()
     try:
+        reaper.kill_descendants()
         if os.getpgrp() == me:
             os.killpg(me, signal.SIGKILL)
     finally:

@@ -41,6 +41,8 @@ import signal
 import sys
 import time
 
+from trainium_lens.harness import reaper
+
 #: Seconds between SIGTERM and SIGKILL when a job is cancelled.
 KILL_GRACE_S = 2.0
 POLL_S = 0.25
@@ -125,6 +127,9 @@ class Worker:
             os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        # and what it left outside the group: the worker is a subreaper, so an
+        # orphan of the job (its own session, a daemon) is a descendant here
+        reaper.kill_descendants()
         if lock_fd is not None:
             os.close(lock_fd)
         self.emit("job_exit", pid=pid, status=status)
@@ -340,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) >= 2 and args[0] == "--idle":
         idle_s = float(args[1])
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    reaper.become_subreaper()  # a job's orphans come back here, and go after the job
     worker = Worker(idle_s)
     info = warm_imports()
     worker.emit("ready", pid=os.getpid(), **info)

@@ -21,7 +21,7 @@ from trainium_lens.targets.ssh_conn import SshConnection, explain_ssh_failure
 
 
 class TunnelError(LensError):
-    exit_code = 5
+    exit_code = 4
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ knows no result type: ``model/result.py`` names the types and the schema.
 
 from __future__ import annotations
 
+import re
 from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, get_args, get_origin, get_type_hints
 
@@ -23,6 +24,22 @@ class _Bad(Exception):
     def under(self, step: str) -> _Bad:
         self.path = step + self.path
         return self
+
+
+# Line breaks and other control characters (tab aside), and the bidi controls that
+# reorder how text shows (a line that reads differently from what it holds).
+_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r"}
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line of plain text: every string a result holds is data a
+    repository can write, and reaches terminals, CI logs (where a line starting
+    ``::`` is a workflow command), JUnit XML and hovers. Line breaks, control and
+    bidi characters are shown escaped (``\\n``, ``\\x1b``, ``\\u202e``)."""
+    if not _UNSAFE.search(text):
+        return text
+    return _UNSAFE.sub(lambda m: _NAMED.get(m.group(), f"\\u{ord(m.group()):04x}"), text)
 
 
 def build(tp: Any, value: Any, where: str) -> Any:
@@ -102,6 +119,14 @@ def _make_converter(tp: Any) -> Any:
             raise _Bad(f"expected a number, {_got(value)}")
 
         return conv_float
+    if tp is str:
+
+        def conv_str(value: Any) -> str:
+            if type(value) is not str:
+                raise _Bad(f"expected a string, {_got(value)}")
+            return one_line(value)
+
+        return conv_str
     simple = {int: "an integer", str: "a string", bool: "true/false"}
     if tp in simple:
 

@@ -26,7 +26,11 @@ The harness writes a *batch* (one document per profiled function, see
 from __future__ import annotations
 
 import json
+import os
+import re
+import stat as stat_mode
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -458,6 +462,8 @@ class Result:
             raise ResultError(f"result.run_id: not a valid run id: {result.run_id[:80]!r}")
         if result.batch_id and not is_run_id(result.batch_id):
             raise ResultError(f"result.batch_id: not a valid batch id: {result.batch_id[:80]!r}")
+        if timestamp(result.created_at) is None:
+            raise ResultError(f"result.created_at: not an ISO 8601 timestamp: {result.created_at[:40]!r}")
         return result
 
 
@@ -516,15 +522,61 @@ def _drop_rank_fields(data: dict[str, Any]) -> None:
 MAX_RESULT_BYTES = 256 * 1024 * 1024
 
 
+_ISO_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
+
+
+def timestamp(text: object) -> float | None:
+    """``created_at`` as seconds since the epoch (UTC when it names no zone), or
+    None when it is not an ISO 8601 date and time."""
+    if not isinstance(text, str) or len(text) > 40 or not _ISO_DATETIME.match(text):
+        return None
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)  # noqa: UP017 (the harness's Pythons are 3.10)
+    try:
+        return when.timestamp()
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of ``path`` when it is a regular file (not a link, a FIFO, a
+    device: a committed ``runs/x.json -> /dev/stdin`` must not block, one to
+    ``/dev/zero`` must not be read forever), at most ``limit`` of them.
+
+    ``lstat`` first (nothing that is not a regular file is even opened), then
+    opened without following links and without blocking, checked again on the
+    open file (it may have been swapped meanwhile), read in bounded chunks."""
+    if not stat_mode.S_ISREG(os.lstat(path).st_mode):
+        raise ResultError(f"{path}: not a regular file, not read")
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat_mode.S_ISREG(os.fstat(fd).st_mode):
+            raise ResultError(f"{path}: not a regular file, not read")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise ResultError(f"{path}: larger than {limit >> 20} MiB, not read")
+    finally:
+        os.close(fd)
+
+
 def load(path: str | Path) -> Result:
     """Read and validate one stored result; ``ResultError`` says what is wrong,
-    whatever the damage (unreadable, not UTF-8, not JSON, nested past the
-    parser's depth, the wrong shape)."""
+    whatever the damage (unreadable, not a regular file, not UTF-8, not JSON,
+    nested past the parser's depth, the wrong shape)."""
     path = Path(path)
     try:
-        if path.stat().st_size > MAX_RESULT_BYTES:
-            raise ResultError(f"{path}: larger than {MAX_RESULT_BYTES >> 20} MiB, not read")
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path, MAX_RESULT_BYTES).decode("utf-8")
     except OSError as exc:
         raise ResultError(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:

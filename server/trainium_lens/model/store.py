@@ -21,18 +21,43 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 from trainium_lens.errors import LensError, UsageError
 from trainium_lens.model.codec import ResultError
 from trainium_lens.model.paths import RUN_ID, UnsafePath, in_workspace_folder, is_run_id
-from trainium_lens.model.result import Result, load, save
+from trainium_lens.model.result import Result, load, save, timestamp
 
 log = logging.getLogger(__name__)
 
 STORE_DIR = ".trainium-lens"
 RUNS_DIR = "runs"
 ARTIFACTS_DIR = "artifacts"
+#: How far in the future a stored result's ``created_at`` may be (clocks differ a little).
+CLOCK_SKEW_S = 3600.0
+
+
+IGNORE = "*\n"
+
+
+def write_ignore(root: Path) -> None:
+    """``<root>/.gitignore`` ignoring everything: results and fetched artifacts
+    are local state, never committed. Written whatever a repository committed
+    there (an empty file, a link), so a copy never shows up to ``git add -A``."""
+    ignore = root / ".gitignore"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        if not ignore.is_symlink() and ignore.is_file() and ignore.read_text(encoding="utf-8") == IGNORE:
+            return
+        if ignore.is_symlink() or ignore.exists():
+            ignore.unlink()
+        fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(IGNORE)
+    except (OSError, UnicodeDecodeError) as exc:
+        log.warning("cannot write %s: %s", ignore, exc)
 
 
 class RunStore:
@@ -57,9 +82,25 @@ class RunStore:
 
     def save(self, result: Result) -> Path:
         self._ensure_root()
-        path = save(result, self.path_for(result.run_id))
-        self._prune(result.function.file, result.function.name)
+        path = self.path_for(result.run_id)
+        self._stamp(result)
+        save(result, path)
+        self._prune(result.function.file, result.function.name, keep=result.run_id)
         return path
+
+    def _stamp(self, result: Result) -> None:
+        """Runs are ordered (``latest``, pruning) by when this store saved them:
+        a result that says it was made in the future (a host with a wrong clock)
+        or before the newest stored run of its function is dated now, so the
+        run just made is the latest one, whatever the host's clock or the
+        repository's committed results say."""
+        now = time.time()
+        when = timestamp(result.created_at)
+        stored = [timestamp(r.created_at) or 0.0 for r in self.history(*_key(result))]
+        if when is None or when > now + CLOCK_SKEW_S or (stored and when < max(stored)):
+            result.created_at = datetime.fromtimestamp(max([now, *stored]), timezone.utc).isoformat(  # noqa: UP017
+                timespec="microseconds"
+            )
 
     def take_pruned(self) -> list[Result]:
         """The results pruned since the last call (their run folders may go now)."""
@@ -70,12 +111,7 @@ class RunStore:
         self._check_inside()  # before mkdir: a symlink must not get a folder made through it
         self.runs.mkdir(parents=True, exist_ok=True)
         self._check_inside()
-        ignore = self.root / ".gitignore"
-        if not ignore.exists():  # results are local state, never committed
-            try:
-                ignore.write_text("*\n", encoding="utf-8")
-            except OSError:
-                pass
+        write_ignore(self.root)
 
     def _check_inside(self) -> None:
         try:
@@ -86,10 +122,10 @@ class RunStore:
                 f"not storing results there"
             ) from None
 
-    def _prune(self, file: str, function: str) -> None:
-        runs = self.history(file, function)
+    def _prune(self, file: str, function: str, keep: str) -> None:
+        runs = [r for r in self.history(file, function) if r.run_id != keep]  # never the one just saved
         gone = []
-        for old in runs[: max(0, len(runs) - self.history_size)]:
+        for old in runs[: max(0, len(runs) + 1 - self.history_size)]:
             try:
                 self.path_for(old.run_id).unlink()
             except OSError as exc:
@@ -132,12 +168,15 @@ class RunStore:
             return []
 
     def _read(self, path: Path) -> Result:
-        stat = path.stat()
+        st = path.lstat()  # a link is not followed (load refuses anything but a regular file)
         cached = self._cache.get(path)
-        if cached and cached[0] == stat.st_mtime_ns and cached[1] == stat.st_size:
+        if cached and cached[0] == st.st_mtime_ns and cached[1] == st.st_size:
             return cached[2]
         result = load(path)
-        self._cache[path] = (stat.st_mtime_ns, stat.st_size, result)
+        when = timestamp(result.created_at) or 0.0
+        if when > time.time() + CLOCK_SKEW_S:  # it would be `latest` for ever, and prune every new run
+            raise ResultError(f"{path}: created_at {result.created_at[:40]} is in the future, not read")
+        self._cache[path] = (st.st_mtime_ns, st.st_size, result)
         return result
 
     def load_all(self) -> list[Result]:
@@ -163,7 +202,7 @@ class RunStore:
     def _name_once(self, path: Path, reason: str) -> None:
         """One warning per damaged file (per version of it), not one per reload."""
         try:
-            st = path.stat()
+            st = path.lstat()
             key = (path, st.st_mtime_ns, st.st_size)
         except OSError:
             key = (path, 0, 0)
@@ -176,7 +215,7 @@ class RunStore:
         if not run_id or not RUN_ID.fullmatch(run_id) or ".." in run_id:
             raise UsageError(f"not a run id: {run_id[:80]!r} (letters, digits, '.', '_' and '-')")
         exact = self.runs / f"{run_id}.json"
-        if exact.is_file():
+        if exact.is_file() or exact.is_symlink():
             return self._load_one(exact)
         matches = [p for p in self._files() if p.stem.startswith(run_id)]
         if not matches:
@@ -190,10 +229,10 @@ class RunStore:
     def _load_one(self, path: Path) -> Result:
         try:
             return self._read(path)
-        except (ResultError, OSError) as exc:
-            raise LensError(str(exc)) from None
+        except (ResultError, OSError) as exc:  # the run named cannot be read: a usage error
+            raise UsageError(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - any damage: one line, not a traceback
-            raise LensError(f"{path}: {type(exc).__name__}: {exc}") from None
+            raise UsageError(f"{path}: {type(exc).__name__}: {exc}") from None
 
     def history(self, file: str, function: str) -> list[Result]:
         """Stored runs of one function, oldest first."""
@@ -204,6 +243,11 @@ class RunStore:
         return runs[-1] if runs else None
 
 
-def _order(result: Result) -> tuple[str, str]:
-    # created_at is ISO 8601 UTC (sorts as text); run ids break ties in batch order.
-    return (result.created_at, result.run_id)
+def _key(result: Result) -> tuple[str, str]:
+    return (result.function.file, result.function.name)
+
+
+def _order(result: Result) -> tuple[float, str]:
+    # created_at as a time (the store keeps it in save order: _stamp); run ids break
+    # ties in batch order.
+    return (timestamp(result.created_at) or 0.0, result.run_id)

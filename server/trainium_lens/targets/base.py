@@ -40,8 +40,13 @@ class Target(ABC):
         """
 
     @abstractmethod
-    def fetch(self, remote_path: str, dest: Path) -> Path:
-        """Copy an artifact (file or folder) from the target to ``dest``."""
+    def fetch(self, remote_path: str, dest: Path, *, workspace: Path) -> Path:
+        """Copy an artifact (file or folder) from the target to ``dest``.
+
+        ``remote_path`` comes from a stored result (untrusted): it is copied only
+        when it lies in a run folder of ``workspace`` on the target (its
+        ``runs/<batch>`` folders, links resolved there); anything else is a
+        ``TargetError``. A failed or refused fetch leaves nothing at ``dest``."""
 
     def remove_runs(self, workspace: Path, batch_ids: list[str]) -> None:  # noqa: B027 (optional)
         """Remove the run folders ``<runs>/<batch_id>`` of ``workspace`` on this target

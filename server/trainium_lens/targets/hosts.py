@@ -354,11 +354,11 @@ class HostsTarget(Target):
         return {**first, "world_size": len(rank_batches), "rank_batches": rank_batches}
 
     # -- afterwards ----------------------------------------------------------------------
-    def fetch(self, remote_path: str, dest: Path) -> Path:
+    def fetch(self, remote_path: str, dest: Path, *, workspace: Path) -> Path:
         last: LensError | None = None
         for node in self.nodes:
             try:
-                return node.fetch(remote_path, dest)
+                return node.fetch(remote_path, dest, workspace=workspace)
             except LensError as exc:
                 last = exc
         raise last or TargetError("no host to fetch from")

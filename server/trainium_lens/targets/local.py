@@ -128,20 +128,41 @@ class LocalTarget(Target):
         if self.warm is not None:
             self.warm.close()
 
-    def fetch(self, remote_path: str, dest: Path) -> Path:
+    def fetch(self, remote_path: str, dest: Path, *, workspace: Path) -> Path:
         """Artifacts are already here: copy them to ``dest`` (a file or folder),
-        which must not exist (as for SSH: nothing is replaced)."""
-        source = Path(remote_path)
+        which must not exist (as for SSH: nothing is replaced). Only what lies in
+        a run folder of ``workspace`` (``<cache>/<workspace id>/runs/<batch>``,
+        resolved) is copied."""
+        runs = (cache_root() / workspace_id(workspace) / "runs").resolve()
+        source = Path(remote_path).resolve()
+        try:
+            inside = source.relative_to(runs).parts
+        except ValueError:
+            inside = ()
+        if not inside or not all(is_run_id(p) for p in inside):
+            raise TargetError(f"{remote_path} is not in a run folder of this workspace: not copied")
         if not source.exists():
             raise TargetError(f"no such artifact: {remote_path}")
         dest = Path(dest)
-        if source.resolve() == dest.resolve():
+        if source == dest.resolve():
             return dest
         if dest.exists() or dest.is_symlink():
             raise TargetError(f"{dest} already exists: not replaced (remove it to fetch again)")
         dest.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_dir():
-            shutil.copytree(source, dest, symlinks=True)
-        else:
-            shutil.copy2(source, dest)
+        try:
+            if source.is_dir():
+                shutil.copytree(source, dest, symlinks=True)
+            else:
+                shutil.copy2(source, dest)
+        except OSError as exc:  # a full disk, a file gone meanwhile: no partial copy stays
+            remove_partial(dest)
+            raise TargetError(f"cannot copy {remote_path} to {dest}: {exc.strerror or exc}") from None
         return dest
+
+
+def remove_partial(dest: Path) -> None:
+    """What a failed copy left at ``dest`` (a link is removed, not followed)."""
+    if dest.is_symlink() or dest.is_file():
+        dest.unlink(missing_ok=True)
+    elif dest.is_dir():
+        shutil.rmtree(dest, ignore_errors=True)

@@ -90,8 +90,8 @@ class SlurmTarget(Target):
                 ) from None
             raise
 
-    def fetch(self, remote_path: str, dest: Path) -> Path:
-        return self.login.fetch(remote_path, dest)  # the run folder is shared with the nodes
+    def fetch(self, remote_path: str, dest: Path, *, workspace: Path) -> Path:
+        return self.login.fetch(remote_path, dest, workspace=workspace)  # the run folder is shared with the nodes
 
     def remove_runs(self, workspace: Path, batch_ids: list[str]) -> None:
         self.login.remove_runs(workspace, batch_ids)

@@ -282,13 +282,15 @@ class SshTarget(Target):
             raise TargetError(f"{self.host}: could not remove old run folders")
 
     # -- artifacts ----------------------------------------------------------------------
-    def fetch(self, remote_path: str, dest: Path) -> Path:
+    def fetch(self, remote_path: str, dest: Path, *, workspace: Path) -> Path:
         """Copy a file or folder from the host to ``dest`` (the copy's own path, as
         for the local target), streamed as tar over the master; returns ``dest``.
 
         ``dest`` must not exist: a fetch never removes or replaces anything it did
-        not create (the path may come from a stored result). The copy is unpacked
-        into a fresh staging folder beside ``dest`` and moved into place."""
+        not create (the path may come from a stored result), and the host sends
+        it only when it lies in a run folder of ``workspace`` there (``ssh_scripts.FETCH``).
+        The copy is unpacked into a fresh staging folder beside ``dest`` and
+        moved into place."""
         path = PurePosixPath(remote_path)
         if not path.is_absolute() or ".." in path.parts:
             raise TargetError(f"not an absolute path on {self.host}: {remote_path}")
@@ -299,7 +301,9 @@ class SshTarget(Target):
         dest.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=dest.parent))
         try:
-            argv = self.conn.argv('cd -- "$1" && exec tar -cf - -- "$2"', [str(path.parent), path.name])
+            argv = self.conn.argv(
+                ssh_scripts.FETCH, [self.work_dir or "", workspace_id(workspace), str(path.parent), path.name]
+            )
             with subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
             ) as proc:
@@ -319,6 +323,7 @@ class SshTarget(Target):
             if code != 0 or not (staging / path.name).exists():
                 last = [ln for ln in err.strip().splitlines() if ln.strip()][-1:] or ["?"]
                 reason = "it is gone from the host" if "No such file" in last[0] else last[0][:200]
+                reason = reason.split(ssh_scripts.MARK, 1)[-1]
                 raise TargetError(f"{self.host}: cannot fetch {remote_path}: {reason}")
             if dest.exists() or dest.is_symlink():  # made meanwhile (another fetch): keep it
                 raise TargetError(f"{dest} already exists: not replaced (remove it to fetch again)")

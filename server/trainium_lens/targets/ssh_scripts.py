@@ -76,6 +76,27 @@ done
 exit 0
 """
 
+# $1 work dir ("" = the default), $2 workspace id, $3 the parent folder, $4 the name:
+# tar the artifact, only when it lies in a run folder of this workspace's work dir
+# (links resolved here, on the host: the path comes from a stored result).
+FETCH = r"""
+wd=$1
+[ -n "$wd" ] || wd="$HOME/.cache/trainium-lens/$2"
+case $wd in "~") wd=$HOME;; "~/"*) wd="$HOME/${wd#"~/"}";; esac
+runs=$(cd -- "$wd/runs" 2>/dev/null && pwd -P) || {
+  echo "trainium-lens-remote: no run folders of this workspace on the host" >&2; exit 73; }
+parent=$(cd -- "$3" 2>/dev/null && pwd -P) || { echo "trainium-lens-remote: No such file: $3" >&2; exit 74; }
+case "$parent/$4" in
+  "$runs"/?*) [ ! -L "$parent/$4" ] || {
+    echo "trainium-lens-remote: $3/$4 is a link, not in a run folder of this workspace on the host" >&2
+    exit 73; };;
+  *) echo "trainium-lens-remote: $3/$4 is not in a run folder of this workspace on the host" >&2; exit 73;;
+esac
+[ -e "$parent/$4" ] || [ -L "$parent/$4" ] || {
+  echo "trainium-lens-remote: No such file: $3/$4" >&2; exit 74; }
+cd -- "$parent" && exec tar -cf - -- "$4"
+"""
+
 # $1 pgid, $2 wrapper pid: TERM both, wait for the group, then KILL what is left.
 KILL = r"""
 kill -TERM -- "-$1" "$2" 2>/dev/null

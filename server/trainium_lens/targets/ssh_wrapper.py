@@ -35,6 +35,11 @@ import threading
 import time
 import warnings
 
+# The harness's sweep of its descendants (the lens folder beside this file holds it).
+if not __package__:  # run as a script on the host
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from trainium_lens.harness.reaper import kill_descendants  # noqa: E402
+
 HEARTBEAT_S = 1.0
 # After the result, the harness's time to exit before it is killed (as the
 # local target does: stream.TEARDOWN_GRACE_S); it holds the lock until then.
@@ -69,6 +74,8 @@ class Channel:
 
 def kill_group(pgid, grace=2.0):
     for sig in (signal.SIGTERM, signal.SIGKILL):
+        if sig == signal.SIGKILL:  # the harness outlived its grace: sweep what it started
+            kill_descendants(pgid)
         try:
             os.killpg(pgid, sig)
         except (ProcessLookupError, PermissionError):

@@ -50,6 +50,7 @@ from collections.abc import Callable, Sequence
 from typing import IO
 
 from trainium_lens.errors import Cancelled, HarnessError, TargetError, TimedOut
+from trainium_lens.harness.reaper import kill_descendants
 
 #: Seconds between SIGTERM and SIGKILL when stopping a process group.
 KILL_GRACE_S = 2.0
@@ -126,17 +127,27 @@ def kill_group(proc: subprocess.Popen, grace: float = KILL_GRACE_S) -> None:
     """SIGTERM the process's whole group, wait ``grace`` seconds, SIGKILL what is
     left. Safe to call when the process (or the group) is already gone."""
     pgid = proc.pid  # start_new_session=True: the leader's pid is the group id
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        # Wait for the leader only: children left as zombies (a container without
-        # an init that reaps) would look alive to ``killpg(pgid, 0)`` forever.
-        try:
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        pass
+    # Wait for the leader only: children left as zombies (a container without
+    # an init that reaps) would look alive to ``killpg(pgid, 0)`` forever.
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        # still there (its SIGTERM handler, which sweeps its descendants, could
+        # not run): what it started outside its group goes first, while the
+        # harness (a subreaper) still holds the orphans
+        kill_descendants(pgid)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 class Watch:

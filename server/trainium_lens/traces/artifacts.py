@@ -23,14 +23,14 @@ from trainium_lens.model.paths import (
     plain_name,
 )
 from trainium_lens.model.result import Result
-from trainium_lens.model.store import ARTIFACTS_DIR, STORE_DIR
+from trainium_lens.model.store import ARTIFACTS_DIR, STORE_DIR, write_ignore
 from trainium_lens.traces.chrome import TraceError
 
 
 class Fetcher(Protocol):
     """What fetching a trace needs of a target (``targets.base.Target`` is one)."""
 
-    def fetch(self, remote_path: str, dest: Path) -> Path: ...
+    def fetch(self, remote_path: str, dest: Path, *, workspace: Path) -> Path: ...
 
     def close(self) -> None: ...
 
@@ -87,15 +87,26 @@ def local_trace_path(
         raise TraceError(
             f"the trace of run {result.run_id} is on {art.location}: no way to fetch it was given"
         )
+    write_ignore(Path(workspace) / STORE_DIR)
     target = target_factory(art.location)
     try:
-        fetched = Path(target.fetch(art.trace, cached))  # dest: the copy's own path
+        fetched = Path(
+            target.fetch(art.trace, cached, workspace=Path(workspace))
+        )  # dest: the copy's own path
     except TargetError:
         if cached.is_file():  # another request fetched it meanwhile
             return cached
+        _remove_if_empty(cached.parent)
         raise
     finally:
         target.close()
     if not fetched.is_file():
         raise TraceError(f"fetching {art.trace} from {art.location} gave no file")
     return fetched
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:
+        pass  # not empty (another copy is there), or gone

@@ -15,6 +15,7 @@ import textwrap
 import pytest
 
 from tests.integration.cli.test_cli import cli, error_line
+from trainium_lens.cli.render.text import fmt_us
 from trainium_lens.model.result import load
 
 TRAIN = """\
@@ -114,6 +115,11 @@ def test_compare_shows_backward_per_line_and_file_qualified_lines(two_steps):
     assert changes == pytest.approx(t["delta_us"], rel=1e-9, abs=1e-6)
     assert t["before_us"] == pytest.approx(before.totals.self_time_us)
     assert t["speedup"] == pytest.approx(before.totals.wall_us_median / after.totals.wall_us_median)
+    # the total row's forward column holds no optimizer time (SGD's ops are on the step line)
+    assert t["after_optimizer_us"] > 0
+    total = [ln for ln in text.splitlines() if ln.split()[:1] == ["total"]][-1]  # the table's row
+    fwd = fmt_us(t["after_lines_fwd_us"] - t["after_optimizer_us"])
+    assert f"→ {fwd}" in total, (total, fwd)
 
 
 def test_compare_json_to_a_bad_path_is_one_line_and_keeps_the_table(two_steps, tmp_path):

@@ -95,14 +95,17 @@ def test_quick_run_stores_analysed_results(tmp_path, cache):
     assert res.line("quick.py", 7).calls == 2
     # Artifacts are already local: fetch copies them where asked.
     assert res.artifacts.trace
-    copy = LocalTarget().fetch(res.artifacts.trace, tmp_path / "fetched" / "trace.json")
+    copy = LocalTarget().fetch(res.artifacts.trace, tmp_path / "fetched" / "trace.json", workspace=ws)
     assert copy.read_bytes() == Path(res.artifacts.trace).read_bytes()
     with pytest.raises(TargetError, match="no such artifact"):
-        LocalTarget().fetch(str(tmp_path / "nothing"), tmp_path / "x")
+        LocalTarget().fetch(str(run_dir / "nothing"), tmp_path / "x", workspace=ws)
+    with pytest.raises(TargetError, match="not in a run folder"):  # only a run's own artifacts
+        LocalTarget().fetch(str(ws), tmp_path / "y", workspace=ws)
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
     # A fetch never replaces what is there (the destination may come from a stored result).
     copy.write_text("mine")
     with pytest.raises(TargetError, match="already exists: not replaced"):
-        LocalTarget().fetch(res.artifacts.trace, copy)
+        LocalTarget().fetch(res.artifacts.trace, copy, workspace=ws)
     assert copy.read_text() == "mine"
 
 

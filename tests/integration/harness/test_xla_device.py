@@ -15,6 +15,7 @@ and, for a remote run, the SSH fetch against the loopback sshd.
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -300,18 +301,18 @@ def test_a_remote_runs_parquet_folder_is_fetched_over_ssh(sshd, ssh_control_dir,
     doc = host_result(src, run_dir, views)
     doc["artifacts"]["location"] = doc["host"] = "lens-test"
     result = Result.from_dict(doc)
-    target = SshTarget("lens-test", ssh_config=str(sshd.config))
+    target = SshTarget("lens-test", ssh_config=str(sshd.config), work_dir=str(sshd.home / "work"))
     try:
-        assert fill(result, target.fetch)
+        assert fill(result, functools.partial(target.fetch, workspace=tmp_path))
     finally:
         target.close()
     assert result.clock == "neuron"
     assert result.line("model.py", 10).self_time_us == pytest.approx(0.150)
     gone = Result.from_dict(doc)
     gone.artifacts.neuron_views[0].parquet = str(run_dir / "deleted")
-    target = SshTarget("lens-test", ssh_config=str(sshd.config))
+    target = SshTarget("lens-test", ssh_config=str(sshd.config), work_dir=str(sshd.home / "work"))
     try:
-        assert not fill(gone, target.fetch)
+        assert not fill(gone, functools.partial(target.fetch, workspace=tmp_path))
     finally:
         target.close()
     assert "cannot fetch" in (gone.signals.neuron_profile_error or "")

@@ -8,6 +8,7 @@ refuses to run instead of running here."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from urllib.parse import unquote
@@ -116,5 +117,23 @@ async def test_a_rejected_host_setting_runs_nothing_here(tmp_path):
         await until(lambda: any("no fallback" in m.message for m in client.messages), "the refusal's message")
         assert not marker.exists()
         assert not (ws / ".trainium-lens").exists()
+    finally:
+        await stop(client)
+
+
+async def test_store_entries_that_are_devices_never_stop_the_server(tmp_path):
+    """Before: `runs/x.json -> /dev/stdin` made the server read its own input and
+    stop answering; `-> /dev/zero` read until the OOM killer."""
+    ws, _victim = crafted(tmp_path)
+    runs = ws / ".trainium-lens" / "runs"
+    (runs / "stdin.json").symlink_to("/dev/stdin")
+    (runs / "zero.json").symlink_to("/dev/zero")
+    os.mkfifo(runs / "fifo.json")
+    client = await start(ws, options={"settings": {"trainiumLens": {"trusted": False}}})
+    try:
+        uri = open_doc(client, ws / "mod.py")
+        text = await hover(client, uri, 7)  # answered: the store was read past them
+        assert text is not None and "µs" in text
+        assert await lenses(client, uri)
     finally:
         await stop(client)

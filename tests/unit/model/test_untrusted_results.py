@@ -170,7 +170,7 @@ def test_a_remote_trace_lands_only_in_the_run_cache_and_never_replaces(ws, victi
     fetched = []
 
     class Fetcher:
-        def fetch(self, remote, dest):
+        def fetch(self, remote, dest, *, workspace):
             fetched.append((remote, Path(dest)))
             Path(dest).parent.mkdir(parents=True, exist_ok=True)
             Path(dest).write_text("{}")
@@ -226,3 +226,63 @@ def test_control_characters_in_stored_strings_never_reach_the_terminal():
     out = render_result(res)
     assert "\x1b" not in out and "\x07" not in out
     assert "x = 1  ?]0;owned??[2J" in out
+
+
+@pytest.mark.parametrize("device", ["/dev/stdin", "/dev/zero", "fifo", "dir"])
+def test_a_store_entry_that_is_not_a_regular_file_is_skipped_without_reading_it(ws, tmp_path, device):
+    """Before: `runs/x.json -> /dev/stdin` blocked every reader of the store and
+    `-> /dev/zero` was read until the OOM killer came."""
+    store = RunStore(ws)
+    good = result()
+    store.save(good)
+    entry = store.runs / "x.json"
+    if device == "fifo":
+        os.mkfifo(entry)  # nobody ever writes: an open that blocked would hang here
+    elif device == "dir":
+        entry.mkdir()
+    else:
+        entry.symlink_to(device)
+    assert [r.run_id for r in RunStore(ws).load_all()] == [good.run_id]
+    fresh = RunStore(ws)
+    fresh.load_all()
+    assert [(p.name, "not a regular file" in why or "link" in why) for p, why in fresh.skipped] == [
+        ("x.json", True)
+    ]
+    with pytest.raises(LensError):
+        fresh.get("x")
+
+
+def test_a_result_from_the_future_is_skipped_and_a_new_run_is_kept_and_latest(ws):
+    """Before: twenty committed results dated 9999 were `latest` for ever and every
+    new run of the function was pruned the moment it was saved."""
+    runs = ws / ".trainium-lens" / "runs"
+    runs.mkdir(parents=True)
+    for i in range(20):
+        data = json.loads(result(f"99991231-000000-ffff-{i}").to_json())
+        data["created_at"] = "9999-12-31T23:59:59+00:00"
+        (runs / f"{data['run_id']}.json").write_text(json.dumps(data))
+    store = RunStore(ws, history=20)
+    fresh = result("20261129-101500-abcd-0")
+    store.save(fresh)
+    assert store.latest(fresh.function.file, fresh.function.name).run_id == fresh.run_id
+    assert [r.run_id for r in store.load_all()] == [fresh.run_id]
+    assert len(store.skipped) == 20 and all("future" in why for _, why in store.skipped)
+
+
+def test_a_new_run_from_a_host_with_a_slow_clock_is_latest_and_never_pruned(ws):
+    store = RunStore(ws, history=2)
+    for i in range(2):
+        store.save(result(f"20261129-10150{i}-abcd-0"))
+    late = result("20200101-000000-abcd-0")
+    late.created_at = "2020-01-01T00:00:00+00:00"  # the host's clock is years behind
+    store.save(late)
+    runs = store.history(late.function.file, late.function.name)
+    assert [r.run_id for r in runs][-1] == late.run_id and len(runs) == 2
+
+
+@pytest.mark.parametrize("when", ["yesterday", "", "2026-13-45T99:00:00Z", "1" * 30])
+def test_created_at_must_be_a_timestamp(when):
+    data = json.loads(result().to_json())
+    data["created_at"] = when
+    with pytest.raises(ResultError, match="created_at"):
+        Result.from_dict(data)

@@ -149,7 +149,10 @@ def test_export_of_a_real_profile_opens_as_chrome_trace_with_the_line_ranges(run
 def test_export_fetches_a_trace_that_is_still_on_the_ssh_host(run, sshd, ssh_control_dir, tmp_path):
     ws, result = run
     # The same run as if it had been made on the host: its trace is only there.
-    remote_dir = sshd.home / "work" / "runs" / "remote-batch"
+    store_ws = tmp_path / "ws"
+    store_ws.mkdir()
+    # in the host's default work dir for this workspace: only its run folders are fetched
+    remote_dir = sshd.home / ".cache" / "trainium-lens" / workspace_id(store_ws) / "runs" / "remote-batch"
     remote_dir.mkdir(parents=True)
     remote_trace = remote_dir / Path(result.artifacts.trace).name
     shutil.copy(result.artifacts.trace, remote_trace)
@@ -158,7 +161,6 @@ def test_export_fetches_a_trace_that_is_still_on_the_ssh_host(run, sshd, ssh_con
     moved.artifacts.location = "lens-test"
     moved.artifacts.run_dir = str(remote_dir)
     moved.artifacts.trace = str(remote_trace)
-    store_ws = tmp_path / "ws"
     RunStore(store_ws).save(moved)
     dest = tmp_path / "remote.json"
     proc = cli(

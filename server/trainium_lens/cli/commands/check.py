@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import sys
 from pathlib import Path
@@ -26,6 +27,7 @@ from trainium_lens.cli import project_config
 from trainium_lens.cli.commands.profile import PROTOCOL_HELP, profile_job, style_for, write_json
 from trainium_lens.cli.commands.show import resolve_many
 from trainium_lens.cli.common import add_target_arguments
+from trainium_lens.cli.outputs import OutputError
 from trainium_lens.cli.pipes import emit
 from trainium_lens.cli.refs import back
 from trainium_lens.cli.render import gate as gate_output
@@ -118,6 +120,22 @@ def options(args: argparse.Namespace, config: dict) -> gate.Options:
     return opts
 
 
+def bad_samples(baseline: Result) -> str | None:
+    """Why ``baseline``'s figures cannot be judged against (one line), or None: a
+    time is never negative, NaN or infinite (a hand-edited or crafted file)."""
+    figures = [
+        ("totals", baseline.totals.self_time_us),
+        *(("totals step", v) for v in baseline.totals.samples),
+    ]
+    for line in baseline.lines:
+        where = f"line {line.line}"
+        figures += [(where, line.self_time_us), *((f"{where} step", v) for v in line.step_us)]
+    for where, value in figures:
+        if not math.isfinite(value) or value < 0:
+            return f"the baseline {baseline.run_id} holds {value!r} µs for {where}: not a time"
+    return None
+
+
 def baselines_for(args: argparse.Namespace, config: dict, root: Path, file: str) -> list[Result]:
     """The baseline result(s) of FILE (FUNCTION's, when named)."""
     ref = args.baseline
@@ -146,6 +164,8 @@ def baselines_for(args: argparse.Namespace, config: dict, root: Path, file: str)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.timeout is not None and not 0 < args.timeout < float("inf"):
+        raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     path = Path(args.file).expanduser().resolve()
     root = Path(args.workspace).expanduser().resolve() if args.workspace else workspace_root_for(path)
     config = project_config.load(root)
@@ -167,6 +187,10 @@ def run(args: argparse.Namespace) -> int:
         nproc=args.nproc,
     )
     baselines = baselines_for(args, config, root, job.file)
+    for b in baselines:
+        bad = bad_samples(b)
+        if bad:
+            raise UsageError(bad)
     if backend != "auto":
         for b in baselines:
             if b.backend != backend:
@@ -196,13 +220,21 @@ def run(args: argparse.Namespace) -> int:
     for b, _a in pairs:
         runs = [next(r for r in m if r.function.name == b.function.name) for m in measured]
         reports.append(combine(b, runs, opts, need))
-    if args.json:
-        data = results[0].to_dict() if len(results) == 1 else [r.to_dict() for r in results]
-        write_json(args.json, data)
-    junit = args.junit or config.get("junit")
-    if junit:
-        gate_output.write_junit(junit if args.junit else root / str(junit), reports)
-    return _report(reports, root)
+    verdict = _report(reports, root)  # first: a path that cannot be written must not hide it
+    try:
+        if args.json:
+            data = results[0].to_dict() if len(results) == 1 else [r.to_dict() for r in results]
+            write_json(args.json, data)
+        junit = args.junit or config.get("junit")
+        if junit:
+            gate_output.write_junit(junit if args.junit else root / str(junit), reports)
+    except OutputError as err:  # the verdict is printed; the files asked for are not there: exit 2
+        sys.stdout.flush()
+        print(f"trainium-lens: {err}", file=sys.stderr)
+        return 2
+    if isinstance(verdict, CannotJudge):
+        raise verdict
+    return verdict
 
 
 def _pairs(baselines: list[Result], results: list[Result]) -> list[tuple[Result, Result]]:
@@ -225,8 +257,8 @@ class CannotJudge(LensError):
     exit_code = 2
 
 
-def _report(reports: list[gate.Report], root: Path) -> int:
-    """Print, and the exit status: 1 on a regression, 2 when it cannot judge."""
+def _report(reports: list[gate.Report], root: Path) -> int | CannotJudge:
+    """Print; the exit status (1 on a regression), or why it cannot judge (exit 2)."""
     failed = any(r.failed for r in reports)
     blind = [r for r in reports if not r.judgeable]
     style = style_for(sys.stdout)
@@ -240,7 +272,7 @@ def _report(reports: list[gate.Report], root: Path) -> int:
     if failed:
         return 1
     if blind:
-        raise CannotJudge(f"cannot judge {blind[0].function}: {_why(blind[0])}")
+        return CannotJudge(f"cannot judge {blind[0].function}: {_why(blind[0])}")
     return 0
 
 

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         _print(report)
-    return 0 if report.ok else 1
+    return 0 if report.ok else 4  # the host cannot run what failed
 
 
 def _reachable(report: Report) -> bool:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from trainium_lens.cli.commands.show import resolve
 from trainium_lens.cli.common import add_run_arguments, workspace_path
+from trainium_lens.cli.outputs import write_output
 from trainium_lens.model.result import Result
 from trainium_lens.targets import make_target
 from trainium_lens.traces.artifacts import local_trace_path
 from trainium_lens.traces.chrome import Trace, load_trace
-from trainium_lens.traces.export import summarize, write_export
+from trainium_lens.traces.export import summarize, to_chrome_trace
 from trainium_lens.traces.ranks import merged_trace
 
 
@@ -43,9 +45,8 @@ def run(args: argparse.Namespace) -> int:
     trace = merged_trace(result, one) if result.ranks else one(result)  # torchrun: every rank
     dest = Path(args.output or f"{result.run_id}.perfetto.json")
     title = f"{result.function.file}::{result.function.name} · run {result.run_id} ({result.backend})"
-    write_export(
+    document = to_chrome_trace(
         trace,
-        dest,
         title,
         {
             "run_id": result.run_id,
@@ -55,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
             "file": result.function.file,
         },
     )
+    write_output(dest, json.dumps(document, separators=(",", ":")), "-o")
     print(f"wrote {dest} ({len(trace.events)} events)")
     for line in summarize(trace):
         print(f"  {line}")

@@ -14,8 +14,8 @@ from pathlib import Path, PurePosixPath
 from trainium_lens.cli.common import add_run_arguments, workspace_path
 from trainium_lens.errors import UsageError
 from trainium_lens.model.job import workspace_id
-from trainium_lens.model.paths import UnsafePath, local_run_file, plain_name
-from trainium_lens.model.store import ARTIFACTS_DIR, STORE_DIR, RunStore
+from trainium_lens.model.paths import UnsafePath, in_workspace_folder, local_run_file, plain_name
+from trainium_lens.model.store import ARTIFACTS_DIR, STORE_DIR, RunStore, write_ignore
 from trainium_lens.targets.base import Target
 
 
@@ -30,6 +30,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--dest", metavar="DIR", help="where to put them (default: <workspace>/.trainium-lens/artifacts)"
     )
+    p.add_argument("--work-dir", metavar="DIR", help="the work dir on the SSH host the run used")
     p.set_defaults(handler=run)
 
 
@@ -48,8 +49,17 @@ def run(args: argparse.Namespace) -> int:
             local_run_file(art.run_dir, workspace_id(workspace))
     except UnsafePath as err:
         raise UsageError(f"run {result.run_id}: {err}: not fetched") from None
-    dest_root = Path(args.dest).expanduser() if args.dest else workspace / STORE_DIR / ARTIFACTS_DIR
-    local_dir = dest_root / name
+    if args.dest:
+        local_dir = Path(args.dest).expanduser() / name  # the user's own choice
+    else:
+        local_dir = workspace / STORE_DIR / ARTIFACTS_DIR / name
+        try:  # a committed `.trainium-lens` or `artifacts` link must not carry the copy out
+            in_workspace_folder(local_dir, workspace, STORE_DIR)
+        except UnsafePath:
+            raise UsageError(
+                f"{local_dir.parent} leads outside {workspace / STORE_DIR} (a symlink?): not fetched there"
+            ) from None
+        write_ignore(workspace / STORE_DIR)
     if local_dir.exists() or local_dir.is_symlink():
         verb = "already fetched"  # a fetch never replaces anything: the copy there stays
     else:
@@ -61,9 +71,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             from trainium_lens.targets.ssh import SshTarget
 
-            target = SshTarget(art.location, ssh_config=args.ssh_config)
+            target = SshTarget(art.location, ssh_config=args.ssh_config, work_dir=args.work_dir)
         try:
-            local_dir = target.fetch(art.run_dir, local_dir)
+            local_dir = target.fetch(art.run_dir, local_dir, workspace=workspace)
         finally:
             target.close()
         verb = "fetched"

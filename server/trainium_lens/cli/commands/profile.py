@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import signal
 import sys
 import threading
 import time
-from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn, TextIO
 
 from trainium_lens.cli.common import add_nodes_arguments, add_target_arguments, hosts_list
+from trainium_lens.cli.outputs import write_output
 from trainium_lens.cli.render.batch import render_batch
 from trainium_lens.cli.render.engines import render_engines
 from trainium_lens.cli.render.ranks import render_ranks
@@ -241,15 +240,7 @@ def _stop_on_signals() -> dict:
 
 
 def write_json(path: str, data: Any) -> None:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # a full disk leaves no temporary file
-        raise
+    write_output(path, json.dumps(data, indent=1), "--json")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -339,6 +330,8 @@ def profile_job(
     not_stored: NotStored | None = None
     try:
         results = runner.profile(job, target, progress, timeout=args.timeout, store=store)
+        if store is None:  # not stored: no result will ever name the run folder (the tables are out)
+            runner.remove_own_folder(job, target)
     except NotStored as err:  # the run finished: its tables first, then why it is not kept
         results, not_stored = err.results, err
     except LensError as err:

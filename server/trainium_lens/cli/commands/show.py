@@ -25,9 +25,9 @@ from trainium_lens.cli.render.ranks import render_ranks
 from trainium_lens.cli.render.result import render_result
 from trainium_lens.cli.render.text import finish
 from trainium_lens.cli.render.work import render_work
-from trainium_lens.errors import LensError, UsageError
+from trainium_lens.errors import UsageError
 from trainium_lens.model.codec import ResultError
-from trainium_lens.model.result import Result, load
+from trainium_lens.model.result import MAX_RESULT_BYTES, Result, load, read_regular
 from trainium_lens.model.store import RunStore
 
 
@@ -48,13 +48,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def load_file(path: Path) -> list[Result]:
     """One result, or the list ``profile --json`` writes for several functions."""
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text)
+    try:  # a regular file only, read bounded (a committed baseline may be a link to /dev/zero)
+        data = json.loads(read_regular(path, MAX_RESULT_BYTES).decode("utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {path}") from None
     except OSError as exc:
-        raise LensError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ResultError as exc:
+        raise UsageError(str(exc)) from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except RecursionError:
+        raise UsageError(f"{path}: JSON nested too deeply to be a result") from None
     except json.JSONDecodeError as exc:
-        raise LensError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        raise UsageError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
     try:
         if isinstance(data, list):
             if not data:
@@ -62,7 +69,7 @@ def load_file(path: Path) -> list[Result]:
             return [Result.from_dict(item) for item in data]
         return [load(path)]
     except ResultError as exc:
-        raise LensError(f"{path}: {exc}") from None
+        raise UsageError(f"{path}: {exc}") from None
 
 
 def store_for(workspace: str | None) -> RunStore:

@@ -244,12 +244,17 @@ def _total_rows(diff: RunDiff, style: Style) -> list[list[str]]:
                 ]
                 + [_ratio(a_un / b_un if b_un else None, style), ""]
             )
+        # the step line's forward figure holds the optimizer's ops (they run there);
+        # the total's forward column is the forward alone (the optimizer is in the
+        # step line above the table, and in the fwd+bwd total)
+        b_fwd = max(0.0, t.before_lines_fwd_us - t.before_optimizer_us)
+        a_fwd = max(0.0, t.after_lines_fwd_us - t.after_optimizer_us)
         rows.append(
             [
                 "",
                 "total",
-                _change(t.before_lines_fwd_us, t.after_lines_fwd_us, style),
-                fmt_signed_us(t.after_lines_fwd_us - t.before_lines_fwd_us, style),
+                _change(b_fwd, a_fwd, style),
+                fmt_signed_us(a_fwd - b_fwd, style),
                 _change(t.before_lines_bwd_us, t.after_lines_bwd_us, style),
                 fmt_signed_us(t.after_lines_bwd_us - t.before_lines_bwd_us, style),
                 _change(t.before_us, t.after_us, style),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import socket
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
@@ -24,6 +25,7 @@ from trainium_lens.analysis.gate.judge import (
     Item,
     Report,
 )
+from trainium_lens.cli.outputs import write_output
 from trainium_lens.cli.render.text import Style, fmt_us, table, truncate
 from trainium_lens.model import figures
 
@@ -189,15 +191,16 @@ def junit_xml(reports: list[Report]) -> str:
         suites.set(key, str(count))
     suites.set("errors", "0")
     ET.indent(suites)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    text = ET.tostring(suites, encoding="unicode")
+    # characters XML 1.0 forbids (ElementTree escapes markup, not these): dropped
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + _XML_FORBIDDEN.sub("", text) + "\n"
+
+
+_XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def write_junit(path: str | os.PathLike, reports: list[Report]) -> None:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(junit_xml(reports), encoding="utf-8")
-    os.replace(tmp, target)
+    write_output(path, junit_xml(reports), "--junit")
 
 
 # -- GitHub Actions annotations ------------------------------------------------------

@@ -52,6 +52,14 @@ def judge(report: Report, facts: dict, local: bool) -> None:
         check_instance_type,
     ):
         check(report, ctx)
+    if not trainium:  # off a Neuron host its checks say why they do not apply; none fails
+        for c in report.checks:
+            if c.name in NEURON_ONLY and c.status == "fail":
+                c.status, c.fix = "skip", None
+
+
+#: The checks that only a Trainium host can pass.
+NEURON_ONLY = frozenset({"torch_neuronx", "profiling_api", "neuron_devices", "neuron_explorer"})
 
 
 def check_python(report: Report, ctx: Facts) -> None:
@@ -248,4 +256,21 @@ def check_torch_xla(report: Report, ctx: Facts) -> None:
     from trainium_lens.hosttools.doctor.xla import judge_torch_xla
 
     status, detail, fix = judge_torch_xla(ctx.facts, ctx.flavour)
+    venv = xla_venv() if ctx.flag == "--python" and not ctx.facts.get("torch_xla") else None
+    if venv is not None:  # not in this Python, but in the venv scripts/setup-xla.sh makes
+        status, fix = "pass", None
+        detail = f"torch-xla is in {venv} (not in this Python): --backend xla --python {venv}"
     add(report, "torch_xla", status, detail, fix)
+
+
+def xla_venv() -> str | None:
+    """The torch-xla venv this tool's own setup makes (``scripts/setup-xla.sh``:
+    ``.venv-xla`` in the checkout or the current folder), when it has torch-xla."""
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parents[4]  # the checkout holding server/
+    for root in dict.fromkeys([Path.cwd(), here]):
+        venv = root / ".venv-xla"
+        if (venv / "bin" / "python").exists() and any(venv.glob("lib/python3*/site-packages/torch_xla")):
+            return str(venv / "bin" / "python")
+    return None

@@ -40,7 +40,7 @@ from trainium_lens.targets.ssh_conn import SshConnection
 
 
 class ExplorerError(LensError):
-    exit_code = 5
+    exit_code = 4
 
 
 def display_name(result: Result) -> str:
