@@ -91,7 +91,8 @@ class SlurmTarget(Target):
             raise
 
     def fetch(self, remote_path: str, dest: Path, *, workspace: Path) -> Path:
-        return self.login.fetch(remote_path, dest, workspace=workspace)  # the run folder is shared with the nodes
+        # the run folder is shared with the nodes
+        return self.login.fetch(remote_path, dest, workspace=workspace)
 
     def remove_runs(self, workspace: Path, batch_ids: list[str]) -> None:
         self.login.remove_runs(workspace, batch_ids)
