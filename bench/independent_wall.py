@@ -16,11 +16,12 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
 
-def load(root: Path, file: str) -> object:
+def load(root: Path, file: str) -> Any:
     """``src/pkg/mod.py`` in a package is imported as ``pkg.mod`` (relative imports)."""
     path = (root / file).resolve()
     parts = [path.stem]
@@ -54,7 +55,7 @@ def main() -> None:
     make = getattr(mod, args.inputs)
     wants_device = "device" in inspect.signature(make).parameters
     a, kw = call_args(make(torch.device("cpu")) if wants_device else make())
-    fn = mod
+    fn: Any = mod
     for part in args.function.split("."):
         fn = getattr(fn, part)
     if "." in args.function:  # a method of a class built by the inputs function: not used here

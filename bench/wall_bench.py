@@ -88,7 +88,15 @@ def independent(workspace: Path, file: str, function: str, inputs: str, quiet: b
     argv, env = _argv(quiet)
     env.pop("PYTHONPATH")
     proc = subprocess.run(
-        [*argv, str(ROOT / "bench" / "independent_wall.py"), file, function, inputs, "--root", str(workspace)],
+        [
+            *argv,
+            str(ROOT / "bench" / "independent_wall.py"),
+            file,
+            function,
+            inputs,
+            "--root",
+            str(workspace),
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -114,9 +122,13 @@ def main() -> None:
         raise SystemExit(f"no quiet CPU here ({why}): run with --as-is")
     with open("/proc/loadavg") as fh:
         load = " ".join(fh.read().split()[:3])
-    print(f"{'quiet CPU, 1 intra-op thread' if quiet else 'as is'}; load average {load}; {args.rounds} rounds")
-    print("| case | independent wall | tool's wall | wall / independent (median, worst) "
-          "| lines / independent (median, worst) |")
+    print(
+        f"{'quiet CPU, 1 intra-op thread' if quiet else 'as is'}; load average {load}; {args.rounds} rounds"
+    )
+    print(
+        "| case | independent wall | tool's wall | wall / independent (median, worst) "
+        "| lines / independent (median, worst) |"
+    )
     print("| --- | ---: | ---: | ---: | ---: |")
     for workspace, file, function, inputs in CASES:
         if args.only and args.only not in file and args.only not in function:
@@ -130,9 +142,10 @@ def main() -> None:
             ind.append(i)
         worst_w = max(walls, key=lambda x: abs(x - 1))
         worst_l = max(lines, key=lambda x: abs(x - 1))
+        ind_us, wall_r, line_r = statistics.median(ind), statistics.median(walls), statistics.median(lines)
         print(
-            f"| {function} | {_us(statistics.median(ind))} | {_us(statistics.median(ind) * statistics.median(walls))} "
-            f"| {statistics.median(walls):.3f}× ({worst_w:.3f}×) | {statistics.median(lines):.3f}× ({worst_l:.3f}×) |",
+            f"| {function} | {_us(ind_us)} | {_us(ind_us * wall_r)} "
+            f"| {wall_r:.3f}× ({worst_w:.3f}×) | {line_r:.3f}× ({worst_l:.3f}×) |",
             flush=True,
         )
 
