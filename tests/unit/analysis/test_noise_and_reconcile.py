@@ -233,3 +233,14 @@ def test_a_disturbed_wall_is_named_as_the_disturbed_side():
     assert "43 of 60 of its calls waited for a CPU" in rec.note, rec.note
     unknown = _result(70.0, 100.0, stability=QUIET, step_us=steps, host=0.0).reconciliation
     assert unknown.note.startswith("cause unknown") and "other threads" not in unknown.note
+
+
+def test_the_wall_header_says_what_the_median_was_taken_over():
+    from trainium_lens.cli.render.result import render_result
+
+    few = dict(QUIET, timing_calls=60, timing_clean=17, timing_used=17)
+    text = render_result(_result(100.0, 100.0, stability=few))
+    assert "median over 17 calls (17 of 60 calls clean)" in text, text
+    batched = dict(QUIET, timing_calls=20, timing_clean=20, timing_used=20, timing_batch=25)
+    text = render_result(_result(100.0, 100.0, stability=batched))
+    assert "median over 20 samples (20 of 20 samples clean; 25 back-to-back calls each" in text, text

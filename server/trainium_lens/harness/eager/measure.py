@@ -4,8 +4,10 @@ the unprofiled timing calls (``steady.py`` says why each is shaped so)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -161,11 +163,8 @@ def time_unprofiled(call: Any, protocol: dict, per_batch: int) -> tuple[list[flo
         return _time_plain(call, protocol, per_batch)
 
 
-def plain_calls(s: Any) -> Any:
+def plain_calls(s: Any) -> contextlib.ExitStack:
     """Nothing of the harness left in the user's path while the wall is timed."""
-    import contextlib
-    import sys
-
     stack = contextlib.ExitStack()
     if sys.getprofile() is not None:  # the compiled-call hook is only on inside labelled calls
         prev = sys.getprofile()
