@@ -11,17 +11,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 steps=()
+failed=0
 started=$(date +%s)
 step() { # step NAME COMMAND...: run it, note its wall time and status
   local name=$1 t0 rc=0
   shift
   t0=$(date +%s)
   "$@" || rc=$?
+  ((rc == 0)) || failed=$rc
   steps+=("$(printf '%-26s %4ds  %s' "$name" $(($(date +%s) - t0)) "$([ "$rc" = 0 ] && echo ok || echo "FAILED ($rc)")")")
   return "$rc"
 }
 summary() {
   local rc=$?
+  ((rc)) || rc=$failed
   echo
   echo "test.sh: wall time per step"
   for s in "${steps[@]}"; do echo "  $s"; done

@@ -59,6 +59,7 @@ def _quiet_torch_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]
             os.environ[k] = v
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Groups for ``pytest -n N --dist loadgroup`` (scripts/test.sh): each test file on
     one worker, so its module-scoped harness runs happen once; every editor test on the
