@@ -13,8 +13,20 @@ cd "$(dirname "$0")/.."
 
 CODE_SERVER_VERSION=4.139.1
 NODE_MAJOR=24
+# Node 24 and code-server (whose install compiles native modules, ~3 minutes) are
+# kept once per machine, like the torch-xla venv (scripts/setup-xla.sh), and `.e2e`
+# is a symlink to them: a fresh clone on a machine that ran this once reuses them.
+# A checkout's own .e2e folder (an older layout) is kept as it is.
+SHARED="${TRAINIUM_LENS_E2E_CACHE:-$HOME/.cache/trainium-lens/e2e-code-server-$CODE_SERVER_VERSION-node$NODE_MAJOR}"
+if [ ! -e .e2e ] && [ ! -L .e2e ]; then
+  mkdir -p "$SHARED"
+  ln -s "$SHARED" .e2e
+fi
 E2E=$PWD/.e2e
-mkdir -p "$E2E"
+mkdir -p "$E2E/" "$(dirname "$SHARED")"
+# one install at a time into the shared folder (two clones' CI on one machine)
+exec 9>"$SHARED.lock"
+flock 9
 
 missing=()
 for pkg in chromium fonts-noto-color-emoji libkrb5-dev; do

@@ -1,21 +1,55 @@
 #!/usr/bin/env bash
 # Set up everything on a fresh machine and run every check (README's test command):
-# the static checks (scripts/check.sh), the extension's unit tests, then pytest.
-# A check's finding fails the run, after the tests have run too (one run, every finding).
+# the static checks (scripts/check.sh), the extension's unit tests, then pytest:
+# first the independent tests in parallel (pytest-xdist, one worker per core, each
+# test file on one worker so its module fixtures run once), then the `serial` ones
+# (timing- and noise-sensitive tests, the lab) alone, then the harness's tests under
+# torch-xla. A check's finding fails the run, after the tests have run too (one run,
+# every finding). Every step's wall time is printed at the end, pass or fail.
+# Extra arguments go to both pytest runs (e.g. -x, -k); TEST_WORKERS sets the workers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/setup.sh
-bash scripts/setup-ssh.sh
-bash scripts/setup-e2e.sh
+steps=()
+failed=0
+started=$(date +%s)
+step() { # step NAME COMMAND...: run it, note its wall time and status
+  local name=$1 t0 rc=0
+  shift
+  t0=$(date +%s)
+  "$@" || rc=$?
+  ((rc == 0)) || failed=$rc
+  steps+=("$(printf '%-26s %4ds  %s' "$name" $(($(date +%s) - t0)) "$([ "$rc" = 0 ] && echo ok || echo "FAILED ($rc)")")")
+  return "$rc"
+}
+summary() {
+  local rc=$?
+  ((rc)) || rc=$failed
+  echo
+  echo "test.sh: wall time per step"
+  for s in "${steps[@]}"; do echo "  $s"; done
+  printf '  %-26s %4ds  %s\n' total $(($(date +%s) - started)) "$([ "$rc" = 0 ] && echo ok || echo "FAILED ($rc)")"
+}
+trap summary EXIT
+
+step setup.sh bash scripts/setup.sh
+step setup-ssh.sh bash scripts/setup-ssh.sh
+step setup-e2e.sh bash scripts/setup-e2e.sh
 # the torch-xla venv, shared per machine (~7 GB once; scripts/setup-xla.sh)
-bash scripts/setup-xla.sh
+step setup-xla.sh bash scripts/setup-xla.sh
 checks=0
-bash scripts/check.sh || checks=$?
-npm run --silent test:unit
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+step check.sh bash scripts/check.sh || checks=$?
+step "npm test:unit" npm run --silent test:unit
+PYTEST=(.venv/bin/python -m pytest -q -p no:cacheprovider --durations=40)
+tests=0
+step "pytest (parallel)" "${PYTEST[@]}" -n "${TEST_WORKERS:-auto}" --dist loadgroup -m "not serial" "$@" || tests=$?
+# exit status 5: no test was selected (e.g. -k matched only parallel tests)
+step "pytest (serial)" "${PYTEST[@]}" -p no:xdist -m serial "$@" || { rc=$?; ((rc == 5)) || tests=$rc; }
 # the harness's own tests again under torch 2.9 (Trn1's stack)
-bash scripts/test-xla.sh
+step test-xla.sh bash scripts/test-xla.sh
+if ((tests)); then
+  exit "$tests"
+fi
 if ((checks)); then
   echo "test.sh: the tests passed but the static checks failed (scripts/check.sh)" >&2
   exit "$checks"

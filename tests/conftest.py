@@ -59,6 +59,21 @@ def _quiet_torch_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]
             os.environ[k] = v
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Groups for ``pytest -n N --dist loadgroup`` (scripts/test.sh): each test file on
+    one worker, so its module-scoped harness runs happen once; every editor test on the
+    same worker (one VS Code at a time); the lab's tests are ``serial`` (they share the
+    machine's namespaces and daemons: scripts/test.sh runs them alone, after the rest)."""
+    for item in items:
+        if item.get_closest_marker("nodes") is not None:
+            item.add_marker(pytest.mark.serial)
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        group = "e2e" if item.get_closest_marker("e2e") is not None else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 # In CI (CI=true) a skip is a failure unless its reason names hardware no CI machine
 # has: a missing tool or set-up step must not pass as green. On a developer's machine
 # skips stay skips (e.g. no sshd installed yet).

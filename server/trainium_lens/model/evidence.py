@@ -103,6 +103,9 @@ class Stability:
     calls_per_step: int = 1
     timing_calls: int = 0  # unprofiled calls made (the wall's)
     timing_clean: int = 0  # of which undisturbed
+    timing_used: int = 0  # in the wall's median (the clean ones, or all if too few were clean)
+    timing_batch: int = 1  # back-to-back calls per timing sample (one timer pair each)
+    timing_loop_us: float = 0.0  # the timing loop's own cost per sample, measured empty and subtracted
 
 
 @dataclass

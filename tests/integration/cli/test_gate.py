@@ -72,6 +72,7 @@ def repo(tmp_path_factory, env) -> Path:
     return root
 
 
+@pytest.mark.serial  # counts the steps measured: a loaded machine's extra steps change it
 def test_runs_list_their_commits_and_show_latest_works(repo, env):
     head = git(repo, "rev-parse", "HEAD")
     stored = json.loads((repo / "perf" / "baseline.json").read_text())

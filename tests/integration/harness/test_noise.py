@@ -27,7 +27,12 @@ from trainium_lens.analysis.reconcile import reconcile
 from trainium_lens.model.result import Batch, Result
 
 _WHY_NOT = quiet_cpu.available()
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(_WHY_NOT is not None, reason=_WHY_NOT or "")]
+# serial: a quiet CPU is one core at the highest priority; a parallel test would share it
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.serial,
+    pytest.mark.skipif(_WHY_NOT is not None, reason=_WHY_NOT or ""),
+]
 
 DATA = ROOT / "tests" / "data"
 PROTOCOL = {"warmup": 1, "active": 5, "timing_calls": 10}
@@ -75,7 +80,13 @@ def test_quiet_cpu_is_not_noisy(tmp_path):
     assert "noisy_measurement" not in kinds, (st, [f.message for f in quiet.findings])
     assert st is not None and st.steps_clean >= 3 and st.steps_used >= 3, st
     assert st.run_delay_share is not None and st.run_delay_share < 0.1, st
-    # its figures agree with the unprofiled wall, and its findings are shown
-    assert quiet.reconciliation is not None and quiet.reconciliation.within, quiet.reconciliation
+    # reconciled against its unprofiled wall: within the tolerance, or flagged with the
+    # ratio (how close the figures land is measured in bench/, as a distribution:
+    # bench/accuracy_bench.py, bench/wall_bench.py); a steady run is never called noisy
+    rec = quiet.reconciliation
+    assert rec is not None and rec.reference == "wall" and rec.reference_us > 0, rec
+    off = [f for f in quiet.findings if f.kind == "unreconciled"]
+    assert rec.within == (not off), (rec, off)
+    assert all(f"{rec.ratio:.2f}×" in f.message and rec.note in f.message for f in off), off
     line = line_of(DATA / "noisy.py", "TANH-LINE")
     assert any(f.kind == "dispatches" and f.line == line for f in quiet.findings), kinds

@@ -157,3 +157,20 @@ def test_a_loss_item_mid_step_is_a_host_sync_on_its_line(runs):
     # after .item() the rest of the step is train_step's graph exactly: torch-xla runs the
     # program compiled for train_step (profiled first in this batch), and the run says so
     assert any("first compiled while profiling train_step" in w for w in r["signals"]["warnings"])
+
+
+@needs_xla
+def test_training_step_work_goes_to_the_phase_its_time_goes_to(runs):
+    """A linear layer's backward is two dots of its forward dot's size (the input's and
+    the weight's gradient: the autograd math, an independent count): they land in the
+    line's backward FLOPs, beside its backward time, not on its forward figure (which
+    read three times the FLOP/s its forward time allows)."""
+    r = runs["train_step"]
+    lines = lines_of(r)
+    for n in LINEARS:
+        s = lines[n]
+        assert s["flops"] > 0 and s["backward_self_time_us"] > 0, (n, s)
+        assert s["backward_flops"] == pytest.approx(2 * s["flops"], rel=0.01), (n, LINEARS[n], s)
+    forward_only = lines_of(runs["forward"])
+    assert all(forward_only[n]["flops"] == lines[n]["flops"] for n in LINEARS)
+    assert r["work"]["flops"] >= sum(s["flops"] + s["backward_flops"] for s in r["lines"])

@@ -22,6 +22,9 @@ def _result(
     span=None,
     calibrated=True,
     regions=(),
+    raw_factor=1.3,
+    wall_range=None,
+    host=None,
 ):
     lines = [
         {
@@ -49,8 +52,10 @@ def _result(
         "function": {"file": FILE, "name": "f", "line": 10, "protocol": {"timing_calls": 20}},
         "totals": {
             "self_time_us": self_us,
-            "self_cpu_us": self_us * 1.3,
+            "self_cpu_us": self_us * raw_factor,
             "wall_us_median": wall,
+            **({"wall_us_min": wall_range[0], "wall_us_max": wall_range[1]} if wall_range else {}),
+            **({"host_time_us": host} if host is not None else {}),
             "steps": 5,
             "step_us": step_us or [self_us] * 5,
             "device_span_us_median": span,
@@ -200,3 +205,42 @@ def test_an_over_read_compiled_function_is_said_to_be_its_wrapper_not_its_ops():
     assert r.reconciliation.note.startswith("most of this time is in compiled regions")
     eager = _result(19.3, 14.7, stability=QUIET)
     assert "beyond its calibration" in eager.reconciliation.note
+
+
+def test_a_cause_is_named_only_when_the_evidence_shows_it():
+    """Seen on nanoGPT: 1.54× the wall, every step undisturbed, the calibration had taken
+    0.28 ms off a 17 ms gap: the calibration cannot explain that, so no cause is named."""
+    steady = [154.0, 155.0, 153.0, 154.5, 154.2]
+    small = _result(154.0, 100.0, stability=QUIET, step_us=steady, raw_factor=1.01).reconciliation
+    assert not small.within and small.note.startswith("cause unknown"), small.note
+    assert "subtracted 1.54 µs of a 54 µs gap" in small.note and small.note.endswith("profile again")
+    large = _result(154.0, 100.0, stability=QUIET, step_us=steady, raw_factor=1.5).reconciliation
+    assert large.note.startswith("the profiler's cost beyond its calibration: 77 µs per call"), large.note
+
+
+def test_a_disturbed_wall_is_named_as_the_disturbed_side():
+    """Seen on a Llama baseline: 0.70× while its wall was the disturbed part (its calls
+    spread, the steps steady): the reason is the wall, not work on other threads."""
+    steps = [70.0, 70.5, 69.8, 70.2, 70.1]
+    spread = _result(
+        70.0, 100.0, stability=QUIET, step_us=steps, wall_range=(60.0, 240.0), host=0.0
+    ).reconciliation
+    assert not spread.within and spread.note.startswith(
+        "the unprofiled wall was disturbed (its calls varied 4.0×"
+    )
+    waited = dict(QUIET, timing_calls=60, timing_clean=17)
+    rec = _result(70.0, 100.0, stability=waited, step_us=steps, host=0.0).reconciliation
+    assert "43 of 60 of its calls waited for a CPU" in rec.note, rec.note
+    unknown = _result(70.0, 100.0, stability=QUIET, step_us=steps, host=0.0).reconciliation
+    assert unknown.note.startswith("cause unknown") and "other threads" not in unknown.note
+
+
+def test_the_wall_header_says_what_the_median_was_taken_over():
+    from trainium_lens.cli.render.result import render_result
+
+    few = dict(QUIET, timing_calls=60, timing_clean=17, timing_used=17)
+    text = render_result(_result(100.0, 100.0, stability=few))
+    assert "median over 17 calls (17 of 60 calls clean)" in text, text
+    batched = dict(QUIET, timing_calls=20, timing_clean=20, timing_used=20, timing_batch=25)
+    text = render_result(_result(100.0, 100.0, stability=batched))
+    assert "median over 20 samples (20 of 20 samples clean; 25 back-to-back calls each" in text, text

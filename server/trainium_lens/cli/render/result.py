@@ -104,8 +104,7 @@ def render_result(result: Result, style: Style = DEFAULT_STYLE) -> str:
         f"  {t.steps} measured steps (wait {p.wait}, warmup {p.warmup}, active {p.active}); "
         f"figures are per call",
         f"  {headline(result, style)}",
-        f"  unprofiled wall time {fmt_us(t.wall_us_median, style)} median over "
-        f"{p.timing_calls} calls"
+        f"  unprofiled wall time {fmt_us(t.wall_us_median, style)} median over {_wall_counts(result)}"
         + (
             f" ({fmt_range(t.wall_us_min, t.wall_us_max, style)})"
             if t.wall_us_min is not None and t.wall_us_max is not None
@@ -136,6 +135,20 @@ def render_result(result: Result, style: Style = DEFAULT_STYLE) -> str:
         out += ["", *_ops_table(result, clock, style)]
     out += ["", *render_findings(result, style)]
     return finish("\n".join(out), style)
+
+
+def _wall_counts(result: Result) -> str:
+    """What the wall's median was taken over: the samples used of those timed, how
+    many were clean, how many calls each sample held ("17 of 60 calls clean")."""
+    st, wanted = result.stability, result.function.protocol.timing_calls
+    if st is None or not st.timing_calls:
+        return f"{wanted} calls"
+    unit = "samples" if st.timing_batch > 1 else "calls"
+    used = st.timing_used or (st.timing_clean if st.timing_clean >= (wanted + 1) // 2 else st.timing_calls)
+    text = f"{used} {unit} ({st.timing_clean} of {st.timing_calls} {unit} clean"
+    if st.timing_batch > 1:
+        text += f"; {st.timing_batch} back-to-back calls each, the loop's cost subtracted"
+    return text + ")"
 
 
 def _trust_lines(result: Result, style: Style) -> list[str]:

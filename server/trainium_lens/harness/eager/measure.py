@@ -4,8 +4,10 @@ the unprofiled timing calls (``steady.py`` says why each is shaped so)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -146,36 +148,89 @@ def profile_steps(call: Any, protocol: dict, run_id: str, per_step: int) -> Step
 
 
 def time_unprofiled(call: Any, protocol: dict, per_batch: int) -> tuple[list[float], float | None, dict]:
-    """The unprofiled wall per call: settled first (the export left the process
-    idle), then ``timing_calls`` calls in which no thread waited for a CPU (more,
-    up to 3×, while calls are disturbed; all of them if too few were clean). The
-    calls run back to back in batches (as many as a profiled step makes), the
-    run-queue delay read around each batch: a read between every two calls would
-    cool the caches of a tiny function's next call."""
+    """The unprofiled wall per call, timed as the user would call the function: no
+    labelling mode, no profile hook, no ``--include`` patches (suspended), the
+    function called directly. Settled first (the export left the process idle),
+    then ``timing_calls`` samples in which no thread waited for a CPU (more, up to
+    3×, while samples are disturbed; all of them if too few were clean). A sample
+    is a batch of back-to-back calls (as many as a profiled step makes) under one
+    timer pair, minus the same loop's own cost measured empty, divided by the
+    calls: a timer per call would add its own cost to a tiny function's figure,
+    and a run-queue read between calls would cool its caches."""
     s = call.s
     s.events.stage("timing", call.name, f"{protocol['timing_calls']} unprofiled calls")
+    with plain_calls(s):
+        return _time_plain(call, protocol, per_batch)
+
+
+def plain_calls(s: Any) -> contextlib.ExitStack:
+    """Nothing of the harness left in the user's path while the wall is timed."""
+    stack = contextlib.ExitStack()
+    if sys.getprofile() is not None:  # the compiled-call hook is only on inside labelled calls
+        prev = sys.getprofile()
+        sys.setprofile(None)
+        stack.callback(sys.setprofile, prev)
+    stack.enter_context(s.include_hooks.suspended())
+    return stack
+
+
+def _time_plain(call: Any, protocol: dict, per_batch: int) -> tuple[list[float], float | None, dict]:
+    s = call.s
+    fn, args, kwargs, sync = call.fn, call.args, call.kwargs, s.backend.sync
     compiles = s.watch.counters()["compiles"]
     steady.settle(lambda: timed_once(call), 1, lambda: s.watch.counters()["compiles"] > compiles)
     want = protocol["timing_calls"]
-    batch = max(1, min(per_batch, want))
+    batch = max(1, per_batch)
+    loop_us = loop_overhead_us(batch, sync)
     delay = s.run_delay
     times: list[float] = []
     clean: list[float] = []
     limit = want if steady.lockstep() else want * steady.EXTRA_FACTOR  # ranks: the same calls
+    perf = time.perf_counter
+    calls = range(batch)
     while len(clean) < want and len(times) < limit:
         d0 = delay.read_us()
-        start = time.perf_counter()
-        got = [timed_once(call) for _ in range(batch)]
-        span = (time.perf_counter() - start) * 1e6
+        try:
+            t0 = perf()
+            for _ in calls:
+                fn(*args, **kwargs)
+            sync()
+            span = (perf() - t0) * 1e6
+        except Exception as exc:
+            raise s.user.error_from(exc, "user_code", call.name) from None
         d1 = delay.read_us()
-        times.extend(got)
+        per_call = max(0.0, span - loop_us) / batch
+        times.append(per_call)
         if steady.clean(span, None if d0 is None or d1 is None else d1 - d0):
-            clean.extend(got)
+            clean.append(per_call)
     plain = clean if len(clean) >= max(1, math.ceil(want / 2)) else times
     labelled = timed(call, max(3, min(10, want)), True)
     wall = statistics.median(plain)
-    timing = {"timing_calls": len(times), "timing_clean": len(clean)}
+    timing = {
+        "timing_calls": len(times),
+        "timing_clean": len(clean),
+        "timing_used": len(plain),
+        "timing_batch": batch,
+        "timing_loop_us": loop_us,
+    }
     span_us = s.backend.device_span(call, min(10, want))
     if span_us:
         timing["device_span_us"] = span_us
     return plain, (statistics.median(labelled) / wall if wall > 0 else None), timing
+
+
+def loop_overhead_us(batch: int, sync: Any, repeats: int = 21) -> float:
+    """The timing loop's own cost for one sample (the timer pair, the loop, the
+    backend's sync with nothing to wait for; not a call: calling the function is
+    the user's cost): the median of ``repeats`` empty samples, subtracted from
+    each timed one."""
+    perf = time.perf_counter
+    calls = range(batch)
+    spans = []
+    for _ in range(repeats):
+        t0 = perf()
+        for _ in calls:
+            pass
+        sync()
+        spans.append((perf() - t0) * 1e6)
+    return statistics.median(spans)

@@ -121,6 +121,24 @@ class XlaBackend(Backend):
         self.torch_xla.sync()
         self.xm.wait_device_ops()
 
+    @contextlib.contextmanager
+    def plain_tracing(self) -> Any:
+        """The unprofiled wall traced as the user's run traces it: without the Python
+        stack that ``XLA_IR_DEBUG`` captures for every IR node (the costly part of the
+        debug environment: tracing is Python, per op, every step) and without the
+        backward tags (the timing calls run outside the tagger). The metadata is not
+        part of the graph's hash, so the executable compiled with it is reused: no
+        recompile (measured on nanoGPT's step, torch-xla 2.9 CPU: 0 compiles; docs/xla.md)."""
+        setter = getattr(self.torch_xla._XLAC, "_set_ir_debug", None)
+        if setter is None:
+            yield
+            return
+        setter(False)
+        try:
+            yield
+        finally:
+            setter(True)
+
     def compiles(self) -> int:
         data = self.met.metric_data("CompileTime")
         return int(data[0]) if data else 0
@@ -285,7 +303,10 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     trace = write_trace(os.path.join(spec.run_dir, f"{run_id}.trace.json"), att, cap)
 
     ev.stage("timing", name, f"{protocol['timing_calls']} unprofiled calls")
-    plain = _steps(s, fn, args, kwargs, protocol["timing_calls"], name, marker=False)
+    with backend.plain_tracing():
+        # one call first: a graph traced without the frames could still compile once
+        _steps(s, fn, args, kwargs, 1, name, marker=False)
+        plain = _steps(s, fn, args, kwargs, protocol["timing_calls"], name, marker=False)
     wall = statistics.median(plain)
     views = [] if device is None else device.process(os.path.join(spec.run_dir, f"{run_id}.neuron-view"))
     if device is not None and not views:
@@ -362,11 +383,30 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
 
 
 def cpu_roof(backend: Any) -> dict | None:
-    """On torch-xla's CPU device the instructions run on this host's CPU: its measured roof."""
+    """On torch-xla's CPU device the instructions run on this host's CPU: its measured
+    roof, with as many threads as XLA's CPU runtime uses. Its Eigen pool takes every
+    CPU this process may run on, whatever torch's own thread count (the harness runs
+    with OMP_NUM_THREADS=1 on busy hosts): a roof of torch's one thread is too low for
+    an instruction that ran on every core (docs/xla.md)."""
     if backend.device_type.upper() != "CPU":
         return None
+    from trainium_lens.harness.work.calibrate import _best_of
     from trainium_lens.harness.work.calibrate import cpu_roof as measured
 
-    roof = measured(backend.torch)
-    roof["source"] += " (torch's CPU kernels: XLA's CPU runtime runs its own, a roof of the same host)"
+    torch = backend.torch
+    threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    before = torch.get_num_threads()
+    roof = measured(torch)
+    if threads > before:
+        # more threads never lower the peak: the one-thread roof is a floor for a busy
+        # moment (OpenMP's barriers stall on a loaded host and read a fraction of it)
+        torch.set_num_threads(threads)
+        try:
+            roof = _best_of(roof, measured(torch))
+        finally:
+            torch.set_num_threads(before)
+    roof["source"] += (
+        f" (torch's CPU kernels on {threads} threads, as many as XLA's CPU runtime uses: "
+        f"it runs its own kernels, a roof of the same host)"
+    )
     return roof

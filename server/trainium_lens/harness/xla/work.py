@@ -15,9 +15,10 @@ executions per step. Stdlib only: the protobuf fields are decoded by hand with
   module's heap simulation (``BufferAssignmentProto.heap_simulator_traces``):
   its peak of live temporary buffers and the lines whose buffers are live there.
 
-torch-xla records backward HLO with the stack of the ``backward()`` call, so
-backward work lands on that line as forward figures: there is no
-forward/backward split on this backend.
+Backward instructions carry the backward tag of the forward line that caused
+them (``xla/tags.py``, ``credit.py``): their work goes to that line's backward
+figures, as their time does (an instruction with no tag keeps the line its own
+metadata names, as forward work).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Any
 
+from trainium_lens.harness.xla.credit import BACKWARD
 from trainium_lens.harness.xla.hlo import HloInstr, HloModule
 from trainium_lens.harness.xla.protobuf import fields, packed
 
@@ -165,9 +167,22 @@ def _work_of(att: Any, modules: dict[str, ModuleWork]) -> tuple[dict, float, flo
         if not credit.stack:
             unattributed += f
             continue
-        row = per_place.setdefault(credit.stack[0], {"flops": 0.0, "bytes": 0.0, "alloc": 0.0, "dtypes": {}})
-        row["flops"] += f
-        row["bytes"] += b
+        row = per_place.setdefault(
+            credit.stack[0],
+            {
+                "flops": 0.0,
+                "bytes": 0.0,
+                "backward_flops": 0.0,
+                "backward_bytes": 0.0,
+                "alloc": 0.0,
+                "dtypes": {},
+            },
+        )
+        # the work goes to the phase its time goes to (figures.py): a backward dot's FLOPs
+        # on the forward figure put the line's forward FLOP/s at ~3× what its time allows
+        side = "backward_" if credit.phase == BACKWARD else ""
+        row[side + "flops"] += f
+        row[side + "bytes"] += b
         if ins.opcode not in NO_TRAFFIC:
             row["alloc"] += mw.shape(ins).nbytes * calls
         dtype = mw.shape(ins).dtype
@@ -244,8 +259,8 @@ def add_work(doc_lines: list[dict], att: Any, cap: Any) -> dict:
         line.update(
             flops=row["flops"] if row else 0.0,
             bytes=row["bytes"] if row else 0.0,
-            backward_flops=0.0,
-            backward_bytes=0.0,
+            backward_flops=row["backward_flops"] if row else 0.0,
+            backward_bytes=row["backward_bytes"] if row else 0.0,
             dtype=max(dtypes, key=lambda d: (dtypes[d][0], dtypes[d][1])) if dtypes else None,
             alloc_bytes=row["alloc"] if row else 0.0,
             peak_bytes=float(by_line.get((line["file"], line["line"]), 0)),

@@ -1,0 +1,158 @@
+"""Benchmark: is the tool's reference wall honest? Each case's unprofiled wall
+(the result's ``totals.wall_us_median``, timed by the harness after the profiled
+steps) against an independent wall of the same function: ``bench/independent_wall.py``
+in a fresh process (no trainium-lens imported), a plain ``time.perf_counter`` median
+over hundreds of calls. The two alternate, ``--rounds`` times, so that the load
+other sessions put on the machine falls on both alike.
+
+    .venv/bin/python bench/wall_bench.py                 # quiet CPU (root), 1 intra-op thread
+    .venv/bin/python bench/wall_bench.py --rounds 5 --only rmsnorm
+
+Goal: the tool's wall within ±3% of the independent one, per case (median of
+the rounds' ratios); the worst round is printed beside it. The per-call figure
+(the result's lines' sum) is printed against the same independent wall.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "server"))
+sys.path.insert(0, str(ROOT))
+
+from tests.support import quiet_cpu  # noqa: E402
+from trainium_lens.model.result import Batch  # noqa: E402
+
+# (workspace, file, function, inputs function)
+CASES = [
+    (ROOT, "examples/rmsnorm.py", "rms_norm_naive", "make_inputs"),
+    (ROOT, "examples/rmsnorm.py", "rms_norm_fused", "make_inputs"),
+    (ROOT, "examples/rmsnorm.py", "rms_norm_compiled", "make_inputs"),
+    (ROOT, "examples/train_step.py", "train_step_naive", "make_training"),
+    (ROOT, "tests/data/noisy.py", "steady", "make_inputs"),
+    (ROOT / "tests" / "data" / "project", "src/tinygpt/bench.py", "forward", "forward_inputs"),
+    (ROOT / "tests" / "data" / "project", "src/tinygpt/bench.py", "train_step", "train_inputs"),
+]
+
+
+SERVER = ROOT / "server"  # --server: another checkout's harness (a before/after comparison)
+
+
+def _argv(quiet: bool) -> tuple[list[str], dict]:
+    env = dict(os.environ, PYTHONPATH=str(SERVER))
+    if not quiet:
+        return [sys.executable], env
+    env["OMP_NUM_THREADS"] = "1"
+    return [sys.executable, *quiet_cpu.launcher_args(0)], env
+
+
+def tool(workspace: Path, file: str, function: str, quiet: bool) -> dict:
+    run_dir = Path(tempfile.mkdtemp(prefix="wall-")) / "run"
+    spec = {
+        "spec_version": 1,
+        "batch_id": "wall",
+        "workspace_root": str(workspace),
+        "file": file,
+        "functions": [function],
+        "line": None,
+        "backend": "cpu",
+        "protocol": {},
+        "run_dir": str(run_dir),
+        "host": "local",
+    }
+    argv, env = _argv(quiet)
+    proc = subprocess.run(
+        [*argv, "-m", "trainium_lens.harness"],
+        input=json.dumps(spec),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(workspace),
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"{file}: harness failed\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    r = Batch.from_dict(json.loads((run_dir / "batch.json").read_text())).results[0]
+    lines = sum(s.time_us for s in r.lines) + r.unattributed_us + (r.totals.host_time_us or 0.0)
+    return {"wall": r.totals.wall_us_median or 0.0, "lines": lines}
+
+
+def independent(workspace: Path, file: str, function: str, inputs: str, quiet: bool) -> float:
+    argv, env = _argv(quiet)
+    env.pop("PYTHONPATH")
+    proc = subprocess.run(
+        [
+            *argv,
+            str(ROOT / "bench" / "independent_wall.py"),
+            file,
+            function,
+            inputs,
+            "--root",
+            str(workspace),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(workspace),
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"{file}: independent timer failed\n{proc.stderr[-2000:]}")
+    return float(json.loads(proc.stdout.strip().splitlines()[-1])["median_us"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--as-is", action="store_true", help="the machine as it is (no quiet CPU)")
+    ap.add_argument("--only", help="run only cases whose file or function contains this text")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--server", help="the server/ folder whose harness is timed (default: this checkout's)")
+    args = ap.parse_args()
+    global SERVER
+    SERVER = Path(args.server).resolve() if args.server else SERVER
+    quiet = not args.as_is
+    why = quiet_cpu.available() if quiet else None
+    if why:
+        raise SystemExit(f"no quiet CPU here ({why}): run with --as-is")
+    with open("/proc/loadavg") as fh:
+        load = " ".join(fh.read().split()[:3])
+    print(
+        f"{'quiet CPU, 1 intra-op thread' if quiet else 'as is'}; load average {load}; {args.rounds} rounds"
+    )
+    print(
+        "| case | independent wall | tool's wall | wall / independent (median, worst) "
+        "| lines / independent (median, worst) |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for workspace, file, function, inputs in CASES:
+        if args.only and args.only not in file and args.only not in function:
+            continue
+        walls, ind, lines = [], [], []
+        for _ in range(args.rounds):
+            t = tool(workspace, file, function, quiet)
+            i = independent(workspace, file, function, inputs, quiet)
+            walls.append(t["wall"] / i)
+            lines.append(t["lines"] / i)
+            ind.append(i)
+        worst_w = max(walls, key=lambda x: abs(x - 1))
+        worst_l = max(lines, key=lambda x: abs(x - 1))
+        ind_us, wall_r, line_r = statistics.median(ind), statistics.median(walls), statistics.median(lines)
+        print(
+            f"| {function} | {_us(ind_us)} | {_us(ind_us * wall_r)} "
+            f"| {wall_r:.3f}× ({worst_w:.3f}×) | {line_r:.3f}× ({worst_l:.3f}×) |",
+            flush=True,
+        )
+
+
+def _us(v: float) -> str:
+    return f"{v / 1000:.2f} ms" if v >= 1000 else f"{v:.1f} µs"
+
+
+if __name__ == "__main__":
+    main()
