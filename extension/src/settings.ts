@@ -19,6 +19,7 @@ export interface ServerSettings {
   python: string; // the interpreter actually used (resolved), for local profiling
   include?: string[]; // trainiumLens.include: installed packages whose lines get figures (the server checks the names)
   warmWorker: { idleSeconds: number }; // 0: no warm worker (every run cold)
+  script?: { args: string[] }; // trainiumLens.script.args: Profile Script's arguments without a launch.json configuration
   nproc: number; // ranks under torchrun; 0: the marker's nproc= option, else one process
   // trainiumLens.explorer.* (ports, URL template, path): validated by the server (hosttools/explorer/service.py)
   explorer?: Record<string, unknown>;
@@ -47,6 +48,12 @@ function includeSetting(v: unknown): { include?: string[] } {
     ? v.filter((x): x is string => typeof x === "string" && x.trim() !== "").map((x) => x.trim())
     : [];
   return names.length ? { include: names } : {};
+}
+
+/** `trainiumLens.script.args`: sent only when it holds arguments (the server checks them). */
+function scriptSetting(v: unknown): { script?: { args: string[] } } {
+  const args = Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : [];
+  return args.length ? { script: { args } } : {};
 }
 
 function optInt(v: unknown, min: number): number | null {
@@ -96,6 +103,7 @@ export function serverSettings(
     timeoutSeconds: Math.round(num(get("timeoutSeconds"), 3600, 1, 86_400)),
     python,
     ...includeSetting(get("include")),
+    ...scriptSetting(get("script.args")),
     warmWorker: { idleSeconds: num(get("warmWorker.idleSeconds"), 300, 0, 86_400) },
     nproc: Math.round(num(get("nproc"), 0, 0, 4096)),
     ...explorerSettings(get("explorer")),

@@ -15,6 +15,9 @@ const REFUSED: Record<string, string> = {
   [ServerCommand.profile]:
     "Trainium Lens: profiling is off in Restricted Mode: it runs this workspace's code, with the interpreter and on the hosts its settings name. " +
     TRUST_HINT,
+  [ServerCommand.runScript]:
+    "Trainium Lens: profiling is off in Restricted Mode: it runs this workspace's code, with the interpreter and on the hosts its settings name. " +
+    TRUST_HINT,
   [ServerCommand.openExplorer]:
     "Trainium Lens: Neuron Explorer is off in Restricted Mode: it starts a program on the host and opens an SSH tunnel. " +
     TRUST_HINT,

@@ -8,8 +8,9 @@ import { RESTRICTED_COMMANDS, refusal } from "../src/trustPolicy";
 test("Restricted Mode refuses profiling and Explorer, saying why; a trusted workspace runs them", () => {
   assert.deepEqual(
     [...RESTRICTED_COMMANDS].sort(),
-    [ServerCommand.openExplorer, ServerCommand.profile].sort(),
+    [ServerCommand.openExplorer, ServerCommand.profile, ServerCommand.runScript].sort(),
   );
+  assert.equal(refusal(ServerCommand.runScript, false), refusal(ServerCommand.profile, false));
   const profile = refusal(ServerCommand.profile, false);
   assert.match(profile ?? "", /profiling is off in Restricted Mode: it runs this workspace's code/);
   assert.match(

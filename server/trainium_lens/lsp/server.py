@@ -27,6 +27,7 @@ from trainium_lens.lsp.features import (
     inlay_hints,
     panel,
     profile,
+    script,
     timeline,
     warm,
 )
@@ -38,6 +39,7 @@ FEATURES = (
     configuration,
     documents,
     profile,
+    script,
     codelens,
     inlay_hints,
     hover,
