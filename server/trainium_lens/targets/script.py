@@ -42,6 +42,7 @@ class Outcome:
     returncode: int
     events: list[dict] = field(default_factory=list)
     results: list[str] = field(default_factory=list)  # batch paths the armed processes wrote
+    documents: dict[str, dict] = field(default_factory=dict)  # path -> batch, when read already (a host's)
 
 
 class EventTail:
