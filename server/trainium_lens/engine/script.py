@@ -51,6 +51,7 @@ class ScriptRequest:
     remote_python: str | None = None
     ssh_config: str | None = None
     work_dir: str | None = None
+    capture: bool = False  # the command's output as ``output`` events, not on our stdout/stderr
 
     def root(self) -> Path:
         if self.workspace is not None:
@@ -121,7 +122,9 @@ def run(
         finally:
             target.close()
     else:
-        outcome = run_script(req.command.argv, req.cwd, spec, run_dir, sink, cancel, timeout, req.env)
+        outcome = run_script(
+            req.command.argv, req.cwd, spec, run_dir, sink, cancel, timeout, req.env, req.capture
+        )
     if not outcome.results:
         raise explain(outcome, req)
     document = _document(outcome)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from trainium_lens.errors import Cancelled, TargetError, TimedOut
 from trainium_lens.targets.base import EventSink
-from trainium_lens.targets.script import HELLO_S, Outcome
+from trainium_lens.targets.script import HELLO_S, Outcome, start_output_relay
 from trainium_lens.targets.ssh import SshTarget, _mark_remote
 from trainium_lens.targets.ssh_wrapper import EVENT_MARK
 from trainium_lens.targets.stream import kill_group
@@ -59,7 +59,9 @@ def run_script_remote(
     cancel: threading.Event | None = None,
     timeout: float | None = None,
     env_extra: dict[str, str] | None = None,
+    capture: bool = False,
 ) -> Outcome:
+    """``capture``: the command's output as ``output`` events (``run_script``'s)."""
     started = time.monotonic()
     on_event({"event": "stage", "stage": "connect", "message": f"connecting to {target.host}"})
     target.conn.master()
@@ -83,9 +85,12 @@ def run_script_remote(
     proc = subprocess.Popen(
         target.conn.argv(_RUN, [info["python"], wd]),
         stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE if capture else None,
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+    if capture:
+        start_output_relay(proc.stdout, on_event)
     assert proc.stdin is not None and proc.stderr is not None
     proc.stdin.write((json.dumps(job) + "\n").encode())
     proc.stdin.flush()  # stdin stays open: the wrapper's lifeline
@@ -116,8 +121,11 @@ def run_script_remote(
             else:
                 ssh_errors.append(line)
                 ssh_errors[:] = ssh_errors[-20:]
-                sys.stderr.buffer.write(line)
-                sys.stderr.buffer.flush()
+                if capture:
+                    on_event({"event": "output", "text": line.decode("utf-8", "replace")})
+                else:
+                    sys.stderr.buffer.write(line)
+                    sys.stderr.buffer.flush()
 
     reader = threading.Thread(target=relay, daemon=True)
     reader.start()

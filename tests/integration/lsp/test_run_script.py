@@ -61,6 +61,9 @@ async def test_code_lens_then_run_gives_hints_on_the_model_file(tmp_path: Path) 
         assert any("profile step" in m for m in messages)
         assert isinstance(client.progress_reports[token][-1], types.WorkDoneProgressEnd)
         assert len(stored(ws)) == 1
+        # the script's own output reaches the log (the server's stdout is the protocol's channel)
+        logged = [m.message for m in client.log_messages]
+        assert any(m.startswith("step 12 loss") for m in logged) and "done" in logged
         model_hints = await hints(client, model_uri)
         assert {13, 14, 15} <= {line + 1 for line in model_hints}  # the Block's forward lines
         assert _line(train, "optimizer.step()") in await hints(client, uri)

@@ -9,7 +9,9 @@ file, run as ``engine.script.run`` runs it for the CLI; the script's stage and
 step events become work-done progress (cancellable: the command's process group
 is stopped), a failure is one line (and, for a raise, a diagnostic on its line),
 and the result is stored in the workspace, so the hints show on every file the
-steps ran through (the model module as much as the script).
+steps ran through (the model module as much as the script). With
+``trainiumLens.host`` an SSH host, the command runs there as ``run --host`` runs
+it. The script's output goes to the log (this server's stdout is the protocol's).
 """
 
 from __future__ import annotations
@@ -108,13 +110,10 @@ class ScriptReporter(Reporter):
 async def run_script_command(ls: LensServer, *args: Any) -> dict:
     if trust.refused(ls, trust.PROFILE_REFUSED):
         return {"run_ids": [], "error": trust.PROFILE_REFUSED, "kind": "untrusted"}
+    if ls.settings.rejected:  # a rejected host never falls back to this machine
+        return _refused(ls, f"invalid setting {ls.settings.rejected[0]}: fix it to profile", "settings")
     try:
         req = parse_args(args)
-        if ls.settings.host != "local":
-            raise UsageError(
-                f"Profile Script runs on this machine; trainiumLens.host is {ls.settings.host}: "
-                "set it to local, or run `trainium-lens run` on the host"
-            )
     except UsageError as err:
         return _refused(ls, str(err), "usage")
     runs = ls.document_runs(req.uri)
@@ -157,6 +156,11 @@ async def _run(ls: LensServer, req: ScriptArgs, runs: DocumentRuns, running: Run
             include=tuple(settings.include),
             workspace=workspace,
             env=req.env,
+            host=None if settings.host == "local" else settings.host,
+            remote_python=settings.remote_python,
+            ssh_config=settings.ssh_config,
+            work_dir=settings.work_dir,
+            capture=True,  # our stdout is the protocol's channel: the script's output goes to the log
         )
     except LensError as err:
         return _refused(ls, str(err), "usage")
@@ -180,7 +184,7 @@ async def _run(ls: LensServer, req: ScriptArgs, runs: DocumentRuns, running: Run
             log.warning("work done progress unavailable: %s", err)
     shown = " ".join([Path(argv[0]).name, runs.file, *argv[2:]])
     reporter.begin(f"{shown} (steps {request.steps[0]}-{request.steps[1]})")
-    run_state(ls, "running", "local", f"running {shown}")
+    run_state(ls, "running", settings.host, f"running {shown}")
     ls.views_changed([req.uri], refresh=True)  # code lens: "profiling..."
 
     loop = asyncio.get_running_loop()
@@ -204,7 +208,7 @@ async def _run(ls: LensServer, req: ScriptArgs, runs: DocumentRuns, running: Run
         except Exception:
             pass
         reporter.end("Cancelled")
-        run_state(ls, "cancelled", "local", "cancelled")
+        run_state(ls, "cancelled", settings.host, "cancelled")
         raise
     except Exception as err:  # every failure becomes one line
         await asyncio.sleep(0)  # let queued progress reports go out before the end
@@ -219,7 +223,7 @@ async def _run(ls: LensServer, req: ScriptArgs, runs: DocumentRuns, running: Run
     if code:
         headline += f" (the script exited with status {code})"
     reporter.end(headline)
-    run_state(ls, "ok", "local", headline)
+    run_state(ls, "ok", settings.host, headline)
     ls.views_changed(refresh=True)
     return {
         "run_ids": [r.run_id for r in results],
@@ -258,7 +262,7 @@ def _failed(ls: LensServer, req: ScriptArgs, runs: DocumentRuns, err: Exception)
     else:
         message, kind = f"internal error: {type(err).__name__}: {err}", "internal"
     ls.show(f"Trainium Lens: {message}", level if kind == "cancelled" else error)
-    run_state(ls, "cancelled" if kind == "cancelled" else "error", "local", message)
+    run_state(ls, "cancelled" if kind == "cancelled" else "error", ls.settings.host, message)
     return {"run_ids": [], "error": message, "kind": kind}
 
 
