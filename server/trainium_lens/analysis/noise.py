@@ -51,6 +51,7 @@ TIMING_KINDS = frozenset(
         "memory_bound",
         "optimizer_loop",
         "optimizer_choice",
+        "data_wait",
     }
 )
 

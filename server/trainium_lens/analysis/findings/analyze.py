@@ -70,6 +70,7 @@ MINOR_OP_SHARE = 0.05  # a direct op costing less of its line's time is not wort
 def analyze(result: Result) -> list[Finding]:
     """Every finding for one result, most severe first, then by line."""
     findings: list[Finding] = []
+    from trainium_lens.analysis.findings.data_wait import data_wait_findings
     from trainium_lens.analysis.findings.neuron import neuron_findings
     from trainium_lens.analysis.findings.patterns import pattern_findings
     from trainium_lens.analysis.findings.roofline import with_roofline_findings
@@ -86,6 +87,7 @@ def analyze(result: Result) -> list[Finding]:
         _overhead,
         xla_findings,
         neuron_findings,
+        data_wait_findings,  # a run's `for batch in loader:` line: analysis/findings/data_wait.py
     ):
         findings.extend(check(result))
     findings = with_optimizer_findings(result, findings)
