@@ -402,7 +402,7 @@ def _time_data_loader(run: ScriptRun) -> None:
                 caller = sys._getframe(1)
                 run.data_site = (caller.f_code.co_filename, caller.f_lineno)
 
-    _BaseDataLoaderIter.__next__ = timed  # type: ignore[method-assign]
+    _BaseDataLoaderIter.__next__ = timed
 
 
 def _exit_cleanly() -> None:
