@@ -7,6 +7,7 @@ import { ResultsPanel } from "./panel/resultsPanel";
 import { type HistoryReply, baselineItems } from "./baselinePick";
 import { ClientCommand, Request, ServerCommand } from "./protocol";
 import { isTrusted } from "./trust";
+import { type ScriptLaunch, runScriptArgs, scriptLaunches } from "./launchPick";
 
 // The server's reply; on failure it has already shown the reason (window/showMessage).
 interface ProfileReply {
@@ -50,6 +51,47 @@ export function registerCommands(ctx: LensContext): void {
     if (reply.headline) vscode.window.setStatusBarMessage(`Trainium Lens: ${reply.headline}`, 10_000);
   };
 
+  // "Profile Script…" (palette, or the code lens on `if __name__ == "__main__":`):
+  // args, env and cwd from a launch.json configuration that runs this file, a pick
+  // when several do; with none, the server takes trainiumLens.script.args.
+  const profileScript = async (arg?: { uri?: string }): Promise<void> => {
+    // In Restricted Mode the server refuses the run and says why (nothing is saved).
+    const uri = arg?.uri ? vscode.Uri.parse(arg.uri) : pythonEditor()?.document.uri;
+    if (!uri) return;
+    const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+    if (isTrusted() && doc?.isDirty && !(await doc.save())) return;
+    const folder = vscode.workspace.getWorkspaceFolder(uri);
+    let launch: ScriptLaunch | undefined;
+    if (folder) {
+      const configurations = vscode.workspace
+        .getConfiguration("launch", folder)
+        .get<unknown>("configurations");
+      const found = scriptLaunches(configurations, {
+        file: uri.fsPath,
+        workspaceFolder: folder.uri.fsPath,
+        env: process.env,
+      });
+      launch = found[0];
+      if (found.length > 1) {
+        const picked = await vscode.window.showQuickPick(
+          found.map((l) => ({ label: l.name, detail: l.args.join(" ") || "(no arguments)", launch: l })),
+          {
+            title: "Profile Script: which launch configuration?",
+            placeHolder: "its args, env and cwd are used",
+          },
+        );
+        if (!picked) return;
+        launch = picked.launch;
+      }
+    }
+    const reply = await servers.executeCommand<ProfileReply>(
+      ServerCommand.runScript,
+      runScriptArgs(uri.toString(), launch),
+    );
+    if (!reply || reply.error || !reply.run_ids?.length) return;
+    if (reply.headline) vscode.window.setStatusBarMessage(`Trainium Lens: ${reply.headline}`, 10_000);
+  };
+
   // Every finished run (from these commands or the server's code lens) opens or
   // refreshes the panel for the file in front of the user.
   const onRunState = (params: unknown): void => {
@@ -69,6 +111,7 @@ export function registerCommands(ctx: LensContext): void {
     servers.onRunState(onRunState),
     vscode.commands.registerCommand("trainiumLens.profileHere", () => profile(true)),
     vscode.commands.registerCommand("trainiumLens.profileFile", () => profile(false)),
+    vscode.commands.registerCommand(ClientCommand.profileScript, profileScript),
     vscode.commands.registerCommand("trainiumLens.compare", async () => {
       const editor = pythonEditor();
       if (!editor) return;

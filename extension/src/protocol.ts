@@ -5,6 +5,7 @@
 /** `workspace/executeCommand` commands the server implements. */
 export const ServerCommand = {
   profile: "trainiumLens.profile",
+  runScript: "trainiumLens.runScript",
   compareWithPrevious: "trainiumLens.compareWithPrevious",
   openExplorer: "trainiumLens.openExplorer",
   releaseWorker: "trainiumLens.releaseWorker",
@@ -30,4 +31,5 @@ export const Notification = {
 export const ClientCommand = {
   openTimeline: "trainiumLens.openTimeline",
   showResults: "trainiumLens.showResults",
+  profileScript: "trainiumLens.profileScript",
 } as const;

@@ -28,6 +28,7 @@ export interface ServerSettings {
   warmWorker?: unknown; // {idleSeconds}; 0: no warm worker (every run cold)
   nproc?: unknown; // ranks under torchrun; 0: the marker's nproc= option, else one process
   explorer?: unknown; // trainiumLens.explorer.* (hosttools/explorer/settings.py)
+  script?: unknown; // {args}: Profile Script's arguments without a launch.json configuration
   // Workspace Trust (trust.ts): false in Restricted Mode, where the server runs nothing.
   trusted?: boolean;
 }

@@ -14,6 +14,7 @@ export const PAYLOAD_KEYS = [
   "nproc",
   "python",
   "remotePython",
+  "script",
   "sshConfig",
   "timeoutSeconds",
   "trusted",

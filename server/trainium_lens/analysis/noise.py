@@ -54,6 +54,7 @@ TIMING_KINDS = frozenset(
         "optimizer_loop",
         "optimizer_choice",
         "checkpoint",  # kept activations are bytes, but the advice weighs them against a recompute
+        "data_wait",
     }
 )
 

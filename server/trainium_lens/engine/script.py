@@ -47,6 +47,11 @@ class ScriptRequest:
     step_on: str | None = None
     workspace: Path | None = None
     env: dict[str, str] | None = None
+    host: str | None = None  # an SSH host (targets/script_remote.py); None: this machine
+    remote_python: str | None = None
+    ssh_config: str | None = None
+    work_dir: str | None = None
+    capture: bool = False  # the command's output as ``output`` events, not on our stdout/stderr
 
     def root(self) -> Path:
         if self.workspace is not None:
@@ -93,9 +98,33 @@ def run(
         "step_on": req.step_on,
     }
     git = git_state(root, rel)
-    outcome = run_script(
-        req.command.argv, req.cwd, spec, run_dir, on_event or (lambda _e: None), cancel, timeout, req.env
-    )
+    sink = on_event or (lambda _e: None)
+    if req.host:
+        from trainium_lens.targets.script_remote import run_script_remote
+        from trainium_lens.targets.ssh import SshTarget
+
+        target = SshTarget(
+            req.host, ssh_config=req.ssh_config, remote_python=req.remote_python, work_dir=req.work_dir
+        )
+        try:
+            outcome = run_script_remote(
+                target,
+                req.command.argv,
+                req.command.launcher,
+                root,
+                req.cwd,
+                spec,
+                sink,
+                cancel,
+                timeout,
+                req.env,
+            )
+        finally:
+            target.close()
+    else:
+        outcome = run_script(
+            req.command.argv, req.cwd, spec, run_dir, sink, cancel, timeout, req.env, req.capture
+        )
     if not outcome.results:
         raise explain(outcome, req)
     document = _document(outcome)
@@ -120,6 +149,9 @@ def run(
 def _document(outcome: Outcome) -> dict:
     batches = []
     for path in outcome.results:
+        if path in outcome.documents:
+            batches.append(outcome.documents[path])
+            continue
         try:
             batches.append(json.loads(Path(path).read_text(encoding="utf-8")))
         except (OSError, ValueError) as exc:

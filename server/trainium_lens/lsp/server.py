@@ -28,6 +28,7 @@ from trainium_lens.lsp.features import (
     inlay_hints,
     panel,
     profile,
+    script,
     timeline,
     warm,
 )
@@ -39,6 +40,7 @@ FEATURES = (
     configuration,
     documents,
     profile,
+    script,
     codelens,
     inlay_hints,
     hover,

@@ -63,6 +63,8 @@ class Settings:
     # this long without a job; 0: no warm worker (every run starts cold).
     warm_idle_seconds: float = 300.0
     nproc: int | None = None  # ranks under torchrun; None (setting 0): the marker's nproc=, else 1
+    # trainiumLens.script.args: Profile Script's arguments when no launch.json configuration names the file.
+    script_args: tuple[str, ...] = ()
     # Settings other features read unvalidated here (e.g. ``explorer``); not
     # part of equality, so they never restart a target.
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -213,7 +215,19 @@ _PARSERS = {
     "explorer": ("explorer", explorer_settings_from),
     "trusted": ("trusted", _bool),
     "include": ("include", lambda value: _include(value)),
+    "script": ("script_args", lambda value: _script_args(value)),
 }
+
+
+def _script_args(value: Any) -> tuple[str, ...]:
+    """``{"args": [...]}`` as VS Code nests ``script.args``."""
+    if isinstance(value, dict):
+        value = value.get("args", [])
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("args must be a list of strings (one per argument)")
+    return tuple(value)
 
 
 def _include(value: Any) -> tuple[str, ...]:
@@ -300,7 +314,7 @@ NOT_SETTINGS = ("trusted", "protocol")
 # Settings only the client reads: declared in package.json, never sent.
 CLIENT_ONLY = ("openResultsAfterRun",)
 # Settings VS Code nests: ``trainiumLens.<key>.<sub>`` arrives as ``{<key>: {<sub>: ...}}``.
-NESTED = {"warmWorker": ("idleSeconds",), "explorer": EXPLORER_KEYS}
+NESTED = {"warmWorker": ("idleSeconds",), "explorer": EXPLORER_KEYS, "script": ("args",)}
 
 
 def payload_keys() -> list[str]:

@@ -374,6 +374,11 @@ class ScriptRun:
     detector: str = ""  # "optimizer" | "forward" | "step-on": what found the steps
     reference_before: int = 0  # unprofiled steps timed before the window (the reference)
     reference_after: int = 0  # and after it
+    # the step's wait for data: a DataLoader's __next__ per step (median over the
+    # unprofiled reference steps) and the line that called it (the loop's ``for``)
+    data_wait_us: float | None = None
+    data_file: str | None = None
+    data_line: int | None = None
 
 
 @dataclass

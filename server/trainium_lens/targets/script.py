@@ -22,6 +22,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from trainium_lens.errors import Cancelled, TargetError, TimedOut
 from trainium_lens.targets.base import EventSink
@@ -42,6 +43,7 @@ class Outcome:
     returncode: int
     events: list[dict] = field(default_factory=list)
     results: list[str] = field(default_factory=list)  # batch paths the armed processes wrote
+    documents: dict[str, dict] = field(default_factory=dict)  # path -> batch, when read already (a host's)
 
 
 class EventTail:
@@ -72,6 +74,19 @@ class EventTail:
         return out
 
 
+def start_output_relay(stream: IO[bytes] | None, on_event: EventSink) -> threading.Thread:
+    """Each line of ``stream`` as an ``output`` event, from a thread of its own."""
+
+    def relay() -> None:
+        assert stream is not None
+        for line in iter(stream.readline, b""):
+            on_event({"event": "output", "text": line.decode("utf-8", "replace")})
+
+    thread = threading.Thread(target=relay, daemon=True)
+    thread.start()
+    return thread
+
+
 def run_script(
     argv: list[str],
     cwd: Path,
@@ -81,7 +96,10 @@ def run_script(
     cancel: threading.Event | None = None,
     timeout: float | None = None,
     env_extra: dict[str, str] | None = None,
+    capture: bool = False,
 ) -> Outcome:
+    """``capture``: the command's stdout and stderr become ``output`` events (the
+    language server's stdout is its protocol channel) instead of ours."""
     run_dir.mkdir(parents=True, exist_ok=True)
     spec_path = run_dir / "run-spec.json"
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
@@ -93,9 +111,19 @@ def run_script(
     env[RUN_ENV] = str(spec_path)
     env[PARENT_ENV] = str(os.getpid())
     try:
-        proc = subprocess.Popen(argv, cwd=str(cwd), env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            cwd=str(cwd),
+            env=env,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL if capture else None,
+            stdout=subprocess.PIPE if capture else None,
+            stderr=subprocess.STDOUT if capture else None,
+        )
     except OSError as exc:
         raise TargetError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+    if capture:
+        start_output_relay(proc.stdout, on_event)
     tail = EventTail(run_dir / "events.jsonl")
     outcome = Outcome(returncode=0)
     started = time.monotonic()

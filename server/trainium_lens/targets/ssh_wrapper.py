@@ -23,6 +23,14 @@ nothing is left behind when the run is cancelled or the connection drops.
    the harness group. SIGTERM/SIGHUP do the same.
 
 Messages meant for the user go to stderr prefixed ``trainium-lens-remote:``.
+
+``--command`` (``trainium-lens run --host``): the spec line is ``{argv, cwd, env,
+run_spec}``; the user's command runs in a new session with the harness injected
+(``PYTHONPATH`` = the boot folder, ``TRAINIUM_LENS_RUN`` = the run spec), its
+stdout the channel's own (it streams untouched), its stderr relayed line by line
+with the events of ``<run_dir>/events.jsonl`` between them, each event a line
+``EVENT_MARK`` + JSON. The lifeline and signals stop its group as above; the
+wrapper's exit status is the command's.
 """
 
 import fcntl
@@ -197,6 +205,101 @@ def describe_signal(code):
     return f"the harness ended without a result: killed by {name}{hint}"
 
 
+EVENT_MARK = "\x1etrainium-lens-event: "
+
+
+def run_command(work_dir, spec, lifeline):
+    """The user's command, armed; see the module's ``--command``."""
+    harness: dict = {}
+    if lifeline:
+        threading.Thread(target=watch_lifeline, args=(harness,), daemon=True).start()
+    run_spec = spec["run_spec"]
+    run_dir = run_spec["run_dir"]
+    os.makedirs(run_dir, exist_ok=True)
+    spec_path = os.path.join(run_dir, "run-spec.json")
+    with open(spec_path, "w") as handle:
+        json.dump(run_spec, handle)
+    lens = os.path.join(work_dir, "lens")
+    boot = os.path.join(lens, "trainium_lens", "harness", "script", "boot")
+    env = dict(os.environ)
+    env.update(spec.get("env") or {})
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (boot, lens, env.get("PYTHONPATH", "")) if p)
+    env["TRAINIUM_LENS_RUN"] = spec_path
+    env["TRAINIUM_LENS_RUN_PARENT"] = str(os.getpid())  # the armed process dies with us
+    events_path = os.path.join(run_dir, "events.jsonl")
+    lock = threading.Lock()
+    try:
+        proc = subprocess.Popen(
+            spec["argv"],
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            cwd=spec["cwd"],
+            env=env,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        sys.stderr.write(MARK + "cannot start " + spec["argv"][0] + ": " + str(exc.strerror or exc) + "\n")
+        return 127
+    pgid = harness["pgid"] = proc.pid
+
+    def stop(*_args):
+        kill_group(pgid)
+        os._exit(143)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, stop)
+
+    def say(data):
+        with lock:
+            try:
+                sys.stderr.buffer.write(data)
+                sys.stderr.buffer.flush()
+            except (OSError, ValueError):
+                kill_group(pgid)  # the channel is gone
+                os._exit(1)
+
+    say(
+        (
+            EVENT_MARK + json.dumps({"event": "remote_process", "pgid": pgid, "wrapper": os.getpid()}) + "\n"
+        ).encode()
+    )
+    done = threading.Event()
+
+    def events():
+        offset, partial = 0, b""
+        while True:
+            last = done.is_set()
+            try:
+                with open(events_path, "rb") as handle:
+                    handle.seek(offset)
+                    data = handle.read()
+            except FileNotFoundError:
+                data = b""
+            offset += len(data)
+            lines = (partial + data).split(b"\n")
+            partial = lines.pop()
+            for line in lines:
+                if line.strip():
+                    say(EVENT_MARK.encode() + line + b"\n")
+            if last:
+                return
+            time.sleep(0.05)
+
+    tail = threading.Thread(target=events, daemon=True)
+    tail.start()
+    assert proc.stderr is not None
+    for line in iter(proc.stderr.readline, b""):
+        say(line)
+    code = proc.wait()
+    done.set()
+    tail.join(timeout=5)
+    try:
+        os.killpg(pgid, signal.SIGKILL)  # what the command left in its group
+    except (ProcessLookupError, PermissionError):
+        pass
+    return code if code >= 0 else 128 - code
+
+
 def main():
     # detach() forks with threads alive (3.12+ warns); the child only calls
     # os-level functions, which is safe.
@@ -210,6 +313,8 @@ def main():
     except ValueError:
         sys.stderr.write(MARK + "no job spec on stdin\n")
         return 2
+    if "--command" in sys.argv[3:]:
+        return run_command(work_dir, spec, lifeline)
     harness: dict = {}  # "pgid" once the harness runs
     if lifeline:
         threading.Thread(target=watch_lifeline, args=(harness,), daemon=True).start()

@@ -16,6 +16,7 @@ from trainium_lens.lsp.features import (
     history,
     panel,
     profile,
+    script,
     timeline,
     warm,
 )
@@ -33,6 +34,7 @@ def test_client_and_server_name_the_same_methods():
     names = client_names()
     assert names["ServerCommand"] == {
         "profile": profile.COMMAND,
+        "runScript": script.COMMAND,
         "compareWithPrevious": compare.COMMAND,
         "openExplorer": explorer.COMMAND,
         "releaseWorker": warm.RELEASE,
@@ -49,6 +51,7 @@ def test_client_and_server_name_the_same_methods():
         "worker": warm.NOTIFICATION,
     }
     assert names["ClientCommand"]["showResults"] == codelens.SHOW
+    assert names["ClientCommand"]["profileScript"] == codelens.PROFILE_SCRIPT
     server = lsp_server.create_server()
     assert set(names["ServerCommand"].values()) <= set(server.protocol.fm.commands)
     assert set(names["Request"].values()) <= set(server.protocol.fm.features)

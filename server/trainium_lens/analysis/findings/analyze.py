@@ -84,6 +84,7 @@ def analyze(
     source by the engine) before a noisy run's timing findings are withheld: a fix
     is measured on its own by ``trainium-lens fix``, so it stays offered."""
     findings: list[Finding] = []
+    from trainium_lens.analysis.findings.data_wait import data_wait_findings
     from trainium_lens.analysis.findings.neuron import neuron_findings
     from trainium_lens.analysis.findings.patterns import pattern_findings
     from trainium_lens.analysis.findings.roofline import with_roofline_findings
@@ -100,6 +101,7 @@ def analyze(
         _overhead,
         xla_findings,
         neuron_findings,
+        data_wait_findings,  # a run's `for batch in loader:` line: analysis/findings/data_wait.py
     ):
         findings.extend(check(result))
     findings = with_optimizer_findings(result, findings)

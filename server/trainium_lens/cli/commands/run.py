@@ -50,7 +50,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--no-store", action="store_true", help="do not save the result in <workspace>/.trainium-lens/runs"
     )
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="stop the command after SECONDS")
-    p.add_argument("--host", metavar="HOST", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--host",
+        metavar="HOST",
+        help="sync the workspace to this SSH host (as ~/.ssh/config names it) and run the command there",
+    )
+    p.add_argument("--ssh-config", metavar="PATH", help="ssh config file to use")
+    p.add_argument(
+        "--remote-python",
+        metavar="PATH",
+        help="the host's python for the command (default: the newest Neuron venv there, else python3)",
+    )
+    p.add_argument("--work-dir", metavar="DIR", help="work dir on the SSH host")
     p.add_argument("-v", "--verbose", action="store_true", help="every row of the long sections")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND…", help="the command, after --")
     p.set_defaults(handler=run)
@@ -60,8 +71,6 @@ def run(args: argparse.Namespace) -> int:
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
-    if args.host:
-        raise UsageError("run --host is not available yet: run the command on the host itself")
     if args.timeout is not None and not 0 < args.timeout < float("inf"):
         raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     env = {}
@@ -81,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
         step_on=args.step_on,
         workspace=Path(args.workspace) if args.workspace else None,
         env=env,
+        host=args.host or None,
+        remote_python=args.remote_python,
+        ssh_config=args.ssh_config,
+        work_dir=args.work_dir,
     )
     store = None if args.no_store else RunStore(req.root())
     progress = Progress(sys.stderr, live=False)

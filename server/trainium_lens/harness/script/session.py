@@ -69,6 +69,11 @@ class ScriptRun:
         self.pid = os.getpid()
         self.busy = False
         self.aside = False
+        # a DataLoader's __next__ in each step (seconds) and the line it was called from:
+        # the step's wait for data, timed in the unprofiled reference steps
+        self.data_step = 0.0
+        self.data_site: tuple[str, int] | None = None
+        self.data_waits: list[float] = []
 
     # -- setup ------------------------------------------------------------------
     def install(self) -> None:
@@ -98,6 +103,7 @@ class ScriptRun:
             self.events.emit("aside", why=str(exc))
             return
         self.delay = RunQueueDelay()
+        _time_data_loader(self)
         atexit.register(self._at_exit)
         _chain_excepthook(self)
         self.events.emit(
@@ -139,12 +145,15 @@ class ScriptRun:
             self.samples[-1]["delay_us"] = None if d is None or self.d0 is None else d - self.d0
         elif wall is not None and 2 <= k < self.first:
             self.before.append(wall)
+            self.data_waits.append(self.data_step * 1e6)
         elif (
             wall is not None
             and self.window_last < k <= self.window_last + 1 + AFTER
             and k > self.window_last + 1
         ):
             self.after.append(wall)
+            self.data_waits.append(self.data_step * 1e6)
+        self.data_step = 0.0
         if k == self.first - 1:
             self._start_window()
         elif self.first <= k < self.window_last:
@@ -325,6 +334,14 @@ class ScriptRun:
             "reference_before": len(self.before),
             "reference_after": len(self.after),
         }
+        if self.data_site is not None and self.data_waits:
+            file, line = self.data_site
+            root = os.path.abspath(self.spec["workspace_root"])
+            if os.path.abspath(file).startswith(root + os.sep):
+                file = os.path.relpath(os.path.abspath(file), root).replace(os.sep, "/")
+            doc["script"].update(
+                data_wait_us=statistics.median(self.data_waits), data_file=file, data_line=line
+            )
         return doc
 
     # -- writing --------------------------------------------------------------------
@@ -362,6 +379,30 @@ class ScriptRun:
             message=f"harness failed: {type(exc).__name__}: {exc}",
             traceback=traceback.format_exc(),
         )
+
+
+def _time_data_loader(run: ScriptRun) -> None:
+    """Time every DataLoader ``__next__`` of the script's own process (not the
+    harness's work at a boundary), summed per step, with the line that asked."""
+    try:
+        from torch.utils.data.dataloader import _BaseDataLoaderIter
+    except ImportError:
+        return
+    original = _BaseDataLoaderIter.__next__
+
+    def timed(self: Any) -> Any:
+        if os.getpid() != run.pid or run.busy:
+            return original(self)
+        t0 = time.perf_counter()
+        try:
+            return original(self)
+        finally:
+            run.data_step += time.perf_counter() - t0
+            if run.data_site is None:
+                caller = sys._getframe(1)
+                run.data_site = (caller.f_code.co_filename, caller.f_lineno)
+
+    _BaseDataLoaderIter.__next__ = timed
 
 
 def _exit_cleanly() -> None:

@@ -5,6 +5,10 @@
 with two runs, "Compare with previous"; "Timeline" (and "Neuron Explorer" for a
 Neuron run) opened on the function's hottest line. While a run is in flight the first
 lens says so.
+
+A script (a file with ``if __name__ == "__main__":``) gets "▶ Profile Script on
+Trainium" on that line: the client's *Profile Script…* command, which finds the
+launch.json configuration's args, env and cwd and asks ``trainiumLens.runScript``.
 """
 
 from __future__ import annotations
@@ -14,10 +18,12 @@ from lsprotocol import types
 from trainium_lens.lsp.features import timeline
 from trainium_lens.lsp.features.compare import COMMAND as COMPARE
 from trainium_lens.lsp.features.profile import COMMAND as PROFILE
+from trainium_lens.lsp.features.script import SCRIPT, main_line
 from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.state import LensServer
 
 SHOW = "trainiumLens.showResults"  # the extension's results panel; a lens needs a command
+PROFILE_SCRIPT = "trainiumLens.profileScript"  # the extension's Profile Script… (reads launch.json)
 
 
 def lenses(ls: LensServer, uri: str) -> list[types.CodeLens]:
@@ -33,7 +39,7 @@ def lenses(ls: LensServer, uri: str) -> list[types.CodeLens]:
         return []  # mid-edit: the lenses come back once the file parses
     histories = runs.index.functions(runs.file)
     busy = {fn for r in ls.running.values() if r.file == runs.file for fn in r.functions}
-    out = []
+    out = _script_lens(ls, uri, "\n".join(lines), busy)
     for m in marked:
         line = m.marker_line - 1
         where = types.Range(
@@ -61,6 +67,21 @@ def lenses(ls: LensServer, uri: str) -> list[types.CodeLens]:
                 )
             )
     return out
+
+
+def _script_lens(ls: LensServer, uri: str, source: str, busy: set[str]) -> list[types.CodeLens]:
+    line = main_line(source)
+    if line is None:
+        return []
+    where = types.Range(
+        start=types.Position(line=line - 1, character=0), end=types.Position(line=line - 1, character=0)
+    )
+    title = "⏳ Profiling the script…" if SCRIPT in busy else "▶ Profile Script on Trainium"
+    return [
+        types.CodeLens(
+            range=where, command=types.Command(title=title, command=PROFILE_SCRIPT, arguments=[{"uri": uri}])
+        )
+    ]
 
 
 def register(server: LensServer) -> None:

@@ -110,8 +110,8 @@ def choose_functions(req: Request, source: str) -> list[str]:
 class Reporter:
     """Harness events → work-done progress (called on the event loop thread)."""
 
-    def __init__(self, ls: LensServer, token: str | None, functions: list[str]):
-        self.ls, self.token, self.functions = ls, token, functions
+    def __init__(self, ls: LensServer, token: str | None, functions: list[str], title: str = TITLE):
+        self.ls, self.token, self.functions, self.title = ls, token, functions, title
         self.percent = 0
         self.warnings: list[str] = []
 
@@ -119,7 +119,9 @@ class Reporter:
         if self.token is not None:
             self.ls.work_done_progress.begin(
                 self.token,
-                types.WorkDoneProgressBegin(title=TITLE, message=message, cancellable=True, percentage=0),
+                types.WorkDoneProgressBegin(
+                    title=self.title, message=message, cancellable=True, percentage=0
+                ),
             )
 
     def end(self, message: str) -> None:
@@ -256,7 +258,7 @@ async def _run(ls: LensServer, req: Request, runs: DocumentRuns, running: Runnin
             log.warning("work done progress unavailable: %s", err)
     names = ", ".join(running.functions)
     reporter.begin(f"{runs.file}: {names} on {host}")
-    _run_state(ls, "running", host, f"profiling {names}")
+    run_state(ls, "running", host, f"profiling {names}")
     ls.views_changed([req.uri], refresh=True)  # code lens: "profiling..."
 
     loop = asyncio.get_running_loop()
@@ -280,7 +282,7 @@ async def _run(ls: LensServer, req: Request, runs: DocumentRuns, running: Runnin
         except Exception:
             pass
         reporter.end("Cancelled")
-        _run_state(ls, "cancelled", host, "cancelled")
+        run_state(ls, "cancelled", host, "cancelled")
         raise
     except (LensError, OSError) as err:
         await asyncio.sleep(0)  # let queued progress reports go out before the end
@@ -297,7 +299,7 @@ async def _run(ls: LensServer, req: Request, runs: DocumentRuns, running: Runnin
         (f"{r.function.name}: " if len(results) > 1 else "") + fmt.headline(r) for r in results
     )
     reporter.end(headline)
-    _run_state(ls, "ok", host, headline)
+    run_state(ls, "ok", host, headline)
     ls.views_changed(refresh=True)
     return {"run_ids": [r.run_id for r in results], "backend": results[0].backend, "headline": headline}
 
@@ -321,19 +323,25 @@ def _failed(ls: LensServer, req: Request, runs: DocumentRuns, err: Exception, ho
     else:
         message, kind, level = f"internal error: {type(err).__name__}: {err}", "internal", error
     ls.show(f"Trainium Lens: {message}", level)
-    _run_state(ls, "cancelled" if kind == "cancelled" else "error", host, message)
+    run_state(ls, "cancelled" if kind == "cancelled" else "error", host, message)
     return {"run_ids": [], "error": message, "kind": kind}
 
 
 def _error_diagnostic(ls: LensServer, runs: DocumentRuns, err: HarnessError) -> None:
+    error_diagnostic(ls, runs, str(err), err.file, err.line)
+
+
+def error_diagnostic(
+    ls: LensServer, runs: DocumentRuns, message: str, file: str | None, line: int | None
+) -> None:
     """Put an error in the user's code on their line (the file may be another
     one of the workspace: a helper module that raised)."""
-    if not err.line:
+    if not line:
         return
     workspace = runs.index.workspace
     target_uri = runs.uri
-    if err.file:
-        path = Path(err.file)
+    if file:
+        path = Path(file)
         candidates = [path] if path.is_absolute() else [workspace / path]
         # A remote path: the part after the synced ``src/`` is workspace-relative.
         parts = path.parts
@@ -344,11 +352,11 @@ def _error_diagnostic(ls: LensServer, runs: DocumentRuns, err: HarnessError) -> 
                 target_uri = from_fs_path(str(candidate.resolve())) or runs.uri
                 break
     target = ls.document_runs(target_uri) or runs
-    target.errors.append((max(0, int(err.line) - 1), str(err), runs.file))
+    target.errors.append((max(0, int(line) - 1), message, runs.file))
     ls.views_changed([target.uri])
 
 
-def _run_state(ls: LensServer, state: str, host: str, message: str) -> None:
+def run_state(ls: LensServer, state: str, host: str, message: str) -> None:
     ls.protocol.notify(RUN_STATE, {"state": state, "host": host, "message": message})
 
 

@@ -1,0 +1,148 @@
+"""``trainium-lens run --host`` against a real sshd on loopback (the "host" is this
+machine, its work dir a temp folder): the workspace synced, the unmodified
+script run there with the host's Python, its output streamed back, the result
+per line on the model file; a timeout and a killed CLI leave nothing on the host."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.integration.cli.test_run import BIN, lens_run, project, stored
+from tests.support.procs import left_running
+
+pytestmark = pytest.mark.ssh
+
+
+def _cmdline(described: str) -> str:
+    """The whole command line of a ``left_running`` entry ("pid: cmdline…", cut short)."""
+    pid = described.split(":", 1)[0]
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _host(sshd, work: Path) -> list[str]:
+    return [
+        "--host",
+        "lens-test",
+        "--ssh-config",
+        str(sshd.config),
+        "--remote-python",
+        sys.executable,
+        "--work-dir",
+        str(work),
+    ]
+
+
+def test_run_over_ssh_per_line_on_the_model_file(sshd, ssh_control_dir, tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    work = tmp_path / "work"
+    out = tmp_path / "out.json"
+    proc, _ = lens_run(
+        ws,
+        tmp_path,
+        *_host(sshd, work),
+        "--steps",
+        "2:2",
+        "--json",
+        str(out),
+        "--env",
+        "EXTRA_FLAG=1",
+        "--",
+        "python",
+        "train.py",
+        "--steps",
+        "8",
+        cwd=ws / "tinylm",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for k in (1, 2, 8):  # the script's own output, streamed back
+        assert f"step {k} loss" in proc.stdout
+    assert "done" in proc.stderr
+    assert (work / "src" / "tinylm" / "model.py").is_file()  # synced
+    doc = json.loads(out.read_text())
+    assert doc["host"] == "lens-test"
+    assert doc["script"]["detector"] == "optimizer"
+    assert doc["function"]["file"] == "tinylm/train.py"
+    model = [ln for ln in doc["lines"] if ln["file"] == "tinylm/model.py"]
+    assert any(ln["self_time_us"] > 0 for ln in model)
+    assert any(ln["backward_self_time_us"] > 0 for ln in model)
+    assert len(stored(ws)) == 1
+    assert left_running(str(work)) == []
+
+
+def test_timeout_leaves_nothing_on_the_host(sshd, ssh_control_dir, tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    work = tmp_path / "work"
+    proc, _ = lens_run(
+        ws,
+        tmp_path,
+        *_host(sshd, work),
+        "--timeout",
+        "20",
+        "--",
+        "python",
+        "tinylm/train.py",
+        "--steps",
+        "1000000",
+    )
+    assert proc.returncode != 0
+    assert "timed out after 20 s" in proc.stderr, proc.stderr[-2000:]
+    assert stored(ws) == []
+    assert left_running(str(work)) == []
+    assert [p for p in left_running(str(tmp_path / "cache")) if " -N -f " not in _cmdline(p)] == []
+
+
+def test_a_killed_cli_leaves_nothing_on_the_host(sshd, ssh_control_dir, tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    work = tmp_path / "work"
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(ROOT / "server"),
+        "TRAINIUM_LENS_CACHE": str(tmp_path / "cache"),
+    }
+    cli = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "trainium_lens",
+            "run",
+            *_host(sshd, work),
+            "--",
+            "python",
+            "tinylm/train.py",
+            "--steps",
+            "1000000",
+        ],
+        cwd=ws,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert cli.stdout is not None
+        deadline = time.monotonic() + 180
+        for line in cli.stdout:  # the script runs on the host
+            if line.startswith("step 3 loss") or time.monotonic() > deadline:
+                break
+        assert left_running(str(work), seconds=0) != []  # it is running there now
+        cli.send_signal(signal.SIGKILL)
+        cli.wait(timeout=30)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    assert left_running(str(work), seconds=30) == []
+    # nor here: the run's ssh is gone (the shared master stays, as ControlPersist keeps it)
+    assert [p for p in left_running(str(tmp_path / "cache")) if " -N -f " not in _cmdline(p)] == []
