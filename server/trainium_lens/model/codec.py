@@ -61,6 +61,12 @@ def _converter(tp: Any) -> Any:
     return conv
 
 
+def _check_str(value: Any) -> str:
+    if type(value) is not str:
+        raise _Bad(f"expected a string, {_got(value)}")
+    return value
+
+
 def _got(value: Any) -> str:
     return f"got {value!r:.40}"
 
@@ -68,7 +74,12 @@ def _got(value: Any) -> str:
 def _make_converter(tp: Any) -> Any:
     if isinstance(tp, type) and is_dataclass(tp):
         hints = get_type_hints(tp)
-        items = [(f.name, _converter(hints[f.name])) for f in fields(tp)]
+        # A field marked ``metadata={"text": True}`` keeps its lines (source text an
+        # edit replaces: it must match the file byte for byte); it is never printed
+        # raw — whoever shows it escapes it (``codec.one_line``, ``markdown.code``).
+        items = [
+            (f.name, _check_str if f.metadata.get("text") else _converter(hints[f.name])) for f in fields(tp)
+        ]
         required = [f.name for f in fields(tp) if f.default is MISSING and f.default_factory is MISSING]
 
         def conv_dataclass(value: Any) -> Any:

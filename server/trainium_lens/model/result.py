@@ -211,8 +211,8 @@ class Edit:
     start_col: int
     end_line: int
     end_col: int
-    replacement: str
-    original: str
+    replacement: str = field(metadata={"text": True})  # source text: its lines kept
+    original: str = field(metadata={"text": True})
     title: str  # "torch.nn.functional.rms_norm", "AdamW(..., fused=True)": what it changes
     function: str  # the marked function a measurement runs (the result's)
 

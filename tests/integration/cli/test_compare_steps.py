@@ -127,7 +127,7 @@ def test_compare_json_to_a_bad_path_is_one_line_and_keeps_the_table(two_steps, t
     proc = cli(
         "compare", before.run_id, after.run_id, "--workspace", str(ws), "--json", str(tmp_path), env=env
     )
-    assert f"cannot write {tmp_path}" in error_line(proc)
+    assert f"--json {tmp_path} is a folder: not written" in error_line(proc)  # and the folder is kept
     assert proc.stdout.startswith(f"step: {before.run_id} → {after.run_id}")
 
 

@@ -16,12 +16,14 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT, XLA_PY, needs_xla
 from trainium_lens.cli import main
+from trainium_lens.engine.runner import KEEP_RUNS_ENV
 
 FILE = "tests/data/nanogpt/profile_gpt.py"
 MODEL = "tests/data/nanogpt/model.py"
@@ -36,12 +38,27 @@ def source_line(path: str, tag: str) -> int:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, dict]:
+    """The forward and the training step, unstored; their run folders kept (the tests
+    read the traces there: an unstored run's folder is removed unless asked)."""
     out = tmp_path_factory.mktemp("nanogpt") / "all.json"
     args = ["profile", FILE, "--backend", "xla", "--python", str(XLA_PY), "--json", str(out)]
     args += ["--timing-calls", "3", "--no-store", "--workspace", str(ROOT)]
-    with contextlib.chdir(ROOT), contextlib.redirect_stdout(io.StringIO()):
+    with contextlib.chdir(ROOT), contextlib.redirect_stdout(io.StringIO()), _keep_runs():
         assert main(args) == 0
     return {r["function"]["name"]: r for r in json.loads(out.read_text())}
+
+
+@contextlib.contextmanager
+def _keep_runs():
+    old = os.environ.get(KEEP_RUNS_ENV)
+    os.environ[KEEP_RUNS_ENV] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[KEEP_RUNS_ENV]
+        else:
+            os.environ[KEEP_RUNS_ENV] = old
 
 
 def shown(result: dict, tmp_path: Path, *extra: str) -> list[str]:

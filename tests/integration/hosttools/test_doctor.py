@@ -44,7 +44,8 @@ def test_doctor_over_ssh_reports_every_check(sshd, ssh_control_dir, capsys, tmp_
         ]
     )
     report = json.loads(capsys.readouterr().out)
-    assert code == 1 and report["ok"] is False  # the Neuron checks fail here
+    # off a Neuron host its checks are skipped with the reason: the host is fine for the rest
+    assert code == 0 and report["ok"] is True
     status = {c["name"]: c["status"] for c in report["checks"]}
     assert list(status) == NAMES
     for name in ("ssh", "host_key", "auth", "python", "torch", "disk"):
@@ -55,8 +56,7 @@ def test_doctor_over_ssh_reports_every_check(sshd, ssh_control_dir, capsys, tmp_
 
     assert version("torch") in detail["torch"]
     for name in NEURON:
-        assert status[name] == "fail" and NOT_TRAINIUM in detail[name], detail[name]
-        assert next(c["fix"] for c in report["checks"] if c["name"] == name)
+        assert status[name] == "skip" and NOT_TRAINIUM in detail[name], detail[name]
     assert str(tmp_path / "wd") in detail["disk"]
     assert status["instance_type"] in ("skip", "warn")
 
@@ -76,7 +76,7 @@ def test_doctor_over_ssh_text_output(sshd, ssh_control_dir, capsys):
         ]
     )
     out = capsys.readouterr().out
-    assert code == 1
+    assert code == 4  # the host cannot run it (the exit-code contract)
     assert "PASS  SSH reachable" in out
     assert "FAIL  torch " in out and "fix: pass --remote-python PATH" in out
 

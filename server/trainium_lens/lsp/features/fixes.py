@@ -27,6 +27,7 @@ from trainium_lens.analysis.fixes.source import holds
 from trainium_lens.errors import LensError
 from trainium_lens.lsp.features import trust
 from trainium_lens.lsp.state import LensServer
+from trainium_lens.model.codec import one_line
 from trainium_lens.model.result import Edit, Finding, Result
 
 COMMAND = "trainiumLens.fix"
@@ -107,7 +108,9 @@ async def run_fix(ls: LensServer, *args: Any) -> dict:
     if isinstance(measured, dict):
         return measured
     report = {"applied": False, "held": measured.held, "text": measured.text, **measured.to_dict()}
-    preview = edit.replacement if len(edit.replacement) < 300 else edit.replacement[:300] + "…"
+    # stored text (a repository can write it): each line shown escaped (bidi, controls)
+    shown = "\n".join(one_line(part) for part in edit.replacement.splitlines())
+    preview = shown if len(shown) < 300 else shown[:300] + "…"
     message = f"Trainium Lens: {edit.title} at {edit.file}:{edit.start_line}: {measured.text}"
     if not measured.held:
         ls.show(message, types.MessageType.Warning)
