@@ -58,8 +58,25 @@ def _parents() -> dict[int, tuple[int, str]]:
     return out
 
 
+#: A process started with this in its environment (and what it starts) is spared: the
+#: harness's own helpers that must outlive a kill to clean up after it (the SLURM
+#: guard's ``scancel``: killing srun does not end a job). Bounded, and never user code:
+#: the harness sets it only on its own commands.
+SPARE_ENV = "TRAINIUM_LENS_REAPER_SPARE"
+_SPARE_MARK = (SPARE_ENV + "=1").encode()
+
+
+def _spared(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return _SPARE_MARK in handle.read().split(b"\0")
+    except OSError:
+        return False
+
+
 def descendants(root: int) -> list[int]:
-    """The live (not zombie) descendants of ``root``, parents before children."""
+    """The live (not zombie) descendants of ``root``, parents before children, less
+    those spared (``SPARE_ENV``) and theirs."""
     table = _parents()
     children: dict[int, list[int]] = {}
     for pid, (parent, _state) in table.items():
@@ -68,7 +85,7 @@ def descendants(root: int) -> list[int]:
     todo = [root]
     while todo:
         for child in children.get(todo.pop(), []):
-            if child != root and child not in found:
+            if child != root and child not in found and not _spared(child):
                 found.append(child)
                 todo.append(child)
     return [pid for pid in found if table[pid][1] != "Z"]

@@ -33,6 +33,7 @@ import time
 from typing import Any
 
 from trainium_lens.harness.events import HarnessError, write_json_atomic
+from trainium_lens.harness.reaper import SPARE_ENV
 
 POLL_S = 1.0
 #: Once every node reported, how long srun may take to end before it is left to the guard.
@@ -91,6 +92,7 @@ def run(spec: Any, events: Any, spec_text: str) -> int:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # out of reach of the kill of our group
+        env={**os.environ, SPARE_ENV: "1"},  # and of the reaper's sweep: it must scancel
     )
     argv = srun_argv(request, name, run_dir, sys.executable, node_spec)
     events.stage("submit", None, f"srun: {nnodes} nodes × {spec.nproc or 1} ranks as job {name}")

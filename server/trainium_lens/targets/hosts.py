@@ -102,6 +102,7 @@ class HostsTarget(Target):
         self.info: list[NodeInfo] = []
         #: Seconds per step of the last run (for bench/): gather = results over SSH + combine.
         self.timings: dict[str, float] = {}
+        self.unreachable: set[str] = set()  # hosts that stopped answering during a run
 
     # -- before the run ------------------------------------------------------------
     def probe(self) -> list[NodeInfo]:
@@ -240,6 +241,7 @@ class HostsTarget(Target):
                 t.join()
         if gone is not None:
             k, silent = gone
+            self.unreachable.add(self.hosts[k])  # nothing more is asked of it (remove_runs)
             others = [h for h in self.hosts if h != self.hosts[k]]
             raise TargetError(
                 f"{self.hosts[k]}: no answer over SSH for {silent:.0f} s during the run (the node "
@@ -364,8 +366,11 @@ class HostsTarget(Target):
         raise last or TargetError("no host to fetch from")
 
     def remove_runs(self, workspace: Path, batch_ids: list[str]) -> None:
-        for node in self.nodes:
-            node.remove_runs(workspace, batch_ids)
+        # A node that stopped answering would hold this up until its TCP timeout: its
+        # folder is left (the next run's pruning there removes it once it answers).
+        for host, node in zip(self.hosts, self.nodes, strict=True):
+            if host not in self.unreachable:
+                node.remove_runs(workspace, batch_ids)
 
     def close(self) -> None:
         for node in self.nodes:
