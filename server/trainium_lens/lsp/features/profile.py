@@ -107,6 +107,27 @@ def choose_functions(req: Request, source: str) -> list[str]:
     return [m.name for m in chosen]
 
 
+async def open_progress(ls: LensServer, reporter: Reporter, running: Running) -> None:
+    """Work-done progress for a run, when the client offers it: its token on the
+    reporter and the run, and its cancel button wired to the run's cancel."""
+    caps = ls.client_capabilities.window
+    if caps and caps.work_done_progress:
+        token = f"trainium-lens-{uuid.uuid4().hex[:12]}"
+        try:
+            await ls.work_done_progress.create_async(token)
+            reporter.token = running.token = token
+            future = ls.work_done_progress.tokens.get(token)
+            if future is not None:  # the user pressed cancel on the progress
+
+                def on_done(f: concurrent.futures.Future) -> None:
+                    if f.cancelled():
+                        running.cancel.set()
+
+                future.add_done_callback(on_done)
+        except Exception as err:  # the client refused a progress token: run without
+            log.warning("work done progress unavailable: %s", err)
+
+
 class Reporter:
     """Harness events → work-done progress (called on the event loop thread)."""
 
@@ -240,22 +261,7 @@ async def _run(ls: LensServer, req: Request, runs: DocumentRuns, running: Runnin
         return _failed(ls, req, runs, err, host)
 
     reporter = Reporter(ls, None, running.functions)
-    caps = ls.client_capabilities.window
-    if caps and caps.work_done_progress:
-        token = f"trainium-lens-{uuid.uuid4().hex[:12]}"
-        try:
-            await ls.work_done_progress.create_async(token)
-            reporter.token = running.token = token
-            future = ls.work_done_progress.tokens.get(token)
-            if future is not None:  # the user pressed cancel on the progress
-
-                def on_done(f: concurrent.futures.Future) -> None:
-                    if f.cancelled():
-                        running.cancel.set()
-
-                future.add_done_callback(on_done)
-        except Exception as err:  # the client refused a progress token: run without
-            log.warning("work done progress unavailable: %s", err)
+    await open_progress(ls, reporter, running)
     names = ", ".join(running.functions)
     reporter.begin(f"{runs.file}: {names} on {host}")
     run_state(ls, "running", host, f"profiling {names}")

@@ -17,10 +17,8 @@ it. The script's output goes to the log (this server's stdout is the protocol's)
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
 import sys
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +28,7 @@ from pygls.uris import to_fs_path
 
 from trainium_lens.errors import Cancelled, LensError, NotStored, TargetError, TimedOut, UsageError
 from trainium_lens.lsp.features import trust
-from trainium_lens.lsp.features.profile import Reporter, error_diagnostic, run_state
+from trainium_lens.lsp.features.profile import Reporter, error_diagnostic, open_progress, run_state
 from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.runs import DocumentRuns
 from trainium_lens.lsp.state import LensServer, Running
@@ -166,22 +164,7 @@ async def _run(ls: LensServer, req: ScriptArgs, runs: DocumentRuns, running: Run
         return _refused(ls, str(err), "usage")
 
     reporter = ScriptReporter(ls, None, [], TITLE)
-    caps = ls.client_capabilities.window
-    if caps and caps.work_done_progress:
-        token = f"trainium-lens-{uuid.uuid4().hex[:12]}"
-        try:
-            await ls.work_done_progress.create_async(token)
-            reporter.token = running.token = token
-            future = ls.work_done_progress.tokens.get(token)
-            if future is not None:  # the user pressed cancel on the progress
-
-                def on_done(f: concurrent.futures.Future) -> None:
-                    if f.cancelled():
-                        running.cancel.set()
-
-                future.add_done_callback(on_done)
-        except Exception as err:  # the client refused a progress token: run without
-            log.warning("work done progress unavailable: %s", err)
+    await open_progress(ls, reporter, running)
     shown = " ".join([Path(argv[0]).name, runs.file, *argv[2:]])
     reporter.begin(f"{shown} (steps {request.steps[0]}-{request.steps[1]})")
     run_state(ls, "running", settings.host, f"running {shown}")
