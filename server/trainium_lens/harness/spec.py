@@ -19,6 +19,9 @@ SPEC_VERSION = 1
 PROTOCOL_KEYS = ("wait", "warmup", "active", "timing_calls")
 DEFAULT_PROTOCOL = {"wait": 2, "warmup": 1, "active": 5, "timing_calls": 20}
 MINIMUM = {"wait": 0, "warmup": 0, "active": 1, "timing_calls": 1}
+#: Upper bounds: a step count past these is a typo, not a measurement (every profiled
+#: step is kept in memory and in the trace; timing calls run one by one).
+MAXIMUM = {"wait": 1000, "warmup": 1000, "active": 1000, "timing_calls": 100_000}
 BACKENDS = ("auto", "neuron", "cuda", "cpu", "xla")
 
 
@@ -146,6 +149,8 @@ def _check_int(key: str, value: Any, where: str) -> int:
         raise HarnessError("spec", f"{where}: {key} must be an integer, got {value!r}")
     if value < MINIMUM[key]:
         raise HarnessError("spec", f"{where}: {key} must be at least {MINIMUM[key]}")
+    if value > MAXIMUM[key]:
+        raise HarnessError("spec", f"{where}: {key} must be at most {MAXIMUM[key]}")
     return value
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from trainium_lens.errors import UsageError
-from trainium_lens.harness.spec import BACKENDS, MINIMUM, PROTOCOL_KEYS, SPEC_VERSION
+from trainium_lens.harness.spec import BACKENDS, MAXIMUM, MINIMUM, PROTOCOL_KEYS, SPEC_VERSION
 
 
 def new_batch_id() -> str:
@@ -119,6 +119,8 @@ def make_job(
             raise UsageError(f"unknown protocol option {key!r}")
         if value < MINIMUM[key]:
             raise UsageError(f"--{key.replace('_', '-')} must be at least {MINIMUM[key]}")
+        if value > MAXIMUM[key]:
+            raise UsageError(f"--{key.replace('_', '-')} must be at most {MAXIMUM[key]}")
     for name in include or []:
         if not name or not all(part.isidentifier() for part in name.split(".")):
             raise UsageError(

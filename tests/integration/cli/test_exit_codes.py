@@ -108,6 +108,13 @@ CASES = [
         2,
         None,
     ),
+    (
+        "check --active past its bound",
+        ["check", "mod.py", "good", "--baseline", "base.json", "--active", "100000000"],
+        2,
+        "--active must be at most 1000",
+    ),
+    ("profile --active past its bound", ["profile", "mod.py", "good", "--active", "5000"], 2, "at most 1000"),
     ("an unknown run", ["show", "20990101-nope"], 2, "no stored run"),
     ("a missing result file", ["show", "missing.json"], 2, None),
     ("compare an unknown run", ["compare", "nope-1", "nope-2"], 2, None),
