@@ -59,6 +59,28 @@ def _quiet_torch_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]
             os.environ[k] = v
 
 
+#: What the xla and Neuron backends set in the process that prepares a run
+#: (``harness/xla/backend.prepare_env``, ``prepare_neuron_capture``): a test that calls
+#: them in this process must not leave them for the next test on the same worker (a
+#: left ``NEURON_RT_INSPECT_ENABLE`` makes every later ``run`` step aside).
+BACKEND_ENV_PREFIXES = ("NEURON_RT_INSPECT", "NEURON_FRAMEWORK_DEBUG", "NEURON_COMPILE_CACHE_URL", "XLA_")
+
+
+@pytest.fixture(autouse=True)
+def _backend_env_restored() -> Iterator[None]:
+    before = {k: v for k, v in os.environ.items() if k.startswith(BACKEND_ENV_PREFIXES)}
+    had_pjrt = os.environ.get("PJRT_DEVICE")
+    yield
+    for key in [k for k in os.environ if k.startswith(BACKEND_ENV_PREFIXES)]:
+        if key not in before:
+            del os.environ[key]
+    os.environ.update(before)
+    if had_pjrt is None:
+        os.environ.pop("PJRT_DEVICE", None)
+    else:
+        os.environ["PJRT_DEVICE"] = had_pjrt
+
+
 #: Files whose tests assert what only an undisturbed run shows (see below).
 QUIET_FILES = frozenset(
     {

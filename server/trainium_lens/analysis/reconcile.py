@@ -119,10 +119,10 @@ def _note(result: Result, ratio: float, two_sided: bool) -> str:
     if ratio > 1 + TOLERANCE and subtracted >= CALIBRATION_SHARE * gap_us:
         # the calibration is of the gap's size: a calibration off by that much explains it
         return (
-            f"the profiler's cost beyond its calibration: {subtracted:.3g} µs per call were "
-            f"subtracted for a gap of {gap_us:.3g} µs left (deeply nested or very many small ops)"
+            f"the profiler's cost beyond its calibration: {figures.time_us(subtracted)} per call were "
+            f"subtracted for a gap of {figures.time_us(gap_us)} left (deeply nested or very many small ops)"
         )
-    size = f"; the calibration subtracted {subtracted:.3g} µs of a {gap_us:.3g} µs gap"
+    size = f"; the calibration subtracted {figures.time_us(subtracted)} of a {figures.time_us(gap_us)} gap"
     return f"cause unknown: the steps and the unprofiled calls were steady{size}; profile again"
 
 

@@ -30,6 +30,7 @@ from trainium_lens.analysis.variants import BASIS_DEVICE, compare_variants
 from trainium_lens.engine import runner
 from trainium_lens.errors import Cancelled, LensError, UsageError
 from trainium_lens.harness.markers import read_source
+from trainium_lens.model import figures
 from trainium_lens.model.job import make_job
 from trainium_lens.model.result import Edit, Result
 from trainium_lens.targets.base import EventSink, Target
@@ -200,15 +201,15 @@ def _verdict(base: dict, results: list[Result]) -> Measured:
         timing = f"no figure to compare on {backend}"
     else:
         medians = (
-            f"; medians {_us(ref.wall_us_median)} → {_us(row.wall_us_median)}"
+            f"; medians {figures.time_us(ref.wall_us_median)} → {figures.time_us(row.wall_us_median)}"
             if basis != "device time" and ref.wall_us_median and row.wall_us_median
             else ""
         )
-        figures = f"({_us(before_us)} → {_us(after_us)} per call, {basis}{medians})"
+        measured = f"({figures.time_us(before_us)} → {figures.time_us(after_us)} per call, {basis}{medians})"
         word = "faster" if speed >= 1 else "slower"
         factor = speed if speed >= 1 else 1 / speed
-        timing = f"{factor:.2f}× {word}" if factor < 10 else f"{factor:.0f}× {word}"
-        timing += f" on {backend} {figures}"
+        timing = f"{figures.ratio(factor)} {word}"
+        timing += f" on {backend} {measured}"
     if equal is None:
         check = (
             "outputs not compared (no tensor returned)" if row.verdict == "n/a" else f"outputs {row.verdict}"
@@ -248,9 +249,3 @@ def _verdict(base: dict, results: list[Result]) -> Measured:
         held=held,
         text=f"{timing}, {check}{why}",
     )
-
-
-def _us(value: float) -> str:
-    if value >= 1000:
-        return f"{value / 1000:.3g} ms"
-    return f"{value:.3g} µs"

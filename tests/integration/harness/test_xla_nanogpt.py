@@ -24,6 +24,7 @@ import pytest
 from tests.conftest import ROOT, XLA_PY, needs_xla
 from trainium_lens.cli import main
 from trainium_lens.engine.runner import KEEP_RUNS_ENV
+from trainium_lens.model import figures
 
 FILE = "tests/data/nanogpt/profile_gpt.py"
 MODEL = "tests/data/nanogpt/model.py"
@@ -151,7 +152,7 @@ def test_training_step_backward_lands_on_the_forward_lines(runs, tmp_path):
     # instruction time far under the wall: the line says where the rest went (tracing)
     rec = r["reconciliation"]
     reconciled = next(ln for ln in text if ln.strip().startswith("reconciled:"))
-    assert rec["within"] and f"= {rec['ratio']:.2f}" in reconciled
+    assert rec["within"] and f"= {figures.number(rec['ratio'])}" in reconciled  # the one voice for numbers
     assert ("tracing the lazy graph" in reconciled) == (rec["ratio"] < 0.5), reconciled
     # the timeline: backward instructions carry their forward line and the phase
     from trainium_lens.traces.chrome import load_trace

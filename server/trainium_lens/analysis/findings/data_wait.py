@@ -14,14 +14,11 @@ measured here, so no speed-up is claimed.
 
 from __future__ import annotations
 
+from trainium_lens.model import figures
 from trainium_lens.model.result import Finding, Result
 
 KIND = "data_wait"
 DATA_WAIT_SHARE = 0.10  # of the step's wall time
-
-
-def _us(value: float) -> str:
-    return f"{value / 1000:.3g} ms" if value >= 1000 else f"{value:.3g} µs"
 
 
 def data_wait_findings(result: Result) -> list[Finding]:
@@ -39,8 +36,9 @@ def data_wait_findings(result: Result) -> list[Finding]:
             file=s.data_file,
             line=s.data_line,
             message=(
-                f"the step waited {_us(s.data_wait_us)} for its next batch here, {share:.0%} of the "
-                f"{_us(step)} step (DataLoader time in the unprofiled steps around the window)"
+                f"the step waited {figures.time_us(s.data_wait_us)} for its next batch here, "
+                f"{figures.pct(100 * share)} of the "
+                f"{figures.time_us(step)} step (DataLoader time in the unprofiled steps around the window)"
             ),
             fix=(
                 "DataLoader(num_workers=N) makes batches in worker processes while the step runs; "

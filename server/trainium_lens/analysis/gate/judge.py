@@ -53,6 +53,7 @@ from dataclasses import asdict, dataclass, field
 from trainium_lens.analysis import noise
 from trainium_lens.analysis.compare import match_lines
 from trainium_lens.analysis.gate.mann_whitney import greater_p, smallest_p
+from trainium_lens.model import figures
 from trainium_lens.model.lines import LineStat
 from trainium_lens.model.result import Result
 
@@ -338,8 +339,9 @@ def judge(before: Result, after: Result, opts: Options | None = None) -> Report:
     scale = max(1.0, report.drift) if report.drift is not None and not report.busy else 1.0
     if report.drift is not None and report.drift < 0.5:
         report.notes.append(
-            f"the unchanged lines ran {report.drift:.2f}× as long as in the baseline: it was measured on a "
-            f"busier host, and a regression can hide behind that; record it again on a quiet one"
+            f"the unchanged lines ran {figures.ratio(report.drift)} as long as in the baseline: it was "
+            f"measured on a busier host, and a regression can hide behind that; record it again on a "
+            f"quiet one"
         )
     if report.drift is None:
         report.notes.append("no line did the same work in both runs: the host's speed is unknown")
