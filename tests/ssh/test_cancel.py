@@ -197,6 +197,23 @@ def test_dropped_connection_then_next_run_works(sshd, ssh_control_dir, ws, tmp_p
     assert result.function.name == "quick"
 
 
+def test_a_dropped_connection_to_a_reachable_host_is_said_as_such(sshd, ssh_control_dir, ws, tmp_path):
+    """The connection drops mid-run but the host still answers: the message says the
+    connection was lost (not ssh's bare "exit status 255"), and the next run works."""
+    work = tmp_path / "work"
+    target = _target(sshd, work)
+    job = make_job(ws / "jobs.py", functions=["slow"], protocol=FAST)
+    outcome = _run_until_sleeping(target, job, work, act=lambda _cancel: sshd.drop_connections())
+    error = outcome.get("error")
+    assert isinstance(error, TargetError), outcome
+    text = str(error)
+    assert "lost the SSH connection during the run" in text and "\n" not in text, text
+    assert "exit status 255" not in text.split("(", 1)[0], text
+    assert _wait_gone(work, 5.0) == []
+    [result] = runner.profile(make_job(ws / "jobs.py", functions=["quick"], protocol=FAST), target)
+    assert result.function.name == "quick"
+
+
 def test_busy_work_dir_queues_then_runs_or_refuses(sshd, ssh_control_dir, ws, tmp_path):
     work = tmp_path / "work"
     job = make_job(ws / "jobs.py", functions=["quick"], protocol=FAST)

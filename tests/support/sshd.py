@@ -129,6 +129,17 @@ class Sshd:
         self.proc.wait(timeout=10)
         self.proc = None
 
+    def drop_connections(self) -> None:
+        """Drop every open connection but keep listening, as a network blip or an
+        idle-timeout on the way would: the host stays reachable for a new one."""
+        if self.proc is None:
+            return
+        for pid in [p for p in _children(self.proc.pid) if _is_sshd(p)]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
     def stop(self) -> None:
         self.kill_all()
 

@@ -36,8 +36,8 @@ from trainium_lens.model.job import Job, workspace_id
 from trainium_lens.model.paths import is_run_id
 from trainium_lens.targets import ssh_scripts, sync
 from trainium_lens.targets.base import EventSink, Target
-from trainium_lens.targets.ssh_conn import SshConnection, SshFailure
-from trainium_lens.targets.stream import run_harness_process
+from trainium_lens.targets.ssh_conn import SshConnection, SshFailure, classify_ssh_failure
+from trainium_lens.targets.stream import EndedWithoutResult, run_harness_process
 
 if TYPE_CHECKING:
     from trainium_lens.targets.warm import WarmSlot
@@ -257,6 +257,16 @@ class SshTarget(Target):
                 f"{self.host}: lost the SSH connection during the run ({now}); the host "
                 f"side stops the run when its connection drops, and results stored "
                 f"earlier are untouched: run again once the host is reachable"
+            )
+        if (isinstance(err, EndedWithoutResult) and err.code == 255) or classify_ssh_failure(
+            text
+        ) == "closed":
+            # ssh's own status for a connection that ended under it; the host answers
+            # again, so it was the connection (a blip, an idle timeout on the way)
+            return TargetError(
+                f"{self.host}: lost the SSH connection during the run (ssh: {text}); the "
+                f"host side stopped the run when its connection dropped, and results "
+                f"stored earlier are untouched: the host answers again, run again"
             )
         return TargetError(f"{self.host}: {text}")
 

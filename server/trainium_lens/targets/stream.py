@@ -354,8 +354,17 @@ def run_harness_process(
     if outcome.error_event is not None:
         raise HarnessError.from_event(outcome.error_event)
     if outcome.result_path is None:
-        raise TargetError(f"the harness ended without a result: {_why(proc, tail)}")
+        raise EndedWithoutResult(f"the harness ended without a result: {_why(proc, tail)}", proc.returncode)
     return read_result(outcome.result_path)
+
+
+class EndedWithoutResult(TargetError):
+    """The harness command ended with neither a result nor an error event; ``code``
+    is its exit status (over SSH, 255 is ssh's own: the connection ended)."""
+
+    def __init__(self, message: str, code: int | None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _reap(proc: subprocess.Popen) -> None:
