@@ -37,15 +37,21 @@ def wait_for(check: Callable[[], object], seconds: float, what: str) -> object:
     raise AssertionError(f"never happened within {seconds:g} s: {what}")
 
 
-def left_running(marker: str, seconds: float = 15.0) -> list[str]:
+def left_running(marker: str, seconds: float = 15.0, *, besides: str | None = None) -> list[str]:
     """Wait until no live process has ``marker`` in its environment (a run's
-    ``TRAINIUM_LENS_CACHE``); returns what is still there, described."""
+    ``TRAINIUM_LENS_CACHE``); returns what is still there, described. A process
+    whose command line holds ``besides`` is allowed to stay (e.g. the shared SSH
+    master, which ControlPersist keeps by design)."""
+
+    def left() -> list[int]:
+        return [p for p in job_processes(marker) if besides is None or besides not in cmdline(p)]
+
     deadline = time.monotonic() + seconds
-    left = job_processes(marker)
-    while left and time.monotonic() < deadline:
+    now = left()
+    while now and time.monotonic() < deadline:
         time.sleep(0.1)
-        left = job_processes(marker)
-    return [f"{pid}: {cmdline(pid)[:150]}" for pid in left if alive(pid)]
+        now = left()
+    return [f"{pid}: {cmdline(pid)[:150]}" for pid in now if alive(pid)]
 
 
 def _socket_inodes(pid: int) -> set[int]:
