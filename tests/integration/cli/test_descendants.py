@@ -141,7 +141,7 @@ def test_nothing_the_code_started_outlives_a_successful_run(ws, tmp_path, nproc)
 
 @pytest.mark.parametrize("how", ["cancel", "timeout", "kill -9"])
 def test_nothing_the_code_started_outlives_a_stopped_run(ws, tmp_path, how):
-    extra = ["--timeout", "60"] if how == "timeout" else []
+    extra = ["--timeout", "20"] if how == "timeout" else []  # the helpers start in ~5 s
     proc, marker = start(ws, tmp_path, "hangs", *extra)
     try:
         wait_for(lambda: helper_pids(tmp_path), 300, "the helpers started")
