@@ -2,8 +2,9 @@
 # Set up everything on a fresh machine and run every check (README's test command):
 # the static checks (scripts/check.sh), the extension's unit tests, then pytest:
 # first the independent tests in parallel (pytest-xdist, one worker per core, each
-# test file on one worker so its module fixtures run once), then the `serial` ones
-# (timing- and noise-sensitive tests, the lab) alone, then the harness's tests under
+# test file on one worker so its module fixtures run once, the lab's tests on one
+# worker in order), then the `serial` ones (timing- and noise-sensitive tests, the
+# editor's) alone, then the harness's tests under
 # torch-xla. A check's finding fails the run, after the tests have run too (one run,
 # every finding). Every step's wall time is printed at the end, pass or fail.
 # Extra arguments go to both pytest runs (e.g. -x, -k); TEST_WORKERS sets the workers.

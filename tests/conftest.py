@@ -91,23 +91,45 @@ QUIET_FILES = frozenset(
 )
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def worker_group(nodeid: str) -> str:
+    """Which tests run on one worker, in order, under ``pytest -n N --dist loadgroup``
+    (scripts/test.sh): each test file together, so its module-scoped harness runs happen
+    once; every editor test together (one VS Code at a time); the lab's tests together
+    (they share the machine's namespaces and daemons: one lab user at a time; they
+    mostly wait on timeouts, so they run beside the rest)."""
+    file = nodeid.split("::", 1)[0]
+    if file.startswith("tests/e2e/"):
+        return "e2e"
+    if file.startswith("tests/nodes/"):
+        return "lab"
+    return file
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001 - xdist's Producer
+    """The groups above, read from the test ids. xdist's own ``loadgroup`` reads an
+    ``xdist_group`` mark through a suffix it writes into ``item._nodeid``, which
+    pytest 9.2 no longer reads (its ids come from ``item._id``): every test was then
+    scheduled alone, and each module fixture ran once per worker."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    return ByGroup(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Groups for ``pytest -n N --dist loadgroup`` (scripts/test.sh): each test file on
-    one worker, so its module-scoped harness runs happen once; every editor test on the
-    same worker (one VS Code at a time); the lab's tests are ``serial`` (they share the
-    machine's namespaces and daemons: scripts/test.sh runs them alone, after the rest),
-    and so are the editor's and those whose assertions need a quiet host (a run judged
-    noisy withholds timing findings and draws its heat grey; a fix is offered only
-    when it measured faster)."""
+    """The editor's tests and those whose assertions need a quiet host are ``serial``
+    (a run judged noisy withholds timing findings and draws its heat grey; a fix is
+    offered only when it measured faster): scripts/test.sh runs them alone, after the
+    rest."""
     for item in items:
         file = item.nodeid.split("::", 1)[0]
-        if item.get_closest_marker("nodes") or item.get_closest_marker("e2e") or file in QUIET_FILES:
+        if item.get_closest_marker("e2e") or file in QUIET_FILES:
             item.add_marker(pytest.mark.serial)
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        group = "e2e" if item.get_closest_marker("e2e") is not None else item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 # In CI (CI=true) a skip is a failure unless its reason names hardware no CI machine

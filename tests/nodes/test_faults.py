@@ -95,7 +95,7 @@ def test_an_allocation_that_never_starts_times_out_named_and_cancelled(lab: Lab,
             "slow",
             ["--slurm", "login", "--nodes", "2", "--slurm-arg=--begin=now+3600"],
             "--timeout",
-            "25",
+            "10",
         ),
         capture_output=True,
         text=True,
@@ -105,5 +105,5 @@ def test_an_allocation_that_never_starts_times_out_named_and_cancelled(lab: Lab,
     assert proc.returncode != 0
     (line,) = _errors(proc.stderr)
     assert "the allocation never started" in line and "pending (BeginTime)" in line, proc.stderr[-2000:]
-    assert time.monotonic() - t0 < 25 + 30
+    assert time.monotonic() - t0 < 10 + 30
     wait_for(lambda: not lab.squeue(), 30, f"the job leaves squeue: {lab.squeue()}")

@@ -39,8 +39,9 @@ def _listeners() -> dict[tuple[str, int], set[int]]:
     return out
 
 
-def _owners(inodes: set[int]) -> list[str]:
-    found = []
+def _owners(inodes: set[int]) -> dict[int, str]:
+    """pid -> command line of each process holding one of these sockets."""
+    found = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -50,7 +51,40 @@ def _owners(inodes: set[int]) -> list[str]:
         except OSError:
             continue
         if any(f"socket:[{i}]" in links for i in inodes):
-            found.append(Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+            found[int(entry)] = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    return found
+
+
+def _lab_processes(*roots: int) -> set[int]:
+    """The lab's processes seen from here: ROOTS, every process the lab script
+    started (its pid files, or its folder on the command line: the daemons'
+    configs live there) and all their descendants. Other tests of this machine
+    (a loopback sshd, a local torchrun) are not the lab's and do not count."""
+    lab_dir = Path(os.environ.get("LAB_DIR") or Path.home() / ".cache" / "trainium-lens" / "lab")
+    seeds = set(roots)
+    for pidfile in (lab_dir / "run").glob("*.pid"):
+        try:
+            seeds.add(int(pidfile.read_text().split()[0]))
+        except (OSError, ValueError, IndexError):
+            pass
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+        if str(lab_dir) in cmd:
+            seeds.add(int(entry))
+    found, todo = set(), list(seeds)
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo.extend(children.get(pid, []))
     return found
 
 
@@ -175,15 +209,15 @@ def test_nothing_new_listens_in_the_root_namespace(lab: Lab):
     with subprocess.Popen(lab.ssh_argv("node1", "sleep 5"), stdin=subprocess.DEVNULL) as held:
         time.sleep(1)
         now = _listeners()
+        lab_pids = _lab_processes(held.pid)
         held.kill()
     new = {key: inodes for key, inodes in now.items() if key not in LISTENING_BEFORE}
-    # Other users of this machine may open ports meanwhile: only what a lab
-    # process owns counts (the lab's daemons, ssh, nc, slurm steps).
-    lab_bins = ("sshd", "ssh ", "nc ", "slurm", "munged", "srun", "sbatch", "torch")
+    # Other tests of this machine open ports meanwhile: only what a lab process
+    # owns counts (the lab's daemons, the ssh session and its ProxyCommand, slurm steps).
     ours = {
         key: own
         for key, inodes in new.items()
-        for own in [_owners(inodes)]
-        if any(b in " ".join(own) for b in lab_bins)
+        for own in [{pid: cmd for pid, cmd in _owners(inodes).items() if pid in lab_pids}]
+        if own
     }
     assert not ours, ours

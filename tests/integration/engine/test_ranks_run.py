@@ -206,7 +206,7 @@ def test_timeout_names_the_rank_waiting_in_a_collective(tmp_path, cache, monkeyp
     ws = workspace(tmp_path, "hangs.py", HANGS)
     job = make_job(ws / "hangs.py", workspace=ws)
     with pytest.raises(TimedOut) as info:
-        runner.profile(job, LocalTarget(), timeout=30)
+        runner.profile(job, LocalTarget(), timeout=20)
     message = str(info.value)
     line = line_of(HANGS, "dist.all_reduce(x)")
     assert "rank 0 has waited" in message and f"all_reduce at hangs.py:{line}" in message
