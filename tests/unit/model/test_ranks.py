@@ -181,6 +181,31 @@ def test_rank_events_show_rank_zero_and_explain_a_hang():
     assert RankEvents(seen.append).explain("timed out") == "timed out"
 
 
+def test_a_hang_explained_later_says_how_long_in_all():
+    """The harness notes a wait after its first seconds; the timeout a minute later
+    says the whole wait, not the note's "3 s"."""
+    now = [100.0]
+    sink = RankEvents(lambda _e: None, clock=lambda: now[0])
+    sink({"event": "stage", "stage": "launch", "function": None, "message": "starting 2 ranks"})
+    sink({"event": "stage", "stage": "profile", "message": "step 1 of 3", "rank": 1})
+    note = "rank 0 has waited 3 s in all_reduce at t.py:12"
+    sink(
+        {
+            "event": "stage",
+            "stage": "collective",
+            "message": note,
+            "rank": 0,
+            "collective": "all_reduce",
+            "where": "t.py:12",
+            "waited_s": 3.0,
+        }
+    )
+    now[0] += 57.0
+    text = sink.explain("timed out after 60 s")
+    assert text.startswith("timed out after 60 s; rank 0 has waited 60 s in all_reduce at t.py:12"), text
+    assert "3 s" not in text and "never joined it: rank 1" in text
+
+
 def test_hint_and_hover_text():
     doc = _document([_result(0, 100.0, 200.0), _result(1, 138.0, 0.0), _result(2, 90.0, 240.0)])
     res = Batch.from_dict(merge_document(doc)).results[0]

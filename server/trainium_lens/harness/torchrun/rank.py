@@ -264,6 +264,7 @@ def _watchdog(events: Any) -> None:
                 f"rank {rank()} has waited {waited:.0f} s in {name} at {_short(where)}",
                 collective=name,
                 where=_short(where),
+                waited_s=round(waited, 2),  # so a later message can say how long in all
             )
 
 
