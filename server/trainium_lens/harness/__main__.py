@@ -143,7 +143,7 @@ def main() -> int:
     # stay ours, and go when the run does: at the end, on SIGTERM, on the lifeline.
     reaper.become_subreaper()
     signal.signal(signal.SIGTERM, _stopped)
-    from trainium_lens.harness.events import HarnessError, open_event_stream
+    from trainium_lens.harness.events import HarnessError, internal_failure, open_event_stream
 
     events = open_event_stream()
     from trainium_lens.harness.torchrun.rank import adapt_events
@@ -167,10 +167,11 @@ def main() -> int:
         )
         return 1
     except BaseException as exc:
+        kind, message = internal_failure(exc)
         events.emit(
             "error",
-            kind="internal",
-            message=f"harness failed: {type(exc).__name__}: {exc}",
+            kind=kind,
+            message=message,
             file=None,
             line=None,
             traceback=traceback.format_exc(),

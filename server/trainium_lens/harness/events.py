@@ -9,6 +9,7 @@ rank's result) are written whole or not at all (``write_json_atomic``).
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import math
@@ -112,13 +113,17 @@ def open_event_stream() -> EventStream:
     return events
 
 
-def write_json_atomic(path: str, data: Any, indent: int | None = None) -> None:
+def write_json_atomic(
+    path: str, data: Any, indent: int | None = None, compact: bool = False, allow_nan: bool = False
+) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder,
-    so a reader never sees half a file and a full disk leaves no temporary one."""
-    tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
+    so a reader never sees half a file and a full disk leaves no temporary one.
+    (A private temporary name per process: two runs may write one cache file.)"""
+    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=indent, allow_nan=False)
+            separators = (",", ":") if compact else None
+            json.dump(data, handle, indent=indent, allow_nan=allow_nan, separators=separators)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -126,3 +131,18 @@ def write_json_atomic(path: str, data: Any, indent: int | None = None) -> None:
         except OSError:
             pass
         raise
+
+
+def internal_failure(exc: BaseException) -> tuple[str, str]:
+    """The error kind and one-line message for an exception nobody expected: a
+    full disk is said as such (ENOSPC reads "[Errno 28]" otherwise, and where the
+    run writes is not in it), anything else as what it is."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        what = "no space left on the disk" if exc.errno == errno.ENOSPC else "over the disk quota"
+        where = f" writing {exc.filename}" if exc.filename else ""
+        return (
+            "disk_full",
+            f"{what}{where}: the run's files (under the cache folder, TRAINIUM_LENS_CACHE, or the "
+            "host's --work-dir) could not be written; free some space and run again",
+        )
+    return "internal", f"harness failed: {type(exc).__name__}: {exc}"

@@ -14,10 +14,10 @@ re-attributing ops themselves:
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from trainium_lens.harness.attribution.kinds import FWD, PHASES
+from trainium_lens.harness.events import write_json_atomic
 from trainium_lens.harness.labels import PHASE_KEY, SOURCE_KEY, source_ref
 
 
@@ -57,8 +57,6 @@ def tag_trace(path: str, att: Any, labels: dict) -> int:
             tagged += 1
         if phase != FWD:
             args[PHASE_KEY] = PHASES[phase]
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, separators=(",", ":"))
-    os.replace(tmp, path)
+    # torch's own trace as it was (NaN allowed); a full disk leaves no temporary file
+    write_json_atomic(path, data, compact=True, allow_nan=True)
     return tagged

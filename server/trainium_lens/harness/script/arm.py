@@ -122,12 +122,10 @@ def _install(spec: dict, events: Events) -> None:
     except Exception as exc:  # the script runs on, unprofiled, and the CLI says why
         import traceback
 
-        events.emit(
-            "error",
-            kind="internal",
-            message=f"harness failed: {type(exc).__name__}: {exc}",
-            traceback=traceback.format_exc(),
-        )
+        from trainium_lens.harness.events import internal_failure
+
+        kind, message = internal_failure(exc)
+        events.emit("error", kind=kind, message=message, traceback=traceback.format_exc())
 
 
 class _AfterTorch(importlib.abc.MetaPathFinder):

@@ -37,7 +37,7 @@ from trainium_lens.harness.eager.hits import add_hits
 from trainium_lens.harness.eager.host import HostWindow, RunQueueDelay
 from trainium_lens.harness.eager.lines import LineLabeler
 from trainium_lens.harness.eager.origin import add_origins
-from trainium_lens.harness.events import write_json_atomic
+from trainium_lens.harness.events import internal_failure, write_json_atomic
 from trainium_lens.harness.job.loader import UserCode, resolve_include
 from trainium_lens.harness.script.detect import Detector
 from trainium_lens.harness.spec import SPEC_VERSION
@@ -373,12 +373,8 @@ class ScriptRun:
         self.events.emit("exit", steps=self.step, detector=self.detector_name, tried=self.detector.tried)
 
     def _fail(self, exc: BaseException) -> None:
-        self.events.emit(
-            "error",
-            kind="internal",
-            message=f"harness failed: {type(exc).__name__}: {exc}",
-            traceback=traceback.format_exc(),
-        )
+        kind, message = internal_failure(exc)
+        self.events.emit("error", kind=kind, message=message, traceback=traceback.format_exc())
 
 
 def _time_data_loader(run: ScriptRun) -> None:

@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from trainium_lens.harness.eager.host import HostWindow
+from trainium_lens.harness.events import write_json_atomic
 
 DTYPES = ("float32", "bfloat16")
 COPY_BYTES = 64 << 20
@@ -178,10 +179,7 @@ def cpu_roof(torch: Any, achieved: dict | None = None) -> dict:
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         data = dict(cached if isinstance(cached, dict) else {}, **{key: roof})
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1)
-        os.replace(tmp, path)
-    except OSError:
+        write_json_atomic(path, data, indent=1)  # a full disk leaves no temporary file
+    except (OSError, ValueError):
         pass  # a read-only home: measured again next time
     return roof
