@@ -25,6 +25,7 @@ from trainium_lens import __version__
 from trainium_lens.lsp import library_files
 from trainium_lens.lsp.runs import Annotations, DocumentRuns, RunIndex
 from trainium_lens.lsp.settings import Settings
+from trainium_lens.model.codec import visible
 
 if TYPE_CHECKING:
     from trainium_lens.targets.base import Target
@@ -251,11 +252,13 @@ class LensServer(LanguageServer):
         if caps and caps.code_lens and caps.code_lens.refresh_support:
             self.workspace_code_lens_refresh(None)
 
+    # Messages carry words from the user's code and hosts (an exception's text, a
+    # script's output): bidi and control characters go out escaped (model/codec).
     def show(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
-        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+        self.window_show_message(types.ShowMessageParams(type=kind, message=visible(message)))
 
     def log_line(self, message: str, kind: types.MessageType = types.MessageType.Log) -> None:
-        self.window_log_message(types.LogMessageParams(type=kind, message=message))
+        self.window_log_message(types.LogMessageParams(type=kind, message=visible(message)))
 
 
 @dataclass

@@ -42,6 +42,21 @@ def one_line(text: str) -> str:
     return _UNSAFE.sub(lambda m: _NAMED.get(m.group(), f"\\u{ord(m.group()):04x}"), text)
 
 
+_UNSAFE_KEEPING_LINES = re.compile(  # as _UNSAFE, but \n kept (and \t, as there)
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def visible(text: str) -> str:
+    """``text`` with its line breaks kept but control and bidi characters shown
+    escaped: for messages whose words come from the user's code or host (an
+    exception's text, a host's answer) on their way to an editor's notification
+    or diagnostic, where a bidi override would make them read differently."""
+    if not _UNSAFE_KEEPING_LINES.search(text):
+        return text
+    return _UNSAFE_KEEPING_LINES.sub(lambda m: _NAMED.get(m.group(), f"\\u{ord(m.group()):04x}"), text)
+
+
 def build(tp: Any, value: Any, where: str) -> Any:
     """``value`` (plain JSON) as an instance of ``tp`` (a dataclass, list, dict, union, ...),
     every field's type checked; a ``ResultError`` naming the bad value's path otherwise."""

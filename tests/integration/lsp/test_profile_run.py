@@ -232,7 +232,10 @@ async def test_bad_files_and_an_unreachable_host_give_clear_messages(profiled, t
     ws.mkdir()
     (ws / "broken.py").write_text("# trainium: profile\ndef f(:\n    pass\n")
     (ws / "plain.py").write_text("def f():\n    return 1\n")
-    (ws / "raises.py").write_text("# trainium: profile\ndef f():\n    x = 1\n    return x / 0\n")
+    # its message holds a bidi override (a hostile repository's words reach the editor)
+    (ws / "raises.py").write_text(
+        '# trainium: profile\ndef f():\n    x = 1\n    raise ZeroDivisionError("gpj.\u202eexe")\n'
+    )
     shutil.copy(EXAMPLES / "rmsnorm.py", ws / "rmsnorm.py")
     config = tmp_path / "ssh_config"
     config.write_text(
@@ -255,6 +258,7 @@ async def test_bad_files_and_an_unreachable_host_give_clear_messages(profiled, t
         await until(lambda: client.diagnostics.get(uris["raises.py"]), "the error on its line")
         (diag,) = client.diagnostics[uris["raises.py"]]
         assert diag.range.start.line == 3 and diag.severity == types.DiagnosticSeverity.Error
+        assert "\u202e" not in diag.message and "gpj.\\u202eexe" in diag.message, diag.message
 
         client.workspace_did_change_configuration(
             types.DidChangeConfigurationParams(
@@ -267,6 +271,7 @@ async def test_bad_files_and_an_unreachable_host_give_clear_messages(profiled, t
         shown = [m.message for m in client.messages]
         assert len(shown) == 4 and all(m.startswith("Trainium Lens: ") for m in shown), shown
         assert all("\n" not in m for m in shown[:2])
+        assert not [m for m in shown if "\u202e" in m], shown  # shown escaped, never applied
         # Still serving: a request after all that is answered.
         assert [lens.command.title for lens in await lenses(client, uris["rmsnorm.py"])]
     finally:

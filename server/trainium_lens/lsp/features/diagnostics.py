@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from lsprotocol import types
 
 from trainium_lens.lsp.state import LensServer
+from trainium_lens.model.codec import visible
 
 SOURCE = "Trainium Lens"
 SEVERITY = {
@@ -58,7 +59,7 @@ def diagnostics_for(ls: LensServer, uri: str) -> list[types.Diagnostic]:
         out.append(
             types.Diagnostic(
                 range=_line_range(lines, line, units),
-                message=message,
+                message=visible(message),  # the user's exception text: bidi shown escaped
                 source=SOURCE,
                 severity=types.DiagnosticSeverity.Error,
                 code="profile_failed",
