@@ -6,6 +6,7 @@ import os
 import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -105,7 +106,7 @@ def worker_group(nodeid: str) -> str:
     return file
 
 
-def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001 - xdist's Producer
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:  # xdist's Producer, Scheduling
     """The groups above, read from the test ids. xdist's own ``loadgroup`` reads an
     ``xdist_group`` mark through a suffix it writes into ``item._nodeid``, which
     pytest 9.2 no longer reads (its ids come from ``item._id``): every test was then

@@ -59,9 +59,10 @@ def _profile(tmp_path, name: str, spinners: int) -> Result:
 
 def test_busy_cpu_is_recorded_and_judged_by_its_own_evidence(tmp_path):
     """Two spinners on the run's cores: the run records the contention (switched out
-    for them over its window, other processes' CPU), and calls itself noisy — withholding its timing findings —
-    exactly when that contention showed in its figures (steps measured again, or a
-    wall it does not reconcile with); a run whose figures held under load is not."""
+    for them over its window, other processes' CPU), and calls itself noisy —
+    withholding its timing findings — exactly when that contention showed in its
+    figures (steps measured again, or a wall it does not reconcile with); a run
+    whose figures held under load is not."""
     busy = _profile(tmp_path, "busy", spinners=2)
     st = busy.stability
     assert st is not None and st.steps_wanted == 5
