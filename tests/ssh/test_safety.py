@@ -262,11 +262,12 @@ def test_a_committed_result_naming_a_host_file_outside_run_folders_copies_nothin
     assert not [p for p in (ws / ".trainium-lens" / "artifacts").rglob("*") if p.is_file()]
 
 
-@pytest.mark.parametrize("how", ["success", "kill -9"])
+@pytest.mark.parametrize("how", ["success", "cancel", "timeout", "kill -9"])
 def test_nothing_the_code_started_outlives_the_run_on_the_host(sshd, ssh_control_dir, tmp_path, how):
     """A child in a session of its own and a double-forked daemon, started by the
-    profiled code on the host: gone after a successful run and after kill -9 of
-    the CLI (the wrapper's lifeline; the harness is their subreaper)."""
+    profiled code on the host: gone after a successful run, a cancel (Ctrl-C), a
+    timeout and kill -9 of the CLI (the wrapper's lifeline; the harness is their
+    subreaper)."""
     from tests.integration.cli.test_descendants import SPAWNS, alive, helper_pids
 
     ws = tmp_path / "ws"
@@ -274,15 +275,20 @@ def test_nothing_the_code_started_outlives_the_run_on_the_host(sshd, ssh_control
     source = SPAWNS.replace('os.environ["LENS_TEST_PIDS"]', repr(str(tmp_path / "helpers")))
     (ws / "jobs.py").write_text(source)
     work = tmp_path / "work"
-    cli = start_cli(sshd, ws, work, "quick" if how == "success" else "hangs", "--no-store")
+    extra = ["--timeout", "15"] if how == "timeout" else []  # the helpers start in ~3 s
+    cli = start_cli(sshd, ws, work, "quick" if how == "success" else "hangs", "--no-store", *extra)
     try:
-        if how == "success":
+        if how in ("success", "timeout"):
             _out, err = cli.communicate(timeout=300)
-            assert cli.returncode == 0, err
+            assert cli.returncode == (0 if how == "success" else 124), err
         else:
             wait_for(lambda: helper_pids(tmp_path), 300, "the helpers started on the host")
-            cli.kill()
-            cli.wait(10)
+            if how == "cancel":
+                cli.send_signal(signal.SIGINT)
+                assert cli.wait(60) == 130
+            else:
+                cli.kill()
+                cli.wait(10)
         pids = helper_pids(tmp_path)
         assert len(pids) == 2
         assert gone(work) == []

@@ -139,12 +139,14 @@ def test_nothing_the_code_started_outlives_a_successful_run(ws, tmp_path, nproc)
     assert run_folders(tmp_path) == []  # not stored: its run folder goes with it
 
 
+@pytest.mark.parametrize("nproc", ["1", "2"])
 @pytest.mark.parametrize("how", ["cancel", "timeout", "kill -9"])
-def test_nothing_the_code_started_outlives_a_stopped_run(ws, tmp_path, how):
-    extra = ["--timeout", "20"] if how == "timeout" else []  # the helpers start in ~5 s
-    proc, marker = start(ws, tmp_path, "hangs", *extra)
+def test_nothing_the_code_started_outlives_a_stopped_run(ws, tmp_path, how, nproc):
+    extra = ["--timeout", "15"] if how == "timeout" else []  # the helpers start in 2–4 s (2 ranks too)
+    proc, marker = start(ws, tmp_path, "hangs", "--nproc", nproc, *extra)
     try:
-        wait_for(lambda: helper_pids(tmp_path), 300, "the helpers started")
+        # every rank started its helpers
+        wait_for(lambda: len(helper_pids(tmp_path)) == 2 * int(nproc), 300, "the helpers started")
         if how == "cancel":
             proc.send_signal(signal.SIGINT)  # Ctrl-C
         elif how == "kill -9":

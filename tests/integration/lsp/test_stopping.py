@@ -12,18 +12,21 @@ import signal
 import pytest
 from lsprotocol import types
 
+from tests.integration.cli.test_descendants import SPAWNS, alive, helper_pids
 from tests.integration.cli.test_stopping import SLOW
 from tests.support.lsp_client import open_doc, start
-from tests.support.procs import cmdline, left_running
+from tests.support.procs import cmdline, left_running, wait_for
 from tests.support.ranks_cases import HANGS, job_processes, wait_for_files
 
 
-@pytest.mark.parametrize("case", ["cold", "nproc"])
+@pytest.mark.parametrize("case", ["cold", "nproc", "helpers"])
 async def test_kill_9_of_the_server_ends_every_process_of_the_run(tmp_path, case):
+    """``helpers``: the profiled code started a child in a session of its own and a
+    double-forked daemon, outside every process group; they end with the run too."""
     ws = tmp_path / "ws"
     ws.mkdir()
-    name = "slow.py" if case == "cold" else "hangs.py"
-    (ws / name).write_text(SLOW if case == "cold" else HANGS)
+    name = {"cold": "slow.py", "nproc": "hangs.py", "helpers": "spawns.py"}[case]
+    (ws / name).write_text({"cold": SLOW, "nproc": HANGS, "helpers": SPAWNS}[case])
     cache = tmp_path / "cache"
     client = await start(
         ws,
@@ -31,25 +34,36 @@ async def test_kill_9_of_the_server_ends_every_process_of_the_run(tmp_path, case
         env={
             "TRAINIUM_LENS_CACHE": str(cache),
             "LENS_TEST_STARTED": str(tmp_path / "started"),
+            "LENS_TEST_PIDS": str(tmp_path / "helpers"),
             "OMP_NUM_THREADS": "1",
         },
     )
     marker = f"TRAINIUM_LENS_CACHE={cache}"
     uri = open_doc(client, ws / name)
+    job = {"uri": uri, "function": "hangs"} if case == "helpers" else {"uri": uri}
     run = asyncio.ensure_future(
         client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="trainiumLens.profile", arguments=[{"uri": uri}])
+            types.ExecuteCommandParams(command="trainiumLens.profile", arguments=[job])
         )
     )
+    loop = asyncio.get_running_loop()
     try:
-        started = [tmp_path / "started"] if case == "cold" else [ws / "hangs.py.rank0", ws / "hangs.py.rank1"]
-        await asyncio.get_running_loop().run_in_executor(None, wait_for_files, started)
+        if case == "helpers":
+            await loop.run_in_executor(None, wait_for, lambda: helper_pids(tmp_path), 300, "the helpers")
+        else:
+            started = (
+                [tmp_path / "started"] if case == "cold" else [ws / "hangs.py.rank0", ws / "hangs.py.rank1"]
+            )
+            await loop.run_in_executor(None, wait_for_files, started)
         running = [cmdline(p) for p in job_processes(marker)]
-        expected = 2 if case == "cold" else 5  # server + harness | server, launcher, agent, 2 ranks
+        # server + harness (+ the two helpers) | server, launcher, agent, 2 ranks
+        expected = {"cold": 2, "nproc": 5, "helpers": 4}[case]
         assert len(running) >= expected, running
         os.kill(client._server.pid, signal.SIGKILL)
-        left = await asyncio.get_running_loop().run_in_executor(None, left_running, marker)
+        left = await loop.run_in_executor(None, left_running, marker)
         assert left == []
+        if case == "helpers":
+            assert [p for p in helper_pids(tmp_path) if alive(p)] == []
     finally:
         run.cancel()
         client.lens_stopped = True
