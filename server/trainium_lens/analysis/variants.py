@@ -113,6 +113,8 @@ def _verdict(result: Result, reference: Result) -> tuple[str, float | None]:
     out, ref = result.output, reference.output
     if ref.shape is not None and out.shape is not None and out.shape != ref.shape:
         return "shape differs", None
+    if out.mismatch:  # another tensor's shape, or how many: as different as a shape
+        return "shape differs", None
     if out.max_abs_diff is None:
         return "n/a", None
     atol, rtol = tolerance_for(out.dtype or ref.dtype)

@@ -149,31 +149,55 @@ def inputs(s: CallSession, marked: Marked, fn: Any) -> tuple[tuple, dict]:
     return s.inputs[name]
 
 
-def first_tensor(value: Any) -> Any:
+def tensors_of(value: Any) -> list:
+    """Every tensor in what a function returned, in order (a dict's values, a
+    list's or tuple's items, nested)."""
     if isinstance(value, torch.Tensor):
-        return value
+        return [value]
     if isinstance(value, dict):
         value = list(value.values())
     if isinstance(value, (list, tuple)):
-        for item in value:
-            found = first_tensor(item)
-            if found is not None:
-                return found
-    return None
+        return [t for item in value for t in tensors_of(item)]
+    return []
 
 
 def output(s: CallSession, name: str, value: Any, group: str = "") -> dict:
-    tensor = first_tensor(value)
-    if tensor is None:
+    """What ``value`` is, and how far it is from the group's first variant: every
+    tensor it holds is compared (a fix that changed the second output, a loss
+    beside logits, must not pass on the first one alone). ``dtype``/``shape`` are
+    the first tensor's (variants are grouped by them)."""
+    found = [t.detach() for t in tensors_of(value)]
+    if not found:
         return {}
-    tensor = tensor.detach()
-    out: dict[str, Any] = {"dtype": str(tensor.dtype).replace("torch.", ""), "shape": list(tensor.shape)}
-    if tensor.numel() and tensor.dtype != torch.bool:
-        out["max_abs"] = float(tensor.abs().max().to("cpu").double().item())
+    first = found[0]
+    out: dict[str, Any] = {"dtype": str(first.dtype).replace("torch.", ""), "shape": list(first.shape)}
+    if len(found) > 1:
+        out["tensors"] = len(found)
+    sizes = [
+        float(t.abs().max().to("cpu").double().item()) for t in found if t.numel() and t.dtype != torch.bool
+    ]
+    if sizes:
+        out["max_abs"] = max(sizes)
     if group not in s.references:
-        s.references[group] = (name, tensor.to("cpu", copy=True))
+        s.references[group] = (name, [t.to("cpu", copy=True) for t in found])
         out.update(reference=name, max_abs_diff=0.0)
         return out
+    ref_name, refs = s.references[group]
+    out["reference"] = ref_name
+    if len(refs) != len(found):
+        out["mismatch"] = f"returned {len(found)} tensors where {ref_name} returned {len(refs)}"
+        return out
+    worst = 0.0
+    for i, (tensor, ref) in enumerate(zip(found, refs, strict=True)):
+        if list(ref.shape) != list(tensor.shape):
+            if i:  # the first tensor's shape is said by ``shape`` itself
+                shapes = f"{list(tensor.shape)} where {ref_name}'s is {list(ref.shape)}"
+                out["mismatch"] = f"tensor {i + 1} is {shapes}"
+            return out
+        if tensor.numel():
+            worst = max(worst, float((tensor.to("cpu").double() - ref.double()).abs().max().item()))
+    out["max_abs_diff"] = worst
+    return out
     ref_name, ref = s.references[group]
     out["reference"] = ref_name
     if list(ref.shape) == out["shape"]:

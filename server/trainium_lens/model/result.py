@@ -333,6 +333,8 @@ class Output:
     reference: str | None = None  # the first variant of the batch
     max_abs_diff: float | None = None  # against the reference's output
     max_abs: float | None = None  # largest |element| of this output (relative tolerance)
+    tensors: int = 1  # tensors returned (all are compared; dtype and shape are the first's)
+    mismatch: str | None = None  # why the tensors cannot be compared (count, a later one's shape)
 
 
 @dataclass
