@@ -5,11 +5,13 @@ per line on the model file; a timeout and a killed CLI leave nothing on the host
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -137,3 +139,47 @@ def test_a_killed_cli_leaves_nothing_on_the_host(sshd, ssh_control_dir, tmp_path
     assert left_running(str(work), seconds=30) == []
     # nor here: the run's ssh is gone (the shared master stays, as ControlPersist keeps it)
     assert left_running(str(tmp_path / "cache"), besides=" -N -f ") == []
+
+
+def test_run_queues_behind_another_run_of_the_hosts_work_dir(sshd, ssh_control_dir, tmp_path: Path) -> None:
+    """``run --host`` takes the work dir's lock as a profile does (two runs at once on
+    one host would disturb each other's figures): it says it waits, then runs."""
+    ws = project(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    # Stand-in for another run: hold the flock a run holds on the host.
+    holder = os.open(work / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(ROOT / "server"),
+        "TRAINIUM_LENS_CACHE": str(tmp_path / "cache"),
+    }
+    argv = [sys.executable, "-m", "trainium_lens", "run", *_host(sshd, work), "--", "python"]
+    cli = subprocess.Popen(
+        [*argv, "tinylm/train.py", "--steps", "12"],
+        cwd=ws,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: list[str] = []
+    assert cli.stderr is not None
+    reader = threading.Thread(target=lambda: lines.extend(iter(cli.stderr.readline, "")), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not any("another run is using this host's work dir" in ln for ln in lines):
+            assert time.monotonic() < deadline and cli.poll() is None, "".join(lines)[-2000:]
+            time.sleep(0.1)
+        assert not [ln for ln in lines if "steps found" in ln]  # the script has not started
+    finally:
+        fcntl.flock(holder, fcntl.LOCK_UN)
+        os.close(holder)
+    out, _ = cli.communicate(timeout=300)
+    reader.join(10)
+    assert cli.returncode == 0, "".join(lines)[-3000:]
+    assert "step 12 loss" in out
+    assert len(stored(ws)) == 1

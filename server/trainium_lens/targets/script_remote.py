@@ -27,10 +27,10 @@ from trainium_lens.errors import Cancelled, TargetError, TimedOut
 from trainium_lens.targets.base import EventSink
 from trainium_lens.targets.script import HELLO_S, Outcome, start_output_relay
 from trainium_lens.targets.ssh import SshTarget, _mark_remote
-from trainium_lens.targets.ssh_wrapper import EVENT_MARK
+from trainium_lens.targets.ssh_wrapper import EVENT_MARK, MARK
 from trainium_lens.targets.stream import kill_group
 
-_RUN = 'exec "$1" -S "$2/lens/ssh_wrapper.py" "$2" 0 --lifeline --command'
+_RUN = 'exec "$1" -S "$2/lens/ssh_wrapper.py" "$2" "$3" --lifeline --command'
 _MARK = EVENT_MARK.encode()
 
 
@@ -83,7 +83,7 @@ def run_script_remote(
         "run_spec": spec,
     }
     proc = subprocess.Popen(
-        target.conn.argv(_RUN, [info["python"], wd]),
+        target.conn.argv(_RUN, [info["python"], wd, str(int(target.lock_wait_s))]),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE if capture else None,
         stderr=subprocess.PIPE,
@@ -108,6 +108,8 @@ def run_script_remote(
                 except ValueError:
                     continue
                 if not isinstance(event, dict):
+                    continue
+                if event.get("event") == "heartbeat":  # the wrapper's, while it queues
                     continue
                 if event.get("event") == "remote_process":
                     remote.setdefault("pgid", event.get("pgid"))
@@ -144,9 +146,14 @@ def run_script_remote(
             _check(cancel, timeout, started)
             time.sleep(0.05)
         reader.join(timeout=10)
-        if code == 255 and "pgid" not in remote:
-            last = b"".join(ssh_errors).decode("utf-8", "replace").strip().splitlines()[-1:] or ["?"]
-            raise TargetError(f"{target.host}: ssh failed: {last[0][:200]}")
+        if "pgid" not in remote:  # it never started: ssh failed, or the work dir stayed busy
+            text = b"".join(ssh_errors).decode("utf-8", "replace")
+            said = [ln.split(MARK, 1)[1] for ln in text.splitlines() if MARK in ln]
+            if said:
+                raise TargetError(f"{target.host}: {said[-1][:300]}")
+            if code == 255:
+                last = text.strip().splitlines()[-1:] or ["?"]
+                raise TargetError(f"{target.host}: ssh failed: {last[0][:200]}")
         outcome.returncode = code
         if not any(e.get("event") == "hello" for e in outcome.events):
             raise TargetError(

@@ -59,10 +59,13 @@ EXIT_BUSY = 75
 
 
 class Channel:
-    """Our stdout (the SSH channel): one writer, and it notices when it is gone."""
+    """Our stdout (the SSH channel): one writer, and it notices when it is gone.
+    ``--command`` sends its events on stderr instead, each line after ``prefix``
+    (stdout is the command's own)."""
 
-    def __init__(self):
-        self.out = sys.stdout.buffer
+    def __init__(self, out=None, prefix=b""):
+        self.out = out if out is not None else sys.stdout.buffer
+        self.prefix = prefix
         self.lock = threading.Lock()
         self.gone = threading.Event()
 
@@ -77,7 +80,7 @@ class Channel:
                 self.gone.set()
 
     def event(self, **fields):
-        self.send((json.dumps(fields) + "\n").encode("utf-8"))
+        self.send(self.prefix + (json.dumps(fields) + "\n").encode("utf-8"))
 
 
 def kill_group(pgid, grace=2.0):
@@ -208,11 +211,15 @@ def describe_signal(code):
 EVENT_MARK = "\x1etrainium-lens-event: "
 
 
-def run_command(work_dir, spec, lifeline):
-    """The user's command, armed; see the module's ``--command``."""
+def run_command(work_dir, spec, lifeline, wait_s):
+    """The user's command, armed; see the module's ``--command``. It takes the work
+    dir's lock as a profile does (one run at a time on a host's work dir: the
+    measurements of two would disturb each other), queueing up to ``wait_s``."""
     harness: dict = {}
     if lifeline:
         threading.Thread(target=watch_lifeline, args=(harness,), daemon=True).start()
+    chan = Channel(sys.stderr.buffer, EVENT_MARK.encode())
+    lock_fd = take_lock(work_dir, wait_s, chan)
     run_spec = spec["run_spec"]
     run_dir = run_spec["run_dir"]
     os.makedirs(run_dir, exist_ok=True)
@@ -227,7 +234,6 @@ def run_command(work_dir, spec, lifeline):
     env["TRAINIUM_LENS_RUN"] = spec_path
     env["TRAINIUM_LENS_RUN_PARENT"] = str(os.getpid())  # the armed process dies with us
     events_path = os.path.join(run_dir, "events.jsonl")
-    lock = threading.Lock()
     try:
         proc = subprocess.Popen(
             spec["argv"],
@@ -236,6 +242,7 @@ def run_command(work_dir, spec, lifeline):
             cwd=spec["cwd"],
             env=env,
             start_new_session=True,
+            pass_fds=(lock_fd,),  # the lock lives as long as any process of the command
         )
     except OSError as exc:
         sys.stderr.write(MARK + "cannot start " + spec["argv"][0] + ": " + str(exc.strerror or exc) + "\n")
@@ -250,13 +257,10 @@ def run_command(work_dir, spec, lifeline):
         signal.signal(sig, stop)
 
     def say(data):
-        with lock:
-            try:
-                sys.stderr.buffer.write(data)
-                sys.stderr.buffer.flush()
-            except (OSError, ValueError):
-                kill_group(pgid)  # the channel is gone
-                os._exit(1)
+        chan.send(data)
+        if chan.gone.is_set():
+            kill_group(pgid)  # the channel is gone
+            os._exit(1)
 
     say(
         (
@@ -314,7 +318,7 @@ def main():
         sys.stderr.write(MARK + "no job spec on stdin\n")
         return 2
     if "--command" in sys.argv[3:]:
-        return run_command(work_dir, spec, lifeline)
+        return run_command(work_dir, spec, lifeline, wait_s)
     harness: dict = {}  # "pgid" once the harness runs
     if lifeline:
         threading.Thread(target=watch_lifeline, args=(harness,), daemon=True).start()
