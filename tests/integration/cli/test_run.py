@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import DATA, ROOT
 from tests.support.procs import left_running
+from trainium_lens.traces.chrome import load_trace
 
 SCRIPTS = DATA / "scripts"
 BIN = Path(sys.executable).parent
@@ -100,6 +101,10 @@ def test_training_script_per_line_and_reconciled(tmp_path: Path) -> None:
     assert doc["script"]["reference_before"] + doc["script"]["reference_after"] >= 2
     assert len(stored(ws)) == 1
     assert "tinylm/model.py" in proc.stdout  # the same table as profile
+    # the window's Chrome trace, its op events on their lines (the timeline opens it)
+    trace = load_trace(doc["artifacts"]["trace"])
+    hot = max(model, key=lambda ln: ln["self_time_us"])
+    assert trace.line_events("tinylm/model.py", hot["line"]), hot
 
 
 def test_exit_after_ends_at_the_window(tmp_path: Path) -> None:

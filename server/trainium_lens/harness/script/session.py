@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from trainium_lens.harness.attribution import build
+from trainium_lens.harness.attribution.trace_tags import tag_trace
 from trainium_lens.harness.attribution.tree import attribute
 from trainium_lens.harness.choose import choose
 from trainium_lens.harness.eager import measure, steady
@@ -238,7 +239,7 @@ class ScriptRun:
             None,
             torch.autograd.DeviceType.CPU,
             paired=self.paired,
-            record_events=False,
+            record_events=True,  # the trace's events get their lines (trace_tags)
             keep=keep,
             calls_per_step=1,
             per_depth_us=cal.get("per_depth_us", 0.0),
@@ -251,9 +252,27 @@ class ScriptRun:
                 "(e.g. a print of the loss every few steps); their CPU times include the labels' overhead"
             )
         self.att, self.keep, self.judged = att, keep, judged
+        self.trace, self.offset_us = self._export_trace(att)
         self.signals_raw = signals_raw
         self.stability_window = self.window.stop()
         self.doc = self._document([])
+
+    def _export_trace(self, att: Any) -> tuple[str | None, float]:
+        """The window's Chrome trace, each op event tagged with its line: the
+        timeline and Perfetto open it as they open a profiled function's."""
+        path = os.path.join(self.run_dir, f"{self.run_id}.trace.json")
+        try:
+            self.prof.export_chrome_trace(path)
+            tag_trace(path, att, self.labeler.labels)
+        except Exception as exc:  # the figures stand without it
+            self.events.warning(f"could not write the Chrome trace: {exc}")
+            return None, 0.0
+        start_ns = None
+        try:
+            start_ns = int(self.prof.profiler.kineto_results.trace_start_ns())
+        except Exception:
+            pass
+        return path, build.trace_offset_us(path, start_ns)
 
     def _document(self, wall: list[float]) -> dict:
         spec, att = self.spec, self.att
@@ -308,9 +327,10 @@ class ScriptRun:
                 artifacts={
                     "location": spec.get("host", "local"),
                     "run_dir": os.path.abspath(self.run_dir),
-                    "trace": None,
+                    "trace": self.trace,
                 },
                 output={},
+                offset_us=self.offset_us,
                 covered=None,
                 h2d_calls=dict(self.labeler.h2d),
                 labelled_calls=max(1, measured),
