@@ -132,6 +132,13 @@ def test_two_nodes_two_ranks_one_result_straggler_named_with_its_node(lab: Lab, 
     assert proc.returncode == 0, proc.stderr[-3000:]
     _check_four_ranks(out, proc.stdout)
     assert "node1 / rank" in proc.stdout and "node2 / rank" in proc.stdout
+    ranks = json.loads(out.read_text())["ranks"]
+    if how == "hosts":  # each node's clock, probed over SSH; the lab's nodes share this kernel's
+        for r in ranks:
+            assert r["clock_uncertainty_ms"] >= 0, r
+            assert abs(r["clock_offset_ms"]) <= r["clock_uncertainty_ms"] + 50, r
+    else:  # the login host starts srun: no probe of the nodes' clocks from here
+        assert all(r.get("clock_offset_ms") is None for r in ranks), ranks
     assert wait_for(lambda: not lab.squeue(), 30, "the job leaves squeue")
     assert wait_for(lambda: not _job_left(lab), 30, f"nothing of the job on the nodes: {_job_left(lab)}")
 

@@ -25,6 +25,7 @@ is one pass over each rank's lines (bench/ranks_bench.py).
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from trainium_lens.errors import UsageError
 from trainium_lens.model.result import Result
@@ -83,6 +84,10 @@ def _place(rank_batch: dict) -> dict:
     for key in ("node_rank", "local_rank"):
         if isinstance(rank_batch.get(key), int) and not isinstance(rank_batch.get(key), bool):
             place[key] = rank_batch[key]
+    for key in ("clock_offset_ms", "clock_uncertainty_ms"):
+        value = rank_batch.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            place[key] = float(value)
     return place
 
 

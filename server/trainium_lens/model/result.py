@@ -299,6 +299,10 @@ class RankRun:
     node: str | None = None
     node_rank: int | None = None
     local_rank: int | None = None
+    # that node's clock minus this machine's when the run began (``--hosts``: measured
+    # over SSH, ± half the probe's round trip); None where it was not measured
+    clock_offset_ms: float | None = None
+    clock_uncertainty_ms: float | None = None
 
 
 @dataclass

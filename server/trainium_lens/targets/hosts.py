@@ -26,6 +26,7 @@ nodes (NFS on most clusters) must not give two nodes one lock or one run folder.
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 import threading
 import time
@@ -341,8 +342,15 @@ class HostsTarget(Target):
     def combine(self, documents: list[dict]) -> dict:
         """Every host's launcher document → one with every rank's batch."""
         rank_batches: list[dict] = []
+        clocks = {i.host: i for i in getattr(self, "info", [])}
         for node, document in zip(self.nodes, documents, strict=True):
+            clock = clocks.get(node.host)
             for rb in document.get("rank_batches") or []:
+                if clock is not None and math.isfinite(clock.offset_s):
+                    # the node's clock against ours when the run began: the ranks'
+                    # timelines are each on their node's clock (docs/nodes.md)
+                    rb["clock_offset_ms"] = round(clock.offset_s * 1000, 3)
+                    rb["clock_uncertainty_ms"] = round(clock.uncertainty_s * 1000, 3)
                 for result in (rb.get("batch") or {}).get("results") or []:
                     if isinstance(result, dict):
                         result["host"] = node.host
