@@ -106,6 +106,7 @@ def worker_group(nodeid: str) -> str:
     return file
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: absent under -p no:xdist (the serial part)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:  # xdist's Producer, Scheduling
     """The groups above, read from the test ids. xdist's own ``loadgroup`` reads an
     ``xdist_group`` mark through a suffix it writes into ``item._nodeid``, which
