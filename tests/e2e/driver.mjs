@@ -6,13 +6,14 @@
 //
 // CONFIG: {url, file, defText, lineTexts, settingsPath, settings, barePython,
 //          goodPython, libsDir, pickHost, shots, phases: ["errors", "host", "profile",
-//          "train", "roofline"]}
+//          "train", "roofline", "script"], scriptFile, scriptMainLine}
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   chooseFromContextMenu,
   clearNotifications,
   drawn,
+  EXPLORER_ROW,
   editorOf,
   notificationTexts,
   openFromExplorer,
@@ -40,6 +41,7 @@ await run(async () => {
   if (cfg.phases.includes("profile")) await profilePhase();
   if (cfg.phases.includes("train")) await trainPhase();
   if (cfg.phases.includes("roofline")) await rooflinePhase();
+  if (cfg.phases.includes("script")) await scriptPhase();
 }, "failure.png");
 
 // -- the server cannot start: a clear message, then recovery ------------------
@@ -408,4 +410,33 @@ async function rooflinePhase() {
   while ((await cursorLine(sel)) !== target && Date.now() < until) await page.waitForTimeout(200);
   out.roofline.revealed = { clicked: target, before, cursor: await cursorLine(sel) };
   log(`roofline point ${target} revealed line ${out.roofline.revealed.cursor}`);
+}
+
+// -- an unmodified script: the code lens on `if __name__ == "__main__":` ---------
+
+async function scriptPhase() {
+  const sel = editorOf(cfg.scriptFile);
+  await page.keyboard.press("Escape");
+  await page.locator(EXPLORER_ROW, { hasText: /^tinylm$/ }).click();
+  await openFromExplorer(page, cfg.scriptFile);
+  log(`opened ${cfg.scriptFile}`);
+  await page.locator(`${sel} .view-line`).first().click();
+  await page.keyboard.press("Control+G");
+  await page.keyboard.type(String(cfg.scriptMainLine));
+  await page.keyboard.press("Enter");
+  // the lens above the main guard; launch.json's one configuration for this file gives
+  // its args (no quick pick: one configuration names it)
+  const lens = page.locator(`${sel} .codelens-decoration a`, { hasText: "Profile Script on Trainium" });
+  await lens.first().waitFor({ state: "visible", timeout: 60_000 });
+  const clicked = Date.now();
+  await lens.first().click();
+  await waitForHint(page, sel, { text: "⏱", timeout: 240_000, polling: 100 });
+  out.script = {
+    lens: await lens.first().textContent(),
+    hints: await settled(page, () => hintsByLine(sel)),
+    rendered: Object.values(await lineTops(sel)),
+    clickToHintsMs: Date.now() - clicked,
+  };
+  await page.screenshot({ path: join(cfg.shots, "script-hints.png") });
+  log("script hints read");
 }

@@ -43,6 +43,22 @@ RESULTS = ROOT / "test-results" / "e2e"
 EXAMPLE = "examples/rmsnorm.py"
 TRAIN_EXAMPLE = "examples/train_step.py"
 TRAIN_FUNCTION = "train_step_fused"
+SCRIPTS = ROOT / "tests" / "data" / "scripts"
+SCRIPT = "tinylm/train.py"
+#: launch.json as a user has it: the script, its arguments, its folder.
+LAUNCH = {
+    "version": "0.2.0",
+    "configurations": [
+        {
+            "name": "tiny training run",
+            "type": "debugpy",
+            "request": "launch",
+            "program": "${workspaceFolder}/tinylm/train.py",
+            "args": ["--steps", "14", "--log-every", "7"],
+            "cwd": "${workspaceFolder}/tinylm",
+        }
+    ],
+}
 DOC_IMAGES = ROOT / "docs" / "images"
 #: The screenshots README.md and docs/editor.md show: this run's → docs/images/NAME.
 DOC_SHOTS = {
@@ -174,6 +190,10 @@ def prepare(tmp: Path) -> tuple[Path, dict]:
     (workspace / "examples").mkdir(parents=True)
     shutil.copy(ROOT / EXAMPLE, workspace / EXAMPLE)
     shutil.copy(ROOT / TRAIN_EXAMPLE, workspace / TRAIN_EXAMPLE)
+    # an unmodified training script, and the launch configuration a user runs it with
+    shutil.copytree(SCRIPTS / "tinylm", workspace / "tinylm")
+    (workspace / ".vscode").mkdir()
+    (workspace / ".vscode" / "launch.json").write_text(json.dumps(LAUNCH, indent=1))
     # An SSH config for the host picker: an Include with a glob, a wildcard entry
     # (not a host one can pick), two aliases of one block.
     ssh = tmp / "ssh"
@@ -205,7 +225,6 @@ def prepare(tmp: Path) -> tuple[Path, dict]:
     # 50 measured steps: per-step figures are means, and one preempted step on a
     # loaded machine weighs less among 50 (the op order is checked exactly).
     settings = {"trainiumLens.hintThreshold": 0, "trainiumLens.backend": "cpu", "trainiumLens.active": 50}
-    (workspace / ".vscode").mkdir()
     (workspace / ".vscode" / "settings.json").write_text(
         json.dumps({**settings, "trainiumLens.python": MISSING_PYTHON})
     )
@@ -298,7 +317,9 @@ def _start_session(tmp: Path) -> tuple[CodeServer, dict]:
         "goodPython": sys.executable,
         "libsDir": str(installed / "extension" / "dist" / "libs"),
         "pickHost": "trn-e2e",
-        "phases": ["errors", "host", "profile", "train", "roofline"],
+        "phases": ["errors", "host", "profile", "train", "roofline", "script"],
+        "scriptFile": SCRIPT,
+        "scriptMainLine": line_number(SCRIPTS / SCRIPT, 'if __name__ == "__main__":'),
         "trainFile": TRAIN_EXAMPLE,
         "trainDefText": f"def {TRAIN_FUNCTION}(",
         "trainLine": line_number(ROOT / TRAIN_EXAMPLE, "model.qkv(h)", f"def {TRAIN_FUNCTION}("),
@@ -419,6 +440,23 @@ def test_a_training_step_hint_shows_forward_and_backward(session):
     line = line_number(ROOT / TRAIN_EXAMPLE, "model.qkv(h)", f"def {TRAIN_FUNCTION}(")
     hint = session["train"]["hints"][str(line)]
     assert re.match(r"^⏱ fwd [\d.]+ (ns|µs|ms|s) · bwd [\d.]+ (ns|µs|ms|s) cpu · ", hint), hint
+
+
+def test_the_script_lens_profiles_with_the_launch_configuration(session):
+    """The code lens on ``if __name__ == "__main__":`` runs the script as launch.json
+    runs it (its args and folder); the steps' lines get hints, as the stored run has."""
+    assert "Profile Script on Trainium" in session["script"]["lens"]
+    (run,) = [r for r in session["results"] if r.script is not None]
+    assert run.script.command[-4:] == ["--steps", "14", "--log-every", "7"], run.script.command
+    assert run.function.file == SCRIPT
+    rendered = set(session["script"]["rendered"])  # the lines the editor drew
+    timed = {s.line for s in run.lines if s.file == SCRIPT and (s.self_time_us or s.total_time_us) > 0}
+    shown = {int(k) for k in session["script"]["hints"]}
+    assert timed & rendered and shown == timed & rendered, (shown, timed, rendered)
+    step = line_number(SCRIPTS / SCRIPT, "optimizer.step()")
+    assert step in rendered
+    assert session["script"]["hints"][str(step)].startswith("⏱"), session["script"]["hints"]
+    print(f"\nscript lens → hints: {session['script']['clickToHintsMs']} ms")
 
 
 def test_heat_is_drawn_on_the_same_lines_by_intensity(session):

@@ -7,7 +7,7 @@ import { chromium } from "playwright-core";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-const EXPLORER_ROW = ".explorer-folders-view .monaco-list-row";
+export const EXPLORER_ROW = ".explorer-folders-view .monaco-list-row";
 
 /**
  * Start a driver run (`node tests/e2e/NAME.mjs CONFIG.json OUT.json`): the parsed
