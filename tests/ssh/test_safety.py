@@ -262,12 +262,15 @@ def test_a_committed_result_naming_a_host_file_outside_run_folders_copies_nothin
     assert not [p for p in (ws / ".trainium-lens" / "artifacts").rglob("*") if p.is_file()]
 
 
-@pytest.mark.parametrize("how", ["success", "cancel", "timeout", "kill -9"])
-def test_nothing_the_code_started_outlives_the_run_on_the_host(sshd, ssh_control_dir, tmp_path, how):
+@pytest.mark.parametrize(
+    ("how", "nproc"),
+    [("success", 1), ("cancel", 1), ("timeout", 1), ("kill -9", 1), ("success", 2), ("kill -9", 2)],
+)
+def test_nothing_the_code_started_outlives_the_run_on_the_host(sshd, ssh_control_dir, tmp_path, how, nproc):
     """A child in a session of its own and a double-forked daemon, started by the
-    profiled code on the host: gone after a successful run, a cancel (Ctrl-C), a
-    timeout and kill -9 of the CLI (the wrapper's lifeline; the harness is their
-    subreaper)."""
+    profiled code on the host (by each rank of a torchrun job): gone after a
+    successful run, a cancel (Ctrl-C), a timeout and kill -9 of the CLI (the
+    wrapper's lifeline; the harness and each rank are their subreapers)."""
     from tests.integration.cli.test_descendants import SPAWNS, alive, helper_pids
 
     ws = tmp_path / "ws"
@@ -276,13 +279,14 @@ def test_nothing_the_code_started_outlives_the_run_on_the_host(sshd, ssh_control
     (ws / "jobs.py").write_text(source)
     work = tmp_path / "work"
     extra = ["--timeout", "15"] if how == "timeout" else []  # the helpers start in ~3 s
-    cli = start_cli(sshd, ws, work, "quick" if how == "success" else "hangs", "--no-store", *extra)
+    fn = "quick" if how == "success" else "hangs"
+    cli = start_cli(sshd, ws, work, fn, "--no-store", "--nproc", str(nproc), *extra)
     try:
         if how in ("success", "timeout"):
             _out, err = cli.communicate(timeout=300)
             assert cli.returncode == (0 if how == "success" else 124), err
         else:
-            wait_for(lambda: helper_pids(tmp_path), 300, "the helpers started on the host")
+            wait_for(lambda: len(helper_pids(tmp_path)) == 2 * nproc, 300, "the helpers started on the host")
             if how == "cancel":
                 cli.send_signal(signal.SIGINT)
                 assert cli.wait(60) == 130
@@ -290,7 +294,7 @@ def test_nothing_the_code_started_outlives_the_run_on_the_host(sshd, ssh_control
                 cli.kill()
                 cli.wait(10)
         pids = helper_pids(tmp_path)
-        assert len(pids) == 2
+        assert len(pids) == 2 * nproc
         assert gone(work) == []
         wait_for(lambda: not [p for p in pids if alive(p)], 15, "the helpers gone")
     finally:
