@@ -9,7 +9,9 @@ harness: no harness process is left under the host's sessions.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -112,3 +114,61 @@ async def test_profile_and_cancel_on_an_ssh_host(sshd, ssh_control_dir, tmp_path
         assert await hints(client, uri) == shown  # the earlier run still shows
     finally:
         await stop(client)
+
+
+async def test_a_killed_server_leaves_nothing_on_the_host(sshd, ssh_control_dir, tmp_path):
+    """The language server SIGKILLed while its run is on the host, and the profiled
+    code there had started a child in a session of its own and a double-forked
+    daemon: the ssh's end (the wrapper's lifeline) ends the harness and both."""
+    from tests.integration.cli.test_descendants import SPAWNS, alive, helper_pids
+    from tests.support.procs import wait_for
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "jobs.py").write_text(
+        SPAWNS.replace('os.environ["LENS_TEST_PIDS"]', repr(str(tmp_path / "helpers")))
+    )
+    options = {
+        "trainiumLens": {
+            "host": "lens-test",
+            "sshConfig": str(sshd.config),
+            "remotePython": sys.executable,
+            "workDir": str(tmp_path / "remote work"),
+            "warmWorker": {"idleSeconds": 0},
+        }
+    }
+    client = await start(
+        ws,
+        options=options,
+        env={
+            "TRAINIUM_LENS_CACHE": str(tmp_path / "cache"),
+            "TRAINIUM_LENS_SSH_CONTROL_DIR": str(ssh_control_dir),
+        },
+    )
+    uri = open_doc(client, ws / "jobs.py")
+    run = asyncio.ensure_future(
+        client.workspace_execute_command_async(
+            types.ExecuteCommandParams(
+                command="trainiumLens.profile", arguments=[{"uri": uri, "function": "hangs"}]
+            )
+        )
+    )
+    loop = asyncio.get_running_loop()
+    try:
+        await loop.run_in_executor(
+            None, wait_for, lambda: len(helper_pids(tmp_path)) == 2, 120, "the helpers"
+        )
+        assert remote_harnesses(sshd.home)  # the harness runs on the host now
+        os.kill(client._server.pid, signal.SIGKILL)
+        pids = helper_pids(tmp_path)
+        await loop.run_in_executor(
+            None,
+            wait_for,
+            lambda: not remote_harnesses(sshd.home) and not [p for p in pids if alive(p)],
+            20,
+            "the harness and the helpers gone from the host",
+        )
+    finally:
+        run.cancel()
+        client.lens_stopped = True
+        await client.stop()
