@@ -43,10 +43,12 @@ def _errors(text: str) -> list[str]:
     return [ln for ln in text.splitlines() if ln.startswith("trainium-lens:")]
 
 
-def test_a_hung_rank_is_named_with_its_node_within_the_pg_timeout(lab: Lab, tmp_path: Path):
+@pytest.mark.parametrize("how", ["hosts", "slurm"])
+def test_a_hung_rank_is_named_with_its_node_within_the_pg_timeout(lab: Lab, tmp_path: Path, how: str):
     ws = _workspace(tmp_path, "hangs.py", HANGS)
+    where = ["--hosts", "node1,node2"] if how == "hosts" else ["--slurm", "login", "--nodes", "2"]
     proc = subprocess.run(
-        _cli(lab, ws, "hangs.py", "step", ["--hosts", "node1,node2"], "--pg-timeout", "15"),
+        _cli(lab, ws, "hangs.py", "step", where, "--pg-timeout", "15"),
         capture_output=True,
         text=True,
         timeout=240,
@@ -56,6 +58,7 @@ def test_a_hung_rank_is_named_with_its_node_within_the_pg_timeout(lab: Lab, tmp_
     (line,) = _errors(proc.stderr)
     assert "node2 / rank 3 did not reach the collective" in line, proc.stderr[-3000:]
     wait_for(lambda: not _job_left(lab), 30, f"nothing of the job on the nodes: {_job_left(lab)}")
+    wait_for(lambda: not lab.squeue(), 30, f"the job leaves squeue: {lab.squeue()}")
 
 
 def test_a_node_that_dies_is_named(lab: Lab, tmp_path: Path):

@@ -121,6 +121,8 @@ def _follow(spec: Any, events: Any, srun: subprocess.Popen, name: str, run_dir: 
     partial = [b""] * nnodes
     results: dict[int, str] = {}
     state, last_poll, nodelist = "", 0.0, ""
+    waiting: set[int] = set()  # ranks whose watchdog said they wait in a collective
+    nproc = int(spec.nproc or 1)
     while True:
         ended = srun.poll() is not None
         for k in range(nnodes):
@@ -135,9 +137,20 @@ def _follow(spec: Any, events: Any, srun: subprocess.Popen, name: str, run_dir: 
                         return 0
                     continue
                 if kind == "error":
-                    event["message"] = f"node {k}: {event.get('message', '')}"
+                    names = _hostnames(nodelist)
+                    text = f"{_node_name(names, k)}: {event.get('message', '')}"
+                    hung = _hung(waiting, nnodes, nproc, names)
+                    if hung and _peerish(text):  # the others gave up waiting for a hung rank
+                        text = f"{hung}; {text}"
+                    event["message"] = text
                     events.emit("error", **event)
                     return 1
+                if (
+                    kind == "stage"
+                    and event.get("stage") == "collective"
+                    and isinstance(event.get("rank"), int)
+                ):
+                    waiting.add(event["rank"])
                 if kind == "stage" and "rank" not in event and k:
                     continue
                 events.emit(kind, **event)
@@ -166,6 +179,40 @@ def _follow(spec: Any, events: Any, srun: subprocess.Popen, name: str, run_dir: 
         f"srun ended (exit status {srun.returncode}) before node(s) {', '.join(missing)} "
         f"reported a result{' on ' + nodelist if nodelist else ''}" + (f": {why}" if why else ""),
     )
+
+
+def _hostnames(nodelist: str) -> list[str]:
+    """The allocation's host names in SLURM_NODEID order (``scontrol show hostnames``
+    expands ``node[1-2]``); empty when unknown."""
+    if not nodelist:
+        return []
+    try:
+        out = subprocess.run(
+            ["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True, timeout=10
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [h for h in out.split() if h]
+
+
+def _node_name(names: list[str], k: int) -> str:
+    return names[k] if k < len(names) else f"node {k}"
+
+
+def _hung(waiting: set[int], nnodes: int, nproc: int, names: list[str]) -> str:
+    """The ranks that never reached the collective the others waited in, with their
+    node (as ``--hosts`` says it: targets/hosts.py)."""
+    hung = [r for r in range(nnodes * nproc) if r not in waiting] if waiting else []
+    if not hung:
+        return ""
+    listed = ", ".join(f"{_node_name(names, r // nproc)} / rank {r}" for r in hung)
+    return f"{listed} did not reach the collective the other ranks waited in"
+
+
+def _peerish(message: str) -> bool:
+    """A rank's error that a peer caused (its collective timed out, a peer went away)."""
+    low = message.lower()
+    return any(w in low for w in ("connection", "peer", "gloo", "socket", "timed out", "timeout", "closed"))
 
 
 def _new_events(path: str, k: int, offsets: list[int], partial: list[bytes]):
