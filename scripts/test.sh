@@ -43,7 +43,8 @@ step check.sh bash scripts/check.sh || checks=$?
 step "npm test:unit" npm run --silent test:unit
 PYTEST=(.venv/bin/python -m pytest -q -p no:cacheprovider --durations=40)
 tests=0
-step "pytest (parallel)" "${PYTEST[@]}" -n "${TEST_WORKERS:-auto}" --dist loadgroup -m "not serial" "$@" || tests=$?
+# One worker more than cores: the lab's worker mostly waits (on nodes, SLURM, timeouts).
+step "pytest (parallel)" "${PYTEST[@]}" -n "${TEST_WORKERS:-$(($(nproc) + 1))}" --dist loadgroup -m "not serial" "$@" || tests=$?
 # exit status 5: no test was selected (e.g. -k matched only parallel tests)
 step "pytest (serial)" "${PYTEST[@]}" -p no:xdist -m serial "$@" || { rc=$?; ((rc == 5)) || tests=$rc; }
 # the harness's own tests again under torch 2.9 (Trn1's stack)

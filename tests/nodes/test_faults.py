@@ -61,11 +61,13 @@ def test_a_hung_rank_is_named_with_its_node_within_the_pg_timeout(lab: Lab, tmp_
     wait_for(lambda: not lab.squeue(), 30, f"the job leaves squeue: {lab.squeue()}")
 
 
-def test_a_node_that_dies_is_named(lab: Lab, tmp_path: Path):
+@pytest.mark.parametrize("how", ["hosts", "slurm"])
+def test_a_node_that_dies_is_named(lab: Lab, tmp_path: Path, how: str):
     ws = _workspace(tmp_path, "slow.py", SLOW)
     log = tmp_path / "cli.log"
+    where = ["--hosts", "node1,node2"] if how == "hosts" else ["--slurm", "login", "--nodes", "2"]
     proc = subprocess.Popen(
-        _cli(lab, ws, "slow.py", "slow", ["--hosts", "node1,node2"]),
+        _cli(lab, ws, "slow.py", "slow", where),
         stdout=subprocess.DEVNULL,
         stderr=log.open("w"),
         stdin=subprocess.DEVNULL,

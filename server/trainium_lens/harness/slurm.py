@@ -36,6 +36,10 @@ from trainium_lens.harness.events import HarnessError, write_json_atomic
 from trainium_lens.harness.reaper import SPARE_ENV
 
 POLL_S = 1.0
+# A node whose heartbeat (slurm_task.py: a counter rewritten every second in the
+# shared run folder) has not changed for this long is taken for dead: SLURM itself
+# notices only after SlurmdTimeout, and its peers wait in their collectives.
+NODE_SILENT_S = 15.0
 #: Once every node reported, how long srun may take to end before it is left to the guard.
 END_GRACE_S = 10.0
 JOB_PREFIX = "tlens-"
@@ -123,8 +127,17 @@ def _follow(spec: Any, events: Any, srun: subprocess.Popen, name: str, run_dir: 
     state, last_poll, nodelist = "", 0.0, ""
     waiting: set[int] = set()  # ranks whose watchdog said they wait in a collective
     nproc = int(spec.nproc or 1)
+    beats: dict[int, tuple[str, float]] = {}  # node -> (its heartbeat's text, when it last changed)
     while True:
         ended = srun.poll() is not None
+        silent = _silent_node(run_dir, nnodes, beats, results)
+        if silent is not None and not ended:
+            k, quiet_s = silent
+            raise HarnessError(
+                "internal",
+                f"{_node_name(_hostnames(nodelist), k)}: no sign of life for {quiet_s:.0f} s during the run "
+                "(the node died, or lost the shared run folder); the job was cancelled on every node",
+            )
         for k in range(nnodes):
             for event in _new_events(os.path.join(run_dir, f"node{k}.out"), k, offsets, partial):
                 kind = event.pop("event")
@@ -179,6 +192,26 @@ def _follow(spec: Any, events: Any, srun: subprocess.Popen, name: str, run_dir: 
         f"srun ended (exit status {srun.returncode}) before node(s) {', '.join(missing)} "
         f"reported a result{' on ' + nodelist if nodelist else ''}" + (f": {why}" if why else ""),
     )
+
+
+def _silent_node(
+    run_dir: str, nnodes: int, beats: dict[int, tuple[str, float]], results: dict[int, str]
+) -> tuple[int, float] | None:
+    """A node (and how long) whose heartbeat stopped changing: judged on this host's
+    clock by when its text changed, so the nodes' clocks do not matter."""
+    now = time.monotonic()
+    for k in range(nnodes):
+        try:
+            with open(os.path.join(run_dir, f"node{k}.alive"), encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError:
+            continue  # not started yet
+        seen = beats.get(k)
+        if seen is None or seen[0] != text:
+            beats[k] = (text, now)
+        elif k not in results and now - seen[1] > NODE_SILENT_S:
+            return k, now - seen[1]
+    return None
 
 
 def _hostnames(nodelist: str) -> list[str]:
