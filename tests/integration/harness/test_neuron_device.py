@@ -293,12 +293,18 @@ def test_a_torchneuron_run_end_to_end_gets_device_time_per_line(tmp_path, monkey
     r = data[0] if isinstance(data, list) else data
     assert (r["backend"], r["clock"]) == ("neuron", "neuron") and r["signals"]["neuron_profile_error"] is None
     [view] = r["artifacts"]["neuron_views"]
-    assert (view["mode"], view["steps"]) == ("session", STEPS) and view["parquet"]
+    # the session holds every recorded step: the protocol's, and one more for each
+    # step a busy host disturbed (harness/eager/steady.py measures it again)
+    st = r["stability"]
+    recorded = st["steps_measured"] * st["calls_per_step"]
+    assert (view["mode"], view["steps"]) == ("session", recorded) and recorded >= STEPS and view["parquet"]
+    # the stand-in's session holds STEPS steps' device time, spread over the recorded steps
+    per = STEPS / recorded
     at = data_lines()
     got = {s["line"]: s for s in r["lines"] if s["file"] == "tests/data/xla_lines.py"}
-    assert got[at["helper"]]["self_time_us"] == pytest.approx(0.5)
-    assert got[at["add"]]["self_time_us"] == pytest.approx(0.06)
+    assert got[at["helper"]]["self_time_us"] == pytest.approx(0.5 * per)
+    assert got[at["add"]]["self_time_us"] == pytest.approx(0.06 * per)
     assert got[at["add"]]["self_cpu_us"] > 0  # the real CPU figure kept beside it
     assert any(o["name"] == "aten::add" and o["calls"] >= 1 for o in got[at["add"]]["ops"])
-    assert r["totals"]["self_time_us"] == pytest.approx(0.6)
+    assert r["totals"]["self_time_us"] == pytest.approx(0.6 * per)
     assert "clock: Neuron device time" in printed
