@@ -24,6 +24,7 @@ from tests.support import quiet_cpu
 from tests.support.harness import line_of, run_harness
 from trainium_lens.analysis.findings.analyze import analyze
 from trainium_lens.analysis.reconcile import reconcile
+from trainium_lens.model import figures
 from trainium_lens.model.result import Batch, Result
 
 _WHY_NOT = quiet_cpu.available()
@@ -101,6 +102,6 @@ def test_quiet_cpu_is_not_noisy(tmp_path):
     assert rec is not None and rec.reference == "wall" and rec.reference_us > 0, rec
     off = [f for f in quiet.findings if f.kind == "unreconciled"]
     assert rec.within == (not off), (rec, off)
-    assert all(f"{rec.ratio:.2f}×" in f.message and rec.note in f.message for f in off), off
+    assert all(figures.ratio(rec.ratio) in f.message and rec.note in f.message for f in off), off
     line = line_of(DATA / "noisy.py", "TANH-LINE")
     assert any(f.kind == "dispatches" and f.line == line for f in quiet.findings), kinds
