@@ -43,29 +43,31 @@ def remote_harnesses(home: Path) -> list[int]:
     return found
 
 
+async def _start_on_host(ws, sshd, ssh_control_dir, tmp_path, protocol=None):
+    """The real server, its settings on the loopback host, cold runs (no warm worker)."""
+    lens = {
+        "host": "lens-test",
+        "sshConfig": str(sshd.config),
+        "remotePython": sys.executable,
+        "workDir": str(tmp_path / "remote work"),
+        "warmWorker": {"idleSeconds": 0},
+        **({"protocol": protocol} if protocol else {}),
+    }
+    env = {
+        "TRAINIUM_LENS_CACHE": str(tmp_path / "cache"),
+        "OMP_NUM_THREADS": "1",
+        "TRAINIUM_LENS_SSH_CONTROL_DIR": str(ssh_control_dir),
+    }
+    return await start(ws, options={"trainiumLens": lens}, env=env)
+
+
 async def test_profile_and_cancel_on_an_ssh_host(sshd, ssh_control_dir, tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
     shutil.copy(EXAMPLES / "rmsnorm.py", ws / "rmsnorm.py")
-    options = {
-        "trainiumLens": {
-            "host": "lens-test",
-            "sshConfig": str(sshd.config),
-            "remotePython": sys.executable,
-            "workDir": str(tmp_path / "remote work"),
-            "protocol": {"wait": 0, "warmup": 1, "active": 2},
-            # The cold path's cancel (the warm worker's: tests/integration/lsp/test_warm.py).
-            "warmWorker": {"idleSeconds": 0},
-        }
-    }
-    client = await start(
-        ws,
-        options=options,
-        env={
-            "TRAINIUM_LENS_CACHE": str(tmp_path / "cache"),
-            "OMP_NUM_THREADS": "1",
-            "TRAINIUM_LENS_SSH_CONTROL_DIR": str(ssh_control_dir),
-        },
+    # The cold path's cancel (the warm worker's: tests/integration/lsp/test_warm.py).
+    client = await _start_on_host(
+        ws, sshd, ssh_control_dir, tmp_path, protocol={"wait": 0, "warmup": 1, "active": 2}
     )
     try:
         uri = open_doc(client, ws / "rmsnorm.py")
@@ -128,23 +130,7 @@ async def test_a_killed_server_leaves_nothing_on_the_host(sshd, ssh_control_dir,
     (ws / "jobs.py").write_text(
         SPAWNS.replace('os.environ["LENS_TEST_PIDS"]', repr(str(tmp_path / "helpers")))
     )
-    options = {
-        "trainiumLens": {
-            "host": "lens-test",
-            "sshConfig": str(sshd.config),
-            "remotePython": sys.executable,
-            "workDir": str(tmp_path / "remote work"),
-            "warmWorker": {"idleSeconds": 0},
-        }
-    }
-    client = await start(
-        ws,
-        options=options,
-        env={
-            "TRAINIUM_LENS_CACHE": str(tmp_path / "cache"),
-            "TRAINIUM_LENS_SSH_CONTROL_DIR": str(ssh_control_dir),
-        },
-    )
+    client = await _start_on_host(ws, sshd, ssh_control_dir, tmp_path)
     uri = open_doc(client, ws / "jobs.py")
     run = asyncio.ensure_future(
         client.workspace_execute_command_async(
