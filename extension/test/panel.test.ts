@@ -236,3 +236,67 @@ test("the header says how the figures reconcile, and a noisy run says they are u
   };
   assert.match(renderBody({ result: device }), /1\.4× the device-side span \(outside at most \+25%\)/);
 });
+
+test("a job across nodes: a ranks table with each rank's node, the slowest marked", () => {
+  const job: ResultDoc = {
+    ...result,
+    ranks: [
+      {
+        rank: 1,
+        self_time_us: 300,
+        collective_us: 100,
+        wait_us: 90,
+        wall_us_median: 900,
+        node: "node1",
+        node_rank: 0,
+        local_rank: 1,
+      },
+      {
+        rank: 0,
+        self_time_us: 310,
+        collective_us: 200,
+        wait_us: 150,
+        wall_us_median: 905,
+        node: "node1",
+        node_rank: 0,
+        local_rank: 0,
+      },
+      {
+        rank: 2,
+        self_time_us: 700,
+        collective_us: 50,
+        wait_us: 0,
+        wall_us_median: 910,
+        node: "node<2>",
+        node_rank: 1,
+        local_rank: 0,
+      },
+    ],
+  };
+  const html = renderBody({ result: job });
+  const ranks = html.slice(
+    html.indexOf('<table id="ranks">'),
+    html.indexOf("</table>", html.indexOf('<table id="ranks">')),
+  );
+  assert.match(html, /<h2>Ranks <span class="muted">3 ranks; lines above show the median rank, on 2 nodes/);
+  assert.match(
+    ranks,
+    /<th>node<\/th><th>node rank<\/th><th>local<\/th><th>rank<\/th><th>self<\/th><th>compute<\/th>/,
+  );
+  const rows = ranks.split("<tr").slice(2); // after the header row
+  const cells = (row: string) => [...row.matchAll(/<td[^>]*>([^<]*)<\/td>/g)].map((m) => m[1]);
+  assert.deepEqual(
+    rows.map((row) => cells(row).slice(0, 4)),
+    [
+      ["node1", "0", "0", "0"],
+      ["node1", "0", "1", "1"],
+      ["node&lt;2&gt;", "1", "0", "2"],
+    ],
+  );
+  assert.match(rows[2], /^ class="slowest"><td>node&lt;2&gt;<\/td>/); // escaped, and the straggler
+  assert.match(rows[2], /<td class="num">650 µs<\/td>/); // compute: self outside collectives
+  // one rank, or ranks on one node: no node columns
+  assert.doesNotMatch(renderBody({ result }), /id="ranks"/);
+  const oneNode = { ...job, ranks: job.ranks!.map(({ node, node_rank, local_rank, ...k }) => k) };
+  assert.doesNotMatch(renderBody({ result: oneNode }), /<th>node<\/th>/);
+});

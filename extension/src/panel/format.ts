@@ -38,6 +38,19 @@ export interface FindingRow {
   fix?: string | null;
 }
 
+// A rank of a job with several (`--nproc`, `--hosts`, `--slurm`, `run -- torchrun|srun`):
+// `node`, `node_rank`, `local_rank` only when the ranks ran on several nodes.
+export interface RankRow extends Shown {
+  rank: number;
+  self_time_us: number;
+  wall_us_median?: number | null;
+  wait_us?: number;
+  collective_us?: number;
+  node?: string;
+  node_rank?: number;
+  local_rank?: number;
+}
+
 export interface ResultDoc extends Shown {
   run_id: string;
   created_at?: string;
@@ -58,6 +71,7 @@ export interface ResultDoc extends Shown {
   ops?: OpRow[];
   lines?: LineRow[];
   findings?: FindingRow[];
+  ranks?: RankRow[];
   unattributed_us?: number;
   // schema 3: against the unprofiled wall (or the device-side span), analysis/reconcile.py
   reconciliation?:
@@ -196,4 +210,14 @@ export function formatCell(key: string, value: unknown, row?: Shown): string {
 /** Column titles for generic tables: `self_time_us` → "self time". */
 export function columnTitle(key: string): string {
   return key.replace(/_us$/, "").replace(/_/g, " ");
+}
+
+/** Ranks in order, and the one whose compute (self time outside collectives) is highest:
+ * the straggler's candidate, as analysis/findings/ranks.py picks it; none for one rank. */
+export function rankRows(r: ResultDoc): { rows: RankRow[]; slowest: number | null; nodes: boolean } {
+  const rows = [...(r.ranks ?? [])].sort((a, b) => a.rank - b.rank);
+  if (rows.length < 2) return { rows: [], slowest: null, nodes: false };
+  const compute = (x: RankRow) => x.self_time_us - (x.collective_us ?? 0);
+  const slowest = rows.reduce((a, b) => (compute(b) > compute(a) ? b : a)).rank;
+  return { rows, slowest, nodes: rows.some((x) => typeof x.node === "string" && x.node !== "") };
 }

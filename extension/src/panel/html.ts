@@ -9,6 +9,7 @@ import {
   hasBackward,
   lineTime,
   noisyFinding,
+  rankRows,
   reconciledText,
   sortedFindings,
   sortedLines,
@@ -133,6 +134,32 @@ export function renderBody(data: RunData): string {
     parts.push(`<p class="muted">Unattributed: ${escapeHtml(shownText(r, "unattributed_us", timeUs))}</p>`);
   const roofline = rooflineSection(data.roofline, clockLabel(r.clock), escapeHtml);
   if (roofline) parts.push(roofline);
+
+  const ranks = rankRows(r);
+  if (ranks.rows.length) {
+    const rows = ranks.rows.map(
+      (k) =>
+        `<tr${k.rank === ranks.slowest ? ' class="slowest"' : ""}>` +
+        (ranks.nodes
+          ? `<td>${escapeHtml(k.node ?? "")}</td><td class="num">${escapeHtml(k.node_rank ?? "")}</td>` +
+            `<td class="num">${escapeHtml(k.local_rank ?? "")}</td>`
+          : "") +
+        `<td class="num">${k.rank}</td>` +
+        `<td class="num">${escapeHtml(shownText(k, "self_time_us", timeUs))}</td>` +
+        `<td class="num">${escapeHtml(timeUs(k.self_time_us - (k.collective_us ?? 0)))}</td>` +
+        `<td class="num">${escapeHtml(k.wait_us !== undefined ? shownText(k, "wait_us", timeUs) : "–")}</td>` +
+        `<td class="num">${escapeHtml(k.wall_us_median != null ? shownText(k, "wall_us_median", timeUs) : "–")}</td></tr>`,
+    );
+    parts.push(
+      `<h2>Ranks <span class="muted">${ranks.rows.length} ranks; lines above show the median rank` +
+        `${ranks.nodes ? `, on ${new Set(ranks.rows.map((k) => k.node)).size} nodes` : ""}</span></h2>` +
+        table(
+          "ranks",
+          [...(ranks.nodes ? ["node", "node rank", "local"] : []), "rank", "self", "compute", "wait", "wall"],
+          rows,
+        ),
+    );
+  }
 
   const opRows = sortedOps(r).map(
     (o) =>

@@ -88,6 +88,7 @@ def run(
         "run_dir": str(run_dir),
         "host": "local",
         "launcher": req.command.launcher,
+        "wrapper": req.command.wrapper,
         "command": req.command.argv,
         "script_rel": rel,
         "main_line": req.command.main_line(),
@@ -118,6 +119,8 @@ def run(
                 cancel,
                 timeout,
                 req.env,
+                capture=req.capture,  # the language server's stdout is its protocol channel
+                inner=req.command.inner,
             )
         finally:
             target.close()
@@ -156,16 +159,23 @@ def _document(outcome: Outcome) -> dict:
             batches.append(json.loads(Path(path).read_text(encoding="utf-8")))
         except (OSError, ValueError) as exc:
             raise TargetError(f"cannot read the harness result {path}: {exc}") from None
-    ranks = [e.get("rank") for e in outcome.events if e.get("event") == "result"]
-    if len(batches) == 1 and ranks[0] is None:
+    said = [e for e in outcome.events if e.get("event") == "result" and isinstance(e.get("path"), str)]
+    if len(batches) == 1 and said[0].get("rank") is None:
         return batches[0]
+    # ranks on several nodes (srun): each names its node, node rank and local rank
+    across = len({e.get("node") for e in said}) > 1
     return {
         "schema_version": batches[0].get("schema_version", 1),
         "batch_id": batches[0].get("batch_id", ""),
         "results": batches[0].get("results", []),
         "rank_batches": [
-            {"rank": int(r or 0), "run_dir": str(Path(p).parent), "batch": b}
-            for r, p, b in zip(ranks, outcome.results, batches, strict=True)
+            {
+                "rank": int(e.get("rank") or 0),
+                "run_dir": str(Path(p).parent),
+                "batch": b,
+                **({k: e[k] for k in ("node", "node_rank", "local_rank") if k in e} if across else {}),
+            }
+            for e, p, b in zip(said, outcome.results, batches, strict=True)
         ],
     }
 

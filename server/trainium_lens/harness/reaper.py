@@ -124,3 +124,20 @@ def _reap_zombies() -> None:
             return
         if pid == 0:
             return
+
+
+def scancel_jobs(job_ids: list[str] | set[str]) -> None:
+    """End SLURM jobs a stopped run started (``run -- srun …``): the tasks on other
+    nodes are not descendants of anything here. Killing srun ends its step only if
+    srun lives to tell the controller (docs/lab.md: a kill -9 of srun's group left
+    the job running); scancel asks the controller itself. A job that has ended
+    already makes it a no-op."""
+    ids = sorted(j for j in job_ids if str(j).isdigit())
+    if not ids:
+        return
+    import subprocess
+
+    try:
+        subprocess.run(["scancel", *ids], capture_output=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        pass

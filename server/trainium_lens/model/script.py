@@ -6,7 +6,11 @@ torch.distributed.run …``), finds the script the steps run in (its workspace,
 its ``if __name__ == "__main__":`` line), and refuses, in one line each, what
 the harness cannot be injected into: a command that is not Python, and
 ``-I``/``-E``/``-S``, which make Python ignore ``PYTHONPATH`` or ``site`` (the
-harness would never arm)."""
+harness would never arm).
+
+``srun [its options] COMMAND`` wraps either (a job across nodes, docs/nodes.md):
+srun exports the caller's environment to every task by default, so the same
+injection reaches every node; ``--export`` that drops it is refused."""
 
 from __future__ import annotations
 
@@ -44,14 +48,27 @@ _TORCHRUN_FLAGS = frozenset(
 )
 
 
+# srun's options that take no value (``srun --help``, slurm 22.05; those with an
+# optional value take it only as ``--opt=value``)
+_SRUN_FLAGS = frozenset(
+    "-E -H -I -k -K -l -O -Q -s -u -v -X -Z --contiguous --disable-status --exact --exclusive "
+    "--hold --immediate --kill-on-bad-exit --label --multi-prog --nice --no-allocate --no-kill "
+    "--overcommit --overlap --oversubscribe --preserve-env --propagate --pty --quiet "
+    "--quit-on-interrupt --reboot --resv-ports --send-libs --compress --spread-job --test-only "
+    "--unbuffered --use-min-nodes --verbose".split()
+)
+
+
 @dataclass
 class ScriptCommand:
     argv: list[str]
-    launcher: str  # "python" | "torchrun"
+    launcher: str  # "python" | "torchrun": what runs on each node
     script: Path | None = None  # the file the steps run in (absolute), when known
     module: str | None = None  # python -m MODULE
     nproc: int | None = None  # torchrun --nproc-per-node N
     notes: list[str] = field(default_factory=list)
+    wrapper: str | None = None  # "srun": the command's tasks run on the allocation's nodes
+    inner: int = 0  # argv[inner] is the Python or torchrun (after the wrapper and its options)
 
     def main_line(self) -> int:
         """The ``if __name__ == "__main__":`` line of the script (1 if none)."""
@@ -84,12 +101,14 @@ def parse_command(argv: list[str], cwd: Path) -> ScriptCommand:
     if not argv:
         raise UsageError("no command: give it after --, e.g. trainium-lens run -- python train.py")
     name = os.path.basename(argv[0])
+    if name == "srun":
+        return _srun(argv, cwd)
     if _TORCHRUN.match(name):
         return _torchrun(argv, argv[1:], cwd)
     if not _PYTHON.match(name):
         raise UsageError(
             f"{argv[0]} is not a Python command: run takes python [-m] SCRIPT|MODULE …, "
-            "torchrun … SCRIPT … or python -m torch.distributed.run …"
+            "torchrun … SCRIPT … or python -m torch.distributed.run …, or either behind srun …"
         )
     i = 1
     while i < len(argv):
@@ -124,6 +143,45 @@ def parse_command(argv: list[str], cwd: Path) -> ScriptCommand:
     if not script.is_file():
         raise UsageError(f"no such script: {argv[i]}")
     return ScriptCommand(list(argv), "python", script)
+
+
+def _srun(argv: list[str], cwd: Path) -> ScriptCommand:
+    i = 1
+    while i < len(argv) and argv[i].startswith("-"):
+        word = argv[i]
+        key, eq, value = word.partition("=")
+        if key == "--export" and value and not _exports_all(value):
+            raise UsageError(
+                f"srun {word} does not pass this environment to the tasks: the harness could not arm "
+                "there; use --export=ALL (srun's default) or ALL,VAR=…"
+            )
+        if key == "--multi-prog":
+            raise UsageError("srun --multi-prog runs a program list: run takes srun … python|torchrun …")
+        if eq or key in _SRUN_FLAGS or (len(key) > 2 and not key.startswith("--")):
+            i += 1  # --opt=value, a flag, or -N2 (a short option with its value attached)
+        else:
+            if key == "--export" and i + 1 < len(argv) and not _exports_all(argv[i + 1]):
+                raise UsageError(
+                    f"srun --export {argv[i + 1]} does not pass this environment to the tasks: use "
+                    "--export=ALL (srun's default) or ALL,VAR=…"
+                )
+            i += 2
+    if i >= len(argv):
+        raise UsageError("srun names no command: run takes srun [its options] python|torchrun … SCRIPT …")
+    name = os.path.basename(argv[i])
+    if not (_PYTHON.match(name) or _TORCHRUN.match(name)):
+        raise UsageError(
+            f"srun runs {argv[i]}, not Python: run takes srun [its options] python [-m] SCRIPT … "
+            "or srun [its options] torchrun … SCRIPT …"
+        )
+    inner = parse_command(argv[i:], cwd)
+    return ScriptCommand(
+        list(argv), inner.launcher, inner.script, inner.module, inner.nproc, wrapper="srun", inner=i
+    )
+
+
+def _exports_all(value: str) -> bool:
+    return value.split(",", 1)[0].upper() == "ALL"
 
 
 def _torchrun(argv: list[str], rest: list[str], cwd: Path) -> ScriptCommand:

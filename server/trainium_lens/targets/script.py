@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO
 
 from trainium_lens.errors import Cancelled, TargetError, TimedOut
+from trainium_lens.harness.reaper import scancel_jobs
 from trainium_lens.targets.base import EventSink
 from trainium_lens.targets.local import PACKAGE_PARENT
 from trainium_lens.targets.stream import kill_group
@@ -44,6 +45,12 @@ class Outcome:
     events: list[dict] = field(default_factory=list)
     results: list[str] = field(default_factory=list)  # batch paths the armed processes wrote
     documents: dict[str, dict] = field(default_factory=dict)  # path -> batch, when read already (a host's)
+
+
+def hello_deadline(spec: dict) -> float:
+    """Seconds to the first ``hello``: none under srun, whose allocation may wait in
+    the queue as long as the cluster is busy (srun itself says so on stderr)."""
+    return float("inf") if spec.get("wrapper") == "srun" else HELLO_S
 
 
 class EventTail:
@@ -128,6 +135,7 @@ def run_script(
     outcome = Outcome(returncode=0)
     started = time.monotonic()
     hello = False
+    jobs: set[str] = set()  # under srun: the SLURM jobs the armed tasks run in
 
     def drain() -> None:
         nonlocal hello
@@ -135,6 +143,8 @@ def run_script(
             outcome.events.append(event)
             if event.get("event") == "hello":
                 hello = True
+                if isinstance(event.get("slurm_job"), str):
+                    jobs.add(event["slurm_job"])
             if event.get("event") == "result" and isinstance(event.get("path"), str):
                 outcome.results.append(event["path"])
             on_event(event)
@@ -146,7 +156,7 @@ def run_script(
             if code is not None:
                 break
             elapsed = time.monotonic() - started
-            if not hello and elapsed > HELLO_S:
+            if not hello and elapsed > hello_deadline(spec):
                 raise TargetError(
                     f"the harness never armed in {argv[0]} ({HELLO_S:g} s and no word from it): "
                     "a -I/-E/-S interpreter or a wrapper that drops PYTHONPATH; run the interpreter directly"
@@ -168,4 +178,6 @@ def run_script(
             )
         return outcome
     finally:
+        if proc.poll() is None:  # stopped: the tasks srun started on other nodes end too
+            scancel_jobs(jobs)
         kill_group(proc, grace=0.5)  # what the script left (workers, children) goes with it

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from trainium_lens.errors import Cancelled, TargetError, TimedOut
 from trainium_lens.targets.base import EventSink
-from trainium_lens.targets.script import HELLO_S, Outcome, start_output_relay
+from trainium_lens.targets.script import HELLO_S, Outcome, hello_deadline, start_output_relay
 from trainium_lens.targets.ssh import SshTarget, _mark_remote
 from trainium_lens.targets.ssh_wrapper import EVENT_MARK, MARK
 from trainium_lens.targets.stream import kill_group
@@ -34,12 +34,14 @@ _RUN = 'exec "$1" -S "$2/lens/ssh_wrapper.py" "$2" "$3" --lifeline --command'
 _MARK = EVENT_MARK.encode()
 
 
-def remote_argv(argv: list[str], launcher: str, python: str) -> list[str]:
+def remote_argv(argv: list[str], launcher: str, python: str, inner: int = 0) -> list[str]:
     """The command with the host's Python in place of the local interpreter
-    (torchrun as ``python -m torch.distributed.run``, which it is)."""
-    if launcher == "torchrun" and not _is_python(argv[0]):
-        return [python, "-m", "torch.distributed.run", *argv[1:]]
-    return [python, *argv[1:]]
+    (torchrun as ``python -m torch.distributed.run``, which it is); under a
+    wrapper (``srun … python …``, ``inner`` its index) the wrapped one's."""
+    head, word, rest = argv[:inner], argv[inner], argv[inner + 1 :]
+    if launcher == "torchrun" and not _is_python(word):
+        return [*head, python, "-m", "torch.distributed.run", *rest]
+    return [*head, python, *rest]
 
 
 def _is_python(word: str) -> bool:
@@ -60,8 +62,10 @@ def run_script_remote(
     timeout: float | None = None,
     env_extra: dict[str, str] | None = None,
     capture: bool = False,
+    inner: int = 0,
 ) -> Outcome:
-    """``capture``: the command's output as ``output`` events (``run_script``'s)."""
+    """``capture``: the command's output as ``output`` events (``run_script``'s);
+    ``inner``: where the Python starts in a wrapped command (``srun …``)."""
     started = time.monotonic()
     on_event({"event": "stage", "stage": "connect", "message": f"connecting to {target.host}"})
     target.conn.master()
@@ -77,7 +81,7 @@ def run_script_remote(
     remote_cwd = f"{wd}/src" if rel == "." else f"{wd}/src/{rel}"
     spec = dict(spec, workspace_root=f"{wd}/src", run_dir=f"{wd}/runs/{spec['batch_id']}", host=target.host)
     job = {
-        "argv": remote_argv(argv, launcher, info["python"]),
+        "argv": remote_argv(argv, launcher, info["python"], inner),
         "cwd": remote_cwd,
         "env": dict(env_extra or {}),
         "run_spec": spec,
@@ -138,7 +142,7 @@ def run_script_remote(
                 break
             hello = any(e.get("event") == "hello" for e in outcome.events)
             elapsed = time.monotonic() - started
-            if not hello and "pgid" in remote and elapsed > HELLO_S + _since(remote, started):
+            if not hello and "pgid" in remote and elapsed > hello_deadline(spec) + _since(remote, started):
                 raise TargetError(
                     f"the harness never armed in {argv[0]} on {target.host} ({HELLO_S:g} s and no word "
                     "from it): a -I/-E/-S interpreter or a wrapper that drops PYTHONPATH"

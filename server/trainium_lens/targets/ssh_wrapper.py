@@ -46,7 +46,7 @@ import warnings
 # The harness's sweep of its descendants (the lens folder beside this file holds it).
 if not __package__:  # run as a script on the host
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trainium_lens.harness.reaper import kill_descendants  # noqa: E402
+from trainium_lens.harness.reaper import kill_descendants, scancel_jobs  # noqa: E402
 
 HEARTBEAT_S = 1.0
 # After the result, the harness's time to exit before it is killed (as the
@@ -56,6 +56,9 @@ TEARDOWN_S = 1.0
 QUIET_WAIT_S = 1.5
 MARK = "trainium-lens-remote: "
 EXIT_BUSY = 75
+# ``--command`` under srun: the SLURM jobs its armed tasks named (``hello``'s
+# ``slurm_job``), scancelled whenever the command's group is stopped.
+SLURM_JOBS: set = set()
 
 
 class Channel:
@@ -84,6 +87,7 @@ class Channel:
 
 
 def kill_group(pgid, grace=2.0):
+    scancel_jobs(SLURM_JOBS)  # the tasks on other nodes are no process of this group
     for sig in (signal.SIGTERM, signal.SIGKILL):
         if sig == signal.SIGKILL:  # the harness outlived its grace: sweep what it started
             kill_descendants(pgid)
@@ -211,6 +215,17 @@ def describe_signal(code):
 EVENT_MARK = "\x1etrainium-lens-event: "
 
 
+def _note_slurm_job(line):
+    if b'"slurm_job"' not in line:
+        return
+    try:
+        job = json.loads(line).get("slurm_job")
+    except (ValueError, AttributeError):
+        return
+    if isinstance(job, str) and job.isdigit():
+        SLURM_JOBS.add(job)
+
+
 def run_command(work_dir, spec, lifeline, wait_s):
     """The user's command, armed; see the module's ``--command``. It takes the work
     dir's lock as a profile does (one run at a time on a host's work dir: the
@@ -284,6 +299,7 @@ def run_command(work_dir, spec, lifeline, wait_s):
             partial = lines.pop()
             for line in lines:
                 if line.strip():
+                    _note_slurm_job(line)
                     say(EVENT_MARK.encode() + line + b"\n")
             if last:
                 return

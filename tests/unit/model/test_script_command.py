@@ -72,3 +72,77 @@ def test_steps() -> None:
     for bad in ("1:3", "5:3", "3", "a:b"):
         with pytest.raises(UsageError):
             parse_steps(bad)
+
+
+@pytest.mark.parametrize(
+    ("argv", "launcher", "inner", "nproc"),
+    [
+        (
+            ["srun", "-N2", "--ntasks-per-node=1", "torchrun", "--nproc-per-node", "2", "train.py"],
+            "torchrun",
+            3,
+            2,
+        ),
+        (
+            ["srun", "-N", "2", "-l", "--partition", "lab", "python", "train.py", "--lr", "1"],
+            "python",
+            6,
+            None,
+        ),
+        (
+            [
+                "srun",
+                "--kill-on-bad-exit",
+                "--export=ALL,X=1",
+                "python3",
+                "-m",
+                "torch.distributed.run",
+                "train.py",
+            ],
+            "torchrun",
+            3,
+            None,
+        ),
+        (["srun", "-K", "-u", "/opt/venv/bin/python", "train.py"], "python", 3, None),
+    ],
+)
+def test_srun_wraps_python_or_torchrun(cwd: Path, argv: list[str], launcher: str, inner: int, nproc) -> None:
+    cmd = parse_command(argv, cwd)
+    assert (cmd.wrapper, cmd.launcher, cmd.inner, cmd.nproc) == ("srun", launcher, inner, nproc)
+    assert cmd.script == (cwd / "train.py").resolve()
+    assert cmd.argv == argv  # never rewritten
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["srun", "-N2", "bash", "-c", "torchrun train.py"], "srun runs bash, not Python"),
+        (["srun", "--export=NONE", "python", "train.py"], "does not pass this environment"),
+        (["srun", "--export", "PATH", "python", "train.py"], "does not pass this environment"),
+        (["srun", "-N2"], "srun names no command"),
+        (["srun", "--multi-prog", "progs.conf"], "--multi-prog"),
+        (["srun", "python", "-I", "train.py"], "-I"),
+    ],
+)
+def test_srun_refused(cwd: Path, argv: list[str], says: str) -> None:
+    with pytest.raises(UsageError) as info:
+        parse_command(argv, cwd)
+    assert says in str(info.value)
+
+
+def test_remote_argv_puts_the_hosts_python_in_the_wrapped_command() -> None:
+    from trainium_lens.targets.script_remote import remote_argv
+
+    py = "/opt/venv/bin/python"
+    assert remote_argv(["srun", "-N2", "torchrun", "--nnodes", "2", "t.py"], "torchrun", py, 2) == [
+        "srun",
+        "-N2",
+        py,
+        "-m",
+        "torch.distributed.run",
+        "--nnodes",
+        "2",
+        "t.py",
+    ]
+    assert remote_argv(["srun", "python3", "t.py"], "python", py, 1) == ["srun", py, "t.py"]
+    assert remote_argv(["python", "t.py"], "python", py) == [py, "t.py"]

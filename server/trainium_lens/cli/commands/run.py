@@ -24,7 +24,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser(
         "run",
         help="profile steps of the training script you already run: run -- python train.py ARGS",
-        description="Run COMMAND as you would (python [-m] SCRIPT|MODULE ARGS, torchrun … SCRIPT ARGS) "
+        description="Run COMMAND as you would (python [-m] SCRIPT|MODULE ARGS, torchrun … SCRIPT ARGS, "
+        "or either behind srun …) "
         "with the profiler injected: steps N..M (optimizer steps) are profiled per source line, "
         "then the script runs on at full speed. The exit status is the script's.",
     )

@@ -9,6 +9,12 @@ while ``TRAINIUM_LENS_RUN`` names a spec. Which one is armed:
 * ``torchrun``: the first Python is the agent: it only records its pid
   (``AGENT_ENV``) and stays unarmed; its direct children that carry
   ``LOCAL_RANK`` are the workers, each armed (and each clears the variable).
+* ``srun … python SCRIPT`` / ``srun … torchrun …``: srun passes the
+  environment to every task, so on each node the first Python is the command
+  (its rank ``$SLURM_PROCID`` when the step has several tasks) or torchrun's
+  agent, as above. Each armed process names where it runs (``place``: host
+  name, node rank, local rank) and its SLURM job (``hello``'s ``slurm_job``:
+  the launcher scancels it if the run is stopped).
 
 Every process that loads the spec says so in the events file at once
 (``hello``), so the CLI can tell "never armed" (``python -I``, a wrapper that
@@ -23,6 +29,7 @@ from __future__ import annotations
 import importlib.abc
 import json
 import os
+import socket
 import sys
 import time
 from typing import Any
@@ -36,8 +43,9 @@ class Events:
     """JSON lines appended to ``<run_dir>/events.jsonl`` (one short write each, so
     the ranks' lines never interleave)."""
 
-    def __init__(self, path: str, rank: int | None):
+    def __init__(self, path: str, rank: int | None, place: dict | None = None):
         self.path, self.rank = path, rank
+        self.place = place or {}  # where this rank runs: node, node_rank, local_rank
 
     def emit(self, event: str, **fields: Any) -> None:
         record = {"event": event, "pid": os.getpid(), "t": time.time(), **fields}
@@ -70,9 +78,15 @@ def boot() -> None:
         return
     events_path = os.path.join(spec["run_dir"], "events.jsonl")
     role = _role(spec)
-    rank = int(os.environ["RANK"]) if role == "worker" and os.environ.get("RANK", "").isdigit() else None
-    events = Events(events_path, rank)
-    events.emit("hello", role=role, argv=list(getattr(sys, "orig_argv", sys.argv)))
+    rank = _rank(role)
+    events = Events(events_path, rank, _place(role) if rank is not None else None)
+    events.emit(
+        "hello",
+        role=role,
+        argv=list(getattr(sys, "orig_argv", sys.argv)),
+        node=socket.gethostname(),
+        **({"slurm_job": os.environ["SLURM_JOB_ID"]} if os.environ.get("SLURM_JOB_ID") else {}),
+    )
     if role == "agent":
         _die_with(PARENT_ENV)
         return
@@ -103,6 +117,39 @@ def _role(spec: dict) -> str:
     if agent == str(os.getppid()) and "LOCAL_RANK" in os.environ:
         return "worker"
     return "other"
+
+
+def _rank(role: str) -> int | None:
+    """A worker's ``RANK``; a command that srun started as one of several tasks, its task id."""
+    if role == "worker":
+        raw = os.environ.get("RANK", "")
+    elif role == "main" and _int_env("SLURM_NTASKS", "SLURM_NPROCS") > 1:
+        raw = os.environ.get("SLURM_PROCID", "")
+    else:
+        return None
+    return int(raw) if raw.isdigit() else None
+
+
+def _place(role: str) -> dict:
+    """Where this rank runs: torchrun's node rank (``GROUP_RANK``) and local rank, or
+    srun's (``SLURM_NODEID``, ``SLURM_LOCALID``)."""
+    place: dict = {"node": socket.gethostname()}
+    node_env, local_env = (
+        ("GROUP_RANK", "LOCAL_RANK") if role == "worker" else ("SLURM_NODEID", "SLURM_LOCALID")
+    )
+    for field, env in (("node_rank", node_env), ("local_rank", local_env)):
+        raw = os.environ.get(env, "")
+        if raw.isdigit():
+            place[field] = int(raw)
+    return place
+
+
+def _int_env(*names: str) -> int:
+    for name in names:
+        raw = os.environ.get(name, "")
+        if raw.isdigit():
+            return int(raw)
+    return 0
 
 
 def _die_with(env: str) -> None:

@@ -375,7 +375,7 @@ class ScriptRun:
         batch = build.batch_document(self.spec["batch_id"], [doc])
         path = os.path.join(self.run_dir, "batch.json")
         write_json_atomic(path, batch, indent=1)
-        self.events.emit("result", path=os.path.abspath(path), steps=self.step)
+        self.events.emit("result", path=os.path.abspath(path), steps=self.step, **self.events.place)
 
     def _at_exit(self) -> None:
         if os.getpid() != self.pid:
