@@ -158,3 +158,32 @@ async def test_a_killed_server_leaves_nothing_on_the_host(sshd, ssh_control_dir,
         run.cancel()
         client.lens_stopped = True
         await client.stop()
+
+
+async def test_a_script_run_on_the_host_logs_its_output_and_keeps_the_protocol(
+    sshd, ssh_control_dir, tmp_path
+):
+    """``trainiumLens.runScript`` with a host: the script's stdout, which comes back on
+    this ssh's stdout, goes to the log; on the server's own stdout (the protocol's
+    channel) it would break the connection."""
+    from tests.integration.cli.test_run import project
+
+    ws = project(tmp_path)
+    client = await _start_on_host(ws, sshd, ssh_control_dir, tmp_path)
+    try:
+        uri = open_doc(client, ws / "tinylm" / "train.py")
+        model = open_doc(client, ws / "tinylm" / "model.py")
+        reply = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(
+                command="trainiumLens.runScript", arguments=[{"uri": uri, "args": ["--steps", "12"]}]
+            )
+        )
+        assert reply["run_ids"] and reply["exit_status"] == 0, reply
+        result = RunStore(ws).get(reply["run_ids"][0])
+        assert result.host == "lens-test"
+        assert {ln.file for ln in result.lines} >= {"tinylm/model.py", "tinylm/train.py"}
+        logged = [m.message for m in client.log_messages]
+        assert any(m.startswith("step 12 loss") for m in logged), logged[-20:]
+        assert await hints(client, model)  # the server still answers: the channel is whole
+    finally:
+        await stop(client)

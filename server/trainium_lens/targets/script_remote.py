@@ -44,6 +44,17 @@ def remote_argv(argv: list[str], launcher: str, python: str, inner: int = 0) -> 
     return [*head, python, *rest]
 
 
+def _in_copy(word: str, workspace: Path, copy: str) -> str:
+    """An absolute path inside the workspace (the editor names the script so) as the
+    same file in the host's synced copy; any other word as it is."""
+    root = str(workspace.resolve())
+    if word == root:
+        return copy
+    if word.startswith(root + "/"):
+        return copy + word[len(root) :]
+    return word
+
+
 def _is_python(word: str) -> bool:
     from trainium_lens.model.script import _PYTHON
 
@@ -81,7 +92,9 @@ def run_script_remote(
     remote_cwd = f"{wd}/src" if rel == "." else f"{wd}/src/{rel}"
     spec = dict(spec, workspace_root=f"{wd}/src", run_dir=f"{wd}/runs/{spec['batch_id']}", host=target.host)
     job = {
-        "argv": remote_argv(argv, launcher, info["python"], inner),
+        "argv": [
+            _in_copy(a, workspace, f"{wd}/src") for a in remote_argv(argv, launcher, info["python"], inner)
+        ],
         "cwd": remote_cwd,
         "env": dict(env_extra or {}),
         "run_spec": spec,
