@@ -125,6 +125,23 @@ class RunIndex:
 
 
 @dataclass(slots=True)
+class AppliedFix:
+    """A fix applied after its measurement held: where it went and what it measured."""
+
+    text: str  # the first line of the replacement, stripped: how its line is found again
+    near: int  # 0-based line where the edit started
+    label: str  # the hint, from the measurement
+    run_id: str  # the run the fix was measured against
+    file: str  # the run's function: its next run supersedes the hint
+    function: str
+
+    def line_in(self, doc_lines: Sequence[str]) -> int | None:
+        """The line holding the replacement now (the nearest match to where it went)."""
+        found = [i for i, ln in enumerate(doc_lines) if ln.strip() == self.text]
+        return min(found, key=lambda i: abs(i - self.near)) if found else None
+
+
+@dataclass(slots=True)
 class Annotation:
     line: int  # 0-based, in the current document
     stat: LineStat
@@ -174,6 +191,9 @@ class DocumentRuns:
         self.trackers: dict[str, LineTracker] = {}  # run_id -> tracker
         # A failed run's error in this file: (0-based line, message, the profiled file).
         self.errors: list[tuple[int, str, str]] = []
+        # Fixes applied in this document (lsp/features/fixes.py), each shown on its line
+        # with its measured figures until the function is profiled again.
+        self.applied: list[AppliedFix] = []
         self._cache: tuple[tuple, Annotations] | None = None
         self._dirty: set[int] = set()  # lines typed in since the cache was built
         self._prep: dict[str, list] = {}

@@ -12,7 +12,7 @@ from typing import Any
 from lsprotocol import types
 
 from tests.integration.cli.test_fix import FILE
-from tests.support.lsp_client import make_result, open_doc, start, stop
+from tests.support.lsp_client import hints, make_result, open_doc, start, stop
 from trainium_lens.analysis.fixes.rmsnorm import rms_norm_edit
 from trainium_lens.lsp.features.fixes import REFUSED
 from trainium_lens.model.result import Finding, FunctionRef, Protocol
@@ -94,6 +94,18 @@ async def test_quick_fix_measures_then_applies_only_on_accept(tmp_path):
             (text_edit,) = edit.changes[uri]
             assert text_edit.range.start.line == 13 and text_edit.range.end.line == 15
             assert reply["applied"] is True
+            # the client applies it: the line it wrote shows the measured figures, not a stale hint
+            lines = FILE.splitlines(keepends=True)
+            applied = "".join(lines[:13]) + text_edit.new_text + "".join(lines[text_edit.range.end.line :])
+            client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+                    content_changes=[types.TextDocumentContentChangeWholeDocument(text=applied)],
+                )
+            )
+            shown = await hints(client, uri)
+            assert shown[13].startswith("⏱ fix: ") and f"faster on {reply['backend']}" in shown[13], shown
+            assert "(stale)" not in shown[13]
         else:  # slower or disturbed here: said so, nothing asked, nothing applied
             assert asked == [] and edits == [] and reply["applied"] is False
             assert any(reply["text"] in m.message for m in client.messages)

@@ -26,7 +26,9 @@ from pygls.uris import to_fs_path
 from trainium_lens.analysis.fixes.source import holds
 from trainium_lens.errors import LensError
 from trainium_lens.lsp.features import trust
+from trainium_lens.lsp.runs import AppliedFix
 from trainium_lens.lsp.state import LensServer
+from trainium_lens.model import figures
 from trainium_lens.model.codec import one_line
 from trainium_lens.model.result import Edit, Finding, Result
 
@@ -132,7 +134,25 @@ async def run_fix(ls: LensServer, *args: Any) -> dict:
         types.ApplyWorkspaceEditParams(edit=workspace_edit(ls, uri, edit), label=edit.title)
     )
     report["applied"] = bool(applied and applied.applied)
+    runs = ls.document_runs(uri)
+    if report["applied"] and runs is not None:
+        runs.applied.append(applied_fix(result, edit, measured))
+        ls.refresh_pulled_views()
     return report
+
+
+def applied_fix(result: Result, edit: Edit, measured: Any) -> AppliedFix:
+    """The hint a fix leaves on its line: the figures its measurement gave."""
+    first = next((ln.strip() for ln in edit.replacement.splitlines() if ln.strip()), "")
+    label = "⏱ fix applied"
+    if measured.before_us and measured.after_us and measured.speedup:
+        label = (
+            f"⏱ fix: {figures.time_us(measured.before_us)} → {figures.time_us(measured.after_us)} per call"
+            f" · {figures.ratio(measured.speedup)} faster on {measured.backend} (measured before applying)"
+        )
+    return AppliedFix(
+        first, edit.start_line - 1, label, result.run_id, result.function.file, result.function.name
+    )
 
 
 def workspace_edit(ls: LensServer, uri: str, edit: Edit) -> types.WorkspaceEdit:

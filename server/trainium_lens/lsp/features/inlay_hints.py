@@ -10,6 +10,10 @@ A line whose work was counted ends with its roofline marker: ``· 41% peak``,
 ``· mem-bound`` or ``· overhead`` (present/roofline_format.py); not on a stale line.
 A run judged noisy (``analysis/noise.py``) ends its hints with ``⚠ noisy``;
 the heat marks its lines unreliable and the client draws them apart.
+A fix applied from a quick fix (``fixes.py``) shows its measured figures on the
+line it wrote, ``⏱ fix: 16.4 µs → 5.3 µs per call · 3.1× faster on cpu
+(measured before applying)``, in place of the old run's stale hint, until the
+function is profiled again.
 """
 
 from __future__ import annotations
@@ -110,14 +114,42 @@ class HintView:
 def hints(ls: LensServer, params: types.InlayHintParams) -> list[types.InlayHint]:
     uri = params.text_document.uri
     annotations = ls.annotations(uri)
-    if annotations is None or not annotations.lines:
+    if annotations is None:
         return []
+    lines, _ = ls.doc_lines(uri)
+    first, last = params.range.start.line, params.range.end.line
+    fixed = _fix_hints(ls, uri, lines, first, last)
+    if not annotations.lines:
+        return list(fixed.values())
     threshold = ls.settings.hint_threshold
     view = annotations.views.get(("hints", threshold))
     if view is None:
         view = annotations.views[("hints", threshold)] = HintView(annotations, threshold)
-    lines, _ = ls.doc_lines(uri)
-    return view.hints(params.range.start.line, params.range.end.line, lines, _units(ls))
+    out = [h for h in view.hints(first, last, lines, _units(ls)) if h.position.line not in fixed]
+    return sorted([*out, *fixed.values()], key=lambda h: h.position.line)
+
+
+def _fix_hints(ls: LensServer, uri: str, lines: Sequence[str], first: int, last: int) -> dict:
+    """line -> the hint of a fix applied there, while no newer run of its function exists."""
+    runs = ls.document_runs(uri)
+    if runs is None or not runs.applied:
+        return {}
+    out: dict[int, types.InlayHint] = {}
+    units = _units(ls)
+    for fix in list(runs.applied):
+        history = runs.index.history(fix.file, fix.function)
+        if history and history[-1].run_id != fix.run_id:  # profiled again: its figures rule
+            runs.applied.remove(fix)
+            continue
+        line = fix.line_in(lines)
+        if line is None or not first <= line <= last:
+            continue
+        out[line] = types.InlayHint(
+            position=types.Position(line=line, character=units(lines[line])),
+            label=fix.label,
+            padding_left=True,
+        )
+    return out
 
 
 def register(server: LensServer) -> None:

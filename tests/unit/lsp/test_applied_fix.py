@@ -1,0 +1,37 @@
+"""The hint a fix leaves on the line it wrote (lsp/features/fixes.py): its measured
+figures, found again on its line after the lines around it moved."""
+
+from __future__ import annotations
+
+from tests.support.lsp_client import make_result
+from trainium_lens.engine.fixes import Measured
+from trainium_lens.lsp.features.fixes import applied_fix
+from trainium_lens.model.result import Edit
+
+
+def _measured(**kw) -> Measured:
+    base = dict(
+        n=1, file="m.py", line=14, edit_line=14, title="torch.rms_norm", backend="cpu", speedup=3.1,
+        before_us=16.4, after_us=5.3, basis="best unprofiled wall", outputs_equal=True,
+        max_abs_diff=2e-7, held=True, text="3.1× faster",
+    )  # fmt: skip
+    base.update(kw)
+    return Measured(**base)
+
+
+def test_the_label_carries_the_measurement_and_the_line_is_found_where_it_moved():
+    result = make_result("m.py", "f", 10, {14: ("y = x * x", 10.0, [])})
+    edit = Edit(
+        file="m.py", start_line=14, start_col=0, end_line=16, end_col=0,
+        replacement="\n    return torch.rms_norm(x, (512,), w, 1e-6)\n", original="y = x * x",
+        title="torch.rms_norm", function="f",
+    )  # fmt: skip
+    fix = applied_fix(result, edit, _measured())
+    assert fix.label == "⏱ fix: 16.4 µs → 5.3 µs per call · 3.1× faster on cpu (measured before applying)"
+    assert (fix.run_id, fix.file, fix.function) == (result.run_id, "m.py", "f")
+    doc = ["def f(x):"] * 20
+    doc[13] = doc[2] = "    return torch.rms_norm(x, (512,), w, 1e-6)"
+    assert fix.line_in(doc) == 13  # the nearest to where it went
+    assert fix.line_in(["", *doc]) == 14  # a line typed above moves it
+    assert fix.line_in(["x"]) is None
+    assert applied_fix(result, edit, _measured(speedup=None)).label == "⏱ fix applied"
