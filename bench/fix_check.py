@@ -38,17 +38,19 @@ def main() -> None:
     p.add_argument("--calls", type=int, default=300)
     args = p.parse_args()
     mods = [load(args.before, "check_before"), load(args.after, "check_after")]
-    torch.manual_seed(0)
-    inputs = getattr(mods[0], args.inputs)() if args.inputs else ()
+    inputs = []
+    for m in mods:  # each version its own (the edit may be in the inputs function: an optimizer)
+        torch.manual_seed(0)
+        inputs.append(getattr(m, args.inputs)() if args.inputs else ())
     fns = [getattr(m, args.function) for m in mods]
     times: list[list[float]] = [[], []]
     for _ in range(5):  # warm up both
-        for fn in fns:
-            fn(*inputs)
+        for fn, given in zip(fns, inputs, strict=True):
+            fn(*given)
     for _ in range(args.calls):
         for i, fn in enumerate(fns):
             t = time.perf_counter()
-            fn(*inputs)
+            fn(*inputs[i])
             times[i].append(time.perf_counter() - t)
     med = [statistics.median(t) * 1e6 for t in times]
     best = [min(t) * 1e6 for t in times]

@@ -6,7 +6,10 @@ the language server sends them to the editor as JSON.
 **Speedups come from the true clock** (``speedup_basis``): device time where
 every variant has device time (``neuron``, ``cuda``), else the unprofiled wall
 medians (``Totals.wall_us_median``: the function called without the profiler,
-synchronized). Never from profiled CPU time: the profiler's own cost per op
+synchronized) — the walls timed in turn where the harness paired them
+(``Totals.paired_wall_us_*``, harness/eager/paired.py: one call of each variant per
+round, so a host that speeds up or slows down between variants reaches all of
+them alike). Never from profiled CPU time: the profiler's own cost per op
 event inflates it, small ops most, so on the bundled RMSNorm example the
 profiled CPU figure ranked ``torch.rms_norm`` (one op, ~16 µs unprofiled)
 below the six-op version (~17 µs unprofiled). The profiled figures stay in the
@@ -27,6 +30,7 @@ more when the largest difference sits on a small element).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
@@ -164,6 +168,11 @@ def speedup_basis(results: list[Result]) -> tuple[str | None, str | None]:
                 f"{'/'.join(sorted(clocks))} time is profiled: the profiler's cost per op event "
                 f"inflates it, small ops most"
             )
+        if all(r.totals.paired_wall_us_median for r in results) and len(results) > 1:
+            return (
+                BASIS_WALL,
+                f"speedups from the unprofiled wall medians, the variants timed in turn ({why})",
+            )
         return BASIS_WALL, f"speedups from the unprofiled wall medians ({why})"
     return None, "no speedups: the runs have neither device time nor unprofiled wall medians"
 
@@ -207,10 +216,29 @@ def disturbed_note(results: list[Result], names: list[str] | None = None) -> str
     )
 
 
+def paired(results: list[Result]) -> list[Result]:
+    """The results with their walls timed in turn in place of their own, when every
+    one has them (copies: the stored results keep both); else as they are."""
+    if len(results) < 2 or not all(r.totals.paired_wall_us_median for r in results):
+        return results
+    return [
+        dataclasses.replace(
+            r,
+            totals=dataclasses.replace(
+                r.totals,
+                wall_us_median=r.totals.paired_wall_us_median,
+                wall_us_min=r.totals.paired_wall_us_min,
+            ),
+        )
+        for r in results
+    ]
+
+
 def compare_variants(results: list[Result]) -> Comparison:
     """One row per result; the first is the reference for speed and output."""
     if not results:
         return Comparison(clock="", reference=None)
+    results = paired(results)  # walls timed side by side, where the harness has them
     reference = results[0]
     clocks = {r.clock for r in results}
     basis, note = speedup_basis(results)

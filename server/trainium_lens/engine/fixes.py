@@ -110,14 +110,18 @@ def driver(result: Result, edit: Edit, folder: Path, source_dir: Path) -> str:
         f"_after = _load({str(folder / 'after.py')!r}, 'lens_fix_after')",
         "",
     ]
-    if inputs:
-        head += ["", "def lens_inputs():", f"    return _before.{inputs}()", ""]
-        options += " inputs=lens_inputs"
     name = result.function.name
     for variant, module in (("before", "_before"), ("after", "_after")):
+        marker = options
+        if inputs:
+            # each copy builds its own inputs (the harness seeds before each call, so they
+            # start alike): an edit may be in the inputs function itself (the optimizer's
+            # constructor), and a training step must not start from the other one's state
+            head += ["", f"def lens_inputs_{variant}():", f"    return {module}.{inputs}()", ""]
+            marker += f" inputs=lens_inputs_{variant}"
         head += [
             "",
-            f"# trainium: profile {options}",
+            f"# trainium: profile {marker}",
             f"def {variant}(*args, **kwargs):",
             f"    return {module}.{name}(*args, **kwargs)",
             "",

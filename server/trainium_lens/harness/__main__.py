@@ -123,6 +123,10 @@ def run(events) -> int:
     profile = xla.profile_function if backend.name == "xla" else profile_function
     for index, (m, protocol) in enumerate(zip(chosen, protocols, strict=True)):
         results.append(profile(session, m, index, protocol))
+    if backend.name != "xla" and not dist.rank_mode():
+        from trainium_lens.harness.eager.paired import time_in_turn
+
+        time_in_turn(session, results)  # a comparison's variants, their walls side by side
     batch = build.batch_document(spec.batch_id, results)
     events.stage("done", None, f"{len(results)} function(s) profiled")
     out = _write_batch(spec.run_dir, batch)

@@ -4,6 +4,7 @@ to. Imports no protocol, so both build on it."""
 
 from __future__ import annotations
 
+import copy
 import os
 from typing import Any, Protocol
 
@@ -26,6 +27,7 @@ class CallSession(Protocol):
     user: UserCode
     rel_file: str
     inputs: dict[str, tuple[tuple, dict]]
+    pristine: dict[str, Any]  # inputs name -> a copy made before any variant ran
     references: dict[str, tuple[str, Any]]
 
 
@@ -146,7 +148,28 @@ def inputs(s: CallSession, marked: Marked, fn: Any) -> tuple[tuple, dict]:
         dev = torch.device(s.backend.device)
         args, kwargs = call_inputs(s.module, name, s.rel_file, marked.name, s.user, device=dev)
         s.inputs[name] = (to_device(args, dev), to_device(kwargs, dev))  # placement.py
+        if marked.options.get("compare"):
+            _snapshot(s, name)
+        return s.inputs[name]
+    if name in s.pristine:
+        # A later variant of a compared group starts from the state the first one
+        # started from: a training step's first call updates the model and optimizer
+        # it is given, so on shared inputs the second variant's outputs would be those
+        # of a model trained further, never equal (``fix`` compares before and after).
+        return copy.deepcopy(s.pristine[name])
     return s.inputs[name]
+
+
+def _snapshot(s: CallSession, name: str) -> None:
+    """Keep a copy of the inputs (one ``deepcopy``: a model and the optimizer holding
+    its parameters stay linked); without one, the variants share the inputs and say so."""
+    try:
+        s.pristine[name] = copy.deepcopy(s.inputs[name])
+    except Exception as exc:  # an object that cannot be copied (a handle, a generator)
+        s.events.warning(
+            f"inputs={name} cannot be copied ({type(exc).__name__}): the variants share them, so "
+            "each starts from the state the one before left (outputs of a training step differ)"
+        )
 
 
 def tensors_of(value: Any) -> list:

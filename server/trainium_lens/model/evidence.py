@@ -106,6 +106,9 @@ class Stability:
     timing_used: int = 0  # in the wall's median (the clean ones, or all if too few were clean)
     timing_batch: int = 1  # back-to-back calls per timing sample (one timer pair each)
     timing_loop_us: float = 0.0  # the timing loop's own cost per sample, measured empty and subtracted
+    # variants of one comparison timed in turn after the batch (harness/eager/paired.py)
+    paired_rounds: int = 0
+    paired_clean: int = 0
 
 
 @dataclass

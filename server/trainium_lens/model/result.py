@@ -111,6 +111,10 @@ class Totals:
     # cpu clock: host time between ops per call (Python, the autograd engine), in no op's
     # figure; each line holds the gaps before its ops (``LineStat.host_time_us``). None: not read
     host_time_us: float | None = None
+    # a variant of a comparison: its wall timed in turn with the others' (one call of
+    # each per round, harness/eager/paired.py); the speedups' figure. None: not paired
+    paired_wall_us_median: float | None = None
+    paired_wall_us_min: float | None = None
 
     @property
     def has_backward(self) -> bool:

@@ -96,7 +96,14 @@ async def test_quick_fix_measures_then_applies_only_on_accept(tmp_path):
             assert reply["applied"] is True
             # the client applies it: the line it wrote shows the measured figures, not a stale hint
             lines = FILE.splitlines(keepends=True)
-            applied = "".join(lines[:13]) + text_edit.new_text + "".join(lines[text_edit.range.end.line :])
+            a, b = text_edit.range.start, text_edit.range.end  # ASCII: UTF-16 columns are characters
+            applied = (
+                "".join(lines[: a.line])
+                + lines[a.line][: a.character]
+                + text_edit.new_text
+                + lines[b.line][b.character :]
+                + "".join(lines[b.line + 1 :])
+            )
             client.text_document_did_change(
                 types.DidChangeTextDocumentParams(
                     text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),

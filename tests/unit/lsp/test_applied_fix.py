@@ -3,14 +3,16 @@ figures, found again on its line after the lines around it moved."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.support.lsp_client import make_result
 from trainium_lens.engine.fixes import Measured
 from trainium_lens.lsp.features.fixes import applied_fix
 from trainium_lens.model.result import Edit
 
 
-def _measured(**kw) -> Measured:
-    base = dict(
+def _measured(**kw: Any) -> Measured:
+    base: dict[str, Any] = dict(
         n=1, file="m.py", line=14, edit_line=14, title="torch.rms_norm", backend="cpu", speedup=3.1,
         before_us=16.4, after_us=5.3, basis="best unprofiled wall", outputs_equal=True,
         max_abs_diff=2e-7, held=True, text="3.1× faster",

@@ -49,6 +49,9 @@ class Session:
         self.include_hooks = IncludeHooks(user, self.labeler.mode)  # --include: inside F.* too
         self.optimizers = OptimizerWatch(user)  # optimizers stepped in the first call (optim_trials.py)
         self.inputs: dict[str, tuple[tuple, dict]] = {}
+        self.pristine: dict[str, Any] = {}  # call.inputs: compared variants start alike
+        # function -> (variant group, call, calls per sample, timing calls): paired.py
+        self.timed: dict[str, tuple[str, Any, int, int]] = {}
         # per group of variants (see variant_key): (function, first output tensor)
         self.references: dict[str, tuple[str, Any]] = {}
         self.source = build.SourceText(user.root, user.abspath)
@@ -143,6 +146,7 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
     ]
     # FLOPs, bytes, memory: one more call, after everything timed (work/step.py says why)
     add_work(doc, s, call, s.labeler.label(s.rel_file, marked.def_line, marked.name))
+    s.timed[marked.name] = (variant_key(marked), call, max(1, per_step), protocol["timing_calls"])
     return doc
 
 
