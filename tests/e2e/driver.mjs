@@ -6,7 +6,8 @@
 //
 // CONFIG: {url, file, defText, lineTexts, settingsPath, settings, barePython,
 //          goodPython, libsDir, pickHost, shots, phases: ["errors", "host", "profile",
-//          "train", "roofline", "script"], scriptFile, scriptMainLine}
+//          "train", "roofline", "script", "fix"], scriptFile, scriptMainLine,
+//          fixFile, fixDefText, fixDefLine, fixFindingLine, fixCallText}
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -42,6 +43,7 @@ await run(async () => {
   if (cfg.phases.includes("train")) await trainPhase();
   if (cfg.phases.includes("roofline")) await rooflinePhase();
   if (cfg.phases.includes("script")) await scriptPhase();
+  if (cfg.phases.includes("fix")) await fixPhase();
 }, "failure.png");
 
 // -- the server cannot start: a clear message, then recovery ------------------
@@ -439,4 +441,69 @@ async function scriptPhase() {
   };
   await page.screenshot({ path: join(cfg.shots, "script-hints.png") });
   log("script hints read");
+}
+
+// -- a quick fix: measured first, applied only on Apply, its figure in the hint ---
+
+async function lineText(sel, needle) {
+  return page
+    .locator(`${sel} .view-line`, { hasText: needle })
+    .first()
+    .evaluate((l) => l.textContent.replace(/\u00a0/g, " "));
+}
+
+async function goToLine(sel, line) {
+  await page.locator(`${sel} .view-line`).first().click();
+  await page.keyboard.press("Control+G");
+  await page.keyboard.type(String(line));
+  await page.keyboard.press("Enter");
+}
+
+async function fixPhase() {
+  const sel = editorOf(cfg.fixFile);
+  await page.keyboard.press("Escape");
+  await clearNotifications(page);
+  await openFromExplorer(page, cfg.fixFile);
+  log(`opened ${cfg.fixFile}`);
+  await goToLine(sel, cfg.fixDefLine);
+  const def = page.locator(`${sel} .view-line`, { hasText: cfg.fixDefText });
+  await def.waitFor({ state: "visible" });
+  await chooseFromContextMenu(page, def, "Profile on Trainium", log);
+  await waitForHint(page, sel, { text: "bwd", timeout: 180_000, polling: 100 });
+  // the optimizer finding's line: its diagnostic's quick fix
+  await goToLine(sel, cfg.fixFindingLine);
+  const item = page.locator(".action-widget .monaco-list-row", { hasText: "Measure and apply" });
+  for (let attempt = 0; attempt < 5 && !(await item.first().isVisible()); attempt++) {
+    await page.keyboard.press("Control+.");
+    await item
+      .first()
+      .waitFor({ state: "visible", timeout: 5_000 })
+      .catch(() => log("no quick fix menu yet"));
+  }
+  out.fix = { actions: await page.locator(".action-widget .monaco-list-row").allTextContents() };
+  await page.screenshot({ path: join(cfg.shots, "fix-menu.png") });
+  await item.first().click();
+  log("quick fix chosen");
+  const verdict = await waitForNotification(page, /faster on|slower on|not applied|outputs differ/, 180_000);
+  out.fix.message = verdict;
+  out.fix.callBefore = await lineText(sel, cfg.fixCallText); // nothing written before the choice
+  const apply = page.locator(".notifications-center .monaco-button", { hasText: /^Apply$/ });
+  out.fix.offered = await apply.count();
+  await page.screenshot({ path: join(cfg.shots, "fix-measured.png") });
+  if (out.fix.offered) {
+    await apply.first().click();
+    await page.waitForFunction(
+      ([s, t]) =>
+        [...document.querySelectorAll(`${s} .view-line`)].some(
+          (l) => l.textContent.includes(t) && l.textContent.includes("fused=True"),
+        ),
+      [sel, cfg.fixCallText],
+      { timeout: 30_000 },
+    );
+    await waitForHint(page, sel, { text: "⏱ fix:", timeout: 30_000 });
+    out.fix.callAfter = await lineText(sel, cfg.fixCallText);
+    out.fix.hints = await settled(page, () => hintsByLine(sel));
+    await page.screenshot({ path: join(cfg.shots, "fix-applied.png") });
+  }
+  log("fix phase done");
 }

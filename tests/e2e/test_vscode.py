@@ -45,6 +45,8 @@ TRAIN_EXAMPLE = "examples/train_step.py"
 TRAIN_FUNCTION = "train_step_fused"
 SCRIPTS = ROOT / "tests" / "data" / "scripts"
 SCRIPT = "tinylm/train.py"
+#: A training step whose optimizer finding carries its fix as an edit (AdamW(..., fused=True)).
+FIX_FILE = "optim_step.py"
 #: launch.json as a user has it: the script, its arguments, its folder.
 LAUNCH = {
     "version": "0.2.0",
@@ -192,6 +194,7 @@ def prepare(tmp: Path) -> tuple[Path, dict]:
     shutil.copy(ROOT / TRAIN_EXAMPLE, workspace / TRAIN_EXAMPLE)
     # an unmodified training script, and the launch configuration a user runs it with
     shutil.copytree(SCRIPTS / "tinylm", workspace / "tinylm")
+    shutil.copy(ROOT / "tests" / "data" / FIX_FILE, workspace / FIX_FILE)
     (workspace / ".vscode").mkdir()
     (workspace / ".vscode" / "launch.json").write_text(json.dumps(LAUNCH, indent=1))
     # An SSH config for the host picker: an Include with a glob, a wildcard entry
@@ -317,7 +320,12 @@ def _start_session(tmp: Path) -> tuple[CodeServer, dict]:
         "goodPython": sys.executable,
         "libsDir": str(installed / "extension" / "dist" / "libs"),
         "pickHost": "trn-e2e",
-        "phases": ["errors", "host", "profile", "train", "roofline", "script"],
+        "phases": ["errors", "host", "profile", "train", "roofline", "script", "fix"],
+        "fixFile": FIX_FILE,
+        "fixDefText": "def train_step(",
+        "fixDefLine": line_number(ROOT / "tests" / "data" / FIX_FILE, "def train_step("),
+        "fixFindingLine": line_number(ROOT / "tests" / "data" / FIX_FILE, "optimizer.step()"),
+        "fixCallText": "torch.optim.AdamW(",
         "scriptFile": SCRIPT,
         "scriptMainLine": line_number(SCRIPTS / SCRIPT, 'if __name__ == "__main__":'),
         "trainFile": TRAIN_EXAMPLE,
@@ -457,6 +465,30 @@ def test_the_script_lens_profiles_with_the_launch_configuration(session):
     assert step in rendered
     assert session["script"]["hints"][str(step)].startswith("⏱"), session["script"]["hints"]
     print(f"\nscript lens → hints: {session['script']['clickToHintsMs']} ms")
+
+
+def test_a_quick_fix_is_measured_then_applied_only_on_accept(session):
+    """The optimizer finding's quick fix in the editor: chosen from the diagnostic's
+    menu, measured first (the message says how), nothing written until Apply; after
+    Apply the constructor reads ``fused=True`` and its line's hint shows the measured
+    figures. A fix that did not hold here offers no Apply and changes nothing."""
+    fix = session["fix"]
+    assert any("Measure and apply: AdamW(..., fused=True)" in a for a in fix["actions"]), fix["actions"]
+    assert re.search(r"AdamW\(\.\.\., fused=True\) at optim_step\.py:\d+: ", fix["message"]), fix
+    assert "fused=True" not in fix["callBefore"]  # measured, not yet written
+    (run,) = [r for r in session["results"] if r.function.file == FIX_FILE]
+    (finding,) = [f for f in run.findings if f.edit is not None]
+    assert finding.edit.title == "AdamW(..., fused=True)"
+    if "outputs equal" in fix["message"] and "not applied" not in fix["message"]:
+        assert fix["offered"] == 1, fix
+        assert "fused=True" in fix["callAfter"]
+        line = line_number(ROOT / "tests" / "data" / FIX_FILE, "torch.optim.AdamW(")
+        hint = fix["hints"][str(line)]
+        assert re.match(r"^⏱ fix: [\d.]+ (µs|ms) → [\d.]+ (µs|ms) per call · [\d.]+× faster on cpu", hint), (
+            hint
+        )
+    else:  # slower or disturbed here: said so, nothing to apply
+        assert fix["offered"] == 0, fix
 
 
 def test_heat_is_drawn_on_the_same_lines_by_intensity(session):

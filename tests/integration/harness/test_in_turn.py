@@ -2,7 +2,9 @@
 are timed in turn (harness/eager/paired.py). Two training steps that share one
 ``inputs=`` with ``compare=`` return the weights they updated: equal, because the
 second starts from a copy of the state the first started from (on the shared
-objects it would start from a model the first had trained for dozens of steps).
+objects it would start from a model the first had trained for dozens of steps),
+and what a variant returned is read right after its first call (the second
+returns the live parameters, which its later steps keep updating).
 Real harness, real torch; no timing is judged, only that the figures exist."""
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def step_b(model, opt, x):
     opt.zero_grad()
     (model(x) ** 2).mean().backward()
     opt.step()
-    return [p.detach().clone() for p in model.parameters()]
+    return [p.detach() for p in model.parameters()]  # the live weights: read after the first call
 
 
 def other():

@@ -78,7 +78,9 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
     s.events.stage("inputs", marked.name, "preparing inputs")
     args, kwargs = inputs(s, marked, fn)
     call = Call(s, fn, args, kwargs, marked.name)
-    first, compiles_from = _first_calls(call)
+    first_output, compiles_from = _first_calls(
+        call, lambda first: output(s, marked.name, first, variant_key(marked))
+    )
     calibration = s.calibration()
     window = HostWindow().start()
     s.events.stage("settle", marked.name, "unprofiled calls until the call time is steady")
@@ -126,7 +128,7 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
             wall_us=wall,
             signals=signals,
             artifacts=artifacts,
-            output=output(s, marked.name, first, variant_key(marked)),
+            output=first_output,
             offset_us=offset,
             covered=s.watch.covered,
             h2d_calls=steps.h2d_calls,
@@ -166,8 +168,10 @@ class Call:
             raise self.s.user.error_from(exc, "user_code", self.name) from None
 
 
-def _first_calls(call: Call) -> tuple[Any, dict]:
-    """Two unprofiled calls: compiles land here; the second arms the compiled-call hook."""
+def _first_calls(call: Call, read: Any) -> tuple[Any, dict]:
+    """Two unprofiled calls: compiles land here; the second arms the compiled-call hook.
+    ``read`` takes what the first returned at once: it can be the live parameters
+    (``p.detach()``), which every later call updates."""
     s = call.s
     s.events.stage("compile", call.name, "first calls (compiles land here, outside the measured steps)")
     s.watch.install()
@@ -175,6 +179,7 @@ def _first_calls(call: Call) -> tuple[Any, dict]:
     with s.optimizers.watch():  # which optimizers step, for optim_trials.measure
         first = call()
     s.backend.sync()
+    first = read(first)
     s.watch.install()
     s.labeler.hook.refresh()
     s.include_hooks.refresh()
