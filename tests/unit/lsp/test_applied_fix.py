@@ -23,12 +23,15 @@ def _measured(**kw: Any) -> Measured:
 
 def test_the_label_carries_the_measurement_and_the_line_is_found_where_it_moved():
     result = make_result("m.py", "f", 10, {14: ("y = x * x", 10.0, [])})
+    before = "".join(f"line {n}\n" for n in range(1, 14)) + "    y = x * x\n    y = y + 1\n    return y\n"
     edit = Edit(
-        file="m.py", start_line=14, start_col=0, end_line=16, end_col=0,
-        replacement="\n    return torch.rms_norm(x, (512,), w, 1e-6)\n", original="y = x * x",
+        file="m.py", start_line=14, start_col=4, end_line=16, end_col=12,
+        replacement="return torch.rms_norm(x, (512,), w, 1e-6)",
+        original="y = x * x\n    y = y + 1\n    return y",
         title="torch.rms_norm", function="f",
     )  # fmt: skip
-    fix = applied_fix(result, edit, _measured())
+    fix = applied_fix(result, edit, _measured(), before)
+    assert fix.text == "return torch.rms_norm(x, (512,), w, 1e-6)"
     assert fix.label == "⏱ fix: 16.4 µs → 5.3 µs per call · 3.1× faster on cpu (measured before applying)"
     assert (fix.run_id, fix.file, fix.function) == (result.run_id, "m.py", "f")
     doc = ["def f(x):"] * 20
@@ -36,4 +39,16 @@ def test_the_label_carries_the_measurement_and_the_line_is_found_where_it_moved(
     assert fix.line_in(doc) == 13  # the nearest to where it went
     assert fix.line_in(["", *doc]) == 14  # a line typed above moves it
     assert fix.line_in(["x"]) is None
-    assert applied_fix(result, edit, _measured(speedup=None)).label == "⏱ fix applied"
+    assert applied_fix(result, edit, _measured(speedup=None), before).label == "⏱ fix applied"
+
+
+def test_a_keyword_added_inside_a_call_is_found_on_the_whole_line():
+    result = make_result("m.py", "f", 1, {})
+    before = "def make():\n    opt = AdamW(params, lr=1e-3)\n"
+    edit = Edit(
+        file="m.py", start_line=2, start_col=24, end_line=2, end_col=31, replacement="lr=1e-3, fused=True",
+        original="lr=1e-3", title="AdamW(..., fused=True)", function="f",
+    )  # fmt: skip
+    fix = applied_fix(result, edit, _measured(), before)
+    assert fix.text == "opt = AdamW(params, lr=1e-3, fused=True)"
+    assert fix.line_in(["def make():", "    opt = AdamW(params, lr=1e-3, fused=True)"]) == 1

@@ -23,7 +23,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from trainium_lens.analysis.fixes.source import holds
+from trainium_lens.analysis.fixes.source import apply, holds
 from trainium_lens.errors import LensError
 from trainium_lens.lsp.features import trust
 from trainium_lens.lsp.runs import AppliedFix
@@ -136,14 +136,19 @@ async def run_fix(ls: LensServer, *args: Any) -> dict:
     report["applied"] = bool(applied and applied.applied)
     runs = ls.document_runs(uri)
     if report["applied"] and runs is not None:
-        runs.applied.append(applied_fix(result, edit, measured))
+        before = doc.source if doc is not None else current_text(workspace, edit)
+        runs.applied.append(applied_fix(result, edit, measured, before))
         ls.refresh_pulled_views()
     return report
 
 
-def applied_fix(result: Result, edit: Edit, measured: Any) -> AppliedFix:
-    """The hint a fix leaves on its line: the figures its measurement gave."""
-    first = next((ln.strip() for ln in edit.replacement.splitlines() if ln.strip()), "")
+def applied_fix(result: Result, edit: Edit, measured: Any, before: str) -> AppliedFix:
+    """The hint a fix leaves on its line (the first non-blank line the edit wrote, as
+    it reads after the edit: a keyword added inside a call is part of a longer line):
+    the figures its measurement gave."""
+    after = apply(before, edit).splitlines()
+    span = after[edit.start_line - 1 : edit.start_line + edit.replacement.count("\n")]
+    first = next((ln.strip() for ln in span if ln.strip()), "")
     label = "⏱ fix applied"
     if measured.before_us and measured.after_us and measured.speedup:
         label = (
