@@ -75,7 +75,24 @@ async def test_quick_fix_measures_then_applies_only_on_accept(tmp_path):
 
     @client.feature(types.WORKSPACE_APPLY_EDIT)
     def on_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        # as VS Code does: the document changes (didChange) before the reply
         edits.append(params.edit)
+        uri, (text_edit,) = next(iter(params.edit.changes.items()))
+        lines = FILE.splitlines(keepends=True)
+        a, b = text_edit.range.start, text_edit.range.end  # ASCII: UTF-16 columns are characters
+        applied = (
+            "".join(lines[: a.line])
+            + lines[a.line][: a.character]
+            + text_edit.new_text
+            + lines[b.line][b.character :]
+            + "".join(lines[b.line + 1 :])
+        )
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=applied)],
+            )
+        )
         return types.ApplyWorkspaceEditResult(applied=True)
 
     try:
@@ -94,22 +111,7 @@ async def test_quick_fix_measures_then_applies_only_on_accept(tmp_path):
             (text_edit,) = edit.changes[uri]
             assert text_edit.range.start.line == 13 and text_edit.range.end.line == 15
             assert reply["applied"] is True
-            # the client applies it: the line it wrote shows the measured figures, not a stale hint
-            lines = FILE.splitlines(keepends=True)
-            a, b = text_edit.range.start, text_edit.range.end  # ASCII: UTF-16 columns are characters
-            applied = (
-                "".join(lines[: a.line])
-                + lines[a.line][: a.character]
-                + text_edit.new_text
-                + lines[b.line][b.character :]
-                + "".join(lines[b.line + 1 :])
-            )
-            client.text_document_did_change(
-                types.DidChangeTextDocumentParams(
-                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-                    content_changes=[types.TextDocumentContentChangeWholeDocument(text=applied)],
-                )
-            )
+            # the client applied it: the line it wrote shows the measured figures, not a stale hint
             shown = await hints(client, uri)
             assert shown[13].startswith("⏱ fix: ") and f"faster on {reply['backend']}" in shown[13], shown
             assert "(stale)" not in shown[13]

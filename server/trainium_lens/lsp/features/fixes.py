@@ -130,13 +130,15 @@ async def run_fix(ls: LensServer, *args: Any) -> dict:
     if doc is not None and not holds(doc.source, edit):  # typed into while it measured
         ls.show(f"Trainium Lens: {edit.file} changed while the fix was measured: not applied")
         return report
+    # the text the edit goes into, read before it is sent: the client's didChange for it
+    # can arrive before its reply
+    before = doc.source if doc is not None else current_text(workspace, edit)
     applied = await ls.workspace_apply_edit_async(
         types.ApplyWorkspaceEditParams(edit=workspace_edit(ls, uri, edit), label=edit.title)
     )
     report["applied"] = bool(applied and applied.applied)
     runs = ls.document_runs(uri)
     if report["applied"] and runs is not None:
-        before = doc.source if doc is not None else current_text(workspace, edit)
         runs.applied.append(applied_fix(result, edit, measured, before))
         ls.refresh_pulled_views()
     return report
