@@ -500,7 +500,7 @@ async function fixPhase() {
       [sel, cfg.fixCallText],
       { timeout: 30_000 },
     );
-    await waitForHint(page, sel, { text: "⏱ fix:", timeout: 30_000 });
+    await waitForHint(page, sel, { text: "(was", timeout: 30_000 }); // one word: the hint spaces are no-break
     out.fix.callAfter = await lineText(sel, cfg.fixCallText);
     out.fix.hints = await settled(page, () => hintsByLine(sel));
     await page.screenshot({ path: join(cfg.shots, "fix-applied.png") });

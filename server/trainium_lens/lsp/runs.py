@@ -134,6 +134,7 @@ class AppliedFix:
     run_id: str  # the run the fix was measured against
     file: str  # the run's function: its next run supersedes the hint
     function: str
+    tooltip: str = ""  # the whole verdict
 
     def line_in(self, doc_lines: Sequence[str]) -> int | None:
         """The line holding the replacement now (the nearest match to where it went)."""
