@@ -91,6 +91,12 @@ def test_training_script_per_line_and_reconciled(tmp_path: Path) -> None:
     loader_line = next(i for i, s in enumerate(src, 1) if s.strip().startswith("for x, y in loader"))
     assert lines[("tinylm/train.py", step_line)]["self_time_us"] > 0
     assert doc["totals"]["optimizer_time_us"] > 0
+    # AdamW's step implementations timed on copies at the window's end, as for a marked function
+    (adamw,) = [o for o in doc["optimizers"] if o["name"] == "Optimizer.step#AdamW.step"]
+    assert adamw["line"] == step_line
+    assert {t["config"] for t in adamw["trials"]} == {"foreach=False", "foreach=True", "fused=True"}
+    assert all(t["time_us"] > 0 and t["steps"] >= 10 for t in adamw["trials"]), adamw["trials"]
+    assert [t["config"] for t in adamw["trials"] if t["current"]] == ["foreach=False"]  # AdamW's cpu default
     assert lines[("tinylm/train.py", loader_line)]["self_time_us"] > 0  # the step's wait for data
     total = doc["unattributed_us"] + sum(
         ln["self_time_us"] + ln["backward_self_time_us"] + ln["recompute_time_us"] for ln in doc["lines"]

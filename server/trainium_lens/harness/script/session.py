@@ -41,6 +41,7 @@ from trainium_lens.harness.eager.origin import add_origins
 from trainium_lens.harness.events import internal_failure, write_json_atomic
 from trainium_lens.harness.job.loader import UserCode, resolve_include
 from trainium_lens.harness.script.detect import Detector
+from trainium_lens.harness.script.optimizers import ScriptOptimizers
 from trainium_lens.harness.spec import SPEC_VERSION
 
 AFTER = 3  # unprofiled steps timed after the window (with those before it: the reference)
@@ -104,6 +105,11 @@ class ScriptRun:
             self.events.emit("aside", why=str(exc))
             return
         self.delay = RunQueueDelay()
+        # the optimizers that step in the step before the window (their trials run at
+        # its end, on copies: optim_trials.py), watched from the boundary before it
+        self.optimizers = ScriptOptimizers(self.user)
+        if self.first <= 2:
+            self.optimizers.watch()
         _time_data_loader(self)
         atexit.register(self._at_exit)
         _chain_excepthook(self)
@@ -155,7 +161,10 @@ class ScriptRun:
             self.after.append(wall)
             self.data_waits.append(self.data_step * 1e6)
         self.data_step = 0.0
+        if k == self.first - 2:
+            self.optimizers.watch()
         if k == self.first - 1:
+            self.optimizers.seen_enough()
             self._start_window()
         elif self.first <= k < self.window_last:
             self._next_window_step(k + 1)
@@ -255,6 +264,7 @@ class ScriptRun:
         self.trace, self.offset_us = self._export_trace(att)
         self.signals_raw = signals_raw
         self.stability_window = self.window.stop()
+        self.optimizers.trials(self.backend.sync, self.events)
         self.doc = self._document([])
 
     def _export_trace(self, att: Any) -> tuple[str | None, float]:
@@ -340,6 +350,7 @@ class ScriptRun:
         )
         add_hits(doc["lines"], self.labeler.labels, dict(self.labeler.hits.hits), max(1, measured))
         add_origins(doc["lines"], self.labeler.labels, self.labeler.origins.snapshot())
+        self.optimizers.attach(doc)  # their trials, timed at the window's end
         doc["library_files"] = [
             {"file": f, "path": p}
             for f, p in sorted(self.user.library_files.items())
