@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DATA
+from tests.conftest import DATA, ROOT
 from tests.nodes.test_across_nodes import _job_left
 from tests.support.lab import IFNAME, REPO_PYTHON, Lab
 from tests.support.procs import wait_for
@@ -147,6 +147,34 @@ def test_kill_9_of_the_cli_ends_the_srun_job_on_every_node(lab: Lab, tmp_path: P
     finally:
         proc.kill()  # SIGKILL: no handler of ours runs
         proc.wait()
+    t0 = time.monotonic()
+    wait_for(lambda: not lab.squeue(), 30, f"the job leaves squeue: {lab.squeue()}")
+    wait_for(lambda: not _job_left(lab), 30, f"nothing of the job on the nodes: {_job_left(lab)}")
+    assert time.monotonic() - t0 < 30
+
+
+def test_on_the_login_host_itself_a_kill_9_of_the_cli_ends_the_job(lab: Lab, tmp_path: Path):
+    """``trainium-lens run -- srun …`` typed on the login host (no ``--host``): srun is
+    no Python, so nothing of ours is in it; it gets SIGTERM from the kernel when the
+    CLI dies (``PR_SET_PDEATHSIG``) and ends its job."""
+    ws = _project(tmp_path)
+    port = random.randint(20000, 40000)
+    launch = (
+        f"srun -N2 --ntasks-per-node=1 {REPO_PYTHON} -m torch.distributed.run --nnodes 2 --nproc-per-node 2 "
+        f"--rdzv-backend c10d --rdzv-endpoint node1:{port} --rdzv-id lens{port} train.py --steps 400000"
+    )
+    err, pid = tmp_path / "cli.err", tmp_path / "cli.pid"
+    started = lab.run(
+        "login",
+        f"cd {ws / 'tinylm'} && (GLOO_SOCKET_IFNAME={IFNAME} PYTHONPATH={ROOT / 'server'} "
+        f"setsid {REPO_PYTHON} -m trainium_lens run --no-store --steps 3:3 --workspace {ws} -- {launch} "
+        f"</dev/null >/dev/null 2>{err} & echo $! > {pid})",
+        check=True,
+    )
+    assert started.returncode == 0
+    wait_for(lambda: err.is_file() and "runs on unprofiled" in err.read_text(), 180, "the window is profiled")
+    assert any(" R " in j for j in lab.squeue()), lab.squeue()
+    lab.run("login", f"kill -9 $(cat {pid})", check=True)
     t0 = time.monotonic()
     wait_for(lambda: not lab.squeue(), 30, f"the job leaves squeue: {lab.squeue()}")
     wait_for(lambda: not _job_left(lab), 30, f"nothing of the job on the nodes: {_job_left(lab)}")

@@ -141,3 +141,22 @@ def scancel_jobs(job_ids: list[str] | set[str]) -> None:
         subprocess.run(["scancel", *ids], capture_output=True, timeout=20)
     except (OSError, subprocess.SubprocessError):
         pass
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def term_with_parent() -> None:
+    """For ``preexec_fn``: the kernel sends this child SIGTERM when the thread that
+    started it ends (the CLI killed with -9 included). For a command whose own
+    handler must run to end what it started elsewhere: srun on SIGTERM ends its job
+    step, or revokes an allocation still pending (a SIGKILL would leave the job to
+    run). Kept across exec for a binary that is not set-uid."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass

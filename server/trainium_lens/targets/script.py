@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO
 
 from trainium_lens.errors import Cancelled, TargetError, TimedOut
-from trainium_lens.harness.reaper import scancel_jobs
+from trainium_lens.harness.reaper import scancel_jobs, term_with_parent
 from trainium_lens.targets.base import EventSink
 from trainium_lens.targets.local import PACKAGE_PARENT
 from trainium_lens.targets.stream import kill_group
@@ -126,6 +126,8 @@ def run_script(
             stdin=subprocess.DEVNULL if capture else None,
             stdout=subprocess.PIPE if capture else None,
             stderr=subprocess.STDOUT if capture else None,
+            # srun on this machine (a login host): it must hear of our end to end its job
+            preexec_fn=term_with_parent if spec.get("wrapper") == "srun" else None,
         )
     except OSError as exc:
         raise TargetError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
