@@ -228,6 +228,7 @@ def paired(results: list[Result]) -> list[Result]:
                 r.totals,
                 wall_us_median=r.totals.paired_wall_us_median,
                 wall_us_min=r.totals.paired_wall_us_min,
+                wall_us_max=r.totals.paired_wall_us_max,
             ),
         )
         for r in results

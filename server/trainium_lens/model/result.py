@@ -115,6 +115,7 @@ class Totals:
     # each per round, harness/eager/paired.py); the speedups' figure. None: not paired
     paired_wall_us_median: float | None = None
     paired_wall_us_min: float | None = None
+    paired_wall_us_max: float | None = None
 
     @property
     def has_backward(self) -> bool:

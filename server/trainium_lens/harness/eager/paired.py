@@ -11,7 +11,7 @@ function of the batch has run, the variants of each group are called in turn,
 each sample timed as ``time_unprofiled`` times one (a batch of back-to-back
 calls, the loop's own cost subtracted, clean only when no thread waited for a
 CPU). Drift then reaches every variant alike. The results get
-``totals.paired_wall_us_median``/``_min`` and ``stability.paired_rounds``;
+``totals.paired_wall_us_median``/``_min``/``_max`` and ``stability.paired_rounds``;
 ``analysis/variants.py`` takes speedups from them when every variant has them.
 """
 
@@ -77,5 +77,6 @@ def _time_group(s: Any, members: list[tuple[dict, Any, int, int]]) -> None:
         used = clean[i] if len(clean[i]) >= enough else times[i]
         doc["totals"]["paired_wall_us_median"] = statistics.median(used)
         doc["totals"]["paired_wall_us_min"] = min(used)
+        doc["totals"]["paired_wall_us_max"] = max(used)
         doc.setdefault("stability", {})["paired_rounds"] = rounds
         doc["stability"]["paired_clean"] = len(clean[i])
