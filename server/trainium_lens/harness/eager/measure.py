@@ -176,32 +176,19 @@ def plain_calls(s: Any) -> contextlib.ExitStack:
 
 def _time_plain(call: Any, protocol: dict, per_batch: int) -> tuple[list[float], float | None, dict]:
     s = call.s
-    fn, args, kwargs, sync = call.fn, call.args, call.kwargs, s.backend.sync
+    sync = s.backend.sync
     compiles = s.watch.counters()["compiles"]
     steady.settle(lambda: timed_once(call), 1, lambda: s.watch.counters()["compiles"] > compiles)
     want = protocol["timing_calls"]
     batch = max(1, per_batch)
     loop_us = loop_overhead_us(batch, sync)
-    delay = s.run_delay
     times: list[float] = []
     clean: list[float] = []
     limit = want if steady.lockstep() else want * steady.EXTRA_FACTOR  # ranks: the same calls
-    perf = time.perf_counter
-    calls = range(batch)
     while len(clean) < want and len(times) < limit:
-        d0 = delay.read_us()
-        try:
-            t0 = perf()
-            for _ in calls:
-                fn(*args, **kwargs)
-            sync()
-            span = (perf() - t0) * 1e6
-        except Exception as exc:
-            raise s.user.error_from(exc, "user_code", call.name) from None
-        d1 = delay.read_us()
-        per_call = max(0.0, span - loop_us) / batch
+        per_call, undisturbed = plain_sample(call, batch, loop_us)
         times.append(per_call)
-        if steady.clean(span, None if d0 is None or d1 is None else d1 - d0):
+        if undisturbed:
             clean.append(per_call)
     plain = clean if len(clean) >= max(1, math.ceil(want / 2)) else times
     labelled = timed(call, max(3, min(10, want)), True)
@@ -217,6 +204,27 @@ def _time_plain(call: Any, protocol: dict, per_batch: int) -> tuple[list[float],
     if span_us:
         timing["device_span_us"] = span_us
     return plain, (statistics.median(labelled) / wall if wall > 0 else None), timing
+
+
+def plain_sample(call: Any, batch: int, loop_us: float) -> tuple[float, bool]:
+    """One unprofiled sample: ``batch`` back-to-back calls under one timer pair, the
+    loop's own cost (``loop_overhead_us``) subtracted, per call; and whether no thread
+    of ours waited for a CPU meanwhile (``steady.clean``)."""
+    s = call.s
+    fn, args, kwargs, sync, delay = call.fn, call.args, call.kwargs, s.backend.sync, s.run_delay
+    perf = time.perf_counter
+    calls = range(batch)
+    d0 = delay.read_us()
+    try:
+        t0 = perf()
+        for _ in calls:
+            fn(*args, **kwargs)
+        sync()
+        span = (perf() - t0) * 1e6
+    except Exception as exc:
+        raise s.user.error_from(exc, "user_code", call.name) from None
+    d1 = delay.read_us()
+    return max(0.0, span - loop_us) / batch, steady.clean(span, None if d0 is None or d1 is None else d1 - d0)
 
 
 def loop_overhead_us(batch: int, sync: Any, repeats: int = 21) -> float:

@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 from typing import Any
 
-from trainium_lens.harness.eager import steady
-from trainium_lens.harness.eager.measure import loop_overhead_us, plain_calls, timed_once
+from trainium_lens.harness.eager.measure import loop_overhead_us, plain_calls, plain_sample, timed_once
 from trainium_lens.harness.markers import variant_group
 
 
@@ -46,8 +44,7 @@ def _time_group(s: Any, members: list[tuple[dict, Any, int, int]]) -> None:
     names = ", ".join(call.name for _d, call, _p, _w in members)
     rounds = max(want for _d, _c, _p, want in members)
     s.events.stage("timing", None, f"{len(members)} variants in turn ({names}): {rounds} rounds")
-    sync, delay, perf = s.backend.sync, s.run_delay, time.perf_counter
-    loops = {per: loop_overhead_us(per, sync) for _d, _c, per, _w in members}
+    loops = {per: loop_overhead_us(per, s.backend.sync) for _d, _c, per, _w in members}
     times: list[list[float]] = [[] for _ in members]
     clean: list[list[float]] = [[] for _ in members]
     with plain_calls(s):
@@ -57,20 +54,9 @@ def _time_group(s: Any, members: list[tuple[dict, Any, int, int]]) -> None:
             for k in range(len(members)):
                 i = (k + r) % len(members)  # no variant always first (or last) in its round
                 _doc, call, per, _w = members[i]
-                fn, args, kwargs = call.fn, call.args, call.kwargs
-                d0 = delay.read_us()
-                try:
-                    t0 = perf()
-                    for _ in range(per):
-                        fn(*args, **kwargs)
-                    sync()
-                    span = (perf() - t0) * 1e6
-                except Exception as exc:
-                    raise s.user.error_from(exc, "user_code", call.name) from None
-                d1 = delay.read_us()
-                per_call = max(0.0, span - loops[per]) / per
+                per_call, undisturbed = plain_sample(call, per, loops[per])  # as time_unprofiled's
                 times[i].append(per_call)
-                if steady.clean(span, None if d0 is None or d1 is None else d1 - d0):
+                if undisturbed:
                     clean[i].append(per_call)
     enough = math.ceil(rounds / 2)
     for i, (doc, _c, _p, _w) in enumerate(members):
