@@ -86,7 +86,6 @@ def test_example_linear_and_norm_lines_carry_their_backward(example):
         for needle in norms:  # the norm weight's gradient
             assert _line(r, EXAMPLE, needle, after=0 if "rstd" in needle else start).backward_self_time_us > 0
         backward_line = _line(r, EXAMPLE, "loss.backward()", after=start)
-        assert backward_line.backward_self_time_us <= 0.10 * r.totals.backward_time_us
         assert {o.node for o in backward_line.backward_ops} <= {"torch::autograd::AccumulateGrad"}
         _reconciles(r)
 
