@@ -133,7 +133,7 @@ def test_cancel_stops_the_remote_group_and_keeps_stored_results(sshd, ssh_contro
     outcome = _run_until_sleeping(target, job, work, store, act=lambda cancel: cancel.set())
     assert isinstance(outcome.get("error"), Cancelled), outcome
     assert outcome["stop_s"] < SLEEP_S  # stopped, not waited out
-    assert _wait_gone(work, 2.0) == []
+    assert _wait_gone(work, 8.0) == []  # gone (how fast is a timing: loaded hosts vary)
     assert {p.name: p.read_bytes() for p in store.runs.iterdir()} == saved
     assert store.get(earlier.run_id).run_id == earlier.run_id
 
@@ -173,7 +173,7 @@ def test_cli_timeout_stops_the_remote_group(sshd, ssh_control_dir, ws, tmp_path)
     assert proc.returncode == TimedOut.exit_code, proc.stderr
     assert "timed out" in proc.stderr.strip().splitlines()[-1]
     assert time.monotonic() - started < SLEEP_S  # stopped by the timeout, not waited out
-    assert _wait_gone(work, 2.0) == []
+    assert _wait_gone(work, 8.0) == []  # gone (how fast is a timing: loaded hosts vary)
     assert not (ws / ".trainium-lens" / "runs").exists() or not list(
         (ws / ".trainium-lens" / "runs").iterdir()
     )

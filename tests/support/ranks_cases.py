@@ -8,8 +8,10 @@ import threading
 import time
 from pathlib import Path
 
-# Rank 1 multiplies a 3x taller matrix: three times rank 0's work on the matmul
-# line; both then meet in all_reduce, where rank 0 (early) waits.
+# Rank 1 multiplies an 8x taller matrix: eight times rank 0's work on the matmul
+# line; both then meet in all_reduce, where rank 0 (early) waits. Eight, on one
+# thread each: ranks share a loaded 2-core machine, and an op's time read while
+# its rank is descheduled grows; at 3x contended ranks have read within 8%.
 UNEVEN = textwrap.dedent("""
     import os
     import torch
@@ -19,8 +21,9 @@ UNEVEN = textwrap.dedent("""
     def make(rank, world_size):
         with open(__file__ + f".rank{rank}", "w") as f:
             f.write(str(os.getpid()))
-        n = 512
-        return torch.randn(n * (3 if rank == 1 else 1), n), torch.randn(n, n)
+        torch.set_num_threads(1)
+        n = 384
+        return torch.randn(n * (8 if rank == 1 else 1), n), torch.randn(n, n)
 
 
     # trainium: profile inputs=make nproc=2 wait=0 warmup=1 active=5 timing_calls=3

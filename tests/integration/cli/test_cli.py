@@ -197,6 +197,10 @@ def test_findings_name_the_fix(all_variants, ws):
     proc, data = all_variants
     first = source_line(ws / "examples" / "rmsnorm.py", r"x2 = x \* x")
     naive = " ".join(section(proc.stdout, "rms_norm_naive").split())  # findings wrap
+    if "noisy_measurement" in [f["kind"] for f in data[0]["findings"]]:
+        # a loaded machine: the advice that rests on timing is withheld, and said to be
+        assert re.search(r"\d+ timing-based findings? withheld", naive), naive
+        return
     assert re.search(
         rf"info examples/rmsnorm.py:{first} lines {first}–\d+ of "
         r"rms_norm_naive\(\) compute RMSNorm op by op: 6 dispatches per call",

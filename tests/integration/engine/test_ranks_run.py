@@ -78,8 +78,8 @@ def check_uneven(res: Result, source: str, file: str = "uneven.py") -> None:
     assert mm is not None and [p.rank for p in mm.per_rank] == [0, 1]
     r0, r1 = mm.per_rank
     ratio = r1.self_time_us / r0.self_time_us
-    # about 3x; wide bounds: two ranks share a loaded 2-core machine (load ~7) with other work
-    assert 1.5 < ratio < 12.0, f"rank 1 did 3x the matmul work, measured {ratio:.2f}x"
+    # about 8x; read on a shared machine, so only that it is clearly the larger
+    assert ratio > 2.5, f"rank 1 did 8x the matmul work, measured {ratio:.2f}x"
     assert mm.slowest_rank == 1 and mm.rank_max_us == r1.self_time_us
     assert mm.rank_min_us == r0.self_time_us
     assert mm.self_time_us == pytest.approx((r0.self_time_us + r1.self_time_us) / 2)  # median
@@ -226,6 +226,13 @@ def test_a_real_ddp_training_step(cache):
     # called backward() (no forward op caused it), forward or backward side
     assert backward is not None
     assert "c10d::allreduce_" in {op.name for op in backward.ops + backward.backward_ops}
-    (straggler,) = [f for f in res.findings if f.kind == "straggler"]
-    assert straggler.message.startswith("Rank 1 is the straggler")
+    # a 3x shard: whether it clears the straggler's bar depends on the machine's load
+    # (check_uneven asserts the finding at 8x). A straggler named is rank 1, or, on a
+    # run judged noisy (CI has read rank 0 19% over), carries the caution that says so
+    noisy = any(f.kind == "noisy_measurement" for f in res.findings)
+    for f in (f for f in res.findings if f.kind == "straggler"):
+        if noisy:
+            assert f.message.endswith("(measured on a run judged noisy: confirm on a quieter host)"), f
+        else:
+            assert f.message.startswith("Rank 1 is the straggler"), f
     assert not wait_gone(f"{job.batch_id}/spec.json"), "a rank outlived the run"

@@ -107,11 +107,18 @@ def test_optimizer_finding_names_what_measured_fastest(tmp_path):
     fastest = min(opt.trials, key=lambda t: t.time_us_min or 0.0)  # the best step of each
     current = opt.trials[0]
     assert current.time_us_min is not None and fastest.time_us_min is not None
-    found = [f for f in analyze(r) if f.kind == "optimizer_loop"]
+    findings = analyze(r)
+    found = [f for f in findings if f.kind == "optimizer_loop"]
     if fastest is current or current.time_us_min / fastest.time_us_min < 1.1:
         assert found == []  # the loop measured fastest here: no advice to change it
         return
+    if any(f.kind == "noisy_measurement" for f in findings):
+        assert found == []  # a loaded machine: timing-based advice is withheld (analysis/noise.py)
+        return
     (f,) = found
+    if "was disturbed" in f.message:  # the trials themselves disturbed: no implementation named
+        assert "so no implementation is named" in f.message and "is fastest" not in f.message
+        return
     assert f.fix == f"AdamW(..., {fastest.config})" and f"{fastest.config} is fastest" in f.message
     for t in opt.trials:  # every measured figure, in the words the finding prints
         assert f"{t.config} " in f.message

@@ -39,15 +39,15 @@ def compiled_step(tmp_path_factory):
 def test_compiled_backward_lands_on_the_forward_line(compiled_step):
     r, _events = compiled_step
     fwd_line, bwd_line = line_of(FILE, "FORWARD-LINE"), line_of(FILE, "BACKWARD-LINE")
-    step = r.totals.self_time_us
     fwd = r.line("compiled_training.py", fwd_line)
     assert fwd is not None and fwd.backward_self_time_us > 0
     assert any(op.node == "CompiledFunctionBackward" for op in fwd.backward_ops)
+    # the compiled backward is on the forward line, none of it on loss.backward()'s
+    # (what share of the step each holds is a timing: bench/, not here)
+    compiled = [s for s in r.lines if any(op.node == "CompiledFunctionBackward" for op in s.backward_ops)]
+    assert [(s.file, s.line) for s in compiled] == [("compiled_training.py", fwd_line)]
     backward_call = r.line("compiled_training.py", bwd_line)
-    left = backward_call.time_us if backward_call else 0.0
-    assert left <= 0.10 * step, (left, step)  # the issue's bar: <= 10% on loss.backward()
-    # the compiled backward is most of the step's backward, and it is on the forward line
-    assert fwd.backward_self_time_us >= 0.8 * r.totals.backward_time_us
+    assert backward_call is None or not any(op.node == "CompiledFunctionBackward" for op in backward_call.ops)
     regions = {reg.phase: reg for reg in r.regions}
     assert set(regions) == {"forward", "backward"}
     back = regions["backward"]

@@ -27,6 +27,9 @@ DATA = ROOT / "tests" / "data"
 PROJECT = DATA / "project"
 QUICK = {"wait": 1, "warmup": 1, "active": 2, "timing_calls": 3}
 
+# findings about the machine (a loaded one judged noisy), not a rule firing on the code
+MACHINE = {"noisy_measurement", "fix_offered"}
+
 
 def run_harness(
     workspace: Path,
@@ -130,7 +133,9 @@ def test_gpt_forward_findings_stay_true(gpt):
     op-by-op pattern is written out; no line dispatching one op per execution
     is told to fuse; the labels cost far less than 10x."""
     forward = gpt["results"]["forward"]
-    kinds = {f.kind for f in forward.findings}
+    # on a loaded machine the run may be judged noisy: that finding (and its offer to
+    # profile again) is about the machine, not a rule firing on this code
+    kinds = {f.kind for f in forward.findings} - MACHINE
     # (roofline findings, analysis/findings/roofline.py: a dispatch hint's line may carry
     # overhead_bound instead; below_roof only for a line with FLOPs, on a busy host)
     roofline = {"overhead_bound", "memory_bound", "below_roof"}
@@ -144,9 +149,15 @@ def test_gpt_forward_findings_stay_true(gpt):
     ):
         stat = _line(forward, file, needle)
         assert dispatches_per_execution(stat) < 2
-        told = [f for f in forward.findings if (f.file, f.line) == (stat.file, stat.line)]
+        told = [
+            f
+            for f in forward.findings
+            if (f.file, f.line) == (stat.file, stat.line) and f.kind not in MACHINE
+        ]
         assert all(f.kind == "below_roof" for f in told), [f.message for f in told]
     for f in forward.findings:  # whatever remains is true per execution
+        if f.kind in MACHINE:
+            continue
         stat = forward.line(f.file, f.line)
         if f.kind == "below_roof":
             assert stat.flops  # a matmul far below the measured peak: no fusing advice
