@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainium_lens.harness.attribution.kinds import FWD, OPTIM_PREFIXES, OPTIMIZER
 from trainium_lens.harness.work.step import SAVED_PREFIX, Saved
 
 Owner = tuple[Any, int]  # (label or None, phase)
@@ -67,11 +68,16 @@ def walk(
     """``resolve(node)``: the (label, phase) a profiler node stands for, or None to
     look further up; ``device_type``: the backend's (``cpu``, ``cuda``)."""
     allocs: list[tuple[int, int, Any]] = []  # (time, order, node)
+    # the optimizer's ranges, by time: the line labels' ranges can enclose them in the
+    # tree, so an allocation's parents need not name the optimizer it ran in
+    optimizer: list[tuple[int, int]] = []
     stack = list(roots)
     while stack:
         node = stack.pop()
         if is_allocation(node) or node.name.startswith(SAVED_PREFIX):
             allocs.append((node.start_time_ns, len(allocs), node))
+        elif node.name.startswith(OPTIM_PREFIXES):
+            optimizer.append((node.start_time_ns, node.end_time_ns))
         stack.extend(node.children)
     allocs.sort(key=lambda t: (t[0], t[1]))
     mem = Memory(device=device_type)
@@ -97,6 +103,9 @@ def walk(
             if level > mem.peak_bytes:
                 mem.peak_bytes, peak_at = level, len(mine) - 1
                 mem.peak_owner, mem.peak_phase = owner
+                t = node.start_time_ns
+                if mem.peak_phase == FWD and any(a <= t <= b for a, b in optimizer):
+                    mem.peak_phase = OPTIMIZER  # its ops are forward ops of their line (tree.py)
         else:
             gone = live.pop(f.allocation_id, None)
             if gone is not None and by_ptr.get(f.ptr) == f.allocation_id:
