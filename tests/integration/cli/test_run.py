@@ -107,6 +107,22 @@ def test_training_script_per_line_and_reconciled(tmp_path: Path) -> None:
     assert doc["script"]["reference_before"] + doc["script"]["reference_after"] >= 2
     assert len(stored(ws)) == 1
     assert "tinylm/model.py" in proc.stdout  # the same table as profile
+    # FLOPs per line of the step after the window, exact: TinyNet(64 -> 128, 2 x (128 -> 256 -> 128), -> 10)
+    # at batch 32; a linear's backward is two matmuls, one for the first (its input needs no grad)
+    work = {ln["text"].strip(): ln for ln in model if ln.get("flops") or ln.get("backward_flops")}
+
+    def mm(i: int, o: int) -> int:  # a (32 x i) @ (i x o) matmul
+        return 2 * 32 * i * o
+
+    assert work["x = self.inp(x)"]["flops"] == mm(64, 128)
+    assert work["x = self.inp(x)"]["backward_flops"] == mm(64, 128)
+    assert work["h = torch.relu(self.up(h))"]["flops"] == 2 * mm(128, 256)  # two blocks
+    assert work["h = torch.relu(self.up(h))"]["backward_flops"] == 4 * mm(128, 256)
+    assert work["return self.head(x)"]["backward_flops"] == 2 * mm(128, 10)
+    assert work["x = self.inp(x)"]["saved_bytes"] == 32 * 64 * 4  # the input, kept for the weight's grad
+    assert doc["memory"]["source"].endswith("of the step after the window")
+    assert doc["memory"]["peak_phase"] == "optimizer" and doc["memory"]["peak_line"] == step_line
+    assert "work and roofline" in proc.stdout
     # the window's Chrome trace, its op events on their lines (the timeline opens it)
     trace = load_trace(doc["artifacts"]["trace"])
     hot = max(model, key=lambda ln: ln["self_time_us"])
@@ -119,8 +135,9 @@ def test_exit_after_ends_at_the_window(tmp_path: Path) -> None:
         ws, tmp_path, "--steps", "2:2", "--exit-after", "--", "python", "tinylm/train.py", "--steps", "50"
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    # steps 2 and its twin 3 recorded; the process ends right after step 3's optimizer.step()
-    assert "step 2 loss" in proc.stdout and "step 3 loss" not in proc.stdout
+    # steps 2 and its twin 3 recorded, step 4 the work step; the process ends right after
+    # step 4's optimizer.step()
+    assert "step 3 loss" in proc.stdout and "step 4 loss" not in proc.stdout
     assert len(stored(ws)) == 1
 
 

@@ -13,6 +13,7 @@ from trainium_lens.cli.commands.profile import Progress, _stop_on_signals, style
 from trainium_lens.cli.render.ranks import render_ranks
 from trainium_lens.cli.render.result import render_result
 from trainium_lens.cli.render.text import terminal_safe
+from trainium_lens.cli.render.work import render_work
 from trainium_lens.engine import script as engine
 from trainium_lens.errors import LensError, NotStored, UsageError
 from trainium_lens.harness.spec import BACKENDS
@@ -31,7 +32,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--steps", default="3:5", metavar="N:M", help="the measured steps (default 3:5)")
     p.add_argument(
-        "--exit-after", action="store_true", help="end the script (every rank) cleanly after the window"
+        "--exit-after",
+        action="store_true",
+        help="end the script (every rank) cleanly after the window and its work step (FLOPs, bytes, memory)",
     )
     p.add_argument("--backend", choices=BACKENDS, default="auto", help="where the steps' time is read")
     p.add_argument(
@@ -119,7 +122,10 @@ def run(args: argparse.Namespace) -> int:
     style = style_for(sys.stdout, args.verbose)
     print(
         terminal_safe(
-            "\n\n".join(_header(r) + render_result(r, style) + render_ranks(r, style) for r in results)
+            "\n\n".join(
+                _header(r) + render_result(r, style) + render_work(r, style) + render_ranks(r, style)
+                for r in results
+            )
         )
     )
     if args.json:

@@ -9,10 +9,13 @@ Steps are counted by ``detect.Detector``; at each boundary (after step k):
   step followed by its plain twin (``attribution/tree.py`` says why), so the
   window spans 2×(M−N+1) steps; device clocks: M−N+1;
 * the window's last step: the profiler stops, the events are attributed to
-  lines (the same ``attribute``/``result_document`` as a marked function), and
-  the hooks go on timing up to ``AFTER`` unprofiled steps, the rest of the
-  reference. The batch is written then, at ``--exit-after`` (which ends the
-  process at this boundary, cleanly), or when the script ends.
+  lines (the same ``attribute``/``result_document`` as a marked function);
+* the step after it is the work step (``work.py``: FLOPs, bytes, memory per
+  line), left out of the reference; ``--exit-after`` ends the process at its
+  end, cleanly;
+* the hooks go on timing up to ``AFTER`` unprofiled steps, the rest of the
+  reference. The batch is written then, at ``--exit-after``, or when the
+  script ends.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from trainium_lens.harness.events import internal_failure, write_json_atomic
 from trainium_lens.harness.job.loader import UserCode, resolve_include
 from trainium_lens.harness.script.detect import Detector
 from trainium_lens.harness.script.optimizers import ScriptOptimizers
+from trainium_lens.harness.script.work import ScriptWork
 from trainium_lens.harness.spec import SPEC_VERSION
 
 AFTER = 3  # unprofiled steps timed after the window (with those before it: the reference)
@@ -108,6 +112,7 @@ class ScriptRun:
         # the optimizers that step in the step before the window (their trials run at
         # its end, on copies: optim_trials.py), watched from the boundary before it
         self.optimizers = ScriptOptimizers(self.user)
+        self.work = ScriptWork(self)
         if self.first <= 2:
             self.optimizers.watch()
         _time_data_loader(self)
@@ -170,6 +175,9 @@ class ScriptRun:
             self._next_window_step(k + 1)
         elif k == self.window_last:
             self._end_window()
+            self.work.start()
+        elif k == self.window_last + 1:
+            self.work.stop()
             if self.spec.get("exit_after"):
                 self._write()
                 _exit_cleanly()
@@ -265,6 +273,8 @@ class ScriptRun:
         self.signals_raw = signals_raw
         self.stability_window = self.window.stop()
         self.optimizers.trials(self.backend.sync, self.events)
+        # the window's counts, before the work step's labels add to them
+        self.counts = (dict(self.labeler.h2d), dict(self.labeler.hits.hits), self.labeler.origins.snapshot())
         self.doc = self._document([])
 
     def _export_trace(self, att: Any) -> tuple[str | None, float]:
@@ -342,15 +352,16 @@ class ScriptRun:
                 output={},
                 offset_us=self.offset_us,
                 covered=None,
-                h2d_calls=dict(self.labeler.h2d),
+                h2d_calls=self.counts[0],
                 labelled_calls=max(1, measured),
                 calibration=self.calibration if not self.backend.device_clock else None,
                 stability=stability,
             )
         )
-        add_hits(doc["lines"], self.labeler.labels, dict(self.labeler.hits.hits), max(1, measured))
-        add_origins(doc["lines"], self.labeler.labels, self.labeler.origins.snapshot())
+        add_hits(doc["lines"], self.labeler.labels, self.counts[1], max(1, measured))
+        add_origins(doc["lines"], self.labeler.labels, self.counts[2])
         self.optimizers.attach(doc)  # their trials, timed at the window's end
+        self.work.write(doc)  # FLOPs, bytes, memory of the step after the window (work.py)
         doc["library_files"] = [
             {"file": f, "path": p}
             for f, p in sorted(self.user.library_files.items())
@@ -398,6 +409,7 @@ class ScriptRun:
                     self.prof.stop()
                 except Exception:
                     pass
+            self.work.abandon()  # the script ended inside the work step
             self._write()
         except Exception as exc:
             self._fail(exc)

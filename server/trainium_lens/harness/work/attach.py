@@ -11,7 +11,7 @@ import torch
 
 from trainium_lens.harness.attribution.kinds import BWD, RECOMPUTE
 from trainium_lens.harness.work import calibrate, figures
-from trainium_lens.harness.work.step import work_step
+from trainium_lens.harness.work.step import WorkProfile, work_step
 
 PHASES = {0: "forward", BWD: "backward", RECOMPUTE: "recompute", 3: "optimizer"}
 _ROOF: dict[str, dict] = {}  # per process: the CPU roof is measured (or read) once
@@ -58,11 +58,29 @@ def add_work(doc: dict, s: Any, call: Any, def_label: str) -> None:
     )
     try:
         wp = work_step(call, s.backend)
-        device_type = torch.device(s.backend.device).type
-        w = figures.measure(wp, s.labeler.labels, def_label, device_type)
     except Exception as exc:  # the timed figures stand; say why these are missing
         s.events.warning(f"{name}: no FLOP/byte/memory figures: {type(exc).__name__}: {exc}")
         return
+    w = measured(s, wp, def_label, name)
+    if w is not None:
+        write_work(doc, s, wp, w, name)
+
+
+def measured(s: Any, wp: WorkProfile, def_label: str | None, name: str | None) -> dict | None:
+    """The work figures of a work profile (``figures.measure``), or None and a warning."""
+    try:
+        return figures.measure(wp, s.labeler.labels, def_label, torch.device(s.backend.device).type)
+    except Exception as exc:  # the timed figures stand; say why these are missing
+        what = f"{name}: " if name else ""
+        s.events.warning(f"{what}no FLOP/byte/memory figures: {type(exc).__name__}: {exc}")
+        return None
+
+
+def write_work(
+    doc: dict, s: Any, wp: WorkProfile, w: dict, name: str | None, recorded: str = "the extra call"
+) -> None:
+    """Each line's work and memory fields, and the result's ``work``, ``memory``, ``roof``.
+    ``recorded``: the call or step the work profile recorded, as the memory block says it."""
     labels, mem = s.labeler.labels, w["memory"]
     by_place = {labels[k][:2]: lw for k, lw in w["lines"].items() if k in labels}
     peak = {labels[k][:2]: b for k, b in mem.at_peak.items() if k in labels}
@@ -88,7 +106,7 @@ def add_work(doc: dict, s: Any, call: Any, def_label: str) -> None:
     try:
         doc["roof"] = roof(s.backend, doc["lines"])
     except Exception as exc:
-        s.events.warning(f"{name}: no peak for this device: {type(exc).__name__}: {exc}")
+        s.events.warning(f"{name + ': ' if name else ''}no peak for this device: {type(exc).__name__}: {exc}")
     doc["work"] = w["work"]
     peak_place = labels.get(mem.peak_owner) if mem.peak_owner in labels else None
     doc["memory"] = {
@@ -102,7 +120,7 @@ def add_work(doc: dict, s: Any, call: Any, def_label: str) -> None:
         "held_before_bytes": float(wp.cuda_before) if wp.cuda_before is not None else None,
         "allocator_peak_bytes": float(wp.cuda_peak) if wp.cuda_peak is not None else None,
         "saved_bytes": float(mem.saved_total) if wp.hooks else None,
-        "source": "profile_memory allocator events of the extra call",
+        "source": f"profile_memory allocator events of {recorded}",
         "note": None
         if has_memory
         else f"the profiler recorded no allocations on {s.backend.device}: memory per line not available",
