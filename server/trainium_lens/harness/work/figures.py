@@ -98,7 +98,7 @@ def _is_allocation_fn() -> Any:
     return lambda n: n.tag == allocation
 
 
-def measure(wp: WorkProfile, labels: dict, def_label: str, device_type: str) -> dict:
+def measure(wp: WorkProfile, labels: dict, def_label: str | None, device_type: str) -> dict:
     """``{"lines": {label: LineWork}, "saved": ..., "work": {...}, "memory": {...}}``."""
     events, roots = light_events(wp.prof)  # not prof.events(): events.py says why
     att = attribute(events, labels, False, def_label, None, record_events=True)
