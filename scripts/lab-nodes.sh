@@ -70,17 +70,14 @@ lab_pids() {
   done
 }
 
-recorded_pids() {
-  local f
-  for f in "$LAB_DIR"/run/*.pid; do
-    [ -f "$f" ] && tr -dc '0-9\n' <"$f" | head -n1
-  done
-  return 0
-}
-
+# Only processes found in a lab namespace are killed, never a pid read from a
+# pid file: a daemon a test killed (a node made to die) leaves its pid file, and
+# once pids wrap that number is some other process of this machine's (CI saw a
+# test's helpers killed during a lab teardown). Every lab process runs inside one
+# of the namespaces (the holders enter theirs before they exec).
 kill_all() {
   local pids=() pid i
-  mapfile -t pids < <({ recorded_pids; lab_pids; } | sort -u | grep -v '^$' || true)
+  mapfile -t pids < <(lab_pids | sort -u | grep -v '^$' || true)
   [ ${#pids[@]} -eq 0 ] && return 0
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for i in $(seq 1 40); do  # 2 s for a clean exit, then SIGKILL
