@@ -67,4 +67,7 @@ async def test_kill_9_of_the_server_ends_every_process_of_the_run(tmp_path, case
     finally:
         run.cancel()
         client.lens_stopped = True
+        if client._server is not None and client._server.returncode is None:
+            # failed before the kill: pygls's stop() only waits for the server to exit
+            client._server.kill()
         await client.stop()
