@@ -76,6 +76,13 @@ test("the body: op table hottest first, lines clickable, user text escaped", () 
   assert.match(html, />70%</); // line 23's share of the function
 });
 
+test("a script's run reads per step, a marked function's per call", () => {
+  assert.match(renderBody({ result }), /CPU self time per call/);
+  const script = renderBody({ result: { ...result, script: { steps: [3, 5] } } });
+  assert.match(script, /CPU self time per step/);
+  assert.ok(!script.includes("per call"));
+});
+
 test("no result: a hint instead of empty tables", () => {
   assert.match(renderBody({ result: null }), /Profile on Trainium/);
 });

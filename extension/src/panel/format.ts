@@ -73,6 +73,8 @@ export interface ResultDoc extends Shown {
   findings?: FindingRow[];
   ranks?: RankRow[];
   unattributed_us?: number;
+  // a `run` of an unmodified script (model/result.py ScriptRun): its figures are per step
+  script?: { steps?: number[] } | null;
   // schema 3: against the unprofiled wall (or the device-side span), analysis/reconcile.py
   reconciliation?:
     | (Shown & {
@@ -98,6 +100,11 @@ export function reconciledText(r: ResultDoc): string | null {
   const tol = r.clock === "cpu" ? `±${pct}%` : `at most +${pct}%`;
   const note = rec.note ? `; ${rec.note}` : "";
   return `${shownText(rec, "ratio", ratio)} the ${ref} (${rec.within ? "within" : "outside"} ${tol}${note})`;
+}
+
+/** What one figure is of (model/result.py `Result.unit`): a call, or a script's step. */
+export function unitOf(r: ResultDoc): string {
+  return r.script ? "step" : "call";
 }
 
 /** The run was judged noisy (analysis/noise.py): its figures are unreliable. */

@@ -14,6 +14,7 @@ import {
   sortedFindings,
   sortedLines,
   sortedOps,
+  unitOf,
 } from "./format";
 import { Shown, count, share, shownText, timeUs } from "./figures";
 import { rooflineSection } from "./roofline";
@@ -67,7 +68,7 @@ export function renderBody(data: RunData): string {
   const parts: string[] = [];
   parts.push(
     `<header><h1>${escapeHtml(r.function.name)} <span class="muted">${escapeHtml(r.function.file)}:${r.function.line}</span></h1>` +
-      `<p><b>${escapeHtml(shownText(r.totals, "self_time_us", timeUs))}</b> ${escapeHtml(clockLabel(r.clock))} per call` +
+      `<p><b>${escapeHtml(shownText(r.totals, "self_time_us", timeUs))}</b> ${escapeHtml(clockLabel(r.clock))} per ${unitOf(r)}` +
       (r.totals.wall_us_median
         ? ` · wall ${escapeHtml(shownText(r.totals, "wall_us_median", timeUs))} (unprofiled median)`
         : "") +

@@ -84,10 +84,11 @@ def _note(result: Result, ratio: float, two_sided: bool) -> str:
     wall_disturbed = st is not None and st.timing_calls > 0 and st.timing_clean < (st.timing_calls + 1) // 2
     if wall_disturbed or (wall is not None and wall > STEP_SPREAD and (steps is None or wall > steps)):
         # the reference, not the profile, is the disturbed side: the ratio says nothing of the lines
+        unit = result.unit  # a marked function's calls, a script's steps
         said = (
-            f"{st.timing_calls - st.timing_clean} of {st.timing_calls} of its calls waited for a CPU"
+            f"{st.timing_calls - st.timing_clean} of {st.timing_calls} of its {unit}s waited for a CPU"
             if wall_disturbed and st is not None
-            else f"its calls varied {wall:.1f}×" + (f", the steps {steps:.1f}×" if steps else "")
+            else f"its {unit}s varied {wall:.1f}×" + (f", the profiled steps {steps:.1f}×" if steps else "")
         )
         return f"the unprofiled wall was disturbed ({said}): profile again"
     if ratio > 1 + TOLERANCE and steps is not None and steps > STEP_SPREAD and (wall is None or steps > wall):
@@ -96,7 +97,7 @@ def _note(result: Result, ratio: float, two_sided: bool) -> str:
         # 48-52 µs with the same ops; the profiler's cost does not vary like that.
         return (
             f"its steps varied {steps:.1f}× with the same ops"
-            + (f" (the unprofiled calls {wall:.1f}×)" if wall else "")
+            + (f" (the unprofiled {result.unit}s {wall:.1f}×)" if wall else "")
             + ": the CPU ran slower in some of them (another VM on the same core, its clock), "
             "not the code; profile again"
         )

@@ -441,6 +441,11 @@ class Result:
         host = self.totals.host_time_us if self.clock == "cpu" else None
         return self.totals.self_time_us + (host or 0.0)
 
+    @property
+    def unit(self) -> str:
+        """What one figure is of: a ``call`` of a marked function, a ``step`` of a script."""
+        return "step" if self.script is not None else "call"
+
     def line(self, file: str, line: int) -> LineStat | None:
         for stat in self.lines:
             if stat.line == line and stat.file == file:

@@ -122,7 +122,8 @@ def test_training_script_per_line_and_reconciled(tmp_path: Path) -> None:
     assert work["x = self.inp(x)"]["saved_bytes"] == 32 * 64 * 4  # the input, kept for the weight's grad
     assert doc["memory"]["source"].endswith("of the step after the window")
     assert doc["memory"]["peak_phase"] == "optimizer" and doc["memory"]["peak_line"] == step_line
-    assert "work and roofline" in proc.stdout
+    assert "work and roofline (per step;" in proc.stdout
+    assert "figures are per step" in proc.stdout  # a script's figures are per step, not per call
     # the window's Chrome trace, its op events on their lines (the timeline opens it)
     trace = load_trace(doc["artifacts"]["trace"])
     hot = max(model, key=lambda ln: ln["self_time_us"])

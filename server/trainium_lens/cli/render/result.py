@@ -64,7 +64,7 @@ def headline(result: Result, style: Style = DEFAULT_STYLE) -> str:
     # The figure per call is what the ratio reconciles: on the cpu clock the ops plus the
     # host time between them (the Python a call runs), so it can be read against the wall.
     host = t.host_time_us if result.clock == "cpu" else None
-    parts = [f"{fmt_us(result.per_call_us, style)} {clock} per call"]
+    parts = [f"{fmt_us(result.per_call_us, style)} {clock} per {result.unit}"]
     rec = reconciled_text(result, style)
     if host:
         rec = f"ops {fmt_us(t.self_time_us, style)} + host {fmt_us(host, style)}" + (
@@ -102,7 +102,7 @@ def render_result(result: Result, style: Style = DEFAULT_STYLE) -> str:
         f"{f.name}  {f.file}:{f.line}",
         f"  backend {result.backend} · clock: {clock_text} · host {result.host}",
         f"  {t.steps} measured steps (wait {p.wait}, warmup {p.warmup}, active {p.active}); "
-        f"figures are per call",
+        f"figures are per {result.unit}",
         f"  {headline(result, style)}",
         f"  unprofiled wall time {fmt_us(t.wall_us_median, style)} median over {_wall_counts(result)}"
         + (
@@ -142,8 +142,8 @@ def _wall_counts(result: Result) -> str:
     many were clean, how many calls each sample held ("17 of 60 calls clean")."""
     st, wanted = result.stability, result.function.protocol.timing_calls
     if st is None or not st.timing_calls:
-        return f"{wanted} calls"
-    unit = "samples" if st.timing_batch > 1 else "calls"
+        return f"{wanted} {result.unit}s"
+    unit = "samples" if st.timing_batch > 1 else f"{result.unit}s"
     used = st.timing_used or (st.timing_clean if st.timing_clean >= (wanted + 1) // 2 else st.timing_calls)
     text = f"{used} {unit} ({st.timing_clean} of {st.timing_calls} {unit} clean"
     if st.timing_batch > 1:
@@ -172,7 +172,7 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
             else ""
         )
         out.append(
-            f"  reconciled: {summed}{fmt_us(rec.profiled_us, style)} per call = "
+            f"  reconciled: {summed}{fmt_us(rec.profiled_us, style)} per {result.unit} = "
             f"{figures.number(rec.ratio)}{style.times} "
             f"the {ref} {fmt_us(rec.reference_us, style)}{raw} ({verdict})"
         )
@@ -180,7 +180,7 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
         out.append(
             f"  calibrated: the profiler's cost, {figures.time_us(cal.per_depth_us)} per op event per "
             f"nesting level, measured in {cal.cost_s:.2f} s; {fmt_us(cal.subtracted_us, style)} per "
-            f"call subtracted (raw figures in the JSON: self_cpu_us)"
+            f"{result.unit} subtracted (raw figures in the JSON: self_cpu_us)"
         )
     if st is not None and st.steps_measured:
         parts = [f"{st.steps_clean} of {st.steps_measured} steps undisturbed"]

@@ -19,7 +19,9 @@ def render_work(result: Result, style: Style | None = None) -> str:
     if result.work is None and result.memory is None:
         return ""
     roof = resolve(result)
-    out = ["  work and roofline (per call; bytes are an estimate: inputs + outputs of each line's ops)"]
+    out = [
+        f"  work and roofline (per {result.unit}; bytes are an estimate: inputs + outputs of each line's ops)"
+    ]
     if roof is not None:
         peaks = ", ".join(f"{figures.flops_rate(p.flops_per_s)} {p.dtype}" for p in roof.flops)
         out.append(f"  roof: {peaks}; {figures.bandwidth(roof.bytes_per_s)} ({roof.device}: {roof.source})")
@@ -29,7 +31,7 @@ def render_work(result: Result, style: Style | None = None) -> str:
     if mfu is not None:
         out.append(
             f"  function MFU {figures.pct(100 * mfu.mfu)} of the {mfu.dtype} peak: "
-            f"{figures.flops(mfu.flops)} per call over the {mfu.basis}"
+            f"{figures.flops(mfu.flops)} per {result.unit} over the {mfu.basis}"
         )
     rows = []
     above = False

@@ -44,7 +44,7 @@ def markdown(uri: str, a: Annotation, annotations: Annotations, history: list[Re
     out.append(
         f"self **{figures.time_us(s.self_time_us)}{clock}**{trust.raw_beside(s, r)} · total "
         f"{figures.time_us(s.total_time_us)}{clock} · {share} of the function · "
-        f"{fmt.plural(s.calls, 'op')} per call"
+        f"{fmt.plural(s.calls, 'op')} per {r.unit}"
     )
     out += [h] if (h := trust.host_text(s, r)) else []
     if r.totals.steps > 1 and (s.self_time_us_max or s.self_time_us_min):

@@ -68,7 +68,7 @@ def hover_section(result: Result, s: LineStat) -> str | None:
     memory = _memory(result, s)
     if not has_work and memory is None:
         return None
-    out = ["**Work and roofline** (per call; bytes are an estimate)"]
+    out = [f"**Work and roofline** (per {result.unit}; bytes are an estimate)"]
     roof = resolve(result)
     points = line_roofs(result, s, roof)
     clock = fmt.clock_suffix(result)

@@ -27,7 +27,7 @@ def reconciled(result: Result) -> str | None:
     verdict = f"within {tol}" if rec.within else f"**outside** {tol}"
     note = f"; {escape(rec.note)}" if rec.note else ""
     return (
-        f"{figures.time_us(rec.profiled_us)} per call = {figures.ratio(rec.ratio)} the {ref} "
+        f"{figures.time_us(rec.profiled_us)} per {result.unit} = {figures.ratio(rec.ratio)} the {ref} "
         f"{figures.time_us(rec.reference_us)} ({verdict}{note})"
     )
 
