@@ -74,31 +74,75 @@ class WorkProfile:
     cuda_peak: int | None = None  # torch.cuda.max_memory_allocated() over the call
 
 
-def _profile(call: Any, backend: Any, hooks: bool) -> WorkProfile:
-    saved = SavedTensors()
-    cuda = backend.name == "cuda"
-    before = peak = None
-    # Not ``profile_all_threads`` (eager/run.py): with it torch records no allocator
-    # events. The autograd engine's device threads inherit the profiler's state anyway.
-    with torch.profiler.profile(
-        activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True, profile_memory=True
-    ) as prof:
-        if cuda:
-            backend.sync()
+class WorkRecorder:
+    """The work profiler, open from ``start()`` to ``stop()``: one call of a marked
+    function (``work_step``), or a script's step from one boundary to the next
+    (``script/work.py``). The profiler and the saved-tensor hooks are per-thread
+    stacks that the code in between leaves balanced."""
+
+    def __init__(self, backend: Any, hooks: bool = True):
+        self.backend, self.hooks = backend, hooks
+        self.saved = SavedTensors()
+        self.before: int | None = None
+        self._open: list[Any] = []  # what start() opened, closed in reverse
+
+    def start(self) -> None:
+        if self.backend.name == "cuda":
+            self.backend.sync()
             torch.cuda.reset_peak_memory_stats()
-            before = torch.cuda.memory_allocated()
-        # a ProfilerStep range, as the scheduled steps have: the attribution finds its step by it
-        with torch.profiler.record_function("ProfilerStep#0"):
-            if hooks:
-                with torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack):
-                    out = call(labelled=True)
-            else:
-                out = call(labelled=True)
-            backend.sync()
-        del out
-        if cuda:
-            peak = torch.cuda.max_memory_allocated()
-    return WorkProfile(prof, saved.records, hooks, before, peak)
+            self.before = torch.cuda.memory_allocated()
+        # Not ``profile_all_threads`` (eager/run.py): with it torch records no allocator
+        # events. The autograd engine's device threads inherit the profiler's state anyway.
+        # A schedule: the profiler opens a ProfilerStep range, by which the attribution
+        # finds the step, as it finds the timed steps.
+        self.prof = torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CPU],
+            record_shapes=True,
+            profile_memory=True,
+            schedule=lambda _step: torch.profiler.ProfilerAction.RECORD,
+        )
+        self.prof.start()
+        self._open.append(self.prof.stop)
+        if self.hooks:
+            watch = torch.autograd.graph.saved_tensors_hooks(self.saved.pack, self.saved.unpack)
+            watch.__enter__()
+            self._open.append(lambda: watch.__exit__(None, None, None))
+
+    def _close(self) -> None:
+        """Close what ``start`` opened, the last first; the first error is raised after."""
+        error: Exception | None = None
+        while self._open:
+            try:
+                self._open.pop()()
+            except Exception as exc:
+                error = error or exc
+        if error is not None:
+            raise error
+
+    def stop(self) -> WorkProfile:
+        self.backend.sync()
+        peak = torch.cuda.max_memory_allocated() if self.backend.name == "cuda" else None
+        self._close()
+        return WorkProfile(self.prof, self.saved.records, self.hooks, self.before, peak)
+
+    def abandon(self) -> None:
+        try:
+            self._close()
+        except Exception:
+            pass
+
+
+def _profile(call: Any, backend: Any, hooks: bool) -> WorkProfile:
+    recorder = WorkRecorder(backend, hooks)
+    recorder.start()
+    try:
+        out = call(labelled=True)
+    except BaseException:
+        recorder.abandon()
+        raise
+    wp = recorder.stop()
+    del out
+    return wp
 
 
 def work_step(call: Any, backend: Any) -> WorkProfile:
