@@ -142,6 +142,22 @@ def test_exit_after_ends_at_the_window(tmp_path: Path) -> None:
     assert len(stored(ws)) == 1
 
 
+def test_a_script_ending_in_the_work_step_keeps_its_result_and_says_why_figures_are_missing(
+    tmp_path: Path,
+) -> None:
+    ws = project(tmp_path)
+    out = tmp_path / "out.json"
+    # window 2:2 records steps 2-3; step 4 would be the work step, and the script ends after it
+    proc, _ = lens_run(
+        ws, tmp_path, "--steps", "2:2", "--json", str(out), "--", "python", "tinylm/train.py", "--steps", "3"
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "the script ended during the step after the window: no FLOP/byte/memory figures" in proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["lines"] and doc.get("work") is None
+    assert len(stored(ws)) == 1
+
+
 def test_torchrun_two_ranks_per_line(tmp_path: Path) -> None:
     ws = project(tmp_path)
     out = tmp_path / "out.json"

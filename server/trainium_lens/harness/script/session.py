@@ -409,7 +409,7 @@ class ScriptRun:
                     self.prof.stop()
                 except Exception:
                     pass
-            self.work.abandon()  # the script ended inside the work step
+            self.work.ended()  # if the script ended inside the work step
             self._write()
         except Exception as exc:
             self._fail(exc)

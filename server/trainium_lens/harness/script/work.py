@@ -85,6 +85,15 @@ class ScriptWork:
             self.recorder.abandon()
             self.recorder = None
 
+    def ended(self) -> None:
+        """The script ended inside the work step: the result is written without its figures."""
+        if self.recorder is not None:
+            self.abandon()
+            self.run.events.warning(
+                "the script ended during the step after the window: no FLOP/byte/memory figures "
+                "(give it one more step to have them)"
+            )
+
     def write(self, doc: dict) -> None:
         if self.w is not None and self.wp is not None:
             write_work(doc, self.run, self.wp, self.w, None, recorded=RECORDED)
