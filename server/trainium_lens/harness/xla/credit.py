@@ -199,16 +199,22 @@ class Creditor:
         body = [s for c in ins.called for s in self.module.computations.get(c, [])]
         return bool(body) and all(s.opcode in DATA_MOVEMENT or self._moves_data(s) for s in body)
 
-    def _inside(self, ins: HloInstr, seen: set[int]) -> Credit | None:
-        """The credit of the work a call-like instruction runs (its callees, in order)."""
+    def _inside(self, ins: HloInstr, seen: set[int], flow: bool = True) -> Credit | None:
+        """The credit of the work a call-like instruction runs (its callees, in order).
+        ``flow``: a fused callee may ask its neighbours (``credit``); not when a
+        neighbour asks (``_with_line``): two lineless fusions would ask each other
+        for ever (a graph traced without frames)."""
         seen.add(ins.id)
         for comp_id in ins.called:
             for sub in self.module.computations.get(comp_id, []):
                 if sub.opcode == "parameter" or sub.id in seen:
                     continue
-                c = self.credit(sub) if sub.opcode == "fusion" else self.own(sub)
+                if sub.opcode == "fusion":
+                    c = self.credit(sub) if flow else self._fusion_own(sub)
+                else:
+                    c = self.own(sub)
                 if c is None and sub.opcode in _CALLS and sub.called:
-                    c = self._inside(sub, seen)
+                    c = self._inside(sub, seen, flow)
                 if c is not None and c.stack:
                     return c
         return None
@@ -220,7 +226,7 @@ class Creditor:
         else:
             c = self.own(ins)
             if c is None and ins.opcode in _CALLS and ins.called:
-                c = self._inside(ins, set())
+                c = self._inside(ins, set(), flow=False)
         return c if c is not None and c.stack else None
 
     def _fusion_own(self, ins: HloInstr) -> Credit | None:

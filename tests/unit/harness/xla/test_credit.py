@@ -159,3 +159,33 @@ def test_time_nested_in_a_call_is_taken_off_it_and_phases_add_up():
     [opt] = fig["optimizers"]
     assert (opt["line"], opt["calls"], opt["self_time_us"]) == (10, 1.0, pytest.approx(3))
     assert fig["dispatches"] == 0.0  # no eager dispatch count on a compiled graph
+
+
+def test_lineless_fusions_in_calls_that_feed_each_other_end_without_a_line():
+    """A graph traced without frames (no metadata anywhere): each fusion's data flow
+    leads through the other's call and back; the rules must end, not recurse for ever
+    (a script's graph compiled on a plain step did, before ``_with_line`` stopped asking
+    a fused callee's neighbours)."""
+    index = stack_index([USER], ["step"], [(1, 1, 10)], [(1, 0)])
+    body_a = computation(
+        7, 71, instr("a0", "parameter", 70, param=0), instr("am", "multiply", 71, operands=(70,))
+    )
+    body_b = computation(8, 81, instr("b0", "parameter", 80, param=0), instr("ba", "add", 81, operands=(80,)))
+    call_a = computation(
+        5, 51, instr("qa", "parameter", 50, param=0), instr("fA", "fusion", 51, called=(7,), operands=(50,))
+    )
+    call_b = computation(
+        6, 61, instr("qb", "parameter", 60, param=0), instr("fB", "fusion", 61, called=(8,), operands=(60,))
+    )
+    entry = computation(
+        1,
+        99,
+        instr("p0", "parameter", 1, param=0, op_type="xla__device_data"),
+        instr("call.A", "call", 2, called=(5,), operands=(1,)),
+        instr("call.B", "call", 3, called=(6,), operands=(2,)),
+        instr("tuple", "tuple", 99, operands=(3,)),
+    )
+    m = xt.parse_hlo_proto(hlo_proto("SyncTensorsGraph.9", [body_a, body_b, call_a, call_b, entry], index))
+    c = Creditor(m, relpath)
+    for name in ("fA", "fB", "call.A", "call.B"):
+        assert c.credit(m.instruction(name)).stack == []  # type: ignore[arg-type]
