@@ -105,6 +105,20 @@ def test_a_host_sync_is_a_finding_on_its_line_that_says_what_to_do_on_xla():
     assert not [f for f in findings if f.kind == "xla_graphs_per_step"]  # the line says why already
 
 
+def test_reading_a_value_already_computed_is_a_wait_not_a_cut_graph():
+    """``loss.item()`` after ``torch_xla.sync()``: a copy, no execution (a script's loop)."""
+    findings = _analyze(
+        signals={
+            "host_syncs": [
+                {"file": "m.py", "line": 9, "calls": 1, "graphs": 0, "transfers": 1, "what": ["item"]}
+            ],
+        }
+    )
+    [sync] = [f for f in findings if f.kind == "xla_host_sync"]
+    assert "waits for the device" in sync.message and "another graph" not in sync.message
+    assert sync.fix and "every N steps" in sync.fix
+
+
 def test_more_than_one_graph_without_a_line_to_blame_names_the_explicit_sync():
     [f] = [f for f in _analyze(signals={"graphs_per_step": 3}) if f.kind.startswith("xla_")]
     assert (f.kind, f.line) == ("xla_graphs_per_step", 3) and "torch_xla.sync()" in f.message

@@ -121,19 +121,35 @@ def host_syncs(result: Result) -> list[Finding]:
     for sync in result.signals.host_syncs:
         if (sync.file, sync.line) in fallback_lines:
             continue
-        graphs = f", running {sync.graphs:g} graph{'s' if sync.graphs != 1 else ''}" if sync.graphs else ""
+        if not sync.graphs:
+            # the value was computed already (read after torch_xla.sync()): no graph is cut,
+            # but the host waits for the device, so tracing the next step cannot overlap it
+            message = (
+                f"Host–device sync in the step: {_what(sync)} here copies a value to the host "
+                f"({sync.calls:g} per step) and waits for the device to finish the graph that "
+                f"computes it, so the host cannot trace the next step while the device runs this one."
+            )
+            fix = "read it every N steps, or in xm.add_step_closure (it runs when the value is ready)"
+        else:
+            graphs = f", running {sync.graphs:g} graph{'s' if sync.graphs != 1 else ''}"
+            message = (
+                f"Host–device sync in the step: {_what(sync)} here makes torch-xla stop "
+                f"tracing, execute what the step has built so far and copy the value to the host "
+                f"({sync.calls:g} per step{graphs}); the rest of the step becomes another graph "
+                f"and the host waits for the device in between."
+            )
+            fix = (
+                "keep the value on the device (return it); to log it, read it after the step "
+                "(xm.add_step_closure, or every N steps after torch_xla.sync())"
+            )
         found.append(
             Finding(
                 kind="xla_host_sync",
                 severity="warning",
                 file=sync.file,
                 line=sync.line,
-                message=f"Host–device sync in the step: {_what(sync)} here makes torch-xla stop "
-                f"tracing, execute what the step has built so far and copy the value to the host "
-                f"({sync.calls:g} per step{graphs}); the rest of the step becomes another graph "
-                f"and the host waits for the device in between.",
-                fix="keep the value on the device (return it); to log it, read it after the step "
-                "(xm.add_step_closure, or every N steps after torch_xla.sync())",
+                message=message,
+                fix=fix,
             )
         )
     return found
