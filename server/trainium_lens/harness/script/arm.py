@@ -104,7 +104,26 @@ def boot() -> None:
             "torch.profiler cannot run together",
         )
         return
+    if _may_be_xla(spec):
+        # before torch_xla loads (the script's import, or the backend's right after
+        # torch's): the HLO's source frames and torch-xla's device (xla/backend.py)
+        from trainium_lens.harness.xla.backend import prepare_env
+
+        prepare_env(spec["run_dir"])
     sys.meta_path.insert(0, _AfterTorch(lambda: _install(spec, events)))
+
+
+def _may_be_xla(spec: dict) -> bool:
+    """``--backend xla``, or ``auto`` on a Trn1 host (torch-neuronx on torch-xla:
+    ``choose.py`` picks xla there; the variables are unread on any other backend)."""
+    import importlib.util
+
+    backend = spec.get("backend") or "auto"
+    if backend == "xla":
+        return True
+    return backend == "auto" and all(
+        importlib.util.find_spec(m) is not None for m in ("torch_neuronx", "torch_xla")
+    )
 
 
 def _role(spec: dict) -> str:
@@ -162,10 +181,10 @@ def _die_with(env: str) -> None:
 
 
 def _install(spec: dict, events: Events) -> None:
-    from trainium_lens.harness.script.session import ScriptRun
+    from trainium_lens.harness.script.start import start
 
     try:
-        ScriptRun(spec, events).install()
+        start(spec, events)
     except Exception as exc:  # the script runs on, unprofiled, and the CLI says why
         import traceback
 

@@ -34,7 +34,6 @@ import torch
 from trainium_lens.harness.attribution import build
 from trainium_lens.harness.attribution.trace_tags import tag_trace
 from trainium_lens.harness.attribution.tree import attribute
-from trainium_lens.harness.choose import choose
 from trainium_lens.harness.eager import measure, steady
 from trainium_lens.harness.eager.calibrate import calibrate
 from trainium_lens.harness.eager.hits import add_hits
@@ -56,8 +55,11 @@ def _never() -> None:  # a code object no frame runs: the labels' chain walks to
 
 
 class ScriptRun:
-    def __init__(self, spec: dict, events: Any):
-        self.spec, self.events = spec, events
+    """The profiled window on the torch.profiler backends (cpu, cuda, neuron);
+    ``xla_run.XlaScriptRun`` is the same window on torch-xla (``start.py`` picks)."""
+
+    def __init__(self, spec: dict, events: Any, backend: Any):
+        self.spec, self.events, self.backend = spec, events, backend
         self.first, self.last_measured = (int(v) for v in spec["steps"])
         self.rank = events.rank
         base = spec["run_dir"]
@@ -83,13 +85,6 @@ class ScriptRun:
 
     # -- setup ------------------------------------------------------------------
     def install(self) -> None:
-        if self.spec.get("backend") == "xla":
-            self.events.emit("aside", why="backend xla is not supported by `run` yet (use `profile`)")
-            return
-        self.backend = choose(torch, self.spec.get("backend") or "auto")
-        if self.backend.name == "xla":
-            self.events.emit("aside", why="torch-xla scripts are not supported by `run` yet (use `profile`)")
-            return
         include = []
         for name in self.spec.get("include") or []:
             found = resolve_include(name)
@@ -98,8 +93,8 @@ class ScriptRun:
             else:
                 include.append(found)
         self.user = UserCode(self.spec["workspace_root"], include)
-        self.labeler = LineLabeler(self.user, _never.__code__, device_backend=self.backend.device != "cpu")
-        self.paired = not self.backend.device_clock
+        self.source = build.SourceText(self.user.root, self.user.abspath)
+        self._prepare()
         measured = self.last_measured - self.first + 1
         self.window_last = self.first + measured * (2 if self.paired else 1) - 1
         self.detector = Detector(self._boundary, self.spec.get("step_on"), self.user.root)
@@ -109,10 +104,6 @@ class ScriptRun:
             self.events.emit("aside", why=str(exc))
             return
         self.delay = RunQueueDelay()
-        # the optimizers that step in the step before the window (their trials run at
-        # its end, on copies: optim_trials.py), watched from the boundary before it
-        self.optimizers = ScriptOptimizers(self.user)
-        self.work = ScriptWork(self)
         if self.first <= 2:
             self.optimizers.watch()
         _time_data_loader(self)
@@ -124,6 +115,15 @@ class ScriptRun:
             window=[self.first, self.window_last],
             tried=self.detector.tried,
         )
+
+    def _prepare(self) -> None:
+        """What this backend's window needs before the first step."""
+        self.labeler = LineLabeler(self.user, _never.__code__, device_backend=self.backend.device != "cpu")
+        self.paired = not self.backend.device_clock
+        # the optimizers that step in the step before the window (their trials run at
+        # its end, on copies: optim_trials.py), watched from the boundary before it
+        self.optimizers: Any = ScriptOptimizers(self.user)
+        self.work: Any = ScriptWork(self)
 
     # -- the boundary after each step ---------------------------------------------
     def _boundary(self, detector: str) -> None:
@@ -294,20 +294,24 @@ class ScriptRun:
             pass
         return path, build.trace_offset_us(path, start_ns)
 
-    def _document(self, wall: list[float]) -> dict:
-        spec, att = self.spec, self.att
-        script = spec.get("script_rel") or spec.get("script") or "<script>"
-        main_line = int(spec.get("main_line") or 1)
+    def _function(self, wall: list[float]) -> dict:
+        """The result's ``function``: the script and its measured steps."""
+        spec = self.spec
         measured = self.last_measured - self.first + 1
-        function = {
-            "file": script,
+        return {
+            "file": spec.get("script_rel") or spec.get("script") or "<script>",
             "name": f"steps {self.first}-{self.last_measured}",
-            "line": main_line,
+            "line": int(spec.get("main_line") or 1),
             "marker_line": None,
             "protocol": {"wait": self.first - 1, "warmup": 0, "active": measured, "timing_calls": len(wall)},
             "inputs": None,
             "compare": None,
         }
+
+    def _document(self, wall: list[float]) -> dict:
+        spec, att = self.spec, self.att
+        measured = self.last_measured - self.first + 1
+        function = self._function(wall)
         used = att.steps
         stability = {
             "steps_wanted": measured,
@@ -341,7 +345,7 @@ class ScriptRun:
                 function=function,
                 att=att,
                 labels=self.labeler.labels,
-                source=build.SourceText(self.user.root, self.user.abspath),
+                source=self.source,
                 wall_us=wall,
                 signals=signals,
                 artifacts={
@@ -362,6 +366,12 @@ class ScriptRun:
         add_origins(doc["lines"], self.labeler.labels, self.counts[2])
         self.optimizers.attach(doc)  # their trials, timed at the window's end
         self.work.write(doc)  # FLOPs, bytes, memory of the step after the window (work.py)
+        self._script_fields(doc)
+        return doc
+
+    def _script_fields(self, doc: dict) -> None:
+        """What a script's result adds to a function's: its command, steps, data waits."""
+        spec = self.spec
         doc["library_files"] = [
             {"file": f, "path": p}
             for f, p in sorted(self.user.library_files.items())
@@ -384,7 +394,6 @@ class ScriptRun:
             doc["script"].update(
                 data_wait_us=statistics.median(self.data_waits), data_file=file, data_line=line
             )
-        return doc
 
     # -- writing --------------------------------------------------------------------
     def _write(self) -> None:

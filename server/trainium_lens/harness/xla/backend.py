@@ -29,16 +29,15 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import statistics
 import sys
 import time
 from typing import Any
 
 from trainium_lens.harness.eager.backends import Backend
 from trainium_lens.harness.xla.device import DeviceCapture, capture_env, files
+from trainium_lens.harness.xla.xplane import STEP_MARKER
 
 DEBUG_ENV = {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1", "NEURON_FRAMEWORK_DEBUG": "1"}
-STEP_MARKER = "trainium-lens step "
 SETUP_HINT = "run scripts/setup-xla.sh and pass --python .venv-xla/bin/python"
 
 
@@ -227,7 +226,6 @@ def _nothing():
 
 
 def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
-    from trainium_lens.harness.attribution import build
     from trainium_lens.harness.call import (
         function_record,
         inputs,
@@ -236,14 +234,8 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
         output,
         variant_key,
     )
-    from trainium_lens.harness.events import HarnessError
-    from trainium_lens.harness.xla import run_warnings
-    from trainium_lens.harness.xla.attribution import attribute
-    from trainium_lens.harness.xla.figures import figures
+    from trainium_lens.harness.xla import result, run_warnings
     from trainium_lens.harness.xla.tags import StepTagger, TagTable
-    from trainium_lens.harness.xla.trace import write_trace
-    from trainium_lens.harness.xla.work import add_work
-    from trainium_lens.harness.xla.xplane import Capture, find_xplanes, read_xspace
 
     ev, name, spec, backend = s.events, marked.name, s.spec, s.backend
     run_id = f"{spec.batch_id}-{index}"
@@ -290,123 +282,40 @@ def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
     compiles_active = backend.compiles() - at_active
 
     ev.stage("export", name, "joining executed HLO instructions with their source lines")
-    planes = find_xplanes(log_dir)
-    if not planes and device is None:
-        raise HarnessError("internal", f"torch_xla's profiler wrote no xplane under {log_dir}")
-    # On Trn1 the device profile below carries the figures: a missing host trace costs
-    # only the host figures (device_time_reported false until the device profile fills in)
-    cap = read_xspace(planes[-1], STEP_MARKER) if planes else Capture()
-    starts = sorted(start for mname, start, _end in cap.markers if mname.startswith(STEP_MARKER))
-    att = attribute(cap, starts, s.user.relpath, tagger.tag, tagger.optimizer_places, tagger.optimizer_calls)
-    fig = figures(att, s.source.line)
-    work = add_work(fig["lines"], att, cap)  # FLOPs, bytes, HLO buffers per line (xla/work.py)
-    trace = write_trace(os.path.join(spec.run_dir, f"{run_id}.trace.json"), att, cap)
+    window = result.read_window(
+        log_dir,
+        device is not None,
+        s.user.relpath,
+        tagger,
+        s.source.line,
+        os.path.join(spec.run_dir, f"{run_id}.trace.json"),
+    )
 
     ev.stage("timing", name, f"{protocol['timing_calls']} unprofiled calls")
     with backend.plain_tracing():
         # one call first: a graph traced without the frames could still compile once
         _steps(s, fn, args, kwargs, 1, name, marker=False)
         plain = _steps(s, fn, args, kwargs, protocol["timing_calls"], name, marker=False)
-    wall = statistics.median(plain)
-    views = [] if device is None else device.process(os.path.join(spec.run_dir, f"{run_id}.neuron-view"))
-    if device is not None and not views:
-        # an entry with only an error: the core side says so in a finding
-        views = [
-            {
-                "neff": None,
-                "ntff": None,
-                "parquet": None,
-                "error": f"the Neuron runtime wrote no device trace (NTFF) under {device.inspect_dir}",
-            }
-        ]
-    warnings = run_warnings.after_capture(views, att, cap, backend.device_type, tagger.error)
-    warnings += run_warnings.reused_graphs(att.graphs, name)
+    views = result.device_views(device, os.path.join(spec.run_dir, f"{run_id}.neuron-view"))
+    warnings = result.warnings_of(window, views, backend, tagger, name)
     for w in warnings:
         ev.warning(f"{name}: {w}")
-    warnings = stale + warnings
-    timeline = [
-        {
-            "file": f,
-            "line": ln,
-            "windows": build.merge_windows([[a / 1000.0, b / 1000.0] for a, b in spans], 0.0),
-        }
-        for (f, ln, _fn), spans in sorted(att.windows.items())
-    ]
-    return build.document(
+    return result.document(
+        window,
         run_id=run_id,
         batch_id=spec.batch_id,
         host=spec.host,
-        backend="xla",
-        clock=backend.clock,
-        environment=backend.environment(),
+        backend=backend,
         function=function_record(s, marked, protocol),
-        totals=build.totals(
-            self_time_us=fig["self_time_us"],
-            self_cpu_us=fig["self_time_us"],
-            wall_us=plain,
-            steps=att.steps,
-            per_step=fig["per_step"],
-            dispatches=fig["dispatches"],
-            forward_time_us=fig["forward_time_us"],
-            backward_time_us=fig["backward_time_us"],
-            optimizer_time_us=fig["optimizer_time_us"],
-        ),
-        ops=fig["ops"],
-        lines=fig["lines"],
-        regions=fig["regions"],
-        unattributed_us=fig["unattributed_us"],
-        artifacts={
-            "location": spec.host,
-            "run_dir": os.path.abspath(spec.run_dir),
-            "trace": trace,
-            **backend.artifacts(spec.run_dir),
-            "source_root": spec.workspace_root,
-            "neuron_views": views,
-        },
-        timeline=timeline,
-        signals={
-            "device_time_reported": bool(cap.executed),
-            "compiles_in_active_steps": compiles_active,
-            # graphs compiled after the first calls: the traced graph changed between steps
-            "recompiles": backend.compiles() - compiles0,
-            "warnings": warnings,
-            "instrumentation_overhead": (statistics.median(step_wall) / wall) if wall > 0 else None,
-            "graphs_per_step": statistics.median(graphs) if graphs else None,
-            **tagger.syncs.signals(att.steps),
-        },
+        wall_us=plain,
+        step_wall_us=step_wall,
+        graphs=graphs,
+        tagger=tagger,
+        compiles_in_active_steps=compiles_active,
+        recompiles=backend.compiles() - compiles0,
+        warnings=stale + warnings,
+        views=views,
+        run_dir=spec.run_dir,
+        workspace_root=spec.workspace_root,
         output=first_output,
-        buckets=fig["buckets"],
-        optimizers=fig["optimizers"],
-        **work,
-        roof=cpu_roof(backend),
     )
-
-
-def cpu_roof(backend: Any) -> dict | None:
-    """On torch-xla's CPU device the instructions run on this host's CPU: its measured
-    roof, with as many threads as XLA's CPU runtime uses. Its Eigen pool takes every
-    CPU this process may run on, whatever torch's own thread count (the harness runs
-    with OMP_NUM_THREADS=1 on busy hosts): a roof of torch's one thread is too low for
-    an instruction that ran on every core (docs/xla.md)."""
-    if backend.device_type.upper() != "CPU":
-        return None
-    from trainium_lens.harness.work.calibrate import _best_of
-    from trainium_lens.harness.work.calibrate import cpu_roof as measured
-
-    torch = backend.torch
-    threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    before = torch.get_num_threads()
-    roof = measured(torch)
-    if threads > before:
-        # more threads never lower the peak: the one-thread roof is a floor for a busy
-        # moment (OpenMP's barriers stall on a loaded host and read a fraction of it)
-        torch.set_num_threads(threads)
-        try:
-            roof = _best_of(roof, measured(torch))
-        finally:
-            torch.set_num_threads(before)
-    roof["source"] += (
-        f" (torch's CPU kernels on {threads} threads, as many as XLA's CPU runtime uses: "
-        f"it runs its own kernels, a roof of the same host)"
-    )
-    return roof

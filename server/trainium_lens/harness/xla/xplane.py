@@ -27,6 +27,10 @@ from dataclasses import dataclass, field
 from trainium_lens.harness.xla.hlo import HloModule, parse_hlo_proto
 from trainium_lens.harness.xla.protobuf import fields, signed, text
 
+# The name of the ``xp.Trace`` scope around each measured step (its number follows):
+# the steps' start times come from these markers
+STEP_MARKER = "trainium-lens step "
+
 # -- protobuf wire format -------------------------------------------------------------
 
 

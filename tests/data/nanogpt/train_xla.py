@@ -1,0 +1,52 @@
+"""nanoGPT's training loop (karpathy/nanoGPT train.py, as train.py here) on a
+torch-xla device, the way torch-xla's documentation writes a training loop: the
+model and batches moved to ``torch_xla.device()``, ``torch_xla.sync()`` after the
+optimizer's step (where the step's graph is cut and runs). Unmodified for
+`trainium-lens run --backend xla -- python train_xla.py` (tests/integration/cli/test_run_xla.py)."""
+
+import argparse
+import time
+
+import torch
+import torch_xla
+
+from model import GPT, GPTConfig
+
+p = argparse.ArgumentParser()
+p.add_argument("--max-iters", type=int, default=12)
+p.add_argument("--batch-size", type=int, default=4)
+p.add_argument("--block-size", type=int, default=64)
+p.add_argument("--grad-accum", type=int, default=1)
+args = p.parse_args()
+
+device = torch_xla.device()
+torch.manual_seed(1337)
+data = torch.randint(0, 256, (20000,))
+
+
+def get_batch():
+    ix = torch.randint(len(data) - args.block_size, (args.batch_size,))
+    x = torch.stack([data[i : i + args.block_size] for i in ix])
+    y = torch.stack([data[i + 1 : i + 1 + args.block_size] for i in ix])
+    return x.to(device), y.to(device)
+
+
+model = GPT(GPTConfig(block_size=args.block_size, vocab_size=256, n_layer=2, n_head=4, n_embd=128, dropout=0.0))
+model.to(device)
+optimizer = model.configure_optimizers(0.1, 6e-4, (0.9, 0.95), "cpu")
+X, Y = get_batch()
+t0 = time.time()
+for iter_num in range(args.max_iters):
+    for micro_step in range(args.grad_accum):
+        logits, loss = model(X, Y)
+        loss = loss / args.grad_accum
+        X, Y = get_batch()
+        loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    torch_xla.sync()
+    lossf = loss.item() * args.grad_accum
+    t1 = time.time()
+    print(f"iter {iter_num}: loss {lossf:.4f}, time {(t1 - t0) * 1000:.2f}ms")
+    t0 = t1

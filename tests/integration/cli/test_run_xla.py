@@ -1,0 +1,91 @@
+"""``trainium-lens run --backend xla -- python train_xla.py``: nanoGPT's training loop
+as torch-xla's documentation writes one (``tests/data/nanogpt/train_xla.py``, the
+vendored model.py unmodified), on torch-xla's CPU device with the real torch_xla
+profiler: each step ends at the script's own ``torch_xla.sync()``, the window's
+executed HLO instructions land on the model file's lines, and the script runs to
+its end with its own output."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA, ROOT, XLA_PY, needs_xla
+from tests.support.procs import left_running
+
+NANOGPT = DATA / "nanogpt"
+MODEL = "model.py"
+
+
+def line_of(path: Path, text: str) -> int:
+    return next(i for i, s in enumerate(path.read_text().splitlines(), 1) if text in s)
+
+
+@pytest.fixture(scope="module")
+def xla_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, dict, Path]:
+    tmp = tmp_path_factory.mktemp("xla-run")
+    ws = tmp / "nanogpt"
+    shutil.copytree(NANOGPT, ws)
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    out = tmp / "out.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "server"), "TRAINIUM_LENS_CACHE": str(tmp / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainium_lens", "run", "--backend", "xla", "--json", str(out), "--"]
+        + [str(XLA_PY), "train_xla.py", "--max-iters", "10"],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    return proc, doc["results"][0] if "results" in doc else doc, ws
+
+
+@needs_xla
+def test_steps_end_at_the_scripts_sync_and_the_script_runs_to_its_end(xla_run) -> None:
+    proc, r, ws = xla_run
+    for k in (0, 2, 9):  # before, inside and after the window
+        assert f"iter {k}: loss" in proc.stdout
+    assert (r["backend"], r["clock"]) == ("xla", "xla-cpu")
+    script = r["script"]
+    assert script["detector"] == "optimizer" and script["profiled_steps"] == [3, 5]
+    # steps 1 and 2 compile (traced with frames and tags); the reference is after the window
+    assert script["reference_after"] >= 1 and r["totals"]["wall_us_median"] > 0
+    assert r["signals"]["graphs_per_step"] == 1  # the script's one sync per step
+    assert r["signals"]["compiles_in_active_steps"] == 0 and r["signals"]["recompiles"] == 0
+    assert r["reconciliation"]["reference"] == "wall"  # against the script's unprofiled steps
+    assert r["reconciliation"]["reference_us"] == r["totals"]["wall_us_median"]
+    assert not left_running(str(ws.parent / "cache"))
+
+
+@needs_xla
+def test_forward_and_backward_on_the_model_files_lines_and_the_optimizer_on_its_line(xla_run) -> None:
+    _proc, r, ws = xla_run
+    lines = {(s["file"], s["line"]): s for s in r["lines"]}
+    c_fc = lines[(MODEL, line_of(ws / MODEL, "x = self.c_fc(x)"))]
+    assert c_fc["self_time_us"] > 0 and c_fc["backward_self_time_us"] > 0
+    # FLOPs from the window's HLO: 2·m·k·n per linear (m = 4·64 tokens, 128 → 512), two layers
+    assert c_fc["flops"] == 2 * (2 * 256 * 128 * 512) and c_fc["backward_flops"] == 2 * c_fc["flops"]
+    step = lines[("train_xla.py", line_of(ws / "train_xla.py", "optimizer.step()"))]
+    assert step["self_time_us"] > 0 and r["totals"]["optimizer_time_us"] > 0
+    # every executed instruction once: lines (forward and backward), graph plumbing, the rest
+    lines_us = sum(s["self_time_us"] + (s.get("backward_self_time_us") or 0) for s in r["lines"])
+    total = lines_us + sum(b["self_time_us"] for b in r["buckets"]) + r["unattributed_us"]
+    assert total == pytest.approx(r["totals"]["self_time_us"], rel=1e-6)
+    assert r["unattributed_us"] <= 0.1 * r["totals"]["self_time_us"]
+
+
+@needs_xla
+def test_the_loss_read_after_the_sync_is_a_wait_on_its_line(xla_run) -> None:
+    _proc, r, ws = xla_run
+    [sync] = [f for f in r["findings"] if f["kind"] == "xla_host_sync"]
+    assert sync["line"] == line_of(ws / "train_xla.py", "lossf = loss.item()")
+    assert "waits for the device" in sync["message"]
