@@ -76,7 +76,7 @@ def _note(result: Result, ratio: float, two_sided: bool) -> str:
             )
         return f"{rest}: the device idles between kernels (the host launches them slower than they run)"
     if abs(ratio - 1) <= TOLERANCE:
-        return ""
+        return _bounded(result)
     if ratio < 1 - TOLERANCE and result.totals.host_time_us is None:
         return "Python between the ops (module calls, loops) is in the wall but in no op's time"
     steps, wall = _spread(result.totals.samples), _wall_spread(result)
@@ -125,6 +125,21 @@ def _note(result: Result, ratio: float, two_sided: bool) -> str:
         )
     size = f"; the calibration subtracted {figures.time_us(subtracted)} of a {figures.time_us(gap_us)} gap"
     return f"cause unknown: the steps and the unprofiled calls were steady{size}; profile again"
+
+
+def _bounded(result: Result) -> str:
+    """When the host time between ops was bounded by the wall (``host_scale`` < 1),
+    say how much the gaps read: the sum then meets the wall by that bound, and only
+    the ops were measured against it."""
+    cal = result.calibration
+    if cal is None or cal.host_scale >= 1.0 or cal.host_read_us is None:
+        return ""
+    kept = result.totals.host_time_us or 0.0
+    return (
+        f"host time between ops bounded by the unprofiled wall: its gaps read "
+        f"{figures.time_us(cal.host_read_us)} per {result.unit}, {figures.time_us(kept)} kept "
+        f"(the wall less the ops; Python between ops runs slower under the profiler)"
+    )
 
 
 def _spread(values: list[float]) -> float | None:

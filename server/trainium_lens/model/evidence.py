@@ -82,6 +82,10 @@ class Calibration:
     profiler_start_s: float = 0.0  # the profiler's first start (paid once per run anyway)
     subtracted_us: float = 0.0  # taken off this function, per call
     workloads: list[CalibrationWorkload] = field(default_factory=list)
+    # the host time between ops as the gaps read it (per call), and the factor (≤ 1) that
+    # bounds it by what the unprofiled wall leaves beside the ops (attribution/build.py)
+    host_read_us: float | None = None
+    host_scale: float = 1.0
 
 
 @dataclass

@@ -25,6 +25,7 @@ def _result(
     raw_factor=1.3,
     wall_range=None,
     host=None,
+    host_read=None,
 ):
     lines = [
         {
@@ -66,6 +67,8 @@ def _result(
     }
     if calibrated and clock == "cpu":
         doc["calibration"] = {"per_depth_us": 0.08}
+        if host_read is not None:  # the gaps read more than the wall left: bounded (build.host_scale)
+            doc["calibration"].update(host_read_us=host_read, host_scale=host / host_read)
     r = Result.from_dict(doc)
     r.reconciliation = reconcile(r)
     r.findings = analyze(r)
@@ -98,6 +101,14 @@ BUSY = {
 
 def kinds(r: Result) -> list[str]:
     return [f.kind for f in r.findings]
+
+
+def test_host_time_bounded_by_the_wall_says_what_the_gaps_read():
+    r = _result(13.9, 16.1, stability=QUIET, host=2.2, host_read=3.6)
+    rec = r.reconciliation
+    assert rec.within and rec.ratio == 1.0
+    assert "bounded by the unprofiled wall" in rec.note and "3.6 µs" in rec.note and "2.2 µs" in rec.note
+    assert _result(13.9, 16.1, stability=QUIET, host=2.0).reconciliation.note == ""  # read, not bounded
 
 
 def test_cpu_clock_reconciles_both_ways_and_keeps_the_raw_figure():
