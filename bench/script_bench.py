@@ -6,9 +6,10 @@ Pairs, alternated (the machine's load drifts): the script's whole wall under
 time from ``script_timer.py``'s own perf_counter hook in both, so the
 unprofiled steps after the window (from window end + 2 on) compare with the
 same steps of the plain run; the whole wall less the profiled steps' own cost
-(the window's steps, the boundaries' work inside them — calibration, the
-profiler's start, attribution, the work step — beyond the same steps of the
-plain run) against the plain wall, the goal's ≤ 1.3×; and the tool's per-step figure (the profiled
+(the window's steps up to the one after the result is written, and the
+boundaries' work inside them — calibration, the profiler's start, attribution,
+the work step, the result — beyond the same steps of the plain run) against
+the plain wall, the goal's ≤ 1.3×; and the tool's per-step figure (the profiled
 step: op time + host time) and its reference (the script's unprofiled steps the
 hooks timed) against the plain run's median step.
 
@@ -70,11 +71,13 @@ def main() -> None:
             # steps_us[i] is step i+2; after the window: from step last+2 on
             after = slice(last, None)
             # The profiled steps' own cost: what the steps from the window's first to the one
-            # after the work step took beyond the same steps of the plain run. The boundary
-            # work (calibration and the profiler's start before step N, attributing the window
-            # after it, the work step) falls inside those spans: the timer's hook runs inside
-            # optimizer.step(), the harness's boundary after it returns.
-            span = slice(first - 2, last + 1)
+            # after the result is written (at the boundary after the work step and the three
+            # reference steps after it: session.py's AFTER) took beyond the same steps of the
+            # plain run. The boundary work (calibration and the profiler's start before step N,
+            # attributing the window after it, the work step, writing the result) falls inside
+            # those spans: the timer's hook runs inside optimizer.step(), the harness's
+            # boundary after it returns.
+            span = slice(first - 2, last + 4)
             window_s = (sum(tool_steps[span]) - sum(plain_steps[span])) / 1e6
             t = doc["totals"]
             rows.append(
