@@ -35,6 +35,7 @@ class Detector:
         self.counted: Any = None  # the optimizer whose steps count
         self.training_forward = False
         self.handles: list[Any] = []
+        self.forward_handles: list[Any] = []
         self._inner = threading.local()
         self._depth = 0
         self.tried: list[str] = []
@@ -48,14 +49,25 @@ class Detector:
         self.handles.append(register_optimizer_step_pre_hook(self._pre))
         self.handles.append(register_optimizer_step_post_hook(self._post))
         mod = torch.nn.modules.module
-        self.handles.append(mod.register_module_forward_pre_hook(self._fwd_pre))
-        self.handles.append(mod.register_module_forward_hook(self._fwd_post, always_call=True))
+        self.forward_handles = [
+            mod.register_module_forward_pre_hook(self._fwd_pre),
+            mod.register_module_forward_hook(self._fwd_post, always_call=True),
+        ]
         self.tried = ["optimizer step hooks", "outermost module forward (no grad)"]
+
+    def _drop_forward_hooks(self) -> None:
+        """Global module hooks put every module call on torch's slow path (``_call_impl``
+        runs them for each): gone once an optimizer counts, so the unprofiled steps the
+        reference times run the model as the user's run does."""
+        for h in self.forward_handles:
+            h.remove()
+        self.forward_handles.clear()
 
     def remove(self) -> None:
         for h in self.handles:
             h.remove()
         self.handles.clear()
+        self._drop_forward_hooks()
         if self.step_on and ":" in self.step_on and not self._is_module_function(self.step_on):
             sys.settrace(None)
 
@@ -64,6 +76,7 @@ class Detector:
         if self.counted is None:
             self.counted = optimizer
             self._wrap(type(optimizer))
+            self._drop_forward_hooks()
 
     def _post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if optimizer is self.counted and not getattr(self._inner, "on", False):
