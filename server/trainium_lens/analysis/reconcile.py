@@ -123,6 +123,17 @@ def _note(result: Result, ratio: float, two_sided: bool) -> str:
             f"the profiler's cost beyond its calibration: {figures.time_us(subtracted)} per call were "
             f"subtracted for a gap of {figures.time_us(gap_us)} left (deeply nested or very many small ops)"
         )
+    raw = result.totals.self_cpu_us + (result.totals.host_time_us or 0.0)
+    wall = result.totals.wall_us_median or 0.0
+    if ratio < 1 - TOLERANCE and subtracted >= CALIBRATION_SHARE * gap_us and raw >= (1 - TOLERANCE) * wall:
+        # below the wall only after the calibration: uncalibrated, the figure is not low, and
+        # what was taken off is of the gap's size, so a per-event cost read high explains it
+        return (
+            f"the calibration took off more than the profiler cost here: {figures.time_us(subtracted)} per "
+            f"{result.unit} were subtracted, and the figure is {figures.time_us(gap_us)} below the wall "
+            f"(uncalibrated {figures.time_us(raw)}); the per-event cost is measured once per run and this "
+            "host's speed drifts between then and the profiled steps: profile again"
+        )
     size = f"; the calibration subtracted {figures.time_us(subtracted)} of a {figures.time_us(gap_us)} gap"
     return f"cause unknown: the steps and the unprofiled calls were steady{size}; profile again"
 
