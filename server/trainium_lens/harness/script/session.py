@@ -217,6 +217,10 @@ class ScriptRun:
         if labelled and not self.labelled_on:
             self.labeler.__enter__()
             self.labelled_on = True
+        self._step_begins(k, labelled)
+
+    def _step_begins(self, k: int, labelled: bool) -> None:
+        """A measured step starts: its sample, its progress line, the run-queue delay so far."""
         self.samples.append({"step": k, "labelled": labelled})
         self.events.stage(
             "profile",

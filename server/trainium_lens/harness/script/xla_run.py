@@ -174,15 +174,7 @@ class XlaScriptRun(ScriptRun):
         self.tagger.counting = False
 
     def _begin_step(self, k: int) -> None:
-        self.samples.append({"step": k, "labelled": True})
-        self.events.stage(
-            "profile",
-            None,
-            f"profiling step {k} ({self.first}..{self.window_last})",
-            step=k - self.first + 1,
-            of=self.window_last - self.first + 1,
-        )
-        self.d0 = self.delay.read_us()
+        self._step_begins(k, labelled=True)
         self.executed0 = self.backend.executions()
         self.scope = self.backend.xp.Trace(f"{STEP_MARKER}{k - self.first}")
         self.scope.__enter__()
