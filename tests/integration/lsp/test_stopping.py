@@ -55,10 +55,16 @@ async def test_kill_9_of_the_server_ends_every_process_of_the_run(tmp_path, case
                 [tmp_path / "started"] if case == "cold" else [ws / "hangs.py.rank0", ws / "hangs.py.rank1"]
             )
             await loop.run_in_executor(None, wait_for_files, started)
-        running = [cmdline(p) for p in job_processes(marker)]
         # server + harness (+ the two helpers) | server, launcher, agent, 2 ranks
         expected = {"cold": 2, "nproc": 5, "helpers": 4}[case]
-        assert len(running) >= expected, running
+
+        def all_running() -> list[str]:
+            # a scan, not a snapshot: the daemon's pid is written before its execv, and a
+            # process inside execv has no environment to read for a moment (CI saw 3 of 4)
+            running = [cmdline(p) for p in job_processes(marker)]
+            return running if len(running) >= expected else []
+
+        await loop.run_in_executor(None, wait_for, all_running, 30, f"{expected} processes of the run")
         os.kill(client._server.pid, signal.SIGKILL)
         left = await loop.run_in_executor(None, left_running, marker)
         assert left == []
