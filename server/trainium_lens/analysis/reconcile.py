@@ -139,11 +139,23 @@ def _note(result: Result, ratio: float, two_sided: bool) -> str:
 
 
 def _bounded(result: Result) -> str:
-    """When the host time between ops was bounded by the wall (``host_scale`` < 1),
-    say how much the gaps read: the sum then meets the wall by that bound, and only
-    the ops were measured against it."""
+    """When the calibration or the host time between ops was bounded by the wall
+    (``per_depth_read_us``, ``host_scale`` < 1), say what was read: the sum then meets
+    the wall by that bound, and only the rest was measured against it."""
     cal = result.calibration
-    if cal is None or cal.host_scale >= 1.0 or cal.host_read_us is None:
+    if cal is None:
+        return ""
+    if cal.per_depth_read_us is not None and cal.per_depth_read_us > 0:
+        # the sum then meets the wall by the bound: say what the calibration read
+        share = cal.per_depth_us / cal.per_depth_read_us
+        return (
+            f"calibration bounded by the unprofiled wall: it read {figures.time_us(cal.per_depth_read_us)} "
+            f"per op event and nesting level, {figures.pct(100 * share)} of that subtracted "
+            f"({figures.time_us(cal.subtracted_us)} per {result.unit}; uncalibrated the sum is above the "
+            "wall, calibrated in full below it: the per-event cost is read once per run and this host's "
+            "speed drifts)"
+        )
+    if cal.host_scale >= 1.0 or cal.host_read_us is None:
         return ""
     kept = result.totals.host_time_us or 0.0
     return (

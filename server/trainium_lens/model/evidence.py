@@ -86,6 +86,9 @@ class Calibration:
     # bounds it by what the unprofiled wall leaves beside the ops (attribution/build.py)
     host_read_us: float | None = None
     host_scale: float = 1.0
+    # what the calibration read per nesting level, where the wall bounded what was
+    # subtracted (then ``per_depth_us`` is the share applied; build.calibration_kept)
+    per_depth_read_us: float | None = None
 
 
 @dataclass

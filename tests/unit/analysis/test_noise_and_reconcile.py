@@ -26,6 +26,7 @@ def _result(
     wall_range=None,
     host=None,
     host_read=None,
+    depth_read=None,
 ):
     lines = [
         {
@@ -69,6 +70,8 @@ def _result(
         doc["calibration"] = {"per_depth_us": 0.08}
         if host_read is not None:  # the gaps read more than the wall left: bounded (build.host_scale)
             doc["calibration"].update(host_read_us=host_read, host_scale=host / host_read)
+        if depth_read is not None:  # the wall bounded the calibration (build.calibration_kept)
+            doc["calibration"].update(per_depth_read_us=depth_read, subtracted_us=self_us * (raw_factor - 1))
     r = Result.from_dict(doc)
     r.reconciliation = reconcile(r)
     r.findings = analyze(r)
@@ -265,3 +268,13 @@ def test_the_wall_header_says_what_the_median_was_taken_over():
     batched = dict(QUIET, timing_calls=20, timing_clean=20, timing_used=20, timing_batch=25)
     text = render_result(_result(100.0, 100.0, stability=batched))
     assert "median over 20 samples (20 of 20 samples clean; 25 back-to-back calls each" in text, text
+
+
+def test_a_calibration_bounded_by_the_wall_says_what_it_read():
+    # ops 17 + host 2 meet a 19 µs wall: a quarter of the calibration's reading was subtracted
+    bounded = _result(self_us=17.0, wall=19.0, host=2.0, raw_factor=2.0, depth_read=0.32)
+    rec = bounded.reconciliation
+    assert rec is not None and rec.within
+    assert "calibration bounded by the unprofiled wall" in rec.note
+    assert "read 320 ns" in rec.note and "25%" in rec.note and "17 µs" in rec.note
+    assert _result(self_us=17.0, wall=19.0, host=2.0, raw_factor=2.0).reconciliation.note == ""

@@ -179,7 +179,13 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
     if cal is not None:
         out.append(
             f"  calibrated: the profiler's cost, {figures.time_us(cal.per_depth_us)} per op event per "
-            f"nesting level, measured in {cal.cost_s:.2f} s; {fmt_us(cal.subtracted_us, style)} per "
+            f"nesting level"
+            + (
+                f" (read {figures.time_us(cal.per_depth_read_us)}, bounded by the wall)"
+                if cal.per_depth_read_us is not None
+                else ""
+            )
+            + f", measured in {cal.cost_s:.2f} s; {fmt_us(cal.subtracted_us, style)} per "
             f"{result.unit} subtracted (raw figures in the JSON: self_cpu_us)"
         )
     if st is not None and st.steps_measured:

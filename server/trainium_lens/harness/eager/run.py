@@ -93,6 +93,8 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
     att, clock, device_reported = _attribute(call, steps, marked, calibration)
     trace, offset = _export_trace(call, steps.prof, run_id, att)
     wall, overhead, timing = measure.time_unprofiled(call, protocol, per_step)
+    if clock == "cpu" and calibration is not None:
+        att, calibration = _within_wall(call, steps, marked, calibration, att, wall, timing)
     span = timing.pop("device_span_us", None)
     trials = _optimizer_trials(call)
     signals = _signals(call, steps, compiles_from, device_reported, overhead)
@@ -188,33 +190,44 @@ def _first_calls(call: Call, read: Any) -> tuple[Any, dict]:
     return first, start
 
 
+def _walk(
+    call: Call,
+    steps: measure.Steps,
+    marked: Marked,
+    calibration: dict | None,
+    device_clock: bool,
+    paired: bool = True,
+) -> Any:
+    """One attribution pass over the profiled steps (tree.py)."""
+    s = call.s
+    return attribute(
+        steps.prof.events(),
+        s.labeler.labels,
+        device_clock,
+        s.labeler.label(s.rel_file, marked.def_line, call.name),
+        torch.autograd.DeviceType.CPU,
+        paired=steps.paired and paired,
+        record_events=True,
+        keep=steps.plan.keep(),
+        calls_per_step=steps.per_step,
+        per_depth_us=(calibration or {}).get("per_depth_us", 0.0),
+        per_top_us=(calibration or {}).get("per_top_us"),
+        gap_factor=(calibration or {}).get("gap_factor", 1.0),
+    )
+
+
 def _attribute(
     call: Call, steps: measure.Steps, marked: Marked, calibration: dict | None
 ) -> tuple[Any, str, bool]:
     s, name = call.s, call.name
     s.events.stage("export", name, "attributing op time to lines")
-    events = steps.prof.events()
-    cpu_type = torch.autograd.DeviceType.CPU
-    labels = s.labeler.labels
-    def_label = s.labeler.label(s.rel_file, marked.def_line, name)
-    device_clock = s.backend.device_clock
-    common = {
-        "keep": steps.plan.keep(),
-        "calls_per_step": steps.per_step,
-        "per_depth_us": (calibration or {}).get("per_depth_us", 0.0),
-        "per_top_us": (calibration or {}).get("per_top_us"),
-        "gap_factor": (calibration or {}).get("gap_factor", 1.0),
-    }
-    att = attribute(
-        events, labels, device_clock, def_label, cpu_type, paired=steps.paired, record_events=True, **common
-    )
+    att = _walk(call, steps, marked, calibration, s.backend.device_clock)
     clock, device_reported = s.backend.name, True
-    if device_clock and not any(f.device > 0 for f in att.ops.values()):
-        # no device time at all: say so and show CPU time under its own name
+    if s.backend.device_clock and not any(f.device > 0 for f in att.ops.values()):
+        # no device time at all: say so and show CPU time under its own name; not
+        # calibrated (a device backend's host figures)
         device_reported, clock = False, "cpu"
-        common["per_depth_us"] = 0.0  # not calibrated: a device backend's host figures
-        common["per_top_us"] = None
-        att = attribute(events, labels, False, def_label, cpu_type, record_events=True, **common)
+        att = _walk(call, steps, marked, None, False, paired=False)
         s.events.warning(
             f"{name}: the {s.backend.name} profiler reported no device time; "
             + (
@@ -229,6 +242,36 @@ def _attribute(
             f"with and without line labels; their CPU times include the labels' overhead"
         )
     return att, clock, device_reported
+
+
+def _within_wall(
+    call: Call,
+    steps: measure.Steps,
+    marked: Marked,
+    calibration: dict,
+    att: Any,
+    wall: list[float],
+    timing: dict,
+) -> tuple[Any, dict]:
+    """The attribution again, with only the share of the calibration the unprofiled
+    wall leaves room for (``build.calibration_kept``), when it took more. What the
+    calibration subtracts is not linear in the per-level cost (an op it would take
+    below 0 is settled), so a second pass corrects the first."""
+    n = max(att.steps, 1) * max(att.calls_per_step, 1)
+    subtracted = att.calibrated_us / n
+    figures = build.lines_and_ops(att, call.s.labeler.labels, call.s.source)
+    kept = build.calibration_kept(figures, subtracted, wall, timing)
+    if kept >= 1.0:
+        return att, calibration
+    read = calibration["per_depth_us"]
+    target, applied = kept * subtracted, kept * read
+    for attempt in range(2):
+        att = _walk(call, steps, marked, {**calibration, "per_depth_us": applied}, False)
+        got = att.calibrated_us / n
+        if attempt or got <= 0.0 or abs(got - target) <= 0.01 * target:
+            break
+        applied *= target / got
+    return att, {**calibration, "per_depth_us": round(applied, 4), "per_depth_read_us": read}
 
 
 def _export_trace(call: Call, prof: Any, run_id: str, att: Any) -> tuple[str | None, float]:

@@ -1,0 +1,38 @@
+"""The calibration's subtraction, bounded by the unprofiled wall
+(attribution/build.py, ``calibration_kept``): the per-event cost is read once per
+run and drifts with the host; when the raw sum is above the wall and the
+calibrated one below it, only the share the wall leaves room for is kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainium_lens.harness.attribution.build import calibration_kept
+
+
+def figures(ops: float, host: float, measured: bool = True) -> dict:
+    return {"self_time_us": ops, "host_time_us": host, "host_measured": measured}
+
+
+def test_a_calibration_that_takes_the_sum_below_the_wall_is_kept_only_in_part():
+    # the fresh clone's fused RMSNorm: 7.7 µs of calibrated ops, 26.3 µs subtracted, a 19 µs wall
+    kept = calibration_kept(figures(7.7, 2.0), 26.3, [19.0], None)
+    assert kept == pytest.approx(1 - (19.0 - 9.7) / 26.3)
+    # what is then subtracted leaves the sum at the wall
+    assert 7.7 + 2.0 + (1 - kept) * 26.3 == pytest.approx(19.0)
+
+
+def test_sums_that_do_not_straddle_the_wall_keep_the_whole_calibration():
+    assert calibration_kept(figures(15.0, 3.0), 10.0, [17.0], None) == 1.0  # calibrated at or above it
+    # raw below the wall too: time no gap sees (Python before the first op) fills it
+    assert calibration_kept(figures(5.0, 1.0), 3.0, [1000.0], None) == 1.0
+    assert calibration_kept(figures(5.0, 1.0), 0.0, [19.0], None) == 1.0  # nothing subtracted
+    assert calibration_kept(figures(7.7, 2.0, measured=False), 26.3, [19.0], None) == 1.0  # ops alone
+    assert calibration_kept(figures(7.7, 2.0), 26.3, [], None) == 1.0  # no wall
+
+
+def test_a_disturbed_wall_bounds_no_calibration():
+    disturbed = {"timing_calls": 20, "timing_clean": 4}
+    assert calibration_kept(figures(7.7, 2.0), 26.3, [19.0], disturbed) == 1.0
+    clean = {"timing_calls": 20, "timing_clean": 20}
+    assert calibration_kept(figures(7.7, 2.0), 26.3, [19.0], clean) < 1.0
