@@ -94,7 +94,15 @@ def tool(workspace: Path, file: str, function: str, quiet: bool) -> dict:
     r.reconciliation = reconcile(r)
     # flagged: the result says its figure may be off (noisy, or out of its tolerance)
     flagged = any(f.kind in FLAGS for f in analyze(r))
-    return {"wall": r.totals.wall_us_median or 0.0, "lines": lines, "as_read": as_read, "flagged": flagged}
+    bounded = r.calibration is not None and r.calibration.per_depth_read_us is not None
+    return {
+        "wall": r.totals.wall_us_median or 0.0,
+        "lines": lines,
+        "as_read": as_read,
+        "flagged": flagged,
+        "bounded": bounded,  # the calibration bounded by the wall (build.calibration_kept)
+        "note": r.reconciliation.note if r.reconciliation else "",
+    }
 
 
 def independent(workspace: Path, file: str, function: str, inputs: str, quiet: bool) -> float:
@@ -126,6 +134,7 @@ def main() -> None:
     ap.add_argument("--only", help="run only cases whose file or function contains this text")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--server", help="the server/ folder whose harness is timed (default: this checkout's)")
+    ap.add_argument("--rounds-json", help="write every round (tool's figures, independent wall) to this file")
     args = ap.parse_args()
     global SERVER
     SERVER = Path(args.server).resolve() if args.server else SERVER
@@ -144,6 +153,7 @@ def main() -> None:
         "| host as read: lines / independent (median, worst) |"
     )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    every: list[dict] = []
     for workspace, file, function, inputs in CASES:
         if args.only and args.only not in file and args.only not in function:
             continue
@@ -156,6 +166,7 @@ def main() -> None:
             read.append(t["as_read"] / i)
             missed += abs(t["lines"] / i - 1) > MARGIN and not t["flagged"]
             ind.append(i)
+            every.append({"case": function, **t, "independent": i})
         worst_w = max(walls, key=lambda x: abs(x - 1))
         worst_l = max(lines, key=lambda x: abs(x - 1))
         worst_r = max(read, key=lambda x: abs(x - 1))
@@ -166,6 +177,8 @@ def main() -> None:
             f"| {missed} of {args.rounds} | {statistics.median(read):.3f}× ({worst_r:.3f}×) |",
             flush=True,
         )
+        if args.rounds_json:
+            Path(args.rounds_json).write_text(json.dumps(every, indent=1))
 
 
 def _us(v: float) -> str:

@@ -11,7 +11,8 @@ roof is what torch itself reaches here, measured the same way each time:
   128 MiB moved each), far beyond the caches.
 
 The cache lives with the run folders (``$TRAINIUM_LENS_CACHE``, default
-``~/.cache/trainium-lens``), ``cpu-roof.json``: measured once per host, as the
+``~/.cache/trainium-lens``), ``cpu-roof.json``, or in the file
+``$TRAINIUM_LENS_ROOF`` names: measured once per host, as the
 result's ``roof.source`` says; measured again when a profiled line ran faster
 than the cached roof (it was taken on a busy host), or when other processes
 used half a core or more while it was measured (the roof says so), each figure
@@ -50,6 +51,12 @@ def cpu_model() -> str:
 
 
 def cache_file() -> str:
+    """``$TRAINIUM_LENS_ROOF`` where set: the roof is the host's, not one run store's
+    (the tests keep run folders per test and one roof for the machine); else
+    ``cpu-roof.json`` beside the run folders."""
+    named = os.environ.get("TRAINIUM_LENS_ROOF")
+    if named:
+        return named
     root = os.environ.get("TRAINIUM_LENS_CACHE") or os.path.join(
         os.path.expanduser("~"), ".cache", "trainium-lens"
     )

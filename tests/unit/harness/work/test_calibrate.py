@@ -31,6 +31,23 @@ def fake(values):
     return measure, calls
 
 
+@pytest.fixture(autouse=True)
+def _own_roof_file(monkeypatch):
+    """These roofs are made up: never in the tests' shared roof (tests/conftest.py)."""
+    monkeypatch.delenv("TRAINIUM_LENS_ROOF", raising=False)
+
+
+def test_the_roof_file_can_be_named_apart_from_the_run_folders(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINIUM_LENS_CACHE", str(tmp_path / "runs"))
+    assert calibrate.cache_file() == str(tmp_path / "runs" / "cpu-roof.json")
+    monkeypatch.setenv("TRAINIUM_LENS_ROOF", str(tmp_path / "machine" / "roof.json"))
+    measure, calls = fake([(1e11, 1e10)])
+    monkeypatch.setattr(calibrate, "measure", measure)
+    calibrate.cpu_roof(torch)
+    assert (tmp_path / "machine" / "roof.json").exists() and not (tmp_path / "runs").exists()
+    assert "cached" in calibrate.cpu_roof(torch)["source"] and len(calls) == 1
+
+
 def test_measured_once_then_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("TRAINIUM_LENS_CACHE", str(tmp_path))
     measure, calls = fake([(1e11, 1e10)])
