@@ -42,10 +42,16 @@ checks=0
 step check.sh bash scripts/check.sh || checks=$?
 step "npm test:unit" npm run --silent test:unit
 # the machine's CPU roof, measured while nothing else runs, for every test's runs to
-# share (tests/conftest.py, TEST_ROOF; one thread, as the tests run torch)
-ROOF=(env OMP_NUM_THREADS=1 "TRAINIUM_LENS_ROOF=$PWD/.cache/tests/cpu-roof.json" .venv/bin/python -c
-  'import torch; from trainium_lens.harness.work.calibrate import cpu_roof; print(cpu_roof(torch)["source"])')
-step "cpu roof" "${ROOF[@]}"
+# share (tests/conftest.py, TEST_ROOF): one thread, as the tests run torch, and every
+# core, as the SSH tests' remote sessions do
+roof() {
+  local threads
+  for threads in 1 "$(nproc)"; do
+    OMP_NUM_THREADS=$threads TRAINIUM_LENS_ROOF="$PWD/.cache/tests/cpu-roof.json" .venv/bin/python -c \
+      'import torch; from trainium_lens.harness.work.calibrate import cpu_roof; print(cpu_roof(torch)["device"])'
+  done
+}
+step "cpu roof" roof
 PYTEST=(.venv/bin/python -m pytest -q -p no:cacheprovider --durations=40)
 tests=0
 # One worker more than cores: the lab's worker mostly waits (on nodes, SLURM, timeouts).

@@ -98,6 +98,8 @@ QUIET_FILES = frozenset(
         "tests/integration/lsp/test_profile_run.py",
         "tests/integration/lsp/test_fixes.py",
         "tests/integration/cli/test_fix.py",
+        # the bound needs an undisturbed wall: under the parallel part's load it bounds nothing
+        "tests/integration/harness/test_calibration_bound.py",
     }
 )
 

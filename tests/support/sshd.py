@@ -173,7 +173,11 @@ def start_loopback_sshd(root: Path) -> Sshd:
     _keygen(root / "stranger_key")
     other_host_pub = _keygen(root / "other_host_key")
     port, dead_port = _free_port(), _free_port()
-    (root / "authorized_keys").write_text(f'environment="HOME={home}" {client_pub}\n')
+    env = [f"HOME={home}"]
+    if os.environ.get("TRAINIUM_LENS_ROOF"):  # the machine's roof, shared by the tests (tests/conftest.py)
+        env.append(f"TRAINIUM_LENS_ROOF={os.environ['TRAINIUM_LENS_ROOF']}")
+    options = ",".join(f'environment="{e}"' for e in env)
+    (root / "authorized_keys").write_text(f"{options} {client_pub}\n")
     (root / "sshd_config").write_text(f"""\
 Port {port}
 ListenAddress 127.0.0.1

@@ -46,7 +46,13 @@ def test_a_high_calibration_reading_subtracts_only_what_the_wall_leaves_room_for
     assert code == 0, stderr[-3000:] + json.dumps(events[-2:])
     (result,) = Batch.from_dict(json.loads((run_dir / "batch.json").read_text())).results
     cal, t = result.calibration, result.totals
-    assert cal is not None and cal.per_depth_read_us is not None, "the bound did not apply"
+    st = result.stability
+    why = (
+        f"the bound did not apply: raw {t.self_cpu_us:.1f} + host {t.host_time_us} µs, calibrated "
+        f"{t.self_time_us:.1f} µs, wall {t.wall_us_median:.1f} µs, "
+        f"{st.timing_clean if st else '?'} of {st.timing_calls if st else '?'} timing calls clean"
+    )
+    assert cal is not None and cal.per_depth_read_us is not None, why
     assert 0 < cal.per_depth_us < cal.per_depth_read_us
     # the sum meets the wall: what the attribution subtracted is what the wall left room for
     # (the attribution's second pass lands within 1% of its aim)
