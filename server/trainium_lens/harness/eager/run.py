@@ -244,6 +244,9 @@ def _attribute(
     return att, clock, device_reported
 
 
+PASSES = 4  # attribution passes at most when the wall bounds the calibration (_within_wall)
+
+
 def _within_wall(
     call: Call,
     steps: measure.Steps,
@@ -256,7 +259,9 @@ def _within_wall(
     """The attribution again, with only the share of the calibration the unprofiled
     wall leaves room for (``build.calibration_kept``), when it took more. What the
     calibration subtracts is not linear in the per-level cost (an op it would take
-    below 0 is settled), so a second pass corrects the first."""
+    below 0 is settled), so the per-level cost is found by false position between
+    no calibration (nothing subtracted) and the one read (all of it): a few passes,
+    each within the bracket, until the subtraction is within 1% of its aim."""
     n = max(att.steps, 1) * max(att.calls_per_step, 1)
     subtracted = att.calibrated_us / n
     figures = build.lines_and_ops(att, call.s.labeler.labels, call.s.source)
@@ -264,14 +269,24 @@ def _within_wall(
     if kept >= 1.0:
         return att, calibration
     read = calibration["per_depth_us"]
-    target, applied = kept * subtracted, kept * read
-    for attempt in range(2):
-        att = _walk(call, steps, marked, {**calibration, "per_depth_us": applied}, False)
+    target = kept * subtracted
+    low, high = (0.0, 0.0), (read, subtracted)  # (per-level cost, subtracted per call)
+    applied = kept * read
+    used = applied
+    for _ in range(PASSES):
+        used = applied
+        att = _walk(call, steps, marked, {**calibration, "per_depth_us": used}, False)
         got = att.calibrated_us / n
-        if attempt or got <= 0.0 or abs(got - target) <= 0.01 * target:
+        if abs(got - target) <= 0.01 * target:
             break
-        applied *= target / got
-    return att, {**calibration, "per_depth_us": round(applied, 4), "per_depth_read_us": read}
+        if got < target:
+            low = (applied, got)
+        else:
+            high = (applied, got)
+        if high[1] <= low[1]:
+            break
+        applied = low[0] + (target - low[1]) * (high[0] - low[0]) / (high[1] - low[1])
+    return att, {**calibration, "per_depth_us": round(used, 4), "per_depth_read_us": read}
 
 
 def _export_trace(call: Call, prof: Any, run_id: str, att: Any) -> tuple[str | None, float]:
