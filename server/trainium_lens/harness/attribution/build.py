@@ -270,7 +270,7 @@ def calibration_kept(
 ) -> float:
     """The share (≤ 1) of the calibration's subtraction the wall leaves room for.
     The per-event cost is measured once per run, and on this 2-core VM it read
-    0.108–0.247 µs per nesting level across runs of the bundled example (the host's
+    0.108–0.314 µs per nesting level across runs of the bundled example (the host's
     speed drifts): a high reading took the fused RMSNorm's 34 µs of raw op time to
     7.7 µs beside a 19 µs wall. When the uncalibrated sum (ops and host time) is
     above the unprofiled wall and the calibrated one below it, the profiler's real
