@@ -1,7 +1,75 @@
 #!/usr/bin/env bash
 # The Python side: a venv with the pinned CPU torch and the package in edit mode.
+#
+# The dependencies (torch alone unpacks to ~1 GB: ~90 s on this machine's disk) are
+# installed once per machine into a shared venv under ~/.cache/trainium-lens/, keyed
+# by the dependency lists in pyproject.toml and the Python version; the checkout's
+# own `.venv` is small: a venv without pip whose `lens-deps.pth` puts the shared
+# site-packages on its path, the package installed in edit mode (pointing at this
+# checkout, so two clones on one machine never share it), and links to the shared
+# venv's tools (ruff, mypy, lint-imports, pytest). A fresh clone is set up in
+# seconds, as scripts/setup-xla.sh and setup-e2e.sh do for theirs.
+# A checkout whose `.venv` is a full venv of its own (an older layout) is kept as it
+# is and updated in place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -v '^WARNING: Location' || true
-.venv/bin/python -c 'import torch, pygls' # fail loudly if the install did not take
+PY="${PYTHON:-python3}"
+
+pip_quiet() { grep -v '^WARNING: Location' || true; }
+
+if [ -x .venv/bin/pip ] && [ ! -f .venv/lens-deps ]; then
+  .venv/bin/pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | pip_quiet
+  .venv/bin/python -c 'import torch, pygls' # fail loudly if the install did not take
+  exit 0
+fi
+
+# What the shared venv holds: the runtime and test dependencies, and setuptools to
+# build the edit-mode install without an isolated build environment.
+deps=$("$PY" - <<'PY'
+import tomllib
+
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+build = tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]
+print("\n".join(sorted(set(project["dependencies"] + project["optional-dependencies"]["test"] + build))))
+PY
+)
+key=$(printf '%s\n%s\n' "$deps" "$("$PY" -c 'import sys; print(sys.version)')" | sha256sum | cut -c1-12)
+SHARED="${TRAINIUM_LENS_DEPS_VENV:-$HOME/.cache/trainium-lens/venv-deps-$key}"
+mkdir -p "$(dirname "$SHARED")"
+# one install at a time into the shared venv (two clones' CI on one machine)
+exec 9>"$SHARED.lock"
+flock 9
+if [ ! -f "$SHARED/.complete" ]; then
+  echo "setup: installing the dependencies into $SHARED (once per machine)" >&2
+  rm -rf "$SHARED"
+  "$PY" -m venv "$SHARED"
+  printf '%s\n' "$deps" >"$SHARED/requirements.txt"
+  "$SHARED/bin/pip" install -q --disable-pip-version-check -r "$SHARED/requirements.txt" 2>&1 | pip_quiet
+  "$SHARED/bin/python" -c 'import torch, pygls, setuptools' # fail loudly if the install did not take
+  touch "$SHARED/.complete"
+fi
+
+[ -x .venv/bin/python ] || "$PY" -m venv --without-pip .venv
+site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+shared_site=$("$SHARED/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+echo "$shared_site" >"$site/lens-deps.pth"
+echo "$SHARED" >.venv/lens-deps
+# the shared venv's tools (ruff, mypy, pytest, ...) in this checkout's .venv: a
+# binary as a link, a Python script run by this venv's interpreter (which has the
+# package as well)
+for tool in "$SHARED"/bin/*; do
+  name=${tool##*/}
+  case $name in python* | activate* | Activate.ps1 | pip*) continue ;; esac
+  if head -c 64 "$tool" | head -1 | grep -q '^#!.*python'; then
+    rm -f ".venv/bin/$name"
+    printf '#!/bin/sh\nexec "$(dirname "$0")/python" "%s" "$@"\n' "$tool" >".venv/bin/$name"
+    chmod +x ".venv/bin/$name"
+  else
+    ln -sfn "$tool" ".venv/bin/$name"
+  fi
+done
+# pip for this venv, from the shared site-packages (installs land in .venv)
+printf '#!/bin/sh\nexec "$(dirname "$0")/python" -m pip "$@"\n' >.venv/bin/pip
+chmod +x .venv/bin/pip
+.venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e . 2>&1 | pip_quiet
+.venv/bin/python -c 'import torch, pygls, trainium_lens' # fail loudly if the install did not take
