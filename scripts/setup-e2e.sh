@@ -38,11 +38,25 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The project's node_modules, reinstalled only when the lockfile changed.
-stamp=node_modules/.lens-lock-$(sha256sum package-lock.json | cut -c1-16)
-if [ ! -f "$stamp" ]; then
-  npm ci --no-audit --no-fund --loglevel=error
-  touch "$stamp"
+# The project's node_modules, reinstalled only when the lockfile changed: once per
+# machine and lockfile under ~/.cache/trainium-lens/ (a fresh clone's `npm ci` is
+# ~20 s), `node_modules` a symlink to it. A checkout's own node_modules folder is
+# kept and updated in place.
+lock=$(sha256sum package-lock.json | cut -c1-16)
+if [ -d node_modules ] && [ ! -L node_modules ]; then
+  if [ ! -f "node_modules/.lens-lock-$lock" ]; then
+    npm ci --no-audit --no-fund --loglevel=error
+    touch "node_modules/.lens-lock-$lock"
+  fi
+else
+  NM="$(dirname "$SHARED")/node-modules-$lock"
+  if [ ! -f "$NM/node_modules/.lens-lock-$lock" ]; then
+    rm -rf "$NM" && mkdir -p "$NM"
+    cp package.json package-lock.json "$NM/"
+    (cd "$NM" && npm ci --no-audit --no-fund --loglevel=error)
+    touch "$NM/node_modules/.lens-lock-$lock"
+  fi
+  ln -sfn "$NM/node_modules" node_modules
 fi
 
 NODE24=$E2E/node$NODE_MAJOR
