@@ -25,6 +25,11 @@ def is_library_rel(rel: str) -> bool:
     return ".venv" in parts or "site-packages" in parts or "dist-packages" in parts
 
 
+def is_library_path(path: Path) -> bool:
+    """An absolute path inside an installed package's folder (site-packages, dist-packages)."""
+    return "site-packages" in path.parts or "dist-packages" in path.parts
+
+
 def _latest(index: RunIndex) -> Iterable[Result]:
     index.refresh()
     for runs in list(index._by_function.values()):  # noqa: SLF001 - the index's own map

@@ -166,7 +166,9 @@ class LensServer(LanguageServer):
             rel: str | None = path.relative_to(workspace).as_posix()
         except ValueError:
             rel = None
-        if rel is None or library_files.is_library_rel(rel):  # an included package's file?
+        # an included package's file? (a venv inside the workspace, or anywhere else:
+        # ~/.venvs, conda, the system's site-packages)
+        if rel is None or library_files.is_library_rel(rel) or library_files.is_library_path(path):
             found = self._library_document(path)
             if found is None:
                 return None

@@ -169,6 +169,33 @@ def test_an_included_file_opened_in_the_editor_gets_its_runs(tmp_path):
     json.dumps(result.to_dict())  # library_files round-trips as plain JSON
 
 
+def test_an_included_file_in_a_venv_outside_every_workspace_gets_its_runs(tmp_path):
+    """The interpreter's site-packages need not lie under the workspace (~/.venvs,
+    conda, a venv shared per machine): its file still maps to the result's module path."""
+    from pygls.uris import from_fs_path
+
+    from trainium_lens.lsp.server import LensServer
+    from trainium_lens.model.store import RunStore
+
+    installed = tmp_path / "env" / "lib" / "python3.11" / "site-packages" / "torch" / "nn" / "functional.py"
+    installed.parent.mkdir(parents=True)
+    installed.write_text("def linear(x):\n    return x\n")
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    result = _result("attend", 3)
+    result.lines[0].file = "torch/nn/functional.py"
+    result.library_files = [LibraryFile(file="torch/nn/functional.py", path=str(installed))]
+    RunStore(workspace).save(result)
+    ls = LensServer()
+    ls.index_for(workspace.resolve())
+    runs = ls.document_runs(from_fs_path(str(installed)))
+    assert runs is not None and runs.file == "torch/nn/functional.py"
+    assert [r.run_id for r in runs.index.current_touching(runs.file)] == [result.run_id]
+    other = installed.parent / "modules.py"
+    other.write_text("x = 1\n")
+    assert ls.document_runs(from_fs_path(str(other))) is None  # a library file no result names
+
+
 def test_a_method_without_inputs_is_told_to_return_the_instance_first():
     from trainium_lens.harness.events import HarnessError
     from trainium_lens.harness.job.precheck import check
