@@ -173,7 +173,10 @@ def start_loopback_sshd(root: Path) -> Sshd:
     _keygen(root / "stranger_key")
     other_host_pub = _keygen(root / "other_host_key")
     port, dead_port = _free_port(), _free_port()
-    env = [f"HOME={home}"]
+    # One torch thread, as the local tests run it (tests/conftest.py): the remote sessions
+    # run beside the rest of the suite on 2 cores, where a second intra-op thread only
+    # spins while the other works (the suite's run queue is 5-9 deep there).
+    env = [f"HOME={home}", "OMP_NUM_THREADS=1"]
     if os.environ.get("TRAINIUM_LENS_ROOF"):  # the machine's roof, shared by the tests (tests/conftest.py)
         env.append(f"TRAINIUM_LENS_ROOF={os.environ['TRAINIUM_LENS_ROOF']}")
     options = ",".join(f'environment="{e}"' for e in env)
