@@ -25,7 +25,8 @@ def test_nothing():
 def test_a_test_carries_its_childrens_cpu_and_the_summary_adds_per_file(tmp_path):
     (tmp_path / "test_burn.py").write_text(BURN)
     log = tmp_path / "cpu.jsonl"
-    env = {**os.environ, "TEST_CPU_LOG": str(log), "PYTHONPATH": str(ROOT)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}  # not one of ours
+    env.update(TEST_CPU_LOG=str(log), PYTHONPATH=str(ROOT))
     done = subprocess.run(
         [
             sys.executable,
