@@ -145,25 +145,34 @@ def test_include_setting_and_job_field(tmp_path):
         make_job(file, workspace=tmp_path, include=["torch/nn"])
 
 
+def _opened_library_file(workspace: Path, installed: Path):
+    """A stored run naming INSTALLED as ``torch/nn/functional.py``, a server that knows
+    WORKSPACE, and the file opened in it: it maps to the result's module path and run."""
+    from pygls.uris import from_fs_path
+
+    from trainium_lens.lsp.server import LensServer
+    from trainium_lens.model.store import RunStore
+
+    result = _result("attend", 3)
+    result.lines[0].file = "torch/nn/functional.py"
+    result.library_files = [LibraryFile(file="torch/nn/functional.py", path=str(installed))]
+    RunStore(workspace).save(result)
+    ls = LensServer()
+    ls.index_for(workspace.resolve())
+    runs = ls.document_runs(from_fs_path(str(installed)))
+    assert runs is not None and runs.file == "torch/nn/functional.py"
+    assert [r.run_id for r in runs.index.current_touching(runs.file)] == [result.run_id]
+    return ls, result
+
+
 def test_an_included_file_opened_in_the_editor_gets_its_runs(tmp_path):
     """Go to definition into site-packages: the installed file maps to the module
     path the result uses, and that module path maps back to the file's URI."""
     import torch.nn.functional as F
     from pygls.uris import from_fs_path
 
-    from trainium_lens.lsp.server import LensServer
-    from trainium_lens.model.store import RunStore
-
     installed = Path(F.__file__).resolve()
-    result = _result("attend", 3)
-    result.lines[0].file = "torch/nn/functional.py"
-    result.library_files = [LibraryFile(file="torch/nn/functional.py", path=str(installed))]
-    RunStore(tmp_path).save(result)
-    ls = LensServer()
-    ls.index_for(tmp_path.resolve())
-    runs = ls.document_runs(from_fs_path(str(installed)))
-    assert runs is not None and runs.file == "torch/nn/functional.py"
-    assert [r.run_id for r in runs.index.current_touching(runs.file)] == [result.run_id]
+    ls, result = _opened_library_file(tmp_path, installed)
     assert ls.uri_for(tmp_path.resolve(), "torch/nn/functional.py") == from_fs_path(str(installed))
     assert ls.document_runs(from_fs_path(str(installed.parent / "modules" / "linear.py"))) is None
     json.dumps(result.to_dict())  # library_files round-trips as plain JSON
@@ -174,23 +183,12 @@ def test_an_included_file_in_a_venv_outside_every_workspace_gets_its_runs(tmp_pa
     conda, a venv shared per machine): its file still maps to the result's module path."""
     from pygls.uris import from_fs_path
 
-    from trainium_lens.lsp.server import LensServer
-    from trainium_lens.model.store import RunStore
-
     installed = tmp_path / "env" / "lib" / "python3.11" / "site-packages" / "torch" / "nn" / "functional.py"
     installed.parent.mkdir(parents=True)
     installed.write_text("def linear(x):\n    return x\n")
     workspace = tmp_path / "project"
     workspace.mkdir()
-    result = _result("attend", 3)
-    result.lines[0].file = "torch/nn/functional.py"
-    result.library_files = [LibraryFile(file="torch/nn/functional.py", path=str(installed))]
-    RunStore(workspace).save(result)
-    ls = LensServer()
-    ls.index_for(workspace.resolve())
-    runs = ls.document_runs(from_fs_path(str(installed)))
-    assert runs is not None and runs.file == "torch/nn/functional.py"
-    assert [r.run_id for r in runs.index.current_touching(runs.file)] == [result.run_id]
+    ls, _ = _opened_library_file(workspace, installed)
     other = installed.parent / "modules.py"
     other.write_text("x = 1\n")
     assert ls.document_runs(from_fs_path(str(other))) is None  # a library file no result names
