@@ -28,8 +28,9 @@ fi
 deps=$("$PY" - <<'PY'
 import tomllib
 
-project = tomllib.load(open("pyproject.toml", "rb"))["project"]
-build = tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]
+with open("pyproject.toml", "rb") as f:
+    toml = tomllib.load(f)
+project, build = toml["project"], toml["build-system"]["requires"]
 print("\n".join(sorted(set(project["dependencies"] + project["optional-dependencies"]["test"] + build))))
 PY
 )
