@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -118,8 +119,19 @@ def _check_four_ranks(out: Path, stdout: str) -> None:
     assert matmul["slowest_rank"] in (0, 1, 2, 3)
     straggler = [f for f in result["findings"] if f["kind"] == "straggler"]
     assert len(straggler) == 1, result["findings"]
-    assert re.search(r"node2 / rank [23]: \+\d+% on this line", straggler[0]["message"]), straggler
-    assert straggler[0]["line"] == matmul["line"]
+    named = re.search(r"node2 / rank ([23]): \+\d+% on this line", straggler[0]["message"])
+    assert named, straggler
+    # named on the line where that rank loses the most against the median rank, by the result's
+    # own per-rank figures: usually the matmul's (8x the work), but on a loaded machine one step's
+    # stall on another line can outweigh it (CI once read 2.72 ms on `y.sum()`), which the
+    # finding then rightly names
+    slow = int(named.group(1))
+
+    def loss(ln: dict) -> float:
+        busy = {p["rank"]: p["self_time_us"] - p.get("collective_us", 0.0) for p in ln["per_rank"]}
+        return busy.get(slow, 0.0) - statistics.median(busy.values()) if busy else 0.0
+
+    assert straggler[0]["line"] == max(result["lines"], key=loss)["line"]
     assert re.search(r"node2 / rank [23] is the straggler", stdout)
 
 

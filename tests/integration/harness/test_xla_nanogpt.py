@@ -76,15 +76,24 @@ def unattributed_share(r: dict) -> float:
     return r["unattributed_us"] / r["totals"]["self_time_us"]
 
 
-def busy_per_step(r: dict) -> float:
-    """The independent figure: the union of every executed instruction's interval in
-    the run's trace (what the profiler saw busy), per step. The per-instruction times
-    the lines add up must neither lose time nor count a wrapper and its work twice."""
+def busy_per_step(r: dict) -> tuple[float, float]:
+    """The independent figures, from the run's trace, per step: the union of every
+    executed instruction's interval across all threads (what the profiler saw busy),
+    and the sum over threads of each thread's own union (every instruction once,
+    one nested in another on its thread not twice). The per-instruction times the
+    lines add up lie between them: below the first they lost time, above the second
+    they counted a wrapper and its work twice. Where between is how much the
+    runtime's threads overlapped, which the machine's load decides (CI read 1.18×)."""
     from trainium_lens.harness.intervals import union_length
 
     events = json.loads(Path(r["artifacts"]["trace"]).read_text())["traceEvents"]
-    spans = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "device"]
-    return union_length(spans) / r["totals"]["steps"]
+    device = [e for e in events if e.get("cat") == "device"]
+    by_thread: dict[int, list[tuple[float, float]]] = {}
+    for e in device:
+        by_thread.setdefault(e["tid"], []).append((e["ts"], e["ts"] + e["dur"]))
+    steps = r["totals"]["steps"]
+    union = union_length([span for spans in by_thread.values() for span in spans])
+    return union / steps, sum(union_length(spans) for spans in by_thread.values()) / steps
 
 
 def lines_of(r: dict, path: str = MODEL) -> dict[int, dict]:
@@ -100,8 +109,8 @@ def test_forward_nothing_silently_unattributed_and_a_screen_long(runs, tmp_path)
     parts = sum(s["self_time_us"] for s in r["lines"]) + sum(b["self_time_us"] for b in r["buckets"])
     assert parts + r["unattributed_us"] == pytest.approx(r["totals"]["self_time_us"], rel=1e-6)
     assert all(lines_of(r)[n]["self_time_us"] > 0 for n in LINEARS)
-    busy = busy_per_step(r)  # instructions overlap little on this device: within 10 %
-    assert busy * 0.99 <= r["totals"]["self_time_us"] <= busy * 1.10
+    union, per_thread = busy_per_step(r)
+    assert union * 0.99 <= r["totals"]["self_time_us"] <= per_thread * 1.01
     assert not {f["kind"] for f in r["findings"]} & EAGER_ADVICE
     assert r["signals"]["graphs_per_step"] == 1 and not r["signals"]["host_syncs"]
     text = shown(r, tmp_path)
@@ -118,8 +127,8 @@ def test_training_step_backward_lands_on_the_forward_lines(runs, tmp_path):
     assert t["forward_time_us"] > 0 and t["backward_time_us"] > 0 and t["optimizer_time_us"] > 0
     split = t["forward_time_us"] + t["backward_time_us"] + t["optimizer_time_us"]
     assert split == pytest.approx(t["self_time_us"], rel=1e-6)
-    busy = busy_per_step(r)
-    assert busy * 0.99 <= t["self_time_us"] <= busy * 1.10
+    union, per_thread = busy_per_step(r)
+    assert union * 0.99 <= t["self_time_us"] <= per_thread * 1.01
     model = lines_of(r)
     for n, name in LINEARS.items():
         line = model[n]
