@@ -87,9 +87,8 @@ def busy_per_step(r: dict) -> tuple[float, float]:
     from trainium_lens.harness.intervals import union_length
 
     events = json.loads(Path(r["artifacts"]["trace"]).read_text())["traceEvents"]
-    device = [e for e in events if e.get("cat") == "device"]
     by_thread: dict[int, list[tuple[float, float]]] = {}
-    for e in device:
+    for e in (e for e in events if e.get("cat") == "device"):
         by_thread.setdefault(e["tid"], []).append((e["ts"], e["ts"] + e["dur"]))
     steps = r["totals"]["steps"]
     union = union_length([span for spans in by_thread.values() for span in spans])
