@@ -216,11 +216,13 @@ def _note_h2d(labeler: LineLabeler, name: str, args: tuple, kwargs: dict, result
 
 
 def _compile_wrapper_code() -> CodeType | None:
-    """The code object dynamo wraps every compiled callable in (``compile_wrapper``)."""
+    """The code object dynamo wraps every compiled callable in (``compile_wrapper``),
+    whatever the backend: the ``eager`` one's, which does not import inductor (about
+    1 s of CPU on a run whose user code only imported dynamo)."""
     if "torch._dynamo" not in sys.modules:
         return None
     try:
-        wrapper = torch.compile(lambda: None)
+        wrapper = torch.compile(lambda: None, backend="eager")
         return getattr(wrapper, "__code__", None)
     except Exception:
         return None
