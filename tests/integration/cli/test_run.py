@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DATA, ROOT
+from tests.support.harness import line_of
 from tests.support.procs import left_running
 from trainium_lens.traces.chrome import load_trace
 
@@ -259,7 +260,8 @@ def one_line(stderr: str) -> str:
         (
             ["python", "tinylm/train.py", "--steps", "14", "--fail-at", "4"],
             1,
-            "tinylm/train.py:50: the script raised RuntimeError: diverged at step 4",
+            f"tinylm/train.py:{line_of(DATA / 'scripts' / 'tinylm' / 'train.py', 'raise RuntimeError')}: "
+            "the script raised RuntimeError: diverged at step 4",
         ),
         (["python", "nostep.py"], 1, "never made a step (tried: optimizer step hooks"),
         (["python", "selfprof.py"], 1, "runs torch.profiler itself"),

@@ -25,7 +25,9 @@ def parse_args():
 def main():
     args = parse_args()
     torch.manual_seed(0)
-    data = TensorDataset(torch.randn(args.steps * args.batch_size, 64), torch.randint(0, 10, (args.steps * args.batch_size,)))
+    # one batch per step, up to 64 batches; a longer run goes over them again
+    batches = min(args.steps, 64)
+    data = TensorDataset(torch.randn(batches * args.batch_size, 64), torch.randint(0, 10, (batches * args.batch_size,)))
     distributed = "WORLD_SIZE" in os.environ
     if distributed:
         dist.init_process_group("gloo")
@@ -39,17 +41,20 @@ def main():
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
     loss_fn = torch.nn.CrossEntropyLoss()
     step = 0
-    for x, y in loader:
-        optimizer.zero_grad()
-        logits = model(x)
-        loss = loss_fn(logits, y)
-        loss.backward()
-        optimizer.step()
-        step += 1
-        if args.fail_at and step == args.fail_at:
-            raise RuntimeError(f"diverged at step {step}")
-        if step % args.log_every == 0 and (not distributed or dist.get_rank() == 0):
-            print(f"step {step} loss {loss.item():.4f}", flush=True)
+    for epoch in range(-(-args.steps // batches)):
+        if distributed:
+            sampler.set_epoch(epoch)
+        for x, y in loader:
+            optimizer.zero_grad()
+            logits = model(x)
+            loss = loss_fn(logits, y)
+            loss.backward()
+            optimizer.step()
+            step += 1
+            if args.fail_at and step == args.fail_at:
+                raise RuntimeError(f"diverged at step {step}")
+            if step % args.log_every == 0 and (not distributed or dist.get_rank() == 0):
+                print(f"step {step} loss {loss.item():.4f}", flush=True)
     if distributed:
         dist.destroy_process_group()
     print("done", file=sys.stderr)
