@@ -45,9 +45,7 @@ install_packages() {
   command -v nc >/dev/null 2>&1 || need+=(netcat-openbsd)
   [ ${#need[@]} -eq 0 ] && return
   log "installing ${need[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  bash "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" "${need[@]}"
 }
 
 # --- processes --------------------------------------------------------------

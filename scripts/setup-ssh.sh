@@ -3,6 +3,7 @@
 # server (the tests start their own sshd on loopback with a private config) and
 # rsync. Fast and idempotent when already installed.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 need=()
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
@@ -12,9 +13,7 @@ if [ ${#need[@]} -gt 0 ]; then
     echo "setup-ssh: please install ${need[*]} (the SSH tests skip without them)" >&2
     exit 0
   fi
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  bash scripts/apt-install.sh "${need[@]}"
 fi
 # sshd refuses to start without its privilege-separation directory.
 if [ "$(id -u)" = 0 ]; then mkdir -p /run/sshd; fi

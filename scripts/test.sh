@@ -1,34 +1,64 @@
 #!/usr/bin/env bash
 # Set up everything on a fresh machine and run every check (README's test command):
 # the static checks (scripts/check.sh), the extension's unit tests, then pytest:
-# first the independent tests in parallel (pytest-xdist, one worker per core, each
-# test file on one worker so its module fixtures run once, the lab's tests on one
-# worker in order), then the `serial` ones (timing- and noise-sensitive tests, the
-# editor's) alone, then the harness's tests under
-# torch-xla. A check's finding fails the run, after the tests have run too (one run,
-# every finding). Every step's wall time is printed at the end, pass or fail.
-# Extra arguments go to both pytest runs (e.g. -x, -k); TEST_WORKERS sets the workers.
+# first the independent tests in parallel (pytest-xdist, each test file on one worker
+# so its module fixtures run once, the lab's tests on one worker in order), then the
+# `serial` ones that need a quiet host alone, then the editor's tests beside the
+# harness's tests under torch-xla. A check's finding fails the run, after the tests
+# have run too (one run, every finding). Every step's wall time is printed at the end,
+# pass or fail. Extra arguments go to every pytest run of the main suite (e.g. -x,
+# -k); TEST_WORKERS sets the workers.
+#
+# The machine has 2 cores and the tests are bound by them, so what can run beside
+# something else does: the torch-xla venv (~7 GB to unpack) and code-server's native
+# build install while the Python venv, the static checks and the unit tests run; the
+# editor's tests (which mostly wait on the browser) run beside the torch-xla tests.
+# Measured in CONTRIBUTING.md ("CI").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 steps=()
 failed=0
 started=$(date +%s)
+logs=$(mktemp -d)
+note() { # note NAME SECONDS RC: one line of the summary
+  steps+=("$(printf '%-26s %4ds  %s' "$1" "$2" "$([ "$3" = 0 ] && echo ok || echo "FAILED ($3)")")")
+}
 step() { # step NAME COMMAND...: run it, note its wall time and status
   local name=$1 t0 rc=0
   shift
   t0=$(date +%s)
   "$@" || rc=$?
   ((rc == 0)) || failed=$rc
-  steps+=("$(printf '%-26s %4ds  %s' "$name" $(($(date +%s) - t0)) "$([ "$rc" = 0 ] && echo ok || echo "FAILED ($rc)")")")
+  note "$name" $(($(date +%s) - t0)) "$rc"
+  return "$rc"
+}
+beside() { # beside NAME COMMAND...: start it in the background, its output kept for later
+  local name=$1
+  shift
+  (
+    t0=$(date +%s) rc=0
+    "$@" >"$logs/$name.log" 2>&1 || rc=$?
+    echo "$rc $(($(date +%s) - t0))" >"$logs/$name.done"
+  ) &
+}
+joined() { # joined NAME: wait for what `beside NAME` started, print its output, note it
+  local name=$1 rc secs
+  while [ ! -f "$logs/$name.done" ]; do sleep 1; done
+  cat "$logs/$name.log"
+  read -r rc secs <"$logs/$name.done" || { rc=1 secs=0; }
+  rm -f "$logs/$name.done"
+  ((rc == 0)) || failed=$rc
+  note "$name (beside)" "$secs" "$rc"
   return "$rc"
 }
 summary() {
   local rc=$?
   ((rc)) || rc=$failed
-  # a step that failed before the torch-xla install ended: let it end (a venv cut
-  # off mid-install is installed again next time, but nothing is left running)
-  if [ -n "${xla_log:-}" ] && [ -f "$xla_log" ]; then wait 2>/dev/null || true; fi
+  # what still runs in the background ends first: a venv cut off mid-install is
+  # installed again next time, but nothing is left running
+  wait 2>/dev/null || true
+  rm -rf "$logs"
   echo
   echo "test.sh: wall time per step"
   for s in "${steps[@]}"; do echo "  $s"; done
@@ -36,35 +66,20 @@ summary() {
 }
 trap summary EXIT
 
-# The torch-xla venv (~7 GB once per machine, ~4 min: scripts/setup-xla.sh) installs
-# beside the other set-up steps and the static checks (mostly unpacking, while
-# code-server's native build and the checks use the CPU); pytest waits for it. Its
-# output is printed when it ends.
-xla_log=$(mktemp)
-(
-  t0=$(date +%s) rc=0
-  bash scripts/setup-xla.sh >"$xla_log" 2>&1 || rc=$?
-  echo "$rc $(($(date +%s) - t0))" >"$xla_log.done"
-) &
-xla_pid=$!
-xla_wait() {
-  local rc secs
-  wait "$xla_pid" || true
-  cat "$xla_log"
-  read -r rc secs <"$xla_log.done" || { rc=1 secs=0; }
-  rm -f "$xla_log" "$xla_log.done"
-  ((rc == 0)) || failed=$rc
-  steps+=("$(printf '%-26s %4ds  %s' "setup-xla.sh (beside)" "$secs" "$([ "$rc" = 0 ] && echo ok || echo "FAILED ($rc)")")")
-  return "$rc"
-}
-
+# Set-up: the two long installs (each kept once per machine, seconds when cached)
+# beside the rest. Every apt-get goes through scripts/apt-install.sh, one at a time.
+beside setup-xla.sh bash scripts/setup-xla.sh
+beside setup-e2e.sh bash scripts/setup-e2e.sh
 step setup.sh bash scripts/setup.sh
 step setup-ssh.sh bash scripts/setup-ssh.sh
-step setup-e2e.sh bash scripts/setup-e2e.sh
+step setup-node.sh bash scripts/setup-node.sh
 checks=0
 step check.sh bash scripts/check.sh || checks=$?
 step "npm test:unit" npm run --silent test:unit
-# the machine's CPU roof, measured while nothing else runs, for every test's runs to
+joined setup-xla.sh || true
+joined setup-e2e.sh || true
+
+# The machine's CPU roof, measured while nothing else runs, for every test's runs to
 # share (tests/conftest.py, TEST_ROOF): one thread, as the tests (and the SSH tests'
 # remote sessions) run torch, and every core, as a process that sets no thread count
 # does (the lab's nodes)
@@ -75,12 +90,16 @@ roof() {
       'import torch; from trainium_lens.harness.work.calibrate import cpu_roof; print(cpu_roof(torch)["device"])'
   done
 }
-xla_wait
 step "cpu roof" roof
+
 # --durations: wall time per test; tests.support.cpu_time: CPU per test file (the
-# worker's and its reaped children's), what a test costs the 2 cores the suite shares
+# worker's and its reaped children's), what a test costs the 2 cores the suite shares.
+# One inductor cache for the whole run: a function compiled by one test's harness run
+# is loaded, not compiled again, by the next one's, on any worker (g++ over the kernels
+# costs ~10 s of CPU per compile; no test asserts how long compiling took).
 CPU_LOG=.cache/tests/cpu-time.jsonl
-mkdir -p .cache/tests && rm -f "$CPU_LOG"
+mkdir -p .cache/tests && rm -f "$CPU_LOG" && rm -rf .cache/tests/inductor
+export TORCHINDUCTOR_CACHE_DIR="$PWD/.cache/tests/inductor"
 PYTEST=(env TEST_CPU_LOG="$PWD/$CPU_LOG" .venv/bin/python -m pytest -q -p no:cacheprovider --durations=40
   -p tests.support.cpu_time)
 tests=0
@@ -88,9 +107,17 @@ tests=0
 step "pytest (parallel)" "${PYTEST[@]}" -n "${TEST_WORKERS:-$(($(nproc) + 1))}" --dist loadgroup -m "not serial" "$@" || tests=$?
 if [ -f "$CPU_LOG" ]; then .venv/bin/python -m tests.support.cpu_time "$CPU_LOG" --top 15 || true; fi
 # exit status 5: no test was selected (e.g. -k matched only parallel tests)
-step "pytest (serial)" "${PYTEST[@]}" -p no:xdist -m serial "$@" || { rc=$?; ((rc == 5)) || tests=$rc; }
-# the harness's own tests again under torch 2.9 (Trn1's stack)
-step test-xla.sh bash scripts/test-xla.sh
+step "pytest (serial, quiet)" "${PYTEST[@]}" -p no:xdist -m "serial and not e2e" "$@" || {
+  rc=$?
+  ((rc == 5)) || tests=$rc
+}
+# the harness's own tests again under torch 2.9 (Trn1's stack), beside the editor's
+beside test-xla.sh bash scripts/test-xla.sh
+step "pytest (editor)" "${PYTEST[@]}" -p no:xdist -m e2e "$@" || {
+  rc=$?
+  ((rc == 5)) || tests=$rc
+}
+joined test-xla.sh || tests=$?
 if ((tests)); then
   exit "$tests"
 fi
