@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # Set up everything on a fresh machine and run every check (README's test command):
-# the static checks (scripts/check.sh), the extension's unit tests, then pytest:
-# first the independent tests in parallel (pytest-xdist, each test file on one worker
-# so its module fixtures run once, the lab's tests on one worker in order), then the
-# `serial` ones that need a quiet host alone, then the editor's tests beside the
-# harness's tests under torch-xla. A check's finding fails the run, after the tests
+# the static checks (scripts/check.sh), the extension's unit tests, then pytest: the
+# independent tests in parallel (pytest-xdist, each test file on one worker so its
+# module fixtures run once, the lab's tests on one worker in order) with the editor's
+# tests and the harness's tests under torch-xla beside them, then the `serial` ones
+# that need a quiet host, alone. A check's finding fails the run, after the tests
 # have run too (one run, every finding). Every step's wall time is printed at the end,
 # pass or fail. Extra arguments go to every pytest run of the main suite (e.g. -x,
 # -k); TEST_WORKERS sets the workers.
 #
-# The machine has 2 cores and the tests are bound by them, so what can run beside
-# something else does: the torch-xla venv (~7 GB to unpack) and code-server's native
-# build install while the Python venv, the static checks and the unit tests run; the
-# editor's tests (which mostly wait on the browser) run beside the torch-xla tests.
+# The machine has 2 cores and every step is bound by them (vmstat: no idle CPU from
+# the first install to the last test), so the order only decides what waits: the
+# torch-xla venv (~7 GB to unpack) and code-server's native build install beside the
+# Python venv, the static checks and the unit tests; the editor's session, which
+# mostly waits on the browser, runs beside the parallel tests at a higher priority.
 # Measured in CONTRIBUTING.md ("CI").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +49,6 @@ joined() { # joined NAME: wait for what `beside NAME` started, print its output,
   cat "$logs/$name.log"
   read -r rc secs <"$logs/$name.done" || { rc=1 secs=0; }
   rm -f "$logs/$name.done"
-  ((rc == 0)) || failed=$rc
   note "$name (beside)" "$secs" "$rc"
   return "$rc"
 }
@@ -76,8 +76,8 @@ step setup-node.sh bash scripts/setup-node.sh
 checks=0
 step check.sh bash scripts/check.sh || checks=$?
 step "npm test:unit" npm run --silent test:unit
-joined setup-xla.sh || true
-joined setup-e2e.sh || true
+joined setup-xla.sh || failed=$?
+joined setup-e2e.sh || failed=$?
 
 # The machine's CPU roof, measured while nothing else runs, for every test's runs to
 # share (tests/conftest.py, TEST_ROOF): one thread, as the tests (and the SSH tests'
@@ -103,21 +103,31 @@ export TORCHINDUCTOR_CACHE_DIR="$PWD/.cache/tests/inductor"
 PYTEST=(env TEST_CPU_LOG="$PWD/$CPU_LOG" .venv/bin/python -m pytest -q -p no:cacheprovider --durations=40
   -p tests.support.cpu_time)
 tests=0
+counted() { # counted RC: a pytest part's status into `tests` (5: no test selected, e.g. by -k)
+  (($1 == 0 || $1 == 5)) || tests=$1
+}
+# The editor's tests (one VS Code at a time) and the harness's tests under torch 2.9
+# (Trn1's stack) run beside the parallel part. The editor's session mostly waits on
+# the browser, and what it waits for must not queue behind the suite (under the
+# suite's load code-server drops clicks and a session is tried again): it runs at the
+# normal priority and everything else niced, so it takes a core when it needs one and
+# the rest soak up what it leaves.
+beside editor "${PYTEST[@]}" -p no:xdist -m e2e "$@"
+beside test-xla.sh nice -n 10 bash scripts/test-xla.sh
 # One worker more than cores: the lab's worker mostly waits (on nodes, SLURM, timeouts).
-step "pytest (parallel)" "${PYTEST[@]}" -n "${TEST_WORKERS:-$(($(nproc) + 1))}" --dist loadgroup -m "not serial" "$@" || tests=$?
+rc=0
+step "pytest (parallel)" nice -n 10 "${PYTEST[@]}" -n "${TEST_WORKERS:-$(($(nproc) + 1))}" --dist loadgroup \
+  -m "not serial" "$@" || rc=$?
+counted $rc
+rc=0 && joined editor || rc=$?
+counted $rc
+rc=0 && joined test-xla.sh || rc=$?
+counted $rc
 if [ -f "$CPU_LOG" ]; then .venv/bin/python -m tests.support.cpu_time "$CPU_LOG" --top 15 || true; fi
-# exit status 5: no test was selected (e.g. -k matched only parallel tests)
-step "pytest (serial, quiet)" "${PYTEST[@]}" -p no:xdist -m "serial and not e2e" "$@" || {
-  rc=$?
-  ((rc == 5)) || tests=$rc
-}
-# the harness's own tests again under torch 2.9 (Trn1's stack), beside the editor's
-beside test-xla.sh bash scripts/test-xla.sh
-step "pytest (editor)" "${PYTEST[@]}" -p no:xdist -m e2e "$@" || {
-  rc=$?
-  ((rc == 5)) || tests=$rc
-}
-joined test-xla.sh || tests=$?
+# Last, alone: the tests whose assertions need a quiet host
+rc=0
+step "pytest (serial, quiet)" "${PYTEST[@]}" -p no:xdist -m "serial and not e2e" "$@" || rc=$?
+counted $rc
 if ((tests)); then
   exit "$tests"
 fi

@@ -136,10 +136,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:  # xdis
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The editor's tests and those whose assertions need a quiet host are ``serial``
-    (a run judged noisy withholds timing findings and draws its heat grey; a fix is
-    offered only when it measured faster): scripts/test.sh runs them alone, after the
-    rest."""
+    """The editor's tests and those whose assertions need a quiet host are ``serial``,
+    out of the parallel part: scripts/test.sh runs the editor's in a pytest of their
+    own beside it (one VS Code at a time, at a higher priority than the niced suite),
+    and the quiet ones alone after everything else (a run judged noisy withholds timing
+    findings and draws its heat grey; a fix is offered only when it measured faster)."""
     for item in items:
         file = item.nodeid.split("::", 1)[0]
         if item.get_closest_marker("e2e") or file in QUIET_FILES:

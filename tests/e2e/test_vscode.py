@@ -389,6 +389,10 @@ def failure_report(attempt: int, home: Path, done, obs: dict) -> str:
         f"driver log: {obs.get('log')}\ncode-server log tail:\n{log}"
     )
     print(report, file=sys.stderr)
+    # kept beside the screenshots too: a session that passed on its second attempt shows
+    # no captured output, and what made the first one fail is worth reading
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{home.name}-failed-attempt-{attempt}.txt").write_text(report, encoding="utf-8")
     return report
 
 
