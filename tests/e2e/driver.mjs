@@ -19,6 +19,7 @@ import {
   notificationTexts,
   openFromExplorer,
   openWorkbench,
+  pressButton,
   runCommand,
   settled,
   startDriver,
@@ -491,7 +492,7 @@ async function fixPhase() {
   out.fix.offered = await apply.count();
   await page.screenshot({ path: join(cfg.shots, "fix-measured.png") });
   if (out.fix.offered) {
-    await apply.first().click();
+    await pressButton(page, apply.first());
     await page.waitForFunction(
       ([s, t]) =>
         [...document.querySelectorAll(`${s} .view-line`)].some(

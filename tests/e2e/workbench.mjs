@@ -130,6 +130,22 @@ export async function drawn(frame) {
   );
 }
 
+/**
+ * Press a workbench button as a user does: a click, or, when a hover the pointer left
+ * behind covers it (a tooltip intercepts every click while the pointer rests there;
+ * seen on a notification's Apply), the button focused and Enter.
+ */
+export async function pressButton(page, button) {
+  const clicked = await button.click({ timeout: 5_000 }).then(
+    () => true,
+    () => false,
+  );
+  if (clicked) return;
+  await page.mouse.move(0, 0); // off the workbench: the hover goes
+  await button.focus();
+  await page.keyboard.press("Enter");
+}
+
 export async function waitForNotification(page, pattern, timeout = 30_000) {
   const until = Date.now() + timeout;
   let texts = [];
