@@ -2,19 +2,18 @@
 # Set up everything on a fresh machine and run every check (README's test command):
 # the static checks (scripts/check.sh), the extension's unit tests, then pytest: the
 # independent tests in parallel (pytest-xdist, each test file on one worker so its
-# module fixtures run once, the lab's tests on one worker in order) with the editor's
-# tests and the harness's tests under torch-xla beside them, then the `serial` ones
-# that need a quiet host, alone. A check's finding fails the run, after the tests
-# have run too (one run, every finding). Every step's wall time is printed at the end,
-# pass or fail. Extra arguments go to every pytest run of the main suite (e.g. -x,
-# -k); TEST_WORKERS sets the workers.
+# module fixtures run once, the lab's tests on one worker in order), then the editor's
+# tests with the torch-xla ones beside them, then the `serial` ones that need a quiet
+# host, alone. A check's finding fails the run, after the tests have run too (one run,
+# every finding). Every step's wall time is printed at the end, pass or fail. Extra
+# arguments go to every pytest run of the main suite (e.g. -x, -k); TEST_WORKERS sets
+# the workers.
 #
 # The machine has 2 cores and every step is bound by them (vmstat: no idle CPU from
-# the first install to the last test), so the order only decides what waits: the
-# torch-xla venv (~7 GB to unpack) and code-server's native build install beside the
-# Python venv, the static checks and the unit tests; the editor's session, which
-# mostly waits on the browser, runs beside the parallel tests at a higher priority.
-# Measured in CONTRIBUTING.md ("CI").
+# the first install to the last test but the editor's), so the order decides what
+# waits: the torch-xla venv (~7 GB to unpack) and code-server's native build install
+# beside the Python venv, the static checks and the unit tests; the torch-xla tests
+# fill the core the editor's session leaves idle. Measured in CONTRIBUTING.md ("CI").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -107,41 +106,46 @@ tests=0
 counted() { # counted RC: a pytest part's status into `tests` (5: no test selected, e.g. by -k)
   (($1 == 0 || $1 == 5)) || tests=$1
 }
-# The editor's tests (one VS Code at a time) and the harness's tests under torch 2.9
-# (Trn1's stack) run beside the parallel part. The editor's session mostly waits on
-# the browser, and what it waits for must not queue behind the suite (starved, its
-# profile took 28 s instead of 5 and code-server dropped a click): it runs at the
-# normal weight and the rest at a low one, so it takes a core when it needs one and
-# the rest soak up what it leaves. The weight is a cgroup's cpu.shares: with the
-# kernel's autogroups (each new session a group of its own, as every harness run is)
-# `nice` weighs nothing across the suite's processes; a cgroup holds whatever the
-# suite starts, setsid or not. Without a writable cpu controller, nice.
+# The CPU weight of what runs beside the editor's tests (below). With the kernel's
+# autogroups (each new session a group of its own, as every harness run is) `nice`
+# weighs nothing across processes; a cgroup's cpu.shares does, and it holds whatever
+# is started inside it, setsid or not. Without a writable cpu controller, nice.
 SUITE_CG=/sys/fs/cgroup/cpu/trainium-lens-suite-$$
 if mkdir "$SUITE_CG" 2>/dev/null; then
   echo 128 >"$SUITE_CG/cpu.shares" # the root's groups weigh 1024 each
 else
   SUITE_CG=
 fi
-low() { # low COMMAND...: run it at the suite's low CPU weight
+low() { # low COMMAND...: run it at a low CPU weight
   if [ -n "$SUITE_CG" ]; then
     sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$SUITE_CG" "$@"
   else
     nice -n 10 "$@"
   fi
 }
-beside editor "${PYTEST[@]}" -p no:xdist -m e2e "$@"
-beside test-xla.sh low bash scripts/test-xla.sh
-# One worker more than cores: the lab's worker mostly waits (on nodes, SLURM, timeouts).
+
+# 1. The independent tests in parallel. One worker more than cores: the lab's worker
+#    mostly waits (on nodes, SLURM, timeouts).
 rc=0
-step "pytest (parallel)" low "${PYTEST[@]}" -n "${TEST_WORKERS:-$(($(nproc) + 1))}" --dist loadgroup \
-  -m "not serial" "$@" || rc=$?
+step "pytest (parallel)" "${PYTEST[@]}" -n "${TEST_WORKERS:-$(($(nproc) + 1))}" --dist loadgroup \
+  -m "not serial and not xla" "$@" || rc=$?
 counted $rc
-rc=0 && joined editor || rc=$?
+if [ -f "$CPU_LOG" ]; then .venv/bin/python -m tests.support.cpu_time "$CPU_LOG" --top 15 || true; fi
+# 2. The editor's tests (one VS Code at a time), with the torch-xla ones beside them at a
+#    low weight: the session mostly waits on the browser and leaves a core idle, which
+#    the torch-xla runs fill; what the session waits for never queues behind them (an
+#    editor starved by the suite took 28 s for a 5 s profile, code-server dropped a
+#    click, and a run judged noisy drew its heat grey).
+beside test-xla.sh low bash scripts/test-xla.sh
+beside "pytest (xla)" low "${PYTEST[@]}" -p no:xdist -m "xla and not serial" "$@"
+rc=0
+step "pytest (editor)" "${PYTEST[@]}" -p no:xdist -m e2e "$@" || rc=$?
+counted $rc
+rc=0 && joined "pytest (xla)" || rc=$?
 counted $rc
 rc=0 && joined test-xla.sh || rc=$?
 counted $rc
-if [ -f "$CPU_LOG" ]; then .venv/bin/python -m tests.support.cpu_time "$CPU_LOG" --top 15 || true; fi
-# Last, alone: the tests whose assertions need a quiet host
+# 3. Last, alone: the tests whose assertions need a quiet host
 rc=0
 step "pytest (serial, quiet)" "${PYTEST[@]}" -p no:xdist -m "serial and not e2e" "$@" || rc=$?
 counted $rc

@@ -104,6 +104,20 @@ QUIET_FILES = frozenset(
 )
 
 
+#: Files whose tests drive the torch-xla venv (XLA_PY) as the target's Python: marked
+#: ``xla``, scripts/test.sh runs them beside the editor's tests, with scripts/test-xla.sh
+#: (each run imports torch 2.9 and torch-xla: ~4 s of CPU before it profiles anything).
+XLA_FILES = frozenset(
+    {
+        "tests/integration/cli/test_run_xla.py",
+        "tests/integration/harness/test_xla_backend.py",
+        "tests/integration/harness/test_xla_device.py",
+        "tests/integration/harness/test_xla_nanogpt.py",
+        "tests/integration/harness/test_xla_work.py",
+    }
+)
+
+
 def worker_group(nodeid: str) -> str:
     """Which tests run on one worker, in order, under ``pytest -n N --dist loadgroup``
     (scripts/test.sh): each test file together, so its module-scoped harness runs happen
@@ -145,6 +159,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         file = item.nodeid.split("::", 1)[0]
         if item.get_closest_marker("e2e") or file in QUIET_FILES:
             item.add_marker(pytest.mark.serial)
+        if file in XLA_FILES:
+            item.add_marker(pytest.mark.xla)
 
 
 # In CI (CI=true) a skip is a failure unless its reason names hardware no CI machine
