@@ -16,6 +16,11 @@
 # fill the core the editor's session leaves idle. Measured in CONTRIBUTING.md ("CI").
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Bytecode for this checkout's own modules, written once: with PYTHONDONTWRITEBYTECODE
+# (set on this project's machines) each of the suite's ~1,000 Python processes compiled
+# them again (a CLI call 0.18 s of CPU instead of 0.10, a pytest collection 5.4 s
+# instead of 2.9). __pycache__ is git-ignored.
+unset PYTHONDONTWRITEBYTECODE
 
 steps=()
 failed=0
