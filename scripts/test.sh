@@ -138,11 +138,12 @@ counted $rc
 if [ -f "$CPU_LOG" ]; then .venv/bin/python -m tests.support.cpu_time "$CPU_LOG" --top 15 || true; fi
 # 2. The editor's tests (one VS Code at a time), with the torch-xla ones beside them at a
 #    low weight: the session mostly waits on the browser and leaves a core idle, which
-#    the torch-xla runs fill; what the session waits for never queues behind them (an
-#    editor starved by the suite took 28 s for a 5 s profile, code-server dropped a
-#    click, and a run judged noisy drew its heat grey).
+#    the torch-xla runs fill (two files at a time: one at a time, they outlasted the
+#    session by 32 s); what the session waits for never queues behind them (an editor
+#    starved by the suite took 28 s for a 5 s profile, code-server dropped a click, and
+#    a run judged noisy drew its heat grey).
 beside test-xla.sh low bash scripts/test-xla.sh
-beside "pytest (xla)" low "${PYTEST[@]}" -p no:xdist -m "xla and not serial" "$@"
+beside "pytest (xla)" low "${PYTEST[@]}" -n 2 --dist loadgroup -m "xla and not serial" "$@"
 rc=0
 step "pytest (editor)" "${PYTEST[@]}" -p no:xdist -m e2e "$@" || rc=$?
 counted $rc
