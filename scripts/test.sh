@@ -23,6 +23,7 @@ cd "$(dirname "$0")/.."
 unset PYTHONDONTWRITEBYTECODE
 
 steps=()
+speed=""
 failed=0
 started=$(date +%s)
 logs=$(mktemp -d)
@@ -68,6 +69,7 @@ summary() {
   echo "test.sh: wall time per step"
   for s in "${steps[@]}"; do echo "  $s"; done
   printf '  %-26s %4ds  %s\n' total $(($(date +%s) - started)) "$([ "$rc" = 0 ] && echo ok || echo "FAILED ($rc)")"
+  [ -z "$speed" ] || echo "  this machine: $speed"
 }
 trap summary EXIT
 
@@ -96,6 +98,18 @@ roof() {
   done
 }
 step "cpu roof" roof
+# The machine's speed beside the times, to compare runs: the same 2-core kind has been
+# seen ~2.8x slower on one day than another (fresh machines: setup.sh 57 s against 162 s,
+# check.sh 32 s against 92 s)
+speed=$(.venv/bin/python -c '
+import time
+t = time.process_time()
+import torch
+imported = time.process_time() - t
+t, s = time.process_time(), 0
+for i in range(5_000_000):
+    s += i
+print(f"import torch {imported:.2f} s of CPU, a 5M-step Python loop {time.process_time() - t:.2f} s")' || true)
 
 # --durations: wall time per test; tests.support.cpu_time: CPU per test file (the
 # worker's and its reaped children's), what a test costs the 2 cores the suite shares.
