@@ -142,11 +142,19 @@ def test_nothing_the_code_started_outlives_a_successful_run(ws, tmp_path, nproc)
 @pytest.mark.parametrize("nproc", ["1", "2"])
 @pytest.mark.parametrize("how", ["cancel", "timeout", "kill -9"])
 def test_nothing_the_code_started_outlives_a_stopped_run(ws, tmp_path, how, nproc):
-    extra = ["--timeout", "15"] if how == "timeout" else []  # the helpers start in 2–4 s (2 ranks too)
+    # The timeout counts from the CLI's start: the helpers start in 2–4 s on a quiet
+    # machine, but under the parallel suite (3 workers, sshd and SLURM on 2 cores) two
+    # ranks importing torch took more than 15 s, and the run ended before they did.
+    extra = ["--timeout", "60"] if how == "timeout" else []
     proc, marker = start(ws, tmp_path, "hangs", "--nproc", nproc, *extra)
+
+    def every_rank_started_its_helpers() -> bool:
+        if proc.poll() is not None:  # say so now, not after the wait's 300 s
+            raise AssertionError(f"the run ended ({proc.returncode}) first: {proc.communicate()[1]}")
+        return len(helper_pids(tmp_path)) == 2 * int(nproc)
+
     try:
-        # every rank started its helpers
-        wait_for(lambda: len(helper_pids(tmp_path)) == 2 * int(nproc), 300, "the helpers started")
+        wait_for(every_rank_started_its_helpers, 300, "the helpers started")
         if how == "cancel":
             proc.send_signal(signal.SIGINT)  # Ctrl-C
         elif how == "kill -9":
