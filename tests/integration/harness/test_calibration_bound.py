@@ -52,11 +52,25 @@ def test_a_high_calibration_reading_subtracts_only_what_the_wall_leaves_room_for
         f"{t.self_time_us:.1f} µs, wall {t.wall_us_median:.1f} µs, "
         f"{st.timing_clean if st else '?'} of {st.timing_calls if st else '?'} timing calls clean"
     )
-    assert cal is not None and cal.per_depth_read_us is not None, why
+    assert cal is not None and st is not None
+    # The rule (build.calibration_kept): the wall bounds the subtraction only when the raw
+    # sum (ops and host time, nothing subtracted) lies above the unprofiled wall and the
+    # calibrated one below it. On a quiet fast machine the raw sum of this function reads
+    # above its wall; on a slow one (fresh CI machine, `import torch` 2.3 s of CPU) it read
+    # 35.0 + 2.3 µs beside a 41.6 µs wall. Which side a run lands on is a measurement;
+    # the test checks that the harness applied the rule to what it measured.
+    raw_sum = t.self_cpu_us + (cal.host_read_us or 0.0)
+    wall_clean = st.timing_clean >= (st.timing_calls + 1) // 2
+    assert t.self_cpu_us > t.self_time_us  # raw figures stay raw; the 4x reading took its share
+    if raw_sum <= t.wall_us_median or not wall_clean:
+        # nothing for the wall to bound: the reading is used as read, and said to be
+        assert cal.per_depth_read_us is None, why
+        assert cal.per_depth_us > 0
+        return
+    assert cal.per_depth_read_us is not None, why
     assert 0 < cal.per_depth_us < cal.per_depth_read_us
     # the sum meets the wall: what the attribution subtracted is what the wall left room for
     # (the attribution's second pass lands within 1% of its aim)
     assert t.self_time_us + (t.host_time_us or 0.0) == pytest.approx(t.wall_us_median, rel=0.03)
-    assert t.self_cpu_us > t.self_time_us  # raw figures stay raw
     rec = reconcile(result)
     assert rec is not None and rec.within and "calibration bounded by the unprofiled wall" in rec.note
