@@ -16,6 +16,7 @@ import torch
 
 from trainium_lens.harness.eager import steady
 from trainium_lens.harness.eager.host import involuntary_switches
+from trainium_lens.harness.lazy_inductor import keep_inductor_lazy
 from trainium_lens.harness.torchrun.rank import align_step
 
 
@@ -59,7 +60,9 @@ class Steps:
 def profiler_kwargs(s: Any, run_dir: str, run_id: str) -> dict:
     """The backend's profiler arguments, recording every thread where torch can: the
     autograd engine runs a device tensor's backward on its own thread (torch < 2.8:
-    no such option; the engine's threads are still recorded for device tensors)."""
+    no such option; the engine's threads are still recorded for device tensors).
+    Every profiler of a run asks for these first, so the start-up guard goes in here."""
+    keep_inductor_lazy(torch)
     kwargs = dict(s.backend.profiler_kwargs(run_dir, run_id))
     if "experimental_config" not in kwargs:
         try:

@@ -25,6 +25,8 @@ from typing import Any
 
 import torch
 
+from trainium_lens.harness.lazy_inductor import keep_inductor_lazy
+
 SAVED_PREFIX = "trainium-lens saved tensor #"
 _RecordFunction = getattr(torch._C._profiler, "_RecordFunctionFast", None) or torch.profiler.record_function
 
@@ -95,6 +97,7 @@ class WorkRecorder:
         # events. The autograd engine's device threads inherit the profiler's state anyway.
         # A schedule: the profiler opens a ProfilerStep range, by which the attribution
         # finds the step, as it finds the timed steps.
+        keep_inductor_lazy(torch)
         self.prof = torch.profiler.profile(
             activities=[torch.profiler.ProfilerActivity.CPU],
             record_shapes=True,
