@@ -34,9 +34,19 @@ if ! have_versions; then
   start=$(date +%s)
   mkdir -p "$(dirname "$SHARED")"
   [ -x "$SHARED/bin/python" ] || "$PY" -m venv "$SHARED"
-  "$SHARED/bin/pip" install -q --disable-pip-version-check \
-    "torch==$TORCH" "torch-xla==$TORCH_XLA" numpy "pytest>=8" pyarrow \
-    2>&1 | grep -v '^WARNING: Location' || true
+  want=("torch==$TORCH" "torch-xla==$TORCH_XLA" numpy "pytest>=8" pyarrow)
+  # uv (from the registry, into this venv) rather than pip: measured side by side, pip
+  # took 143 s of CPU with its cache warm, uv 43 s with its cache cold (downloads
+  # included; Rust unzipping in parallel, nothing byte-compiled). Both read the same
+  # index (PyPI: these are not the +cpu builds of scripts/setup.sh's /opt/wheels).
+  # Bytecode is then written for torch and torch-xla only (scripts/setup.sh says why).
+  if "$SHARED/bin/pip" install -q --disable-pip-version-check uv 2>&1 | grep -v '^WARNING: Location'; [ -x "$SHARED/bin/uv" ]; then
+    "$SHARED/bin/uv" pip install -q --python "$SHARED/bin/python" "${want[@]}" || true
+    site=$("$SHARED/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+    "$SHARED/bin/python" -m compileall -q -j0 "$site/torch" "$site/torch_xla" >/dev/null 2>&1 || true
+  else
+    "$SHARED/bin/pip" install -q --disable-pip-version-check "${want[@]}" 2>&1 | grep -v '^WARNING: Location' || true
+  fi
   have_versions || { echo "setup-xla: install failed (torch $TORCH / torch-xla $TORCH_XLA not importable)" >&2; exit 1; }
   echo "setup-xla: installed in $(( $(date +%s) - start )) s, $(du -sh "$SHARED" | cut -f1)" >&2
 fi
@@ -46,4 +56,5 @@ if [ -L .venv-xla ] || [ ! -e .venv-xla ]; then
   ln -sfn "$SHARED" .venv-xla
 fi
 # fail loudly if the venv cannot run this checkout's harness
-PYTHONPATH="$PWD/server" PJRT_DEVICE=CPU .venv-xla/bin/python -c 'import torch, torch_xla, trainium_lens.harness'
+# (and write the bytecode of what that imports beyond torch and torch-xla)
+PYTHONPATH="$PWD/server" PJRT_DEVICE=CPU env -u PYTHONDONTWRITEBYTECODE .venv-xla/bin/python -c 'import torch, torch_xla, trainium_lens.harness, pytest'
