@@ -36,11 +36,12 @@ if ! have_versions; then
   [ -x "$SHARED/bin/python" ] || "$PY" -m venv "$SHARED"
   want=("torch==$TORCH" "torch-xla==$TORCH_XLA" numpy "pytest>=8" pyarrow)
   # uv (from the registry, into this venv) rather than pip: measured side by side, pip
-  # took 143 s of CPU with its cache warm, uv 43 s with its cache cold (downloads
+  # took 143 s of CPU with its cache warm, uv 57 s with its cache cold (downloads
   # included; Rust unzipping in parallel, nothing byte-compiled). Both read the same
   # index (PyPI: these are not the +cpu builds of scripts/setup.sh's /opt/wheels).
   # Bytecode is then written for torch and torch-xla only (scripts/setup.sh says why).
-  if "$SHARED/bin/pip" install -q --disable-pip-version-check uv 2>&1 | grep -v '^WARNING: Location'; [ -x "$SHARED/bin/uv" ]; then
+  "$SHARED/bin/pip" install -q --disable-pip-version-check uv 2>&1 | grep -v '^WARNING: Location' || true
+  if [ -x "$SHARED/bin/uv" ]; then
     "$SHARED/bin/uv" pip install -q --python "$SHARED/bin/python" "${want[@]}" || true
     site=$("$SHARED/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
     "$SHARED/bin/python" -m compileall -q -j0 "$site/torch" "$site/torch_xla" >/dev/null 2>&1 || true
