@@ -91,6 +91,9 @@ def _note(result: Result, ratio: float, two_sided: bool) -> str:
             else f"its {unit}s varied {wall:.1f}×" + (f", the profiled steps {steps:.1f}×" if steps else "")
         )
         return f"the unprofiled wall was disturbed ({said}): profile again"
+    moved = _speed_moved(result)
+    if moved:
+        return moved
     if ratio > 1 + TOLERANCE and steps is not None and steps > STEP_SPREAD and (wall is None or steps > wall):
         # Every op slower in some steps while the scheduler saw no contention (a noisy
         # host is judged in noise.py): measured on this VM, steps of one run at 14 and
@@ -136,6 +139,39 @@ def _note(result: Result, ratio: float, two_sided: bool) -> str:
         )
     size = f"; the calibration subtracted {figures.time_us(subtracted)} of a {figures.time_us(gap_us)} gap"
     return f"cause unknown: the steps and the unprofiled calls were steady{size}; profile again"
+
+
+def _speed_moved(result: Result) -> str:
+    """The same unprofiled calls timed at two speeds in one run: samples just before the
+    profiled steps (``measure.time_before``) and the timing calls after them, in the same
+    shape. Apart by more than the tolerance, the host ran this code at two speeds and
+    nothing tells which one the profiled steps met: the ratio says nothing of the
+    profiler. Found on the bundled example's ``rms_norm_fused`` (bf16 4×512, a 2-core
+    VM): a plain perf_counter median, no trainium-lens, read ~20 µs in some processes
+    and ~33 µs in others, and flipped between them within one (docs/harness.md, "Two
+    speeds"). Not the variants' rounds in turn (``paired.py``): each of their samples
+    follows another variant's, a different condition (over 9 runs of the example on
+    that VM they read 0.6-2.2× the function's own block)."""
+    t, st = result.totals, result.stability
+    before, after = (st.wall_before_us if st is not None else None), t.wall_us_median
+    if not before or not after or max(before, after) <= (1 + TOLERANCE) * min(before, after):
+        return ""
+    profiled = t.self_time_us + (t.host_time_us or 0.0)
+    label, near = min(
+        (("just before the profiled steps", before), ("after them", after)),
+        key=lambda r: abs(r[1] - profiled),
+    )
+    met = (
+        f"; the profiled figure ({figures.time_us(profiled)}) is nearest the calls {label}"
+        if abs(near - profiled) <= TOLERANCE * near
+        else ""
+    )
+    return (
+        f"the function's own unprofiled speed moved in this run ({figures.time_us(before)} just before "
+        f"the profiled steps, {figures.time_us(after)} after them): this host ran the same calls "
+        f"{max(before, after) / min(before, after):.1f}× apart, so the wall is no reference for the "
+        f"profiled steps{met}; profile again"
+    )
 
 
 def _bounded(result: Result) -> str:

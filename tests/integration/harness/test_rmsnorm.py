@@ -56,6 +56,8 @@ def test_events_and_batch(rmsnorm):
         assert (r.backend, r.clock, r.totals.steps) == ("cpu", "cpu", 5)
         assert r.function.protocol.active == 5 and r.function.protocol.timing_calls == 20
         assert r.totals.wall_us_median > 0 and r.signals.instrumentation_overhead > 0
+        # the wall also timed just before the steps (reconcile: the same calls at two speeds)
+        assert r.stability.wall_before_us is not None and r.stability.wall_before_us > 0
         assert r.findings == []
     # the __main__ block would print: it must not have run
     assert not [e for e in events if e["event"] == "output"]

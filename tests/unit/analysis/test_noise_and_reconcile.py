@@ -278,3 +278,35 @@ def test_a_calibration_bounded_by_the_wall_says_what_it_read():
     assert "calibration bounded by the unprofiled wall" in rec.note
     assert "read 320 ns" in rec.note and "25%" in rec.note and "17 µs" in rec.note
     assert _result(self_us=17.0, wall=19.0, host=2.0, raw_factor=2.0).reconciliation.note == ""
+
+
+def test_the_same_calls_at_two_speeds_are_named_not_the_profiler():
+    """Seen on the bundled example's ``rms_norm_fused`` (2-core VM): a plain perf_counter
+    median read ~20 µs in some processes, ~33 µs in others, and flipped within one. The
+    samples just before the profiled steps read 33 µs, the timing calls after them 20 µs:
+    the profiled 34 µs then reads 1.7× a wall the steps never met. The calibration is of
+    the gap's size (raw 1.5×), yet it is not named: the evidence shows two speeds."""
+    steps = [34.0, 34.5, 33.8, 34.2, 34.1]
+    moved = dict(QUIET, wall_before_us=33.0)
+    rec = _result(34.0, 20.0, stability=moved, step_us=steps, host=0.0, raw_factor=1.5).reconciliation
+    assert not rec.within
+    assert rec.note.startswith("the function's own unprofiled speed moved in this run"), rec.note
+    assert "33 µs just before the profiled steps, 20 µs after them" in rec.note, rec.note
+    assert "nearest the calls just before the profiled steps" in rec.note and rec.note.endswith(
+        "profile again"
+    )
+    # the variants' rounds in turn are not the same condition (each sample follows another
+    # variant's): they alone do not say the speed moved
+    paired = _result(34.0, 20.0, stability=QUIET, step_us=steps, host=0.0, raw_factor=1.5)
+    paired.totals.paired_wall_us_median = 31.0
+    assert "speed moved" not in reconcile(paired).note
+    # one speed before and after (within the tolerance): the calibration's size is the evidence again
+    same = _result(
+        34.0, 20.0, stability=dict(QUIET, wall_before_us=22.0), step_us=steps, host=0.0, raw_factor=1.5
+    )
+    assert same.reconciliation.note.startswith("the profiler's cost beyond its calibration"), (
+        same.reconciliation.note
+    )
+    # within the tolerance nothing is said of speeds at all
+    fine = _result(21.0, 20.0, stability=moved, step_us=[21.0] * 5, host=0.0).reconciliation
+    assert fine.within and "speed" not in fine.note

@@ -166,6 +166,24 @@ def time_unprofiled(call: Any, protocol: dict, per_batch: int) -> tuple[list[flo
         return _time_plain(call, protocol, per_batch)
 
 
+BEFORE_SAMPLES = 5
+
+
+def time_before(call: Any, per_batch: int) -> float:
+    """The unprofiled wall just before the profiled steps: the median of
+    ``BEFORE_SAMPLES`` samples shaped as ``time_unprofiled``'s (a batch of as many
+    back-to-back calls as a step makes, the loop's cost subtracted). The settle calls
+    cannot serve: a timer per call reads a compiled kernel's call 2-3× its batched
+    time (its OpenMP pool sleeps between them). A fixed count: torchrun's ranks make
+    the same calls (``steady.lockstep``)."""
+    s = call.s
+    batch = max(1, per_batch)
+    with plain_calls(s):
+        loop_us = loop_overhead_us(batch, s.backend.sync)
+        samples = [plain_sample(call, batch, loop_us)[0] for _ in range(BEFORE_SAMPLES)]
+    return statistics.median(samples)
+
+
 def plain_calls(s: Any) -> contextlib.ExitStack:
     """Nothing of the harness left in the user's path while the wall is timed."""
     stack = contextlib.ExitStack()

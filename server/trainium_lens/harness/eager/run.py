@@ -89,6 +89,9 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
         lambda: measure.timed_once(call), protocol["wait"], lambda: s.watch.counters()["compiles"] > compiles
     )
     per_step = steady.calls_per_step(settled, s.backend.device_clock)
+    # cpu clock: the wall's speed just before the steps, held against the timing calls'
+    # after them (analysis/reconcile.py: the same calls at two speeds)
+    before = None if s.backend.device_clock else measure.time_before(call, per_step)
     steps = measure.profile_steps(call, protocol, run_id, per_step)
     att, clock, device_reported = _attribute(call, steps, marked, calibration)
     trace, offset = _export_trace(call, steps.prof, run_id, att)
@@ -103,6 +106,7 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
         **window.stop(),
         **timing,
         "settle_calls": len(settled),
+        "wall_before_us": before,
         "calls_per_step": per_step,
         "steps_used": att.steps,
     }
