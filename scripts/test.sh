@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # Set up everything on a fresh machine and run every check (README's test command):
-# the static checks (scripts/check.sh), the extension's unit tests, then pytest: the
-# independent tests in parallel (pytest-xdist, each test file on one worker so its
-# module fixtures run once, the lab's tests on one worker in order), then the editor's
-# tests with the torch-xla ones beside them, then the `serial` ones that need a quiet
-# host, alone. A check's finding fails the run, after the tests have run too (one run,
-# every finding). Every step's wall time is printed at the end, pass or fail. Extra
-# arguments go to every pytest run of the main suite (e.g. -x, -k); TEST_WORKERS sets
-# the workers.
+# the extension's unit tests, then pytest: the independent tests in parallel
+# (pytest-xdist, each test file on one worker so its module fixtures run once, the lab's
+# tests on one worker in order) with the static checks (scripts/check.sh) beside them,
+# then the editor's tests with the torch-xla ones beside them, then the `serial` ones
+# that need a quiet host, alone. A check's finding fails the run, after the tests have
+# run too (one run, every finding). Every step's wall time is printed at the end, pass
+# or fail. Extra arguments go to every pytest run of the main suite (e.g. -x, -k);
+# TEST_WORKERS sets the workers.
 #
-# The machine has 2 cores and every step is bound by them (vmstat: no idle CPU from
-# the first install to the last test but the editor's), so the order decides what
-# waits: the torch-xla venv (~7 GB to unpack) and code-server's native build install
-# beside the Python venv, the static checks and the unit tests; the torch-xla tests
-# fill the core the editor's session leaves idle. Measured in CONTRIBUTING.md ("CI").
+# The machine has 2 cores and every step is bound by them, so the order decides what
+# waits and what leaves a core idle (vmstat, CONTRIBUTING.md "CI"): the torch-xla venv
+# (~7 GB to unpack) and code-server's native build install beside the Python venv; the
+# static checks, mostly one process at a time, run beside the parallel tests; the
+# torch-xla tests fill the core the editor's session leaves idle. Only the quiet part
+# leaves a core idle, on purpose.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Bytecode for this checkout's own modules, written once: with PYTHONDONTWRITEBYTECODE
@@ -80,8 +81,6 @@ beside setup-e2e.sh bash scripts/setup-e2e.sh
 step setup.sh bash scripts/setup.sh
 step setup-ssh.sh bash scripts/setup-ssh.sh
 step setup-node.sh bash scripts/setup-node.sh
-checks=0
-step check.sh bash scripts/check.sh || checks=$?
 step "npm test:unit" npm run --silent test:unit
 joined setup-xla.sh || failed=$?
 joined setup-e2e.sh || failed=$?
@@ -143,12 +142,17 @@ low() { # low COMMAND...: run it at a low CPU weight
   fi
 }
 
-# 1. The independent tests in parallel. One worker more than cores: the lab's worker
-#    mostly waits (on nodes, SLURM, timeouts).
+# 1. The independent tests in parallel, the static checks beside them. One worker more
+#    than cores: the lab's worker mostly waits (on nodes, SLURM, timeouts). The checks ran
+#    alone before: mostly one process at a time, they left a core idle for 90 s (vmstat,
+#    clone run 19); beside the tests that core is the tests'.
+beside check.sh bash scripts/check.sh
 rc=0
 step "pytest (parallel)" "${PYTEST[@]}" -n "${TEST_WORKERS:-$(($(nproc) + 1))}" --dist loadgroup \
   -m "not serial and not xla" "$@" || rc=$?
 counted $rc
+checks=0
+joined check.sh || checks=$?
 if [ -f "$CPU_LOG" ]; then .venv/bin/python -m tests.support.cpu_time "$CPU_LOG" --top 15 || true; fi
 # 2. The editor's tests (one VS Code at a time), with the torch-xla ones beside them at a
 #    low weight: the session mostly waits on the browser and leaves a core idle, which
