@@ -40,6 +40,10 @@ POLL_S = 1.0
 # shared run folder) has not changed for this long is taken for dead: SLURM itself
 # notices only after SlurmdTimeout, and its peers wait in their collectives.
 NODE_SILENT_S = 15.0
+# A node's error that reads like a dropped peer is held this long past NODE_SILENT_S
+# while another node may be the cause: killing a node's processes closes its sockets at
+# once, so its peers' "connection closed" errors come before its silence shows.
+PEER_HOLD_S = NODE_SILENT_S + 5.0
 #: Once every node reported, how long srun may take to end before it is left to the guard.
 END_GRACE_S = 10.0
 JOB_PREFIX = "tlens-"
@@ -128,9 +132,11 @@ def _follow(spec: Any, events: Any, srun: subprocess.Popen, name: str, run_dir: 
     waiting: set[int] = set()  # ranks whose watchdog said they wait in a collective
     nproc = int(spec.nproc or 1)
     beats: dict[int, tuple[str, float]] = {}  # node -> (its heartbeat's text, when it last changed)
+    held: tuple[dict, float] | None = None  # a peer error, and when it came (PEER_HOLD_S)
+    spoke: set[int] = set()  # nodes whose error is held: their silence after it is no news
     while True:
         ended = srun.poll() is not None
-        silent = _silent_node(run_dir, nnodes, beats, results)
+        silent = _silent_node(run_dir, nnodes, beats, set(results) | spoke)
         if silent is not None and not ended:
             k, quiet_s = silent
             raise HarnessError(
@@ -156,6 +162,12 @@ def _follow(spec: Any, events: Any, srun: subprocess.Popen, name: str, run_dir: 
                     if hung and _peerish(text):  # the others gave up waiting for a hung rank
                         text = f"{hung}; {text}"
                     event["message"] = text
+                    if not hung and _peerish(text):
+                        # a peer that noticed: the node that went away (its heartbeat
+                        # stops) or a rank's own error elsewhere is the cause to name
+                        held = held or (event, time.monotonic())
+                        spoke.add(k)
+                        continue
                     events.emit("error", **event)
                     return 1
                 if (
@@ -167,6 +179,9 @@ def _follow(spec: Any, events: Any, srun: subprocess.Popen, name: str, run_dir: 
                 if kind == "stage" and "rank" not in event and k:
                     continue
                 events.emit(kind, **event)
+        if held is not None and (ended or time.monotonic() - held[1] > PEER_HOLD_S):
+            events.emit("error", **held[0])  # no other cause showed: the peer's error it is
+            return 1
         if ended:
             break
         now = time.monotonic()
@@ -195,10 +210,11 @@ def _follow(spec: Any, events: Any, srun: subprocess.Popen, name: str, run_dir: 
 
 
 def _silent_node(
-    run_dir: str, nnodes: int, beats: dict[int, tuple[str, float]], results: dict[int, str]
+    run_dir: str, nnodes: int, beats: dict[int, tuple[str, float]], done: set[int]
 ) -> tuple[int, float] | None:
-    """A node (and how long) whose heartbeat stopped changing: judged on this host's
-    clock by when its text changed, so the nodes' clocks do not matter."""
+    """A node (and how long) whose heartbeat stopped changing, of those not ``done``
+    (reported a result, or an error): judged on this host's clock by when its text
+    changed, so the nodes' clocks do not matter."""
     now = time.monotonic()
     for k in range(nnodes):
         try:
@@ -209,7 +225,7 @@ def _silent_node(
         seen = beats.get(k)
         if seen is None or seen[0] != text:
             beats[k] = (text, now)
-        elif k not in results and now - seen[1] > NODE_SILENT_S:
+        elif k not in done and now - seen[1] > NODE_SILENT_S:
             return k, now - seen[1]
     return None
 

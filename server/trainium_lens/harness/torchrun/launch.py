@@ -262,12 +262,20 @@ def _blame_the_dead(event: dict, pids: dict[int, int]) -> dict:
     OOM killer, ``os._exit``) is the peer's connection dropping: name the dead
     rank first, so the one line says where to look."""
     me = event.get("rank")
+    mine = pids.get(me) if isinstance(me, int) else None
     # A peer's socket closes as it exits, a moment before it is gone from the
     # process table: for an error that reads like a dropped peer, look a while.
     peerish = _PEER_ERROR.search(str(event.get("message", ""))) is not None
     deadline = time.monotonic() + (PEER_GRACE_S if peerish else 0.0)
     while True:
         dead = sorted(r for r, pid in pids.items() if r != me and not _alive(pid))
+        if mine is not None and not _alive(mine):
+            # this rank has ended: torchrun's agent then stops the others, so a rank
+            # found dead now may be one it stopped, no cause (seen on a two-node run:
+            # a node killed, rank 1's "connection closed", and rank 0, stopped after
+            # it, named as the rank that died)
+            dead = []
+            break
         if dead or time.monotonic() >= deadline:
             break
         time.sleep(0.05)
