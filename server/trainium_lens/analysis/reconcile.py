@@ -121,10 +121,15 @@ def _note(result: Result, ratio: float, two_sided: bool) -> str:
     # what the calibration took off this function per call (raw op time less calibrated)
     subtracted = max(0.0, result.totals.self_cpu_us - result.totals.self_time_us)
     if ratio > 1 + TOLERANCE and subtracted >= CALIBRATION_SHARE * gap_us:
-        # the calibration is of the gap's size: a calibration off by that much explains it
+        # the calibration is of the gap's size: a calibration off by that much would explain
+        # it, but so would the host running only the steps slower (on a 2-core VM the bundled
+        # example's naive variant read 1.43x with its fastest calls at 25 µs both before and
+        # after the steps, and steps of 36 µs, its other speed): both are said
         return (
-            f"the profiler's cost beyond its calibration: {figures.time_us(subtracted)} per call were "
-            f"subtracted for a gap of {figures.time_us(gap_us)} left (deeply nested or very many small ops)"
+            f"the profiler's cost beyond its calibration, or a slower host during the steps: "
+            f"{figures.time_us(subtracted)} per call were subtracted for a gap of {figures.time_us(gap_us)} "
+            "left (a per-event cost read that far off would explain it: deeply nested or very many small "
+            "ops), and this host's speed can change for the steps alone unseen; profile again"
         )
     raw = result.totals.self_cpu_us + (result.totals.host_time_us or 0.0)
     wall = result.totals.wall_us_median or 0.0
@@ -144,16 +149,18 @@ def _note(result: Result, ratio: float, two_sided: bool) -> str:
 def _speed_moved(result: Result) -> str:
     """The same unprofiled calls timed at two speeds in one run: samples just before the
     profiled steps (``measure.time_before``) and the timing calls after them, in the same
-    shape. Apart by more than the tolerance, the host ran this code at two speeds and
-    nothing tells which one the profiled steps met: the ratio says nothing of the
-    profiler. Found on the bundled example's ``rms_norm_fused`` (bf16 4×512, a 2-core
-    VM): a plain perf_counter median, no trainium-lens, read ~20 µs in some processes
-    and ~33 µs in others, and flipped between them within one (docs/harness.md, "Two
-    speeds"). Not the variants' rounds in turn (``paired.py``): each of their samples
-    follows another variant's, a different condition (over 9 runs of the example on
-    that VM they read 0.6-2.2× the function's own block)."""
+    shape, the fastest of each (samples just after settling may still be warming; a
+    host's slow speed slows its fastest call too). Apart by more than the tolerance, the
+    host ran this code at two speeds and nothing tells which one the profiled steps met:
+    the ratio says nothing of the profiler. Found on the bundled example's
+    ``rms_norm_fused`` (bf16 4×512, a 2-core VM): a plain perf_counter median, no
+    trainium-lens, read ~20 µs in some processes and ~33 µs in others, and flipped
+    between them within one (docs/harness.md, "Two speeds"). Not the variants' rounds
+    in turn (``paired.py``): each of their samples follows another variant's, a
+    different condition (over 9 runs of the example on that VM they read 0.6-2.2× the
+    function's own block)."""
     t, st = result.totals, result.stability
-    before, after = (st.wall_before_us if st is not None else None), t.wall_us_median
+    before, after = (st.wall_before_us if st is not None else None), t.wall_us_min or t.wall_us_median
     if not before or not after or max(before, after) <= (1 + TOLERANCE) * min(before, after):
         return ""
     profiled = t.self_time_us + (t.host_time_us or 0.0)
@@ -167,8 +174,9 @@ def _speed_moved(result: Result) -> str:
         else ""
     )
     return (
-        f"the function's own unprofiled speed moved in this run ({figures.time_us(before)} just before "
-        f"the profiled steps, {figures.time_us(after)} after them): this host ran the same calls "
+        f"the function's own unprofiled speed moved in this run (its fastest calls took "
+        f"{figures.time_us(before)} just before the profiled steps, {figures.time_us(after)} after them): "
+        "this host ran the same calls "
         f"{max(before, after) / min(before, after):.1f}× apart, so the wall is no reference for the "
         f"profiled steps{met}; profile again"
     )

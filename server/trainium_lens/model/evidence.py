@@ -107,8 +107,8 @@ class Stability:
     others_cores: float | None = None  # CPU of other processes in that window, in cores
     involuntary_switches: int | None = None  # in that window
     settle_calls: int = 0
-    # cpu clock: the unprofiled wall just before the profiled steps (5 samples shaped as
-    # the timing calls', median): the wall's speed then (analysis/reconcile.py)
+    # cpu clock: the unprofiled wall just before the profiled steps (the fastest of 5
+    # samples shaped as the timing calls'): the wall's speed then (analysis/reconcile.py)
     wall_before_us: float | None = None
     calls_per_step: int = 1
     timing_calls: int = 0  # unprofiled calls made (the wall's)

@@ -238,7 +238,8 @@ def test_a_cause_is_named_only_when_the_evidence_shows_it():
     assert not small.within and small.note.startswith("cause unknown"), small.note
     assert "subtracted 1.54 µs of a 54 µs gap" in small.note and small.note.endswith("profile again")
     large = _result(154.0, 100.0, stability=QUIET, step_us=steady, raw_factor=1.5).reconciliation
-    assert large.note.startswith("the profiler's cost beyond its calibration: 77 µs per call"), large.note
+    assert large.note.startswith("the profiler's cost beyond its calibration"), large.note
+    assert "77 µs per call were subtracted" in large.note and large.note.endswith("profile again")
 
 
 def test_a_disturbed_wall_is_named_as_the_disturbed_side():
@@ -291,10 +292,17 @@ def test_the_same_calls_at_two_speeds_are_named_not_the_profiler():
     rec = _result(34.0, 20.0, stability=moved, step_us=steps, host=0.0, raw_factor=1.5).reconciliation
     assert not rec.within
     assert rec.note.startswith("the function's own unprofiled speed moved in this run"), rec.note
-    assert "33 µs just before the profiled steps, 20 µs after them" in rec.note, rec.note
+    assert "its fastest calls took 33 µs just before the profiled steps, 20 µs after them" in rec.note, (
+        rec.note
+    )
     assert "nearest the calls just before the profiled steps" in rec.note and rec.note.endswith(
         "profile again"
     )
+    # the fastest of each side is compared: the timing calls' fastest, not their median
+    ranged = _result(
+        34.0, 21.0, stability=moved, step_us=steps, host=0.0, raw_factor=1.5, wall_range=(19.0, 24.0)
+    ).reconciliation
+    assert "33 µs just before the profiled steps, 19 µs after them" in ranged.note, ranged.note
     # the variants' rounds in turn are not the same condition (each sample follows another
     # variant's): they alone do not say the speed moved
     paired = _result(34.0, 20.0, stability=QUIET, step_us=steps, host=0.0, raw_factor=1.5)

@@ -269,11 +269,12 @@ def _blame_the_dead(event: dict, pids: dict[int, int]) -> dict:
     deadline = time.monotonic() + (PEER_GRACE_S if peerish else 0.0)
     while True:
         dead = sorted(r for r, pid in pids.items() if r != me and not _alive(pid))
+        # Read after the others: a rank still alive now was alive when they were found
+        # dead, so they died first. Once it has ended, torchrun's agent stops the rest,
+        # and a rank found dead may be one it stopped, no cause (seen on a two-node run:
+        # a node killed, rank 1's "connection closed", and rank 0, stopped after it,
+        # named as the rank that died).
         if mine is not None and not _alive(mine):
-            # this rank has ended: torchrun's agent then stops the others, so a rank
-            # found dead now may be one it stopped, no cause (seen on a two-node run:
-            # a node killed, rank 1's "connection closed", and rank 0, stopped after
-            # it, named as the rank that died)
             dead = []
             break
         if dead or time.monotonic() >= deadline:
