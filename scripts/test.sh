@@ -97,6 +97,11 @@ roof() {
   done
 }
 step "cpu roof" roof
+# The profiler's calibration, measured here too, quiet, for every test's cpu-clock runs
+# to share (tests/conftest.py, TEST_CALIBRATION): ~0.8 s of CPU per run otherwise, and
+# under the suite's load each run's own read a busier machine
+step "calibration" env OMP_NUM_THREADS=1 TRAINIUM_LENS_CALIBRATION="$PWD/.cache/tests/calibration.json" \
+  PYTHONPATH="$PWD/server" .venv/bin/python -m trainium_lens.harness.eager.calibration_store
 # The machine's speed beside the times, to compare runs: the same 2-core kind has been
 # seen ~2.8x slower on one day than another (fresh machines: setup.sh 57 s against 162 s,
 # check.sh 32 s against 92 s)

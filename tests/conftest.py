@@ -50,18 +50,24 @@ needs_xla = pytest.mark.skipif(
 #: (TRAINIUM_LENS_CACHE), and a roof measured there was measured again in every test
 #: (1.5–3 s on both cores, and under the suite's load "busy", so never reused).
 TEST_ROOF = ROOT / ".cache" / "tests" / "cpu-roof.json"
+#: The same for the profiler's calibration (TRAINIUM_LENS_CALIBRATION,
+#: harness/eager/calibration_store.py): ~0.8 s of CPU in each of the suite's few hundred
+#: cpu-clock runs, and under the suite's load each one read a busier machine than the
+#: quiet one scripts/test.sh measures it on. Tests about the calibration itself unset it.
+TEST_CALIBRATION = ROOT / ".cache" / "tests" / "calibration.json"
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _quiet_torch_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """One thread (the machine has 2 busy cores), a private inductor cache, the
-    machine's roof."""
+    machine's roof and calibration."""
     cache = tmp_path_factory.mktemp("inductor")
-    keys = ("OMP_NUM_THREADS", "TORCHINDUCTOR_CACHE_DIR", "TRAINIUM_LENS_ROOF")
+    keys = ("OMP_NUM_THREADS", "TORCHINDUCTOR_CACHE_DIR", "TRAINIUM_LENS_ROOF", "TRAINIUM_LENS_CALIBRATION")
     old = {k: os.environ.get(k) for k in keys}
     os.environ["OMP_NUM_THREADS"] = "1"
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache))
     os.environ.setdefault("TRAINIUM_LENS_ROOF", str(TEST_ROOF))
+    os.environ.setdefault("TRAINIUM_LENS_CALIBRATION", str(TEST_CALIBRATION))
     yield
     for k, v in old.items():
         if v is None:

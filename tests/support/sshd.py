@@ -179,6 +179,8 @@ def start_loopback_sshd(root: Path) -> Sshd:
     env = [f"HOME={home}", "OMP_NUM_THREADS=1"]
     if os.environ.get("TRAINIUM_LENS_ROOF"):  # the machine's roof, shared by the tests (tests/conftest.py)
         env.append(f"TRAINIUM_LENS_ROOF={os.environ['TRAINIUM_LENS_ROOF']}")
+    if os.environ.get("TRAINIUM_LENS_CALIBRATION"):  # and its calibration
+        env.append(f"TRAINIUM_LENS_CALIBRATION={os.environ['TRAINIUM_LENS_CALIBRATION']}")
     options = ",".join(f'environment="{e}"' for e in env)
     (root / "authorized_keys").write_text(f"{options} {client_pub}\n")
     (root / "sshd_config").write_text(f"""\

@@ -78,7 +78,7 @@ class Calibration:
     per_depth_us: float
     per_top_us: float = 0.0  # a top-level op's cost between ops (in the gaps host time reads)
     gap_factor: float = 1.0  # how much slower Python between ops runs while the profiler records
-    cost_s: float = 0.0  # the calibration's own time in this run
+    cost_s: float = 0.0  # the calibration's own time in this run (0: read from the shared file)
     profiler_start_s: float = 0.0  # the profiler's first start (paid once per run anyway)
     subtracted_us: float = 0.0  # taken off this function, per call
     workloads: list[CalibrationWorkload] = field(default_factory=list)
@@ -89,6 +89,10 @@ class Calibration:
     # what the calibration read per nesting level, where the wall bounded what was
     # subtracted (then ``per_depth_us`` is the share applied; build.calibration_kept)
     per_depth_read_us: float | None = None
+    # "measured" (this run's own), "measured (shared with later runs)" / "(busy host: not
+    # shared)", or "shared: FILE, measured WHEN" ($TRAINIUM_LENS_CALIBRATION,
+    # harness/eager/calibration_store.py)
+    source: str = "measured"
 
 
 @dataclass

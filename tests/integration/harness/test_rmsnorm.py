@@ -5,6 +5,7 @@ torch.profiler on CPU. One batch run (module-scoped) serves every assertion."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,12 @@ def test_events_and_batch(rmsnorm):
         # the wall also timed just before the steps (reconcile: the same calls at two speeds)
         assert r.stability.wall_before_us is not None and r.stability.wall_before_us > 0
         assert r.findings == []
+        # one calibration per run, the same in each function's result; under the suite
+        # it comes from the machine's shared file (tests/conftest.py) and says so
+        assert r.calibration is not None and r.calibration.per_depth_us >= 0
+        assert r.calibration.source == rmsnorm["batch"].results[0].calibration.source
+        if os.environ.get("TRAINIUM_LENS_CALIBRATION"):
+            assert r.calibration.source.startswith(("shared: ", "measured ("))
     # the __main__ block would print: it must not have run
     assert not [e for e in events if e["event"] == "output"]
     assert not list(rmsnorm["run_dir"].glob(".*.tmp"))

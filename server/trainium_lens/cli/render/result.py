@@ -185,7 +185,12 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
                 if cal.per_depth_read_us is not None
                 else ""
             )
-            + f", measured in {cal.cost_s:.2f} s; {fmt_us(cal.subtracted_us, style)} per "
+            + (
+                f", {cal.source.split(',')[0]} (measured {cal.source.rsplit('measured ', 1)[-1]})"
+                if cal.source.startswith("shared")
+                else f", measured in {cal.cost_s:.2f} s"
+            )
+            + f"; {fmt_us(cal.subtracted_us, style)} per "
             f"{result.unit} subtracted (raw figures in the JSON: self_cpu_us)"
         )
     if st is not None and st.steps_measured:

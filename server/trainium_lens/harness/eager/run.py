@@ -14,7 +14,7 @@ from trainium_lens.harness.attribution.trace_tags import tag_trace
 from trainium_lens.harness.attribution.tree import attribute
 from trainium_lens.harness.call import function_record, inputs, invoke, marked_function, output, variant_key
 from trainium_lens.harness.eager import measure, steady
-from trainium_lens.harness.eager.calibrate import calibrate
+from trainium_lens.harness.eager.calibration_store import shared_or_measured
 from trainium_lens.harness.eager.compiled import CompileWatch
 from trainium_lens.harness.eager.hits import add_hits
 from trainium_lens.harness.eager.host import HostWindow, RunQueueDelay
@@ -60,14 +60,19 @@ class Session:
         self._calibrated = False
 
     def calibration(self) -> dict | None:
-        """The cpu clock's calibration, measured once per run (calibrate.py); None
-        on device clocks, which are not calibrated."""
+        """The cpu clock's calibration, measured once per run (calibrate.py) or read
+        from the host's shared file (calibration_store.py); None on device clocks,
+        which are not calibrated."""
         if not self._calibrated:
             self._calibrated = True
             if not self.backend.device_clock:
-                self.events.stage("calibrate", None, "measuring the profiler's cost per op event")
+                shared = os.environ.get("TRAINIUM_LENS_CALIBRATION")
+                self.events.stage(
+                    "calibrate", None, f"the profiler's cost per op event{' (shared file)' if shared else ''}"
+                )
                 kwargs = measure.profiler_kwargs(self, self.spec.run_dir, "calibration")
-                self._calibration = calibrate(torch, self.backend.activities(), kwargs)
+                activities = self.backend.activities()
+                self._calibration = shared_or_measured(torch, self.backend.name, activities, kwargs)
         return self._calibration
 
 
