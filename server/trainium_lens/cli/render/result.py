@@ -185,11 +185,7 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
                 if cal.per_depth_read_us is not None
                 else ""
             )
-            + (
-                f", {cal.source.split(',')[0]} (measured {cal.source.rsplit('measured ', 1)[-1]})"
-                if cal.source.startswith("shared")
-                else f", measured in {cal.cost_s:.2f} s"
-            )
+            + (f", {cal.source}" if cal.source.startswith("shared") else f", measured in {cal.cost_s:.2f} s")
             + f"; {fmt_us(cal.subtracted_us, style)} per "
             f"{result.unit} subtracted (raw figures in the JSON: self_cpu_us)"
         )

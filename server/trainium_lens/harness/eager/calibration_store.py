@@ -52,6 +52,24 @@ def _read(path: str) -> dict:
     return entries if isinstance(entries, dict) else {}
 
 
+def stage_message() -> str:
+    """What the ``calibrate`` stage says (both the eager and the script protocols)."""
+    return "the profiler's cost per op event" + (" (shared file)" if os.environ.get(ENV) else "")
+
+
+def _store(path: str, k: str, cal: dict, others: float | None, **extra: Any) -> None:
+    """``cal`` as the entry for ``k``; OSError when the file cannot be written."""
+    entries = _read(path)
+    entries[k] = {
+        "calibration": {n: v for n, v in cal.items() if n != "profiler_start_s"},
+        "others_cores": 1.0 if others is None else others,
+        "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **extra,
+    }
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    write_json_atomic(path, {"entries": entries}, indent=1)
+
+
 def shared_or_measured(torch: Any, backend: str, activities: list, kwargs: dict) -> dict:
     """The calibration of this run: the stored one where ``$TRAINIUM_LENS_CALIBRATION``
     holds one for this key (measured quiet), else this run's own, stored for the next
@@ -60,8 +78,7 @@ def shared_or_measured(torch: Any, backend: str, activities: list, kwargs: dict)
     if not path:
         return {**calibrate(torch, activities, kwargs), "source": "measured"}
     k = key(torch, backend, activities, kwargs)
-    entries = _read(path)
-    stored = entries.get(k)
+    stored = _read(path).get(k)
     if isinstance(stored, dict) and stored.get("others_cores", 1.0) < BUSY_CORES:
         cal = stored.get("calibration")
         if isinstance(cal, dict) and isinstance(cal.get("per_depth_us"), (int, float)):
@@ -77,14 +94,8 @@ def shared_or_measured(torch: Any, backend: str, activities: list, kwargs: dict)
     cal = calibrate(torch, activities, kwargs)
     others = window.stop()["others_cores"]
     busy = others is None or others >= BUSY_CORES
-    entries[k] = {
-        "calibration": {n: v for n, v in cal.items() if n != "profiler_start_s"},
-        "others_cores": 1.0 if others is None else others,
-        "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
     try:  # a read-only or vanished folder: this run keeps its own, nothing is stored
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        write_json_atomic(path, {"entries": entries}, indent=1)
+        _store(path, k, cal, others)
     except OSError:
         pass
     return {
@@ -97,21 +108,21 @@ def main() -> int:
     """``python -m trainium_lens.harness.eager.calibration_store``: the cpu backend's
     calibration, measured now into ``$TRAINIUM_LENS_CALIBRATION`` (scripts/test.sh,
     while nothing else runs), with the profiler settings every cpu run uses."""
+    from types import SimpleNamespace
+
     import torch
 
     from trainium_lens.harness.eager import measure
     from trainium_lens.harness.eager.backends import CpuBackend
 
-    class _Run:  # what measure.profiler_kwargs reads of a run
-        backend = CpuBackend(torch)
-
     if not os.environ.get(ENV):
         print(f"{ENV} is not set: nothing to store", file=sys.stderr)
         return 2
     path = os.environ[ENV]
-    activities = _Run.backend.activities()
-    kwargs = measure.profiler_kwargs(_Run, os.path.dirname(os.path.abspath(path)), "calibration")
-    k = key(torch, _Run.backend.name, activities, kwargs)
+    run = SimpleNamespace(backend=CpuBackend(torch))  # what measure.profiler_kwargs reads of a run
+    activities = run.backend.activities()
+    kwargs = measure.profiler_kwargs(run, os.path.dirname(os.path.abspath(path)), "calibration")
+    k = key(torch, run.backend.name, activities, kwargs)
     # three readings, the median kept: every run of the suite shares this one, so one
     # reading's noise (0.08-0.25 µs per level across runs here) would be in all of them
     window = HostWindow().start()
@@ -120,16 +131,8 @@ def main() -> int:
     )
     others = window.stop()["others_cores"]
     cal = readings[1]
-    entries = _read(path)
-    entries[k] = {
-        "calibration": {n: v for n, v in cal.items() if n != "profiler_start_s"},
-        "others_cores": 1.0 if others is None else others,
-        "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "readings_per_depth_us": [c["per_depth_us"] for c in readings],
-    }
     try:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        write_json_atomic(path, {"entries": entries}, indent=1)
+        _store(path, k, cal, others, readings_per_depth_us=[c["per_depth_us"] for c in readings])
     except OSError as exc:
         print(f"cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
         return 1

@@ -13,8 +13,7 @@ from trainium_lens.harness.attribution import build
 from trainium_lens.harness.attribution.trace_tags import tag_trace
 from trainium_lens.harness.attribution.tree import attribute
 from trainium_lens.harness.call import function_record, inputs, invoke, marked_function, output, variant_key
-from trainium_lens.harness.eager import measure, steady
-from trainium_lens.harness.eager.calibration_store import shared_or_measured
+from trainium_lens.harness.eager import calibration_store, measure, steady
 from trainium_lens.harness.eager.compiled import CompileWatch
 from trainium_lens.harness.eager.hits import add_hits
 from trainium_lens.harness.eager.host import HostWindow, RunQueueDelay
@@ -66,13 +65,12 @@ class Session:
         if not self._calibrated:
             self._calibrated = True
             if not self.backend.device_clock:
-                shared = os.environ.get("TRAINIUM_LENS_CALIBRATION")
-                self.events.stage(
-                    "calibrate", None, f"the profiler's cost per op event{' (shared file)' if shared else ''}"
-                )
+                self.events.stage("calibrate", None, calibration_store.stage_message())
                 kwargs = measure.profiler_kwargs(self, self.spec.run_dir, "calibration")
                 activities = self.backend.activities()
-                self._calibration = shared_or_measured(torch, self.backend.name, activities, kwargs)
+                self._calibration = calibration_store.shared_or_measured(
+                    torch, self.backend.name, activities, kwargs
+                )
         return self._calibration
 
 

@@ -34,8 +34,7 @@ import torch
 from trainium_lens.harness.attribution import build
 from trainium_lens.harness.attribution.trace_tags import tag_trace
 from trainium_lens.harness.attribution.tree import attribute
-from trainium_lens.harness.eager import measure, steady
-from trainium_lens.harness.eager.calibration_store import shared_or_measured
+from trainium_lens.harness.eager import calibration_store, measure, steady
 from trainium_lens.harness.eager.hits import add_hits
 from trainium_lens.harness.eager.host import HostWindow, RunQueueDelay
 from trainium_lens.harness.eager.lines import LineLabeler
@@ -195,13 +194,12 @@ class ScriptRun:
         ctx = SimpleNamespace(backend=self.backend)
         self.calibration = None
         if not self.backend.device_clock:
-            shared = os.environ.get("TRAINIUM_LENS_CALIBRATION")
-            self.events.stage(
-                "calibrate", None, f"the profiler's cost per op event{' (shared file)' if shared else ''}"
-            )
+            self.events.stage("calibrate", None, calibration_store.stage_message())
             kwargs = measure.profiler_kwargs(ctx, self.run_dir, "calibration")
             activities = self.backend.activities()
-            self.calibration = shared_or_measured(torch, self.backend.name, activities, kwargs)
+            self.calibration = calibration_store.shared_or_measured(
+                torch, self.backend.name, activities, kwargs
+            )
         os.makedirs(self.run_dir, exist_ok=True)
         self.run_id = f"{self.spec['batch_id']}-0"
         self.window = HostWindow().start()
