@@ -16,6 +16,23 @@ cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 
 pip_quiet() { grep -v '^WARNING: Location' || true; }
+# pip's configuration (files and PIP_* variables) as uv's options, NUL-separated
+uv_from_pip_config() {
+  "$PY" -m pip config list 2>/dev/null | "$PY" -c '
+import shlex, sys
+opts = {"find-links": "--find-links", "index-url": "--index-url", "extra-index-url": "--extra-index-url",
+        "constraint": "--constraint"}
+seen = set()
+for line in sys.stdin:
+    key, _, value = line.strip().partition("=")
+    flag = opts.get(key.rpartition(".")[2])
+    for v in shlex.split(value) if flag else []:
+        for item in v.split():
+            if (flag, item) not in seen:
+                seen.add((flag, item))
+                sys.stdout.write(f"{flag}\0{item}\0")
+'
+}
 
 if [ -x .venv/bin/pip ] && [ ! -f .venv/lens-deps ]; then
   .venv/bin/pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | pip_quiet
@@ -45,15 +62,31 @@ if [ ! -f "$SHARED/.complete" ]; then
   rm -rf "$SHARED"
   "$PY" -m venv "$SHARED"
   printf '%s\n' "$deps" >"$SHARED/requirements.txt"
-  # --no-compile: pip byte-compiles every file it installs, 57 s of the install's 94 s of
-  # CPU here, most of it for modules nothing imports (transformers' ~2,900 files, most of
-  # sympy's). Bytecode is written instead for all of torch (10 s: a user's code may
+  # uv (from the registry, into this venv) installs the list; pip where uv is not to be
+  # had or fails. Side by side from empty caches, this script took 87 s (91 s of CPU)
+  # with pip and 48 s with uv; the install alone 38 s (32 s of CPU) against 6 s (7 s).
+  # uv reads no pip configuration, so pip's own is passed on (`pip config list`: this
+  # machine's torch +cpu wheel in a find-links folder, local indexes, a constraints
+  # file), and every index may offer a version as under pip (pip takes 2.13.0+cpu over
+  # PyPI's 2.13.0, a local label sorting higher; uv's default reads only the first index
+  # that has the name).
+  # Neither byte-compiles what it installs (pip: --no-compile): that was 57 s of pip's
+  # 94 s of CPU, most of it for modules nothing imports (transformers' ~2,900 files, most
+  # of sympy's). Bytecode is written instead for all of torch (10 s: a user's code may
   # import any of it) and for what the server, the harness and the tests import, by
   # importing it once, so that a machine with PYTHONDONTWRITEBYTECODE set (these are)
   # does not compile them on every run; the rest is compiled where first imported.
-  # Measured side by side on a warm pip cache: this script 94 -> 74 s of CPU. (The same
-  # for the torch-xla venv saved nothing: most of its files are torch and torch-xla.)
-  "$SHARED/bin/pip" install -q --disable-pip-version-check --no-compile -r "$SHARED/requirements.txt" 2>&1 | pip_quiet
+  "$SHARED/bin/pip" install -q --disable-pip-version-check uv 2>&1 | pip_quiet
+  if ! { [ -x "$SHARED/bin/uv" ] && uv_from_pip_config | xargs -0 "$SHARED/bin/uv" pip install -q \
+    --python "$SHARED/bin/python" --index-strategy unsafe-best-match -r "$SHARED/requirements.txt" &&
+    ! "$SHARED/bin/python" -c 'from importlib.metadata import distributions as d
+print(*(x.metadata["Name"] for x in d() if x.metadata["Name"].lower().startswith("nvidia-")))' | grep -q .; }; then
+    # (CUDA libraries where pip takes the +cpu torch are a failure too: gigabytes; read
+    # from the installed metadata, as importing torch before its bytecode is written
+    # costs 6 s)
+    echo "setup: uv did not install the list; pip instead" >&2
+    "$SHARED/bin/pip" install -q --disable-pip-version-check --no-compile -r "$SHARED/requirements.txt" 2>&1 | pip_quiet
+  fi
   shared_torch=$("$SHARED/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/torch
   # (a file torch keeps for Python 3.12 does not compile on 3.11, as under pip: skipped)
   "$SHARED/bin/python" -m compileall -q -j0 "$shared_torch" >/dev/null 2>&1 || true
