@@ -8,9 +8,15 @@ calls) shows that the check can fail — dynamo then tries a recompile.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 from tests.conftest import ROOT
+from tests.support.harness import line_of
 from trainium_lens.harness import call
 
 pytestmark = pytest.mark.slow
@@ -106,3 +112,41 @@ def test_compile_signals_recompiles_and_graph_breaks(tmp_path):
     assert breaks.signals.recompiles == 0
     assert len({r.name for r in breaks.regions}) >= 2  # the graph split in two
     assert {r.line for r in breaks.regions} == {line_of(data / "compiles.py", "BREAKS-CALL")}
+
+
+LAZY = """
+import json, sys
+import torch
+from trainium_lens.harness.eager.compiled import CompileWatch
+from trainium_lens.harness.job.loader import UserCode, load_module
+
+assert "torch._dynamo" not in sys.modules, "this check needs dynamo not yet imported"
+root = sys.argv[1]
+watch = CompileWatch(UserCode(root))
+watch.install()  # dynamo not loaded: nothing to hook yet
+before = watch.installed
+module = load_module(root + "/tests/data/lazy_compiled.py", root, "tests/data/lazy_compiled.py")
+module.lazily_compiled(*module.make_inputs())  # imports dynamo, then compiles
+print(json.dumps({"before": before, "after": watch.installed, "counters": watch.counters(),
+                  "covered": watch.covered("Torch-Compiled Region: 0/0")}))
+"""
+
+
+def test_a_compile_on_the_first_call_is_watched_from_its_first_graph():
+    """torch.compile inside the marked function (dynamo imported by the first call, after
+    the watch's install): its first graph is counted and its lines read all the same.
+    Installed only after the first call, the region had no covered lines."""
+    done = subprocess.run(
+        [sys.executable, "-c", LAZY, str(ROOT)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "server")},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (seen["before"], seen["after"]) == (False, True)
+    assert seen["counters"]["compiles"] == 1
+    src = ROOT / "tests" / "data" / "lazy_compiled.py"
+    rel = "tests/data/lazy_compiled.py"
+    assert seen["covered"]["lines"] == [[rel, line_of(src, m)] for m in ("SQUARE", "MEAN", "SCALE")]

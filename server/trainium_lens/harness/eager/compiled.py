@@ -9,12 +9,23 @@ Two hooks, both observational (they change nothing dynamo decides):
   "Torch-Compiled Region: i/j".
 Both are internal APIs: if a torch version lacks them, covered lines are
 simply missing (and a warning says so), profiling still works.
+
+Dynamo is imported by the first ``torch.compile`` (seconds of CPU), and the watch
+does not import it: where the user's code compiles lazily (``torch.compile``
+called inside the marked function, on its first call), the hooks go in the moment
+dynamo's import completes, before that first compile, through a one-shot finder
+on ``sys.meta_path``. Installed only after the first call, that compile's graph
+and its covered lines were missed (a region with no covered lines).
 """
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import re
 import sys
+from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any
 
 from trainium_lens.harness.job.loader import UserCode
@@ -42,8 +53,12 @@ class CompileWatch:
         self.problem: str | None = None
 
     def install(self) -> None:
-        """Install once torch._dynamo is loaded (importing it costs seconds)."""
-        if self.installed or "torch._dynamo" not in sys.modules:
+        """Install once torch._dynamo is loaded (importing it costs seconds); until
+        then, install the moment whatever imports it has (module docstring)."""
+        if self.installed:
+            return
+        if "torch._dynamo" not in sys.modules:
+            _after_import("torch._dynamo", self.install)
             return
         self.installed = True
         try:
@@ -105,3 +120,49 @@ class CompileWatch:
         forward graph's lines: AOTAutograd derives the backward from those nodes."""
         found = _COMPILE_ID_RE.search(region_name)
         return self.graphs.get(found.group(1)) if found else None
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Calls ``then()`` once ``name``'s module has executed, whoever imports it. Finds
+    nothing itself: the other finders find the module, and its loader's
+    ``exec_module`` is wrapped for that one import; the finder then leaves
+    ``sys.meta_path``."""
+
+    def __init__(self, name: str, then: Callable[[], None]):
+        self.name, self.then = name, then
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.name:
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec = None
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            spec = find(fullname, path, target) if find is not None else None
+            if spec is not None:
+                break
+        loader = spec.loader if spec is not None else None
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        exec_module, then = loader.exec_module, self.then
+
+        def exec_then(module: ModuleType) -> None:
+            try:
+                exec_module(module)
+            finally:
+                del loader.exec_module  # this one import only (the loader is this file's)
+            try:
+                then()
+            except Exception:  # observing must never break the user's import
+                pass
+
+        loader.exec_module = exec_then
+        return spec
+
+
+def _after_import(name: str, then: Callable[[], None]) -> None:
+    if not any(isinstance(f, _AfterImport) and f.name == name and f.then == then for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport(name, then))
