@@ -115,19 +115,22 @@ def test_compile_signals_recompiles_and_graph_breaks(tmp_path):
 
 
 LAZY = """
-import json, sys
+import importlib.util, json, sys
 import torch
 from trainium_lens.harness.eager.compiled import CompileWatch
 from trainium_lens.harness.job.loader import UserCode, load_module
 
 assert "torch._dynamo" not in sys.modules, "this check needs dynamo not yet imported"
 root = sys.argv[1]
-watch = CompileWatch(UserCode(root))
+watch, other = CompileWatch(UserCode(root)), CompileWatch(UserCode(root))
 watch.install()  # dynamo not loaded: nothing to hook yet
+other.install()  # a second watch (a second session in one process) waits too
 before = watch.installed
+importlib.util.find_spec("torch._dynamo")  # a lookup, no import: the wait goes on
 module = load_module(root + "/tests/data/lazy_compiled.py", root, "tests/data/lazy_compiled.py")
 module.lazily_compiled(*module.make_inputs())  # imports dynamo, then compiles
-print(json.dumps({"before": before, "after": watch.installed, "counters": watch.counters(),
+print(json.dumps({"before": before, "after": [watch.installed, other.installed],
+                  "counters": [watch.counters(), other.counters()],
                   "covered": watch.covered("Torch-Compiled Region: 0/0")}))
 """
 
@@ -145,8 +148,8 @@ def test_a_compile_on_the_first_call_is_watched_from_its_first_graph():
     )
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
-    assert (seen["before"], seen["after"]) == (False, True)
-    assert seen["counters"]["compiles"] == 1
+    assert (seen["before"], seen["after"]) == (False, [True, True])
+    assert [c["compiles"] for c in seen["counters"]] == [1, 1]
     src = ROOT / "tests" / "data" / "lazy_compiled.py"
     rel = "tests/data/lazy_compiled.py"
     assert seen["covered"]["lines"] == [[rel, line_of(src, m)] for m in ("SQUARE", "MEAN", "SCALE")]

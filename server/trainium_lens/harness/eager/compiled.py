@@ -123,46 +123,60 @@ class CompileWatch:
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
-    """Calls ``then()`` once ``name``'s module has executed, whoever imports it. Finds
-    nothing itself: the other finders find the module, and its loader's
-    ``exec_module`` is wrapped for that one import; the finder then leaves
-    ``sys.meta_path``."""
+    """Calls each of ``thens`` once ``name``'s module has executed, whoever imports it
+    (one finder per name, however many watches wait on it). Finds nothing itself: the
+    other finders find the module, and the loader of the spec they return has its
+    ``exec_module`` wrapped for that one import; once the module has run, the finder
+    leaves ``sys.meta_path``."""
 
-    def __init__(self, name: str, then: Callable[[], None]):
-        self.name, self.then = name, then
+    def __init__(self, name: str):
+        self.name = name
+        self.thens: list[Callable[[], None]] = []
+        self.searching = False
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != self.name:
+        if fullname != self.name or self.searching:
             return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-        spec = None
-        for finder in list(sys.meta_path):
-            find = getattr(finder, "find_spec", None)
-            spec = find(fullname, path, target) if find is not None else None
-            if spec is not None:
-                break
+        self.searching = True
+        try:
+            spec = None
+            for finder in list(sys.meta_path):
+                find = getattr(finder, "find_spec", None) if finder is not self else None
+                spec = find(fullname, path, target) if find is not None else None
+                if spec is not None:
+                    break
+        finally:
+            self.searching = False
         loader = spec.loader if spec is not None else None
         if loader is None or not hasattr(loader, "exec_module"):
             return spec
-        exec_module, then = loader.exec_module, self.then
+        exec_module = loader.exec_module
 
         def exec_then(module: ModuleType) -> None:
             try:
                 exec_module(module)
             finally:
-                del loader.exec_module  # this one import only (the loader is this file's)
-            try:
-                then()
-            except Exception:  # observing must never break the user's import
-                pass
+                vars(loader).pop("exec_module", None)  # this one import only
+            # gone once the module has run, not when a spec was only looked up
+            # (importlib.util.find_spec hands back a spec that nothing executes)
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
+            for then in self.thens:
+                try:
+                    then()
+                except Exception:  # observing must never break the user's import
+                    pass
 
         loader.exec_module = exec_then
         return spec
 
 
 def _after_import(name: str, then: Callable[[], None]) -> None:
-    if not any(isinstance(f, _AfterImport) and f.name == name and f.then == then for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImport(name, then))
+    finder = next((f for f in sys.meta_path if isinstance(f, _AfterImport) and f.name == name), None)
+    if finder is None:
+        finder = _AfterImport(name)
+        sys.meta_path.insert(0, finder)
+    if then not in finder.thens:
+        finder.thens.append(then)
