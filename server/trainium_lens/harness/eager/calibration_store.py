@@ -52,9 +52,16 @@ def _read(path: str) -> dict:
     return entries if isinstance(entries, dict) else {}
 
 
-def stage_message() -> str:
-    """What the ``calibrate`` stage says (both the eager and the script protocols)."""
-    return "the profiler's cost per op event" + (" (shared file)" if os.environ.get(ENV) else "")
+def for_run(torch: Any, backend: Any, ctx: Any, run_dir: str, events: Any) -> dict:
+    """The ``calibrate`` stage of a cpu-clock run, for both the eager and the script
+    protocols: its progress line, the profiler settings the run's steps use (``ctx``:
+    what ``measure.profiler_kwargs`` reads of a run), the calibration."""
+    from trainium_lens.harness.eager import measure
+
+    shared = " (shared file)" if os.environ.get(ENV) else ""
+    events.stage("calibrate", None, f"the profiler's cost per op event{shared}")
+    kwargs = measure.profiler_kwargs(ctx, run_dir, "calibration")
+    return shared_or_measured(torch, backend.name, backend.activities(), kwargs)
 
 
 def _store(path: str, k: str, cal: dict, others: float | None, **extra: Any) -> None:

@@ -124,31 +124,21 @@ class CompileWatch:
 
 class _AfterImport(importlib.abc.MetaPathFinder):
     """Calls each of ``thens`` once ``name``'s module has executed, whoever imports it
-    (one finder per name, however many watches wait on it). Finds nothing itself: the
-    other finders find the module, and the loader of the spec they return has its
-    ``exec_module`` wrapped for that one import; once the module has run, the finder
+    (one finder per name, however many watches wait on it). The path finder finds the
+    module (torch's packages are files), and the loader of that spec has its
+    ``exec_module`` wrapped for that one import; once the module has run, this finder
     leaves ``sys.meta_path``."""
 
     def __init__(self, name: str):
         self.name = name
         self.thens: list[Callable[[], None]] = []
-        self.searching = False
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != self.name or self.searching:
+        if fullname != self.name:
             return None
-        self.searching = True
-        try:
-            spec = None
-            for finder in list(sys.meta_path):
-                find = getattr(finder, "find_spec", None) if finder is not self else None
-                spec = find(fullname, path, target) if find is not None else None
-                if spec is not None:
-                    break
-        finally:
-            self.searching = False
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
         loader = spec.loader if spec is not None else None
         if loader is None or not hasattr(loader, "exec_module"):
             return spec
@@ -169,7 +159,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
                 except Exception:  # observing must never break the user's import
                     pass
 
-        loader.exec_module = exec_then
+        loader.exec_module = exec_then  # type: ignore[method-assign]
         return spec
 
 

@@ -65,11 +65,8 @@ class Session:
         if not self._calibrated:
             self._calibrated = True
             if not self.backend.device_clock:
-                self.events.stage("calibrate", None, calibration_store.stage_message())
-                kwargs = measure.profiler_kwargs(self, self.spec.run_dir, "calibration")
-                activities = self.backend.activities()
-                self._calibration = calibration_store.shared_or_measured(
-                    torch, self.backend.name, activities, kwargs
+                self._calibration = calibration_store.for_run(
+                    torch, self.backend, self, self.spec.run_dir, self.events
                 )
         return self._calibration
 

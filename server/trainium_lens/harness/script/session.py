@@ -194,12 +194,7 @@ class ScriptRun:
         ctx = SimpleNamespace(backend=self.backend)
         self.calibration = None
         if not self.backend.device_clock:
-            self.events.stage("calibrate", None, calibration_store.stage_message())
-            kwargs = measure.profiler_kwargs(ctx, self.run_dir, "calibration")
-            activities = self.backend.activities()
-            self.calibration = calibration_store.shared_or_measured(
-                torch, self.backend.name, activities, kwargs
-            )
+            self.calibration = calibration_store.for_run(torch, self.backend, ctx, self.run_dir, self.events)
         os.makedirs(self.run_dir, exist_ok=True)
         self.run_id = f"{self.spec['batch_id']}-0"
         self.window = HostWindow().start()
