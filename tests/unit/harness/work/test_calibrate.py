@@ -6,6 +6,7 @@ in tests/integration/harness/test_work.py)."""
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 
 import pytest
 import torch
@@ -25,7 +26,7 @@ def fake(values):
             "bytes_per_s": bw,
             "source": "measured on this host",
             "measured": True,
-            "measured_at": "now",
+            "measured_at": datetime.now(timezone.utc).isoformat(),  # noqa: UP017
         }
 
     return measure, calls
@@ -72,7 +73,7 @@ def test_a_line_faster_than_the_roof_measures_again_and_keeps_the_best(tmp_path,
     assert "best of every measurement" in roof["source"]
 
 
-def test_a_roof_measured_on_a_busy_host_is_measured_again_next_run(tmp_path, monkeypatch):
+def test_a_roof_measured_on_a_busy_host_is_measured_again_once_its_retry_time_passed(tmp_path, monkeypatch):
     monkeypatch.setenv("TRAINIUM_LENS_CACHE", str(tmp_path))
     measure, calls = fake([(2e10, 1e10), (9e10, 1e10)])
     busy = iter([True, False])
@@ -83,11 +84,35 @@ def test_a_roof_measured_on_a_busy_host_is_measured_again_next_run(tmp_path, mon
         return roof
 
     monkeypatch.setattr(calibrate, "measure", measure_busy)
-    calibrate.cpu_roof(torch)  # taken while others used the CPU: not trusted from the cache
+    calibrate.cpu_roof(torch)  # taken while others used the CPU: trusted only for a while
+    reused = calibrate.cpu_roof(torch)  # within BUSY_RETRY_S: not measured again
+    assert len(calls) == 1 and reused["busy"] and "cached" in reused["source"]
+    # a line faster than it has it measured again at once, however recent
+    monkeypatch.setattr(calibrate, "BUSY_RETRY_S", 0.0)
     second = calibrate.cpu_roof(torch)
     third = calibrate.cpu_roof(torch)
     assert len(calls) == 2 and second["flops"] == [{"dtype": "float32", "flops_per_s": 9e10}]
-    assert not second["busy"] and "cached" in third["source"]
+    assert not second["busy"] and "cached" in third["source"]  # a quiet measurement is kept
+
+
+def test_a_busy_roof_still_measures_again_when_a_line_beats_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINIUM_LENS_CACHE", str(tmp_path))
+    measure, calls = fake([(2e10, 1e10), (9e10, 1e10)])
+
+    def measure_busy(torch):
+        return dict(measure(torch), busy=True)
+
+    monkeypatch.setattr(calibrate, "measure", measure_busy)
+    calibrate.cpu_roof(torch)
+    roof = calibrate.cpu_roof(torch, {"flops": {"float32": 5e10}, "bytes_per_s": 0.0})
+    assert len(calls) == 2 and roof["flops"] == [{"dtype": "float32", "flops_per_s": 9e10}]
+
+
+def test_an_undated_busy_roof_counts_as_old():
+    assert calibrate._age_s({"measured_at": "2026-12-03T10:00:00"}) == float("inf")  # no zone
+    assert calibrate._age_s({}) == float("inf")
+    now = datetime.now(timezone.utc).isoformat()  # noqa: UP017
+    assert 0 <= calibrate._age_s({"measured_at": now}) < 60
 
 
 def test_measure_says_when_other_processes_took_the_cpu(monkeypatch):
