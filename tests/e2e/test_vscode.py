@@ -504,6 +504,12 @@ def test_heat_is_drawn_on_the_same_lines_by_intensity(session):
     background = {int(k) for k in session["profile"]["heat"]["background"]}
     assert sorted(gutter) == sorted(expected) == sorted(background)
     assert all(mark["svg"] for mark in gutter.values())
+    result = the_result(session)
+    if any(f.kind == "noisy_measurement" for f in result.findings):
+        # judged noisy (the editor's run shares the machine with the torch-xla tests): its
+        # lines are drawn apart, grey, one decoration for all, never as hot or cool
+        assert len({mark["type"] for mark in gutter.values()}) == 1, gutter
+        return
     hottest = max(expected.values())
     buckets = {line: max(1, math.ceil(5 * t / hottest - 1e-9)) for line, t in expected.items()}
     # One decoration type per bucket, created in order: type ids differ as buckets do.

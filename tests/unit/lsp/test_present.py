@@ -154,7 +154,24 @@ def test_times_counts_and_headline_name_the_clock():
     assert label(a) == "⏱ 1.16 ms · 100% · 3 ops"  # device time: no clock word
     cpu = make_result("m.py", "f", 2, {3: ("x", 12.0, [("aten::mul", 1, 12.0)])})
     stale = Annotation(2, cpu.lines[0], cpu, stale=True, previous_us=20.0)
-    assert label(stale) == "⏱ 12 µs cpu · 100% · 1 op · ▼ 40% (stale)"
+    assert label(stale) == "⏱ 12 µs cpu · 100% · 1 op (stale)"  # the run's details go
+
+
+def test_a_stale_hint_keeps_stale_inside_the_editors_cut():
+    """VS Code cuts an inlay hint past 43 characters: an edited line of a noisy run read
+    "⏱ 5.96 µs cpu · 5.4% · 1 op · ⚠ noisy (stal…" there."""
+    from trainium_lens.lsp.features.inlay_hints import HINT_MAX
+    from trainium_lens.model.result import Finding
+
+    noisy = Finding("noisy_measurement", "warning", "m.py", 2, "Noisy measurement")
+    r = make_result("m.py", "f", 2, {3: ("y = x * x", 5.96, [("aten::mul", 1, 5.96)])}, findings=[noisy])
+    r.totals.self_time_us = 110.0
+    assert label(Annotation(2, r.lines[0], r, stale=False)).endswith("· ⚠ noisy")
+    assert label(Annotation(2, r.lines[0], r, stale=True)) == "⏱ 5.96 µs cpu · 5.4% · 1 op (stale)"
+    wide = make_result("m.py", "f", 2, {3: ("y", 5.96, [(f"aten::op{i}", 1, 0.5) for i in range(12)])})
+    wide.lines[0].backward_self_time_us = 910.0
+    text = label(Annotation(2, wide.lines[0], wide, stale=True))
+    assert len(text) <= HINT_MAX and text.endswith("(stale)") and text.startswith("⏱ fwd"), text
 
 
 def test_line_times_pair_lines_as_diff_runs_does():

@@ -7,7 +7,8 @@ line's forward + backward where the step has backward). A line of a training
 step whose forward caused backward work reads
 ``⏱ fwd 0.40 ms · bwd 0.91 ms cpu · 12% · 2 ops`` (share: of the whole step).
 A line whose work was counted ends with its roofline marker: ``· 41% peak``,
-``· mem-bound`` or ``· overhead`` (present/roofline_format.py); not on a stale line.
+``· mem-bound`` or ``· overhead`` (present/roofline_format.py). A stale line keeps
+only its time, share and ops, so that ``(stale)`` fits before VS Code cuts the hint.
 A run judged noisy (``analysis/noise.py``) ends its hints with ``⚠ noisy``;
 the heat marks its lines unreliable and the client draws them apart.
 A fix applied from a quick fix (``fixes.py``) shows its measured figures on the
@@ -45,13 +46,25 @@ def hint_time(a: Annotation) -> str:
     return text + clock + total
 
 
+#: VS Code cuts an inlay hint longer than this with "…" (``editor.inlayHints.maximumLength``,
+#: default 43): a stale line's "(stale)" must fit inside it.
+HINT_MAX = 43
+
+
 def label(a: Annotation) -> str:
     result = a.result
     parts = [f"⏱ {hint_time(a)}"]
     parts.append(figures.share(a.time_us, result.totals.self_time_us))
     if a.stat.calls:
         parts.append(fmt.plural(a.stat.calls, "op"))
-    if not a.inclusive and not a.stale:  # a stale line's "(stale)" must not be cut off
+    if a.stale:
+        # The figure no longer applies to the line, and that is what the hint must say:
+        # the details of the run (roofline, spread, change, noise) go, and where even the
+        # rest would push "(stale)" past the cut, only the time stays (an edited line of a
+        # noisy run read "… · ⚠ noisy (stal…" in the editor).
+        text = f"{' · '.join(parts)} (stale)"
+        return text if len(text) <= HINT_MAX else f"{parts[0]} (stale)"
+    if not a.inclusive:
         parts += [m] if (m := roofline_format.marker(result, a.stat)) else []
     parts += [spread] if (spread := rank_format.hint_spread(a.stat)) and not a.inclusive else []
     if a.previous_us is not None and not a.inclusive:
@@ -60,8 +73,7 @@ def label(a: Annotation) -> str:
             parts.append(change)
     if trust.unreliable(result):
         parts.append("⚠ noisy")  # the run was judged noisy: the figure is unreliable
-    text = " · ".join(parts)
-    return f"{text} (stale)" if a.stale else text
+    return " · ".join(parts)
 
 
 def _units(ls: LensServer) -> Callable[[str], int]:
