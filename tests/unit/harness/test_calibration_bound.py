@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from trainium_lens.harness.attribution.bounded import PASSES, WITHIN, per_level_cost
 from trainium_lens.harness.attribution.build import calibration_kept
 
 
@@ -36,3 +37,38 @@ def test_a_disturbed_wall_bounds_no_calibration():
     assert calibration_kept(figures(7.7, 2.0), 26.3, [19.0], disturbed) == 1.0
     clean = {"timing_calls": 20, "timing_clean": 20}
     assert calibration_kept(figures(7.7, 2.0), 26.3, [19.0], clean) < 1.0
+
+
+# What a per-level cost subtracts from a function of small nested ops: each op loses
+# cost × its depth, settled at 0 (the shape of attribution/walk.py's subtraction).
+OPS = [(0.3 + 0.25 * i, 1 + i % 3) for i in range(20)]  # (self µs, depth)
+
+
+def subtraction(cost: float) -> float:
+    return sum(min(t, cost * depth) for t, depth in OPS)
+
+
+def test_the_bounded_cost_subtracts_the_aim_where_most_ops_settle_at_zero():
+    for read in (0.5, 3.0, 30.0):  # a modest reading, and ones that take every op to 0
+        walks: list[float] = []
+
+        def walk(cost: float, walks: list[float] = walks) -> tuple[str, float]:
+            walks.append(cost)
+            return f"walk {len(walks)}", subtraction(cost)
+
+        subtracted = subtraction(read)
+        aim = 0.3 * subtracted
+        result, cost = per_level_cost(walk, read, subtracted, aim)
+        assert subtraction(cost) == pytest.approx(aim, rel=WITHIN), (read, walks)
+        assert result == f"walk {len(walks)}" and cost == walks[-1]  # the walk that used it
+        assert len(walks) <= PASSES
+
+
+def test_when_the_passes_run_out_the_closest_walk_under_the_aim_is_kept():
+    # a subtraction that jumps past the aim: no cost lands within 1% of it
+    def walk(cost: float) -> tuple[float, float]:
+        return cost, 0.0 if cost < 1.0 else 10.0
+
+    result, cost = per_level_cost(walk, 2.0, 10.0, 5.0)
+    assert result == cost and cost < 1.0  # it took nothing rather than twice the room
+    assert cost > 0.9  # and the closest such cost the passes found

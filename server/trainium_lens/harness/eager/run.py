@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from trainium_lens.harness.attribution import build
+from trainium_lens.harness.attribution import bounded, build
 from trainium_lens.harness.attribution.trace_tags import tag_trace
 from trainium_lens.harness.attribution.tree import attribute
 from trainium_lens.harness.call import function_record, inputs, invoke, marked_function, output, variant_key
@@ -248,9 +248,6 @@ def _attribute(
     return att, clock, device_reported
 
 
-PASSES = 4  # attribution passes at most when the wall bounds the calibration (_within_wall)
-
-
 def _within_wall(
     call: Call,
     steps: measure.Steps,
@@ -261,11 +258,8 @@ def _within_wall(
     timing: dict,
 ) -> tuple[Any, dict]:
     """The attribution again, with only the share of the calibration the unprofiled
-    wall leaves room for (``build.calibration_kept``), when it took more. What the
-    calibration subtracts is not linear in the per-level cost (an op it would take
-    below 0 is settled), so the per-level cost is found by false position between
-    no calibration (nothing subtracted) and the one read (all of it): a few passes,
-    each within the bracket, until the subtraction is within 1% of its aim."""
+    wall leaves room for (``build.calibration_kept``), when it took more: the
+    per-level cost that subtracts that share is found by ``bounded.per_level_cost``."""
     n = max(att.steps, 1) * max(att.calls_per_step, 1)
     subtracted = att.calibrated_us / n
     figures = build.lines_and_ops(att, call.s.labeler.labels, call.s.source)
@@ -273,23 +267,12 @@ def _within_wall(
     if kept >= 1.0:
         return att, calibration
     read = calibration["per_depth_us"]
-    target = kept * subtracted
-    low, high = (0.0, 0.0), (read, subtracted)  # (per-level cost, subtracted per call)
-    applied = kept * read
-    used = applied
-    for _ in range(PASSES):
-        used = applied
-        att = _walk(call, steps, marked, {**calibration, "per_depth_us": used}, False)
-        got = att.calibrated_us / n
-        if abs(got - target) <= 0.01 * target:
-            break
-        if got < target:
-            low = (applied, got)
-        else:
-            high = (applied, got)
-        if high[1] <= low[1]:
-            break
-        applied = low[0] + (target - low[1]) * (high[0] - low[0]) / (high[1] - low[1])
+
+    def walk(cost: float) -> tuple[Any, float]:
+        again = _walk(call, steps, marked, {**calibration, "per_depth_us": cost}, False)
+        return again, again.calibrated_us / n
+
+    att, used = bounded.per_level_cost(walk, read, subtracted, kept * subtracted)
     return att, {**calibration, "per_depth_us": round(used, 4), "per_depth_read_us": read}
 
 
