@@ -73,6 +73,20 @@ def _peerish(message: str) -> bool:
     return any(w in low for w in ("connection", "peer", "gloo", "socket", "timed out", "closed"))
 
 
+#: ``_cause``'s classes, the likeliest cause first.
+GONE, OWN, PEER = 0, 1, 2
+
+
+def _cause(exc: BaseException) -> int:
+    """How likely a node's failure is the job's cause: the node itself went away
+    (``GONE``), a rank's own error (``OWN``), or a peer that noticed (``PEER``)."""
+    if isinstance(exc, TargetError):
+        return GONE
+    if isinstance(exc, HarnessError) and not _peerish(str(exc)):
+        return OWN
+    return PEER
+
+
 class HostsTarget(Target):
     def __init__(
         self,
@@ -225,7 +239,16 @@ class HostsTarget(Target):
                 results[k] = node.run(jobs[k], sink, stop, None if timeout is None else timeout)
             except BaseException as exc:  # noqa: BLE001 (reported by the caller)
                 failures.append((time.monotonic(), k, exc))
-                stop.set()
+                if _cause(exc) < PEER or isinstance(exc, (Cancelled, TimedOut)):
+                    stop.set()
+                else:
+                    # A peer that noticed: the cause (a dead node's closed connection) can
+                    # come a moment later, and a node told to stop first says only
+                    # "cancelled" (a fresh CI run named node1's "Connection closed by
+                    # peer" for node2's kill -9). The others get BLAME_GRACE_S to say theirs.
+                    hold = threading.Timer(BLAME_GRACE_S, stop.set)
+                    hold.daemon = True
+                    hold.start()
             finally:
                 if len(results) + len(failures) == len(self.nodes):
                     done.set()
@@ -319,19 +342,14 @@ class HostsTarget(Target):
             return Cancelled("cancelled")
 
         def rank(f: tuple[float, int, BaseException]) -> tuple[int, float]:
-            exc = f[2]
-            if isinstance(exc, TargetError):
-                return (0, f[0])  # the node itself went away
-            if isinstance(exc, HarnessError) and not _peerish(str(exc)):
-                return (1, f[0])  # a rank's own error
-            return (2, f[0])  # a peer that noticed
+            return (_cause(f[2]), f[0])
 
         _t, k, exc = min(causes, key=rank)
         host = self.hosts[k]
         text = str(exc)
         if not text.startswith(host):
             text = f"{host}: {text}"
-        if hung and rank(min(causes, key=rank))[0] == 2:  # peers timed out waiting for a hung rank
+        if hung and _cause(exc) == PEER:  # peers timed out waiting for a hung rank
             text = f"{hung}; {text}"
         if isinstance(exc, HarnessError):
             return HarnessError(exc.kind, text, exc.file, exc.line)
