@@ -197,6 +197,15 @@ def _bounded(result: Result) -> str:
     if cal.per_depth_read_us is not None and cal.per_depth_read_us > 0:
         # the sum then meets the wall by the bound: say what the calibration read
         share = cal.per_depth_us / cal.per_depth_read_us
+        if share > 1.0:
+            return (
+                "calibration raised to the unprofiled wall: it read "
+                f"{figures.time_us(cal.per_depth_read_us)} per op event and nesting level, "
+                f"{figures.time_us(cal.per_depth_us)} applied "
+                f"({figures.time_us(cal.subtracted_us)} per {result.unit}; calibrated as read, the ops alone "
+                "were above the wall, which holds them and more, on a run that held one speed: its "
+                "workloads under-read deeply nested ops)"
+            )
         return (
             f"calibration bounded by the unprofiled wall: it read {figures.time_us(cal.per_depth_read_us)} "
             f"per op event and nesting level, {figures.pct(100 * share)} of that subtracted "

@@ -281,6 +281,15 @@ def test_a_calibration_bounded_by_the_wall_says_what_it_read():
     assert _result(self_us=17.0, wall=19.0, host=2.0, raw_factor=2.0).reconciliation.note == ""
 
 
+def test_a_calibration_raised_to_the_wall_says_what_it_read_and_applied():
+    # 0.08 µs per level applied where 0.064 was read: the ops alone had read above the wall
+    raised = _result(self_us=17.0, wall=19.0, host=2.0, raw_factor=1.3, depth_read=0.064)
+    rec = raised.reconciliation
+    assert rec is not None and rec.within
+    assert rec.note.startswith("calibration raised to the unprofiled wall"), rec.note
+    assert "read 64 ns" in rec.note and "80 ns applied" in rec.note
+
+
 def test_the_same_calls_at_two_speeds_are_named_not_the_profiler():
     """Seen on the bundled example's ``rms_norm_fused`` (2-core VM): a plain perf_counter
     median read ~20 µs in some processes, ~33 µs in others, and flipped within one. The

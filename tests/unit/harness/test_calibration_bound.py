@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from trainium_lens.harness.attribution.bounded import PASSES, WITHIN, per_level_cost
-from trainium_lens.harness.attribution.build import calibration_kept
+from trainium_lens.harness.attribution.build import RAISE_MAX, calibration_kept, calibration_raised
 
 
 def figures(ops: float, host: float, measured: bool = True) -> dict:
@@ -58,7 +58,7 @@ def test_the_bounded_cost_subtracts_the_aim_where_most_ops_settle_at_zero():
 
         subtracted = subtraction(read)
         aim = 0.3 * subtracted
-        result, cost = per_level_cost(walk, read, subtracted, aim)
+        result, cost = per_level_cost(walk, (0.0, 0.0), (read, subtracted), aim)
         assert subtraction(cost) == pytest.approx(aim, rel=WITHIN), (read, walks)
         assert result == f"walk {len(walks)}" and cost == walks[-1]  # the walk that used it
         assert len(walks) <= PASSES
@@ -69,6 +69,45 @@ def test_when_the_passes_run_out_the_closest_walk_under_the_aim_is_kept():
     def walk(cost: float) -> tuple[float, float]:
         return cost, 0.0 if cost < 1.0 else 10.0
 
-    result, cost = per_level_cost(walk, 2.0, 10.0, 5.0)
+    result, cost = per_level_cost(walk, (0.0, 0.0), (2.0, 10.0), 5.0)
     assert result == cost and cost < 1.0  # it took nothing rather than twice the room
     assert cost > 0.9  # and the closest such cost the passes found
+
+
+def test_the_bounded_cost_raises_a_reading_towards_a_higher_aim():
+    # an under-read calibration: the aim lies between the cost read and a higher one
+    read = 0.3
+    walks: list[float] = []
+
+    def walk(cost: float) -> tuple[float, float]:
+        walks.append(cost)
+        return cost, subtraction(cost)
+
+    aim = 1.2 * subtraction(read)
+    result, cost = per_level_cost(walk, (read, subtraction(read)), (1.5 * read, subtraction(1.5 * read)), aim)
+    assert read < cost < 1.5 * read and subtraction(cost) == pytest.approx(aim, rel=WITHIN)
+    assert len(walks) <= PASSES
+
+
+STEADY_RUN = {"timing_calls": 20, "timing_clean": 20}
+
+
+def test_ops_above_a_steady_wall_raise_the_calibration_to_meet_it():
+    # the fused RMSNorm on a steady machine: calibrated ops 13.5 µs, 5.3 µs subtracted, wall 11.6 µs
+    raised = calibration_raised(figures(13.5, 1.2), 5.3, [11.5, 11.6, 11.7], STEADY_RUN, 11.6)
+    assert raised == pytest.approx(1 + (13.5 - 11.6) / 5.3)
+    # subtracting that much more leaves the ops at the wall
+    assert 13.5 - (raised - 1) * 5.3 == pytest.approx(11.6)
+
+
+def test_the_raise_is_capped_and_needs_a_run_that_held_one_speed():
+    # ops far above the wall: the raise stops at the cap, and the figure stays above it
+    assert calibration_raised(figures(40.0, 1.0), 5.0, [11.6], STEADY_RUN, 11.6) == RAISE_MAX
+    # the calls just before the steps 1.7x the timing calls: the steps may have met the slower speed
+    assert calibration_raised(figures(13.5, 1.2), 5.3, [11.6], STEADY_RUN, 19.7) == 1.0
+    assert calibration_raised(figures(13.5, 1.2), 5.3, [11.6], STEADY_RUN, None) == 1.0  # not timed
+    disturbed = {"timing_calls": 20, "timing_clean": 4}
+    assert calibration_raised(figures(13.5, 1.2), 5.3, [11.6], disturbed, 11.6) == 1.0
+    # ops within the wall, or no host time read: nothing to raise
+    assert calibration_raised(figures(10.0, 1.2), 5.3, [11.6], STEADY_RUN, 11.6) == 1.0
+    assert calibration_raised(figures(13.5, 1.2, measured=False), 5.3, [11.6], STEADY_RUN, 11.6) == 1.0

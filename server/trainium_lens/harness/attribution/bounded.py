@@ -23,15 +23,19 @@ WITHIN = 0.01  # of the aim
 
 
 def per_level_cost(
-    walk: Callable[[float], tuple[T, float]], read: float, subtracted: float, aim: float
+    walk: Callable[[float], tuple[T, float]],
+    low: tuple[float, float],
+    high: tuple[float, float],
+    aim: float,
 ) -> tuple[T | None, float]:
     """The walk whose subtraction is within 1% of ``aim`` and the cost it used.
-    ``walk(cost)`` returns its result and what it subtracted; ``read`` is the cost
-    that subtracted ``subtracted`` (> ``aim``). If the passes run out first: the
-    closest pass that took no more than the aim (never more than the wall left room
-    for), else the last."""
-    low, high = (0.0, -aim), (read, subtracted - aim)  # (cost, subtracted less the aim)
-    cost = read * aim / subtracted if subtracted > 0 else 0.0
+    ``walk(cost)`` returns its result and what it subtracted; ``low`` and ``high``
+    are (cost, subtracted) on either side of the aim (no cost subtracts nothing;
+    the cost read subtracted what it did). If the passes run out first: the
+    closest pass that took no more than the aim, else the last."""
+    low = (low[0], low[1] - aim)  # (cost, subtracted less the aim)
+    high = (high[0], high[1] - aim)
+    cost = low[0] - low[1] * (high[0] - low[0]) / (high[1] - low[1]) if high[1] > low[1] else high[0]
     moved = 0  # the end the last pass moved: -1 low, +1 high
     under: tuple[Any, float] | None = None
     last: tuple[Any, float] = (None, cost)

@@ -97,7 +97,7 @@ def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> 
     trace, offset = _export_trace(call, steps.prof, run_id, att)
     wall, overhead, timing = measure.time_unprofiled(call, protocol, per_step)
     if clock == "cpu" and calibration is not None:
-        att, calibration = _within_wall(call, steps, marked, calibration, att, wall, timing)
+        att, calibration = _within_wall(call, steps, marked, calibration, att, wall, timing, before)
     span = timing.pop("device_span_us", None)
     trials = _optimizer_trials(call)
     signals = _signals(call, steps, compiles_from, device_reported, overhead)
@@ -256,23 +256,36 @@ def _within_wall(
     att: Any,
     wall: list[float],
     timing: dict,
+    before: float | None,
 ) -> tuple[Any, dict]:
-    """The attribution again, with only the share of the calibration the unprofiled
-    wall leaves room for (``build.calibration_kept``), when it took more: the
-    per-level cost that subtracts that share is found by ``bounded.per_level_cost``."""
+    """The attribution again, with the calibration the unprofiled wall bounds: only
+    the share it leaves room for when the calibration took more
+    (``build.calibration_kept``), more of it when the ops alone read above the wall on
+    a run that held one speed (``build.calibration_raised``). The per-level cost that
+    subtracts that much is found by ``bounded.per_level_cost``."""
     n = max(att.steps, 1) * max(att.calls_per_step, 1)
     subtracted = att.calibrated_us / n
     figures = build.lines_and_ops(att, call.s.labeler.labels, call.s.source)
-    kept = build.calibration_kept(figures, subtracted, wall, timing)
-    if kept >= 1.0:
-        return att, calibration
     read = calibration["per_depth_us"]
 
     def walk(cost: float) -> tuple[Any, float]:
         again = _walk(call, steps, marked, {**calibration, "per_depth_us": cost}, False)
         return again, again.calibrated_us / n
 
-    att, used = bounded.per_level_cost(walk, read, subtracted, kept * subtracted)
+    kept = build.calibration_kept(figures, subtracted, wall, timing)
+    if kept < 1.0:
+        att, used = bounded.per_level_cost(walk, (0.0, 0.0), (read, subtracted), kept * subtracted)
+    else:
+        raised = build.calibration_raised(figures, subtracted, wall, timing, before)
+        if raised <= 1.0:
+            return att, calibration
+        top = build.RAISE_MAX * read
+        most, at_most = walk(top)
+        aim = raised * subtracted
+        if at_most <= aim:  # the cap, or ops that settle at 0 before the aim: what it took
+            att, used = most, top
+        else:
+            att, used = bounded.per_level_cost(walk, (read, subtracted), (top, at_most), aim)
     return att, {**calibration, "per_depth_us": round(used, 4), "per_depth_read_us": read}
 
 
