@@ -1,6 +1,7 @@
 """The per-level profiler cost that subtracts a given amount: the calibration
-bounded by the unprofiled wall (``build.calibration_kept`` gives the amount,
-``eager/run.py`` walks the profile again with the cost found here).
+bounded by the unprofiled wall (``build.calibration_kept`` and
+``build.calibration_raised`` give the amount, ``eager/run.py`` walks the profile
+again with the cost found here).
 
 What a per-level cost subtracts is not linear in it: an op the cost would take
 below 0 is settled at 0, so the subtraction flattens as the cost grows. Plain
@@ -35,7 +36,11 @@ def per_level_cost(
     closest pass that took no more than the aim, else the last."""
     low = (low[0], low[1] - aim)  # (cost, subtracted less the aim)
     high = (high[0], high[1] - aim)
-    cost = low[0] - low[1] * (high[0] - low[0]) / (high[1] - low[1]) if high[1] > low[1] else high[0]
+
+    def secant() -> float:  # where the line between the two ends meets the aim
+        return low[0] - low[1] * (high[0] - low[0]) / (high[1] - low[1])
+
+    cost = secant() if high[1] > low[1] else high[0]
     moved = 0  # the end the last pass moved: -1 low, +1 high
     under: tuple[Any, float] | None = None
     last: tuple[Any, float] = (None, cost)
@@ -59,5 +64,5 @@ def per_level_cost(
             moved = 1
         if high[1] <= low[1]:
             break
-        cost = low[0] - low[1] * (high[0] - low[0]) / (high[1] - low[1])
+        cost = secant()
     return under if under is not None else last

@@ -279,7 +279,7 @@ def calibration_kept(
     wall (the raw sum below it: time the gaps do not see, before the first op or
     after the last, fills the wall, which then bounds nothing), without host time
     (an op-only sum reads low on Python), or when the wall itself was disturbed."""
-    if subtracted_us <= 0 or not wall_us or not figures["host_measured"] or _wall_disturbed(stability):
+    if not _wall_bounds(figures, subtracted_us, wall_us, stability):
         return 1.0
     wall = statistics.median(wall_us)
     ops = figures["self_time_us"]
@@ -309,7 +309,7 @@ def calibration_raised(
     before the steps within ``STEADY`` of the timing calls' fastest) on a clean wall:
     steps that met a slower host than the wall read above it for that reason, which
     the reconciliation names instead."""
-    if subtracted_us <= 0 or not wall_us or not figures["host_measured"] or _wall_disturbed(stability):
+    if not _wall_bounds(figures, subtracted_us, wall_us, stability):
         return 1.0
     fastest = min(wall_us)
     if before_us is None or fastest <= 0 or abs(before_us - fastest) > STEADY * fastest:
@@ -318,6 +318,12 @@ def calibration_raised(
     if over <= 0:
         return 1.0
     return min(RAISE_MAX, 1.0 + over / subtracted_us)
+
+
+def _wall_bounds(figures: dict, subtracted_us: float, wall_us: list[float], stability: dict | None) -> bool:
+    """The wall can bound the calibration: something was subtracted, a clean wall was
+    timed, and the host time was read (an op-only sum reads low on Python)."""
+    return subtracted_us > 0 and bool(wall_us) and figures["host_measured"] and not _wall_disturbed(stability)
 
 
 def _wall_disturbed(stability: dict | None) -> bool:
