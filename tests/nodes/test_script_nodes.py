@@ -32,7 +32,9 @@ def _project(tmp_path: Path) -> Path:
     return ws
 
 
-def _cli(lab: Lab, ws: Path, steps: int, *extra: str, srun: list[str] | None = None) -> list[str]:
+def _cli(
+    lab: Lab, ws: Path, steps: int, *extra: str, srun: list[str] | None = None, args: tuple[str, ...] = ()
+) -> list[str]:
     """``run --host login -- srun … torchrun …``: torchrun by name, as the user types it
     (the host's Python runs it: ``--remote-python``)."""
     port = random.randint(20000, 40000)
@@ -74,6 +76,7 @@ def _cli(lab: Lab, ws: Path, steps: int, *extra: str, srun: list[str] | None = N
         "train.py",
         "--steps",
         str(steps),
+        *args,
     ]
 
 
@@ -89,7 +92,13 @@ def test_srun_torchrun_across_two_nodes_one_result_each_rank_with_its_node(lab: 
         timeout=240,
         stdin=subprocess.DEVNULL,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    # torch's own failures after every script ended (a rank aborted at interpreter exit by
+    # gloo's threads, the c10d store gone: plain torchrun runs of this script show them too,
+    # engine/script_exit.py) fail the command, named as such; anything else is a failure here
+    if proc.returncode != 0:
+        assert "every rank's script ran to its end (4 of 4) and the result is complete" in proc.stderr, (
+            proc.stderr[-3000:]
+        )
     assert "step 2 loss" in proc.stdout and "step 12 loss" in proc.stdout  # the script's own, to its end
     doc = json.loads(out.read_text())
     assert doc["script"]["launcher"] == "torchrun" and doc["script"]["detector"] == "optimizer"
@@ -103,6 +112,33 @@ def test_srun_torchrun_across_two_nodes_one_result_each_rank_with_its_node(lab: 
     for line in model:
         assert {p["node"] for p in line["per_rank"]} == {"node1", "node2"}, line["per_rank"]
     assert re.search(r"node1\s+0\s+0\s+0 ", proc.stdout) and re.search(r"node2\s+1\s+1\s+3 ", proc.stdout)
+    assert wait_for(lambda: not lab.squeue(), 30, f"the job leaves squeue: {lab.squeue()}")
+    assert wait_for(lambda: not _job_left(lab), 30, f"nothing of the job on the nodes: {_job_left(lab)}")
+
+
+def test_a_rank_aborted_at_exit_on_node2_is_named_and_node1s_wait_is_stopped(lab: Lab, tmp_path: Path):
+    """Rank 3 (node2) aborts as Python shuts down, after its script ended (what torch's gloo
+    threads do in some plain runs): node2's agent fails the job, and node1's agent, whose
+    workers succeeded, would wait 300 s in torch's exit barrier. The CLI stops the job once
+    every script has ended (``targets/script.Waiting``), names the abort, keeps the result."""
+    ws = _project(tmp_path)
+    out = tmp_path / "out.json"
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        _cli(lab, ws, 48, "--steps", "3:3", "--json", str(out), args=("--abort-at-exit", "3")),
+        cwd=ws / "tinylm",
+        capture_output=True,
+        text=True,
+        timeout=240,
+        stdin=subprocess.DEVNULL,
+    )
+    took = time.monotonic() - t0
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode == 1, said[-3000:]
+    assert "every rank's script ran to its end (4 of 4) and the result is complete" in said, said[-3000:]
+    assert "rank 3 on node2 was aborted (SIGABRT) as Python shut down" in said, said[-3000:]
+    assert "waiting in torch's exit barrier" in said and took < 120, (took, said[-3000:])
+    assert [r["node"] for r in json.loads(out.read_text())["ranks"]] == ["node1", "node1", "node2", "node2"]
     assert wait_for(lambda: not lab.squeue(), 30, f"the job leaves squeue: {lab.squeue()}")
     assert wait_for(lambda: not _job_left(lab), 30, f"nothing of the job on the nodes: {_job_left(lab)}")
 

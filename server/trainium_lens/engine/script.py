@@ -16,6 +16,7 @@ from pathlib import Path
 from trainium_lens.analysis.findings.analyze import analyze
 from trainium_lens.analysis.reconcile import reconcile
 from trainium_lens.engine.provenance import git_state
+from trainium_lens.engine.script_exit import launcher_note
 from trainium_lens.errors import LensError, NotStored, TargetError
 from trainium_lens.model.codec import ResultError
 from trainium_lens.model.job import new_batch_id, workspace_id, workspace_root_for
@@ -130,6 +131,9 @@ def run(
         )
     if not outcome.results:
         raise explain(outcome, req)
+    note = launcher_note(outcome)
+    if note is not None:
+        sink({"event": "warning", "message": note})
     document = _document(outcome)
     try:
         batch = Batch.from_dict(merge_document(document))
@@ -202,6 +206,13 @@ def explain(outcome: Outcome, req: ScriptRequest) -> ScriptFailed:
     if "error" in by_kind:
         return ScriptFailed(f"{by_kind['error'].get('message')} ({status}; nothing stored)", code or 1)
     armed = by_kind.get("armed")
+    if armed is None and "launcher_error" in by_kind:
+        e = by_kind["launcher_error"]
+        return ScriptFailed(
+            f"torchrun's agent on {e.get('node')} raised {e.get('type')}: {e.get('message')} before any rank "
+            f"ran the script ({status}; nothing stored)",
+            code or 1,
+        )
     if armed is None:
         return ScriptFailed(
             f"the script ended ({status}) before it imported torch: nothing to profile, nothing stored", code

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from trainium_lens.errors import Cancelled, TargetError, TimedOut
 from trainium_lens.targets.base import EventSink
-from trainium_lens.targets.script import HELLO_S, Outcome, hello_deadline, start_output_relay
+from trainium_lens.targets.script import HELLO_S, Outcome, Waiting, hello_deadline, start_output_relay
 from trainium_lens.targets.ssh import SshTarget, _mark_remote
 from trainium_lens.targets.ssh_wrapper import EVENT_MARK, MARK
 from trainium_lens.targets.stream import kill_group
@@ -148,10 +148,16 @@ def run_script_remote(
 
     reader = threading.Thread(target=relay, daemon=True)
     reader.start()
+    waiting = Waiting()
     try:
         while True:
             code = proc.poll()
             if code is not None:
+                break
+            with lock:
+                over = waiting.over(outcome.events)
+            if over:
+                code, outcome.stopped_waiting = 1, True  # the finally stops what waits
                 break
             hello = any(e.get("event") == "hello" for e in outcome.events)
             elapsed = time.monotonic() - started
@@ -162,7 +168,8 @@ def run_script_remote(
                 )
             _check(cancel, timeout, started)
             time.sleep(0.05)
-        reader.join(timeout=10)
+        if not outcome.stopped_waiting:  # else the command still runs: its events are in
+            reader.join(timeout=10)
         if "pgid" not in remote:  # it never started: ssh failed, or the work dir stayed busy
             text = b"".join(ssh_errors).decode("utf-8", "replace")
             said = [ln.split(MARK, 1)[1] for ln in text.splitlines() if MARK in ln]

@@ -7,7 +7,8 @@ while ``TRAINIUM_LENS_RUN`` names a spec. Which one is armed:
   variable from its environment at once, so nothing it starts (DataLoader
   workers, compile workers, ``subprocess`` children) ever arms.
 * ``torchrun``: the first Python is the agent: it only records its pid
-  (``AGENT_ENV``) and stays unarmed; its direct children that carry
+  (``AGENT_ENV``) and the exception that ends it, if one does
+  (``launcher_error``), and stays unarmed; its direct children that carry
   ``LOCAL_RANK`` are the workers, each armed (and each clears the variable).
 * ``srun … python SCRIPT`` / ``srun … torchrun …``: srun passes the
   environment to every task, so on each node the first Python is the command
@@ -89,6 +90,7 @@ def boot() -> None:
     )
     if role == "agent":
         _die_with(PARENT_ENV)
+        _say_how_the_agent_ends(events)
         return
     if role != "main" and role != "worker":
         return
@@ -178,6 +180,21 @@ def _die_with(env: str) -> None:
     raw = os.environ.get(env, "")
     if raw.isdigit() and int(raw) == os.getppid():
         die_with_parent(int(raw))
+
+
+def _say_how_the_agent_ends(events: Events) -> None:
+    """torchrun's agent: the exception that ends it (its c10d store gone, a worker's
+    failure) is written with its node before Python prints it, so the CLI can tell
+    the launcher's failure from the script's (``engine/script_exit.py``)."""
+    previous = sys.excepthook
+
+    def hook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        events.emit(
+            "launcher_error", type=kind.__name__, message=str(value)[:2000], node=socket.gethostname()
+        )
+        previous(kind, value, tb)
+
+    sys.excepthook = hook
 
 
 def _install(spec: dict, events: Events) -> None:

@@ -2,7 +2,9 @@
 
 import argparse
 import os
+import signal
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -19,7 +21,22 @@ def parse_args():
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--log-every", type=int, default=1)
     p.add_argument("--fail-at", type=int, default=0, help="raise at this step (for testing crash handling)")
+    p.add_argument(
+        "--abort-at-exit",
+        type=int,
+        default=-1,
+        metavar="RANK",
+        help="this rank aborts as Python shuts down, after its script ended (as torch's gloo threads may)",
+    )
     return p.parse_args()
+
+
+class AbortAtExit:
+    """Freed with the module's globals, after every atexit handler: SIGABRT then."""
+
+    def __del__(self):
+        time.sleep(1)  # the other ranks end first, as they do when gloo's threads abort one
+        os.kill(os.getpid(), signal.SIGABRT)
 
 
 def main():
@@ -58,6 +75,9 @@ def main():
     if distributed:
         dist.destroy_process_group()
     print("done", file=sys.stderr)
+    if args.abort_at_exit >= 0 and args.abort_at_exit == int(os.environ.get("RANK", "0")):
+        global _ABORT
+        _ABORT = AbortAtExit()
 
 
 if __name__ == "__main__":
