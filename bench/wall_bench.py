@@ -48,7 +48,15 @@ CASES = [
     (ROOT, "tests/data/noisy.py", "steady", "make_inputs"),
     (ROOT / "tests" / "data" / "project", "src/tinygpt/bench.py", "forward", "forward_inputs"),
     (ROOT / "tests" / "data" / "project", "src/tinygpt/bench.py", "train_step", "train_inputs"),
+    # karpathy's nanoGPT (model.py as published), 2 layers, AdamW: the issue's real-model case
+    (ROOT / "tests" / "data" / "nanogpt", "profile_gpt.py", "forward", "make_batch"),
+    (ROOT / "tests" / "data" / "nanogpt", "profile_gpt.py", "train_step", "make_batch"),
 ]
+
+
+def label(file: str, function: str) -> str:
+    """The function's name, or ``file:function`` where two cases share the name."""
+    return function if sum(c[2] == function for c in CASES) == 1 else f"{Path(file).stem}:{function}"
 
 
 SERVER = ROOT / "server"  # --server: another checkout's harness (a before/after comparison)
@@ -160,6 +168,7 @@ def main() -> None:
     for workspace, file, function, inputs in CASES:
         if args.only and args.only not in file and args.only not in function:
             continue
+        name = label(file, function)
         walls, ind, lines, read, missed, drifted = [], [], [], [], 0, 0
         for _ in range(args.rounds):
             # the independent wall on both sides of the tool's run: this VM's speed drifts
@@ -172,23 +181,23 @@ def main() -> None:
             i = (before + after) / 2
             if max(before, after) / min(before, after) > 1 + DRIFT:
                 drifted += 1
-                every.append({"case": function, **t, "independent": [before, after], "drifted": True})
+                every.append({"case": name, **t, "independent": [before, after], "drifted": True})
                 continue
             walls.append(t["wall"] / i)
             lines.append(t["lines"] / i)
             read.append(t["as_read"] / i)
             missed += abs(t["lines"] / i - 1) > MARGIN and not t["flagged"]
             ind.append(i)
-            every.append({"case": function, **t, "independent": [before, after]})
+            every.append({"case": name, **t, "independent": [before, after]})
         if not walls:
-            print(f"| {function} | every round drifted ({drifted}) | | | | | |", flush=True)
+            print(f"| {name} | every round drifted ({drifted}) | | | | | |", flush=True)
             continue
         worst_w = max(walls, key=lambda x: abs(x - 1))
         worst_l = max(lines, key=lambda x: abs(x - 1))
         worst_r = max(read, key=lambda x: abs(x - 1))
         ind_us, wall_r, line_r = statistics.median(ind), statistics.median(walls), statistics.median(lines)
         print(
-            f"| {function} | {_us(ind_us)} | {_us(ind_us * wall_r)} "
+            f"| {name} | {_us(ind_us)} | {_us(ind_us * wall_r)} "
             f"| {wall_r:.3f}× ({worst_w:.3f}×) | {line_r:.3f}× ({worst_l:.3f}×) "
             f"| {missed} of {len(walls)} ({drifted} drifted) "
             f"| {statistics.median(read):.3f}× ({worst_r:.3f}×) |",
