@@ -119,6 +119,14 @@ def tool(workspace: Path, file: str, function: str, quiet: bool) -> dict:
 def independent(workspace: Path, file: str, function: str, inputs: str, quiet: bool) -> float:
     argv, env = _argv(quiet)
     env.pop("PYTHONPATH")
+    return run_independent(argv, env, workspace, file, function, inputs)
+
+
+def run_independent(
+    argv: list[str], env: dict, workspace: Path, file: str, function: str, inputs: str, *extra: str
+) -> float:
+    """``bench/independent_wall.py`` under ``argv`` (an interpreter and its launcher), in a fresh
+    process: its median, µs (also ``bench/xla_wall_bench.py``'s, with ``--xla``)."""
     proc = subprocess.run(
         [
             *argv,
@@ -128,6 +136,7 @@ def independent(workspace: Path, file: str, function: str, inputs: str, quiet: b
             inputs,
             "--root",
             str(workspace),
+            *extra,
         ],
         capture_output=True,
         text=True,

@@ -27,6 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "server"))
 
+from wall_bench import run_independent  # noqa: E402  (bench/, this script's folder)
+
 from trainium_lens.analysis.roofline.peaks import resolve  # noqa: E402
 from trainium_lens.analysis.roofline.points import line_roofs  # noqa: E402
 from trainium_lens.model.result import Result  # noqa: E402
@@ -46,27 +48,9 @@ def xla_python() -> str:
 def independent(python: str, function: str, calls: int) -> float:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PJRT_DEVICE"] = "CPU"
-    proc = subprocess.run(
-        [
-            python,
-            str(ROOT / "bench" / "independent_wall.py"),
-            "profile_gpt.py",
-            function,
-            "make_batch",
-            "--root",
-            str(NANOGPT),
-            "--xla",
-            "--calls",
-            str(calls),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=str(NANOGPT),
+    return run_independent(
+        [python], env, NANOGPT, "profile_gpt.py", function, "make_batch", "--xla", "--calls", str(calls)
     )
-    if proc.returncode != 0:
-        raise SystemExit(f"independent timer failed\n{proc.stderr[-2000:]}")
-    return float(json.loads(proc.stdout.strip().splitlines()[-1])["median_us"])
 
 
 def tool(python: str, function: str) -> Result:
