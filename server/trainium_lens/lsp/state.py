@@ -23,6 +23,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from trainium_lens import __version__
 from trainium_lens.lsp import library_files
+from trainium_lens.lsp.protocol import LensProtocol
 from trainium_lens.lsp.runs import Annotations, DocumentRuns, RunIndex
 from trainium_lens.lsp.settings import Settings
 from trainium_lens.model.codec import visible
@@ -51,7 +52,10 @@ class Closeable(Protocol):
 class LensServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
-            "trainium-lens", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental
+            "trainium-lens",
+            __version__,
+            protocol_cls=LensProtocol,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
         )
         self.settings = Settings()
         self.indexes: dict[Path, RunIndex] = {}
