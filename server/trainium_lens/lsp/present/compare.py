@@ -1,8 +1,9 @@
-"""Compare runs in the editor: per-line deltas of two runs of one function, and
-the table of a file's variants (``trainiumLens.compareWithPrevious``).
+"""Comparisons of runs in the editor's terms: per-line deltas of two runs of one
+function, and the table of a file's variants, as data and as markdown (for
+``features/compare.py``'s command and ``features/panel.py``).
 
 The comparisons themselves are ``analysis.compare``'s (pure functions of
-results); this module matches lines for the hints and renders markdown.
+results); this module makes them plain data and renders markdown.
 """
 
 from __future__ import annotations
@@ -10,13 +11,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from lsprotocol import types
-
 from trainium_lens.analysis.compare import LineDelta, diff_runs
 from trainium_lens.analysis.variants import BASIS_DEVICE, compare_variants, variant_groups
 from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.present import markdown as md
-from trainium_lens.lsp.state import LensServer
 from trainium_lens.model import figures
 from trainium_lens.model.result import Result
 
@@ -138,11 +136,6 @@ def variants_markdown(results: list[Result]) -> str:
     return text
 
 
-# -- trainiumLens.compareWithPrevious ------------------------------------------
-
-COMMAND = "trainiumLens.compareWithPrevious"
-
-
 def file_variants(histories: dict[str, list[Result]]) -> list[Result]:
     """The latest runs of the file's first group of variants (functions sharing
     ``inputs=`` and output shape, or ``compare=``; analysis.compare.variant_groups),
@@ -152,40 +145,3 @@ def file_variants(histories: dict[str, list[Result]]) -> list[Result]:
     )
     groups, _others = variant_groups(latest)
     return groups[0] if groups else []
-
-
-def compare_command(ls: LensServer, args: tuple) -> dict:
-    arg = args[0] if len(args) == 1 and isinstance(args[0], dict) else {}
-    uri, function = arg.get("uri"), arg.get("function")
-    runs = ls.document_runs(uri) if isinstance(uri, str) else None
-    if runs is None:
-        message = f"{COMMAND} takes one argument {{uri, function?}} naming a workspace file"
-        ls.show(f"Trainium Lens: {message}", types.MessageType.Error)
-        return {"error": message}
-    runs.index.refresh()
-    histories = runs.index.functions(runs.file)
-    if not function and len(histories) == 1:
-        function = next(iter(histories))
-    if function:
-        history = histories.get(function, [])
-        if len(history) < 2:
-            message = (
-                f"{function} has {len(history)} run{'s' if len(history) != 1 else ''}: "
-                f"profile it again to compare"
-            )
-            ls.show(f"Trainium Lens: {message}", types.MessageType.Info)
-            return {"error": message}
-        before, after = history[-2], history[-1]
-        return {"function": function, "diff": diff(before, after), "markdown": diff_markdown(before, after)}
-    results = file_variants(histories)
-    if len(results) < 2:
-        message = f"{runs.file} has no runs to compare yet: profile its functions first"
-        ls.show(f"Trainium Lens: {message}", types.MessageType.Info)
-        return {"error": message}
-    return {"comparison": variants(results), "markdown": variants_markdown(results)}
-
-
-def register(server: LensServer) -> None:
-    @server.command(COMMAND)
-    def compare_with_previous(ls: LensServer, *args: Any) -> dict:
-        return compare_command(ls, args)
