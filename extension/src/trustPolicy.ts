@@ -5,7 +5,7 @@
 // tunnel. In Restricted Mode none of that runs: the results already stored in
 // the workspace still show (hints, hover, results panel, timeline), since
 // reading them executes nothing. The server is told (`trusted` in its settings)
-// and refuses those commands (server/trainium_lens/lsp/features/trust.py); the
+// and refuses those commands (server/trainium_lens/lsp/workspace_trust.py); the
 // client keeps no words of its own: it shows the server's reply.
 
 /** The kind of reply the server gives a command Restricted Mode refuses. */

@@ -153,6 +153,18 @@ LAYER_BREAKS = [
         "Nothing outside the harness imports torch",
         "trainium_lens.analysis.leak -> torch",
     ),
+    (  # a command borrowing another's helper (they belong in cli/)
+        "server/trainium_lens/cli/commands/leak.py",
+        "from trainium_lens.cli.commands.show import run\n\nSHOW = run\n",
+        "Commands import no command",
+        "trainium_lens.cli.commands.leak -> trainium_lens.cli.commands.show",
+    ),
+    (  # a feature reaching into another (only command ids cross: lsp/command_ids.py)
+        "server/trainium_lens/lsp/features/leak.py",
+        "from trainium_lens.lsp.features.profile import COMMAND\n\nPROFILE = COMMAND\n",
+        "Features import no feature",
+        "trainium_lens.lsp.features.leak -> trainium_lens.lsp.features.profile",
+    ),
 ]
 
 

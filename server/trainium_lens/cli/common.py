@@ -8,6 +8,12 @@ from pathlib import Path
 from trainium_lens.model.job import workspace_root_for
 
 RUN_HELP = "a run id (or unique prefix), or a result .json"
+PROTOCOL_HELP = {
+    "wait": "steps run before the profiler records (default 2)",
+    "warmup": "steps recorded but discarded (default 1)",
+    "active": "measured steps; figures are their per-step average (default 5)",
+    "timing_calls": "unprofiled calls timed after profiling (default 20)",
+}
 
 
 def add_run_arguments(
@@ -21,6 +27,16 @@ def add_run_arguments(
     add_workspace_argument(p)
     if ssh_config_help:
         p.add_argument("--ssh-config", metavar="PATH", help=ssh_config_help)
+
+
+def add_verbose_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="every row of the long sections (an xla run's fusions and HLO instructions; "
+        "the default shows the top ones and says how many more)",
+    )
 
 
 def add_workspace_argument(p: argparse.ArgumentParser) -> None:

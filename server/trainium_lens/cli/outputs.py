@@ -8,9 +8,11 @@ every failure is one line (``OutputError``, exit 2), and nothing there is lost.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from trainium_lens.errors import UsageError
 
@@ -46,3 +48,8 @@ def write_output(path: str | os.PathLike, text: str, option: str = "the output")
     except OSError as exc:
         raise OutputError(f"cannot write {option} {target}: {exc.strerror or exc}") from None
     return target
+
+
+def write_json(path: str, data: Any) -> None:
+    """``--json PATH``: ``data`` as indented JSON, written as every output is."""
+    write_output(path, json.dumps(data, indent=1), "--json")

@@ -1,4 +1,7 @@
-"""``latest`` / ``latest~N``: a function's stored runs by age, as git names commits.
+"""What a run argument names: a result ``.json`` file, a run id (or a unique
+prefix, or a batch id: every function of that run), or ``latest`` / ``latest~N``,
+a function's stored runs by age, as git names commits — for ``show``,
+``compare``, ``check --baseline``, ``export`` and ``explorer``.
 
 ``latest`` is the newest stored run of a function, ``latest~1`` the one before
 it. Which function: ``FILE [FUNCTION]`` when given (a file with one profiled
@@ -9,11 +12,14 @@ profiled and ``compare latest~1 latest`` what the last change did to it.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path, PurePosixPath
 
+from trainium_lens.cli.common import workspace_path
 from trainium_lens.errors import UsageError
-from trainium_lens.model.result import Result
+from trainium_lens.model.codec import ResultError
+from trainium_lens.model.result import MAX_RESULT_BYTES, Result, load, read_regular
 from trainium_lens.model.store import RunStore
 
 _LATEST = re.compile(r"^latest(?:~(\d+))?$")
@@ -71,3 +77,81 @@ def pick(store: RunStore, ref: str, file: str | None = None, function: str | Non
             f"{'s' if len(history) != 1 else ''} (latest~{len(history) - 1} is the oldest)"
         )
     return history[-1 - steps]
+
+
+def load_file(path: Path) -> list[Result]:
+    """One result, or the list ``profile --json`` writes for several functions."""
+    try:  # a regular file only, read bounded (a committed baseline may be a link to /dev/zero)
+        data = json.loads(read_regular(path, MAX_RESULT_BYTES).decode("utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {path}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ResultError as exc:
+        raise UsageError(str(exc)) from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except RecursionError:
+        raise UsageError(f"{path}: JSON nested too deeply to be a result") from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    try:
+        if isinstance(data, list):
+            if not data:
+                raise ResultError("an empty list")
+            return [Result.from_dict(item) for item in data]
+        return [load(path)]
+    except ResultError as exc:
+        raise UsageError(f"{path}: {exc}") from None
+
+
+def store_for(workspace: str | None) -> RunStore:
+    root = workspace_path(workspace)
+    return RunStore(root)
+
+
+def resolve_many(
+    ref: str, workspace: str | None, file: str | None = None, function: str | None = None
+) -> list[Result]:
+    path = Path(ref).expanduser()
+    if back(ref) is not None and not path.is_file():
+        root = workspace_path(workspace)
+        rel = workspace_file(file, root) if file else None
+        return [pick(RunStore(root), ref, rel, function)]
+    if file or function:
+        raise UsageError(f"FILE and FUNCTION go with latest or latest~N, not with {ref!r}")
+    if path.is_file() or ref.endswith(".json"):
+        return load_file(path)
+    store = store_for(workspace)
+    try:
+        return [store.get(ref)]
+    except UsageError as err:
+        if "ambiguous" not in str(err):
+            raise
+        batch = [r for r in store.load_all() if r.run_id.startswith(ref)]
+        if len({r.batch_id for r in batch}) != 1:
+            raise
+        return sorted(
+            batch,
+            key=lambda r: int(r.run_id.rsplit("-", 1)[-1]) if r.run_id.rsplit("-", 1)[-1].isdigit() else 0,
+        )
+
+
+def resolve(ref: str, workspace: str | None, file: str | None = None, function: str | None = None) -> Result:
+    """Exactly one result (for ``compare``)."""
+    results = resolve_many(ref, workspace, file, function)
+    if len(results) != 1:
+        raise UsageError(f"{ref} holds {len(results)} results: name one run id")
+    return results[0]
+
+
+def stored(workspace: str | None, file: str | None, function: str | None) -> tuple[RunStore, list[Result]]:
+    root = workspace_path(workspace)
+    store = RunStore(root)
+    results = store.load_all()
+    if file is not None:
+        rel = workspace_file(file, root)
+        results = [r for r in results if r.function.file == rel]
+    if function is not None:
+        results = [r for r in results if r.function.name == function]
+    return store, results

@@ -69,7 +69,7 @@ class Settings:
     # part of equality, so they never restart a target.
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
     explorer: ExplorerSettings = field(default_factory=ExplorerSettings)  # hosttools/explorer/service.py
-    # Workspace Trust: False in VS Code's Restricted Mode, where nothing runs (lsp/features/trust.py).
+    # Workspace Trust: False in VS Code's Restricted Mode, where nothing runs (lsp/workspace_trust.py).
     # The CLI and clients that do not say are trusted: their user runs them.
     trusted: bool = True
     # The TARGET_SETTINGS whose value was rejected, with the reason: no run until fixed.

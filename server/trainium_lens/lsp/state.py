@@ -267,6 +267,9 @@ class LensServer(LanguageServer):
         self.window_log_message(types.LogMessageParams(type=kind, message=visible(message)))
 
 
+SCRIPT = "script"  # what ``Running.functions`` names while a script runs (the code lens reads it)
+
+
 @dataclass
 class Running:
     """A profile in flight: one per file (a second request is refused)."""

@@ -570,7 +570,7 @@ def test_progress_on_stderr(all_variants):
 def test_live_progress_line():
     import io
 
-    from trainium_lens.cli.commands.profile import Progress
+    from trainium_lens.cli.console import Progress
 
     stream = io.StringIO()
     progress = Progress(stream, live=True)

@@ -14,7 +14,7 @@ from lsprotocol import types
 from tests.integration.cli.test_run import project, stored
 from tests.support.lsp_client import hints, lenses, open_doc, start, stop, until
 from tests.support.procs import left_running
-from trainium_lens.lsp.features.trust import PROFILE_REFUSED
+from trainium_lens.lsp.workspace_trust import PROFILE_REFUSED
 
 
 def _env(tmp: Path) -> dict:

@@ -15,7 +15,7 @@ from lsprotocol import types
 from tests.conftest import ROOT
 from tests.integration.lsp.test_features import LINES, SOURCE
 from tests.support.lsp_client import hints, hover, make_result, open_doc, request, start, stop, until
-from trainium_lens.lsp.features.trust import EXPLORER_REFUSED, PROFILE_REFUSED
+from trainium_lens.lsp.workspace_trust import EXPLORER_REFUSED, PROFILE_REFUSED
 from trainium_lens.model.store import RunStore
 
 ESBUILD = ROOT / "node_modules" / ".bin" / "esbuild"

@@ -273,7 +273,7 @@ def test_hover_links_explorer_only_for_neuron_runs():
 
 
 def test_diff_markdown_of_training_steps_shows_fwd_bwd_and_files():
-    from trainium_lens.lsp.features.compare import diff_markdown, variants_markdown
+    from trainium_lens.lsp.present.compare import diff_markdown, variants_markdown
     from trainium_lens.model.lines import LineStat
 
     before = make_result("m.py", "f", 2, {3: ("y = attn(q, k, v)", 696.0, [])}, run_id="d1")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from tests.conftest import ROOT
+from trainium_lens.lsp import long_run
 from trainium_lens.lsp import server as lsp_server
 from trainium_lens.lsp.features import (
     codelens,
@@ -47,7 +48,7 @@ def test_client_and_server_name_the_same_methods():
     }
     assert names["Notification"] == {
         "heat": heat.NOTIFICATION,
-        "runState": profile.RUN_STATE,
+        "runState": long_run.RUN_STATE,
         "worker": warm.NOTIFICATION,
     }
     assert names["ClientCommand"]["showResults"] == codelens.SHOW

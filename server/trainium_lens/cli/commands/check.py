@@ -24,12 +24,12 @@ from typing import Any
 from trainium_lens.analysis.gate import judge as gate
 from trainium_lens.analysis.gate.repeat import combine, needs_another
 from trainium_lens.cli import project_config
-from trainium_lens.cli.commands.profile import PROTOCOL_HELP, profile_job, style_for, write_json
-from trainium_lens.cli.commands.show import resolve_many
-from trainium_lens.cli.common import add_target_arguments
-from trainium_lens.cli.outputs import OutputError
+from trainium_lens.cli.common import PROTOCOL_HELP, add_target_arguments
+from trainium_lens.cli.console import style_for
+from trainium_lens.cli.outputs import OutputError, write_json
 from trainium_lens.cli.pipes import emit
-from trainium_lens.cli.refs import back
+from trainium_lens.cli.profiling import profile_job
+from trainium_lens.cli.refs import back, resolve_many
 from trainium_lens.cli.render import gate as gate_output
 from trainium_lens.cli.render.text import finish
 from trainium_lens.errors import LensError, UsageError

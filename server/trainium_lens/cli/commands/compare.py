@@ -8,11 +8,11 @@ import argparse
 import sys
 
 from trainium_lens.analysis.compare import diff_runs
-from trainium_lens.cli.commands.profile import style_for, write_json
-from trainium_lens.cli.commands.show import resolve
 from trainium_lens.cli.common import add_workspace_argument
+from trainium_lens.cli.console import style_for
+from trainium_lens.cli.outputs import write_json
 from trainium_lens.cli.pipes import emit
-from trainium_lens.cli.refs import back
+from trainium_lens.cli.refs import back, resolve
 from trainium_lens.cli.render.compare import render_diff
 from trainium_lens.errors import UsageError
 from trainium_lens.model.result import Result

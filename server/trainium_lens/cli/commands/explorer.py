@@ -8,8 +8,8 @@ import sys
 import threading
 import webbrowser
 
-from trainium_lens.cli.commands.show import resolve
 from trainium_lens.cli.common import add_run_arguments
+from trainium_lens.cli.refs import resolve
 from trainium_lens.hosttools.explorer.service import ExplorerService, describe
 from trainium_lens.hosttools.explorer.settings import DEFAULT_URL_TEMPLATE, ExplorerSettings
 from trainium_lens.model.ranks import rank_result

@@ -6,9 +6,9 @@ import argparse
 import json
 from pathlib import Path
 
-from trainium_lens.cli.commands.show import resolve
 from trainium_lens.cli.common import add_run_arguments, workspace_path
 from trainium_lens.cli.outputs import write_output
+from trainium_lens.cli.refs import resolve
 from trainium_lens.model.result import Result
 from trainium_lens.targets import make_target
 from trainium_lens.traces.artifacts import local_trace_path

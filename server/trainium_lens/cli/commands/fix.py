@@ -20,8 +20,9 @@ from pathlib import Path
 
 from trainium_lens.analysis.fixes.source import apply as apply_edit
 from trainium_lens.cli import refs
-from trainium_lens.cli.commands.profile import Progress, write_json
 from trainium_lens.cli.common import add_workspace_argument
+from trainium_lens.cli.console import Progress
+from trainium_lens.cli.outputs import write_json
 from trainium_lens.cli.pipes import emit
 from trainium_lens.engine.fixes import Measured, current_text, measure
 from trainium_lens.errors import UsageError

@@ -9,11 +9,13 @@ import os
 import sys
 from pathlib import Path
 
-from trainium_lens.cli.commands.profile import Progress, _stop_on_signals, style_for, write_json
+from trainium_lens.cli.console import Progress, style_for
+from trainium_lens.cli.outputs import write_json
 from trainium_lens.cli.render.ranks import render_ranks
 from trainium_lens.cli.render.result import render_result
 from trainium_lens.cli.render.text import terminal_safe
 from trainium_lens.cli.render.work import render_work
+from trainium_lens.cli.signals import stopping_on_signals
 from trainium_lens.engine import script as engine
 from trainium_lens.errors import LensError, NotStored, UsageError
 from trainium_lens.harness.spec import BACKENDS
@@ -101,12 +103,12 @@ def run(args: argparse.Namespace) -> int:
     )
     store = None if args.no_store else RunStore(req.root())
     progress = Progress(sys.stderr, live=False)
-    previous = _stop_on_signals()
     not_stored = None
     try:
-        results, code = engine.run(
-            req, _progress(progress, args.exit_after), timeout=args.timeout, store=store
-        )
+        with stopping_on_signals():
+            results, code = engine.run(
+                req, _progress(progress, args.exit_after), timeout=args.timeout, store=store
+            )
     except NotStored as err:
         results, code, not_stored = err.results, 0, err
     except engine.ScriptFailed as err:
@@ -115,10 +117,6 @@ def run(args: argparse.Namespace) -> int:
         return err.returncode or 1
     finally:
         progress.close()
-        for signum, handler in previous.items():
-            import signal
-
-            signal.signal(signum, handler)
     style = style_for(sys.stdout, args.verbose)
     print(
         terminal_safe(

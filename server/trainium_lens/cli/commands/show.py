@@ -11,24 +11,19 @@ stored runs (as ``runs`` does) instead of failing.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
-from trainium_lens.cli import refs
-from trainium_lens.cli.commands.profile import add_verbose_argument, style_for
-from trainium_lens.cli.common import add_workspace_argument, workspace_path
+from trainium_lens.cli.common import add_verbose_argument, add_workspace_argument
+from trainium_lens.cli.console import style_for
 from trainium_lens.cli.pipes import emit
+from trainium_lens.cli.refs import resolve_many, stored
 from trainium_lens.cli.render.batch import render_batch
 from trainium_lens.cli.render.engines import render_engines
 from trainium_lens.cli.render.ranks import render_ranks
 from trainium_lens.cli.render.result import render_result
+from trainium_lens.cli.render.runs import listing
 from trainium_lens.cli.render.text import finish
 from trainium_lens.cli.render.work import render_work
-from trainium_lens.errors import UsageError
-from trainium_lens.model.codec import ResultError
-from trainium_lens.model.result import MAX_RESULT_BYTES, Result, load, read_regular
-from trainium_lens.model.store import RunStore
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -44,72 +39,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_workspace_argument(p)
     add_verbose_argument(p)
     p.set_defaults(handler=run)
-
-
-def load_file(path: Path) -> list[Result]:
-    """One result, or the list ``profile --json`` writes for several functions."""
-    try:  # a regular file only, read bounded (a committed baseline may be a link to /dev/zero)
-        data = json.loads(read_regular(path, MAX_RESULT_BYTES).decode("utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"no such file: {path}") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except ResultError as exc:
-        raise UsageError(str(exc)) from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except RecursionError:
-        raise UsageError(f"{path}: JSON nested too deeply to be a result") from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    try:
-        if isinstance(data, list):
-            if not data:
-                raise ResultError("an empty list")
-            return [Result.from_dict(item) for item in data]
-        return [load(path)]
-    except ResultError as exc:
-        raise UsageError(f"{path}: {exc}") from None
-
-
-def store_for(workspace: str | None) -> RunStore:
-    root = workspace_path(workspace)
-    return RunStore(root)
-
-
-def resolve_many(
-    ref: str, workspace: str | None, file: str | None = None, function: str | None = None
-) -> list[Result]:
-    path = Path(ref).expanduser()
-    if refs.back(ref) is not None and not path.is_file():
-        root = workspace_path(workspace)
-        rel = refs.workspace_file(file, root) if file else None
-        return [refs.pick(RunStore(root), ref, rel, function)]
-    if file or function:
-        raise UsageError(f"FILE and FUNCTION go with latest or latest~N, not with {ref!r}")
-    if path.is_file() or ref.endswith(".json"):
-        return load_file(path)
-    store = store_for(workspace)
-    try:
-        return [store.get(ref)]
-    except UsageError as err:
-        if "ambiguous" not in str(err):
-            raise
-        batch = [r for r in store.load_all() if r.run_id.startswith(ref)]
-        if len({r.batch_id for r in batch}) != 1:
-            raise
-        return sorted(
-            batch,
-            key=lambda r: int(r.run_id.rsplit("-", 1)[-1]) if r.run_id.rsplit("-", 1)[-1].isdigit() else 0,
-        )
-
-
-def resolve(ref: str, workspace: str | None, file: str | None = None, function: str | None = None) -> Result:
-    """Exactly one result (for ``compare``)."""
-    results = resolve_many(ref, workspace, file, function)
-    if len(results) != 1:
-        raise UsageError(f"{ref} holds {len(results)} results: name one run id")
-    return results[0]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -128,8 +57,6 @@ def run(args: argparse.Namespace) -> int:
 
 def list_instead(workspace: str | None) -> int:
     """``show`` with no run: what there is to show, and how."""
-    from trainium_lens.cli.commands.runs import listing, stored
-
     store, results = stored(workspace, None, None)
     if not results:
         print(

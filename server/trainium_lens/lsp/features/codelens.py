@@ -15,15 +15,13 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from trainium_lens.lsp.features import timeline
-from trainium_lens.lsp.features.compare import COMMAND as COMPARE
-from trainium_lens.lsp.features.profile import COMMAND as PROFILE
-from trainium_lens.lsp.features.script import SCRIPT, main_line
+from trainium_lens.lsp import command_ids
 from trainium_lens.lsp.present import format as fmt
-from trainium_lens.lsp.state import LensServer
+from trainium_lens.lsp.state import SCRIPT, LensServer
+from trainium_lens.model.result import Result
 
-SHOW = "trainiumLens.showResults"  # the extension's results panel; a lens needs a command
-PROFILE_SCRIPT = "trainiumLens.profileScript"  # the extension's Profile Script… (reads launch.json)
+SHOW = command_ids.SHOW_RESULTS
+PROFILE_SCRIPT = command_ids.PROFILE_SCRIPT
 
 
 def lenses(ls: LensServer, uri: str) -> list[types.CodeLens]:
@@ -48,7 +46,9 @@ def lenses(ls: LensServer, uri: str) -> list[types.CodeLens]:
         arg = {"uri": uri, "function": m.name}
         title = f"⏳ Profiling on {ls.settings.host}…" if m.name in busy else "▶ Profile on Trainium"
         out.append(
-            types.CodeLens(range=where, command=types.Command(title=title, command=PROFILE, arguments=[arg]))
+            types.CodeLens(
+                range=where, command=types.Command(title=title, command=command_ids.PROFILE, arguments=[arg])
+            )
         )
         history = histories.get(m.name, [])
         if history:
@@ -58,19 +58,21 @@ def lenses(ls: LensServer, uri: str) -> list[types.CodeLens]:
                     command=types.Command(title=fmt.headline(history[-1]), command=SHOW, arguments=[arg]),
                 )
             )
-            out.extend(timeline.code_lenses(ls, uri, history[-1], where))
+            out.extend(_trace_lenses(ls, uri, history[-1], where))
         if len(history) >= 2:
             out.append(
                 types.CodeLens(
                     range=where,
-                    command=types.Command(title="Compare with previous", command=COMPARE, arguments=[arg]),
+                    command=types.Command(
+                        title="Compare with previous", command=command_ids.COMPARE, arguments=[arg]
+                    ),
                 )
             )
     return out
 
 
 def _script_lens(ls: LensServer, uri: str, source: str, busy: set[str]) -> list[types.CodeLens]:
-    line = main_line(source)
+    line = _main_line(source)
     if line is None:
         return []
     where = types.Range(
@@ -82,6 +84,47 @@ def _script_lens(ls: LensServer, uri: str, source: str, busy: set[str]) -> list[
             range=where, command=types.Command(title=title, command=PROFILE_SCRIPT, arguments=[{"uri": uri}])
         )
     ]
+
+
+def _trace_lenses(ls: LensServer, uri: str, result: Result, where: types.Range) -> list[types.CodeLens]:
+    """ "Timeline" (and "Neuron Explorer" for a Neuron run) above a profiled
+    function, opened on its hottest line."""
+    annotations = ls.annotations(uri)
+    mine = [a for a in annotations.lines if a.result.run_id == result.run_id] if annotations else []
+    if not mine:
+        return []
+    hot = max(mine, key=lambda a: a.time_us)
+    arg = {"uri": uri, "line": hot.line}
+    out = [
+        types.CodeLens(
+            range=where,
+            command=types.Command(
+                title=f"Timeline (line {hot.line + 1})", command=command_ids.OPEN_TIMELINE, arguments=[arg]
+            ),
+        )
+    ]
+    if result.artifacts.neuron_profile_dir:
+        out.append(
+            types.CodeLens(
+                range=where,
+                command=types.Command(
+                    title="Neuron Explorer", command=command_ids.OPEN_EXPLORER, arguments=[arg]
+                ),
+            )
+        )
+    return out
+
+
+def _main_line(source: str) -> int | None:
+    """The 1-based ``if __name__ == "__main__":`` line, None without one (or mid-edit)."""
+    import ast
+
+    from trainium_lens.model.script import main_guard_line
+
+    try:
+        return main_guard_line(ast.parse(source))
+    except (SyntaxError, ValueError):
+        return None
 
 
 def register(server: LensServer) -> None:

@@ -21,7 +21,7 @@ from lsprotocol import types
 from trainium_lens.errors import LensError
 from trainium_lens.hosttools.explorer.service import ExplorerService, describe
 from trainium_lens.hosttools.explorer.settings import ExplorerSettings
-from trainium_lens.lsp.features import trust
+from trainium_lens.lsp import command_ids, workspace_trust
 from trainium_lens.lsp.runs import pick_run
 
 # A runtime import: pygls reads command handlers' annotations (get_type_hints).
@@ -29,7 +29,7 @@ from trainium_lens.lsp.state import LensServer
 
 log = logging.getLogger(__name__)
 
-COMMAND = "trainiumLens.openExplorer"
+COMMAND = command_ids.OPEN_EXPLORER
 
 
 def explorer_settings(ls: LensServer) -> ExplorerSettings:
@@ -89,8 +89,8 @@ def register(server: LensServer) -> None:
 
     @server.command(COMMAND)
     async def open_explorer(ls: LensServer, *args: Any) -> dict:
-        if trust.refused(ls):  # no host program, no tunnel
-            return trust.refusal(trust.EXPLORER_REFUSED)
+        if workspace_trust.refused(ls):  # no host program, no tunnel
+            return workspace_trust.refusal(workspace_trust.EXPLORER_REFUSED)
         try:
             return await feature.open(ls, args[0] if len(args) == 1 else list(args))
         except LensError as err:

@@ -14,9 +14,6 @@ workspace's code.
 
 from __future__ import annotations
 
-import asyncio
-import threading
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +22,15 @@ from pygls.uris import to_fs_path
 
 from trainium_lens.analysis.fixes.source import apply, holds
 from trainium_lens.errors import LensError
-from trainium_lens.lsp.features import trust
+from trainium_lens.lsp import command_ids, workspace_trust
+from trainium_lens.lsp.long_run import Failure, LongRun
 from trainium_lens.lsp.runs import AppliedFix
 from trainium_lens.lsp.state import LensServer
 from trainium_lens.model import figures
 from trainium_lens.model.codec import one_line
 from trainium_lens.model.result import Edit, Finding, Result
 
-COMMAND = "trainiumLens.fix"
+COMMAND = command_ids.FIX
 TITLE = "Measure and apply: {}"
 APPLY = "Apply"
 REFUSED = (
@@ -90,8 +88,8 @@ def _locate(ls: LensServer, arg: Any) -> tuple[Result, Finding, Path]:
 
 
 async def run_fix(ls: LensServer, *args: Any) -> dict:
-    if trust.refused(ls):  # the client shows the server's words (trust.refusal)
-        return trust.refusal(REFUSED, applied=False)
+    if workspace_trust.refused(ls):  # the client shows the server's words (workspace_trust.refusal)
+        return workspace_trust.refusal(REFUSED, applied=False)
     try:
         result, finding, workspace = _locate(ls, args[0] if len(args) == 1 else None)
         edit = finding.edit
@@ -185,59 +183,43 @@ def workspace_edit(ls: LensServer, uri: str, edit: Edit) -> types.WorkspaceEdit:
 async def _measure(ls: LensServer, result: Result, finding: Finding, edit: Edit, workspace: Path) -> Any:
     from trainium_lens.engine.fixes import measure
 
-    cancel = threading.Event()
-    token = f"trainium-lens-fix-{uuid.uuid4().hex[:12]}"
-    caps = ls.client_capabilities.window
-    progress = bool(caps and caps.work_done_progress)
-    if progress:
-        try:
-            await ls.work_done_progress.create_async(token)
-            future = ls.work_done_progress.tokens.get(token)
-            if future is not None:
-                future.add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
-            ls.work_done_progress.begin(
-                token,
-                types.WorkDoneProgressBegin(title=TITLE.format(edit.title), cancellable=True, percentage=0),
-            )
-        except Exception:  # noqa: BLE001 - the client refused a token: measure without
-            progress = False
-    loop = asyncio.get_running_loop()
+    target = ls.target()
+    run = LongRun(ls, TITLE.format(edit.title))  # not on the status bar: no runState
+    await run.open_progress("trainium-lens-fix")
+    run.begin()
 
     def on_event(event: dict) -> None:
-        if progress and event.get("event") == "stage":
-            text = f"{event.get('function') or ''} {event.get('stage')}: {event.get('message') or ''}".strip()
-            loop.call_soon_threadsafe(
-                lambda: ls.work_done_progress.report(
-                    token, types.WorkDoneProgressReport(message=text, cancellable=True)
-                )
+        if event.get("event") == "stage":
+            run.report(
+                f"{event.get('function') or ''} {event.get('stage')}: {event.get('message') or ''}".strip()
             )
 
-    target = ls.target()
     try:
-        measured = await loop.run_in_executor(
-            None,
-            lambda: measure(
+        measured = await run.work(
+            lambda events: measure(
                 result,
                 edit,
                 1,
                 finding.line,
                 workspace,
                 target,
-                on_event,
-                cancel,
+                events,
+                run.cancel,
                 ls.settings.timeout_seconds,
             ),
+            on_event,
         )
     except (LensError, OSError) as err:
-        cancelled = cancel.is_set()
-        message = "fix measurement cancelled: nothing applied" if cancelled else f"fix not measured: {err}"
-        ls.show(f"Trainium Lens: {message}", types.MessageType.Info if cancelled else types.MessageType.Error)
-        return {"applied": False, "error": message, "kind": "cancelled" if cancelled else "failed"}
+        if run.cancel.is_set():
+            failure = Failure(
+                "fix measurement cancelled: nothing applied", "cancelled", types.MessageType.Info
+            )
+        else:
+            failure = Failure(f"fix not measured: {err}", "failed")
+        return run.fail(failure, applied=False)
     finally:
-        if progress:
-            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
-            ls.work_done_progress.tokens.pop(token, None)
-    if cancel.is_set():
+        run.end("done")
+    if run.cancel.is_set():
         ls.show("Trainium Lens: fix measurement cancelled: nothing applied")
         return {"applied": False, "error": "cancelled", "kind": "cancelled"}
     return measured

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainium_lens.analysis.roofline import points as roofline
-from trainium_lens.lsp.features import compare
+from trainium_lens.lsp.present import compare
 from trainium_lens.lsp.state import LensServer, param
 from trainium_lens.model import figures
 

@@ -26,18 +26,18 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from trainium_lens.errors import Cancelled, LensError, NotStored, TargetError, TimedOut, UsageError
-from trainium_lens.lsp.features import trust
-from trainium_lens.lsp.features.profile import Reporter, error_diagnostic, open_progress, run_state
+from trainium_lens.errors import LensError, NotStored, UsageError
+from trainium_lens.lsp import command_ids, workspace_trust
+from trainium_lens.lsp.harness_progress import Reporter
+from trainium_lens.lsp.long_run import Failure, LongRun, clear_errors, describe, error_diagnostic, refuse
 from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.runs import DocumentRuns
-from trainium_lens.lsp.state import LensServer, Running
+from trainium_lens.lsp.state import SCRIPT, LensServer, Running
 
 log = logging.getLogger(__name__)
 
-COMMAND = "trainiumLens.runScript"
+COMMAND = command_ids.RUN_SCRIPT
 TITLE = "Profile Script on Trainium"
-SCRIPT = "script"  # what ``Running.functions`` names while a script runs (the code lens reads it)
 
 
 @dataclass
@@ -75,18 +75,6 @@ def parse_args(args: tuple) -> ScriptArgs:
     return ScriptArgs(uri, path.resolve(), argv, dict(env), folder)
 
 
-def main_line(source: str) -> int | None:
-    """The 1-based ``if __name__ == "__main__":`` line, None without one (or mid-edit)."""
-    import ast
-
-    from trainium_lens.model.script import main_guard_line
-
-    try:
-        return main_guard_line(ast.parse(source))
-    except (SyntaxError, ValueError):
-        return None
-
-
 class ScriptReporter(Reporter):
     """The harness's events from the script's processes: rank 0 (or the only one) speaks."""
 
@@ -106,22 +94,23 @@ class ScriptReporter(Reporter):
 
 
 async def run_script_command(ls: LensServer, *args: Any) -> dict:
-    if trust.refused(ls):  # the client shows the server's words (trust.refusal)
-        return trust.refusal(trust.PROFILE_REFUSED, run_ids=[])
+    if workspace_trust.refused(ls):  # the client shows the server's words (workspace_trust.refusal)
+        return workspace_trust.refusal(workspace_trust.PROFILE_REFUSED, run_ids=[])
     if ls.settings.rejected:  # a rejected host never falls back to this machine
-        return _refused(ls, f"invalid setting {ls.settings.rejected[0]}: fix it to profile", "settings")
+        return refuse(
+            ls, f"invalid setting {ls.settings.rejected[0]}: fix it to profile", "settings", run_ids=[]
+        )
     try:
         req = parse_args(args)
     except UsageError as err:
-        return _refused(ls, str(err), "usage")
+        return refuse(ls, str(err), "usage", run_ids=[])
     runs = ls.document_runs(req.uri)
     if runs is None:
-        return _refused(ls, f"{req.path.name} is not inside the workspace", "usage")
+        return refuse(ls, f"{req.path.name} is not inside the workspace", "usage", run_ids=[])
     key = str(req.path)
     if key in ls.running:
         message = f"{req.path.name} is already being profiled: wait for it or cancel it first"
-        ls.show(f"Trainium Lens: {message}", types.MessageType.Warning)
-        return {"run_ids": [], "error": message, "kind": "busy"}
+        return refuse(ls, message, "busy", run_ids=[])
     running = ls.running[key] = Running(runs.file, [SCRIPT])
     try:
         return await _run(ls, req, runs, running)
@@ -135,10 +124,7 @@ async def _run(ls: LensServer, req: ScriptArgs, runs: DocumentRuns, running: Run
     from trainium_lens.model.script import parse_command
 
     settings = ls.settings
-    for doc in list(ls.documents.values()):  # this run replaces the last one's error
-        if any(origin == runs.file for _, _, origin in doc.errors):
-            doc.errors = [e for e in doc.errors if e[2] != runs.file]
-            ls.views_changed([doc.uri])
+    clear_errors(ls, runs)  # this run replaces the last one's error
     workspace = runs.index.workspace
     cwd = req.cwd or workspace
     argv = [
@@ -161,52 +147,37 @@ async def _run(ls: LensServer, req: ScriptArgs, runs: DocumentRuns, running: Run
             capture=True,  # our stdout is the protocol's channel: the script's output goes to the log
         )
     except LensError as err:
-        return _refused(ls, str(err), "usage")
+        return refuse(ls, str(err), "usage", run_ids=[])
 
-    reporter = ScriptReporter(ls, None, [], TITLE)
-    await open_progress(ls, reporter, running)
+    run = LongRun(ls, TITLE, running.cancel, settings.host)
+    reporter = ScriptReporter(run, [])
+    running.token = await run.open_progress()
     shown = " ".join([Path(argv[0]).name, runs.file, *argv[2:]])
-    reporter.begin(f"{shown} (steps {request.steps[0]}-{request.steps[1]})")
-    run_state(ls, "running", settings.host, f"running {shown}")
+    run.begin(f"{shown} (steps {request.steps[0]}-{request.steps[1]})")
+    run.state("running", f"running {shown}")
     ls.views_changed([req.uri], refresh=True)  # code lens: "profiling..."
 
-    loop = asyncio.get_running_loop()
-
-    def on_event(event: dict) -> None:  # worker thread → event loop
-        loop.call_soon_threadsafe(reporter.on_event, event)
-
-    work = loop.run_in_executor(
-        None,
-        lambda: engine.run(request, on_event, running.cancel, settings.timeout_seconds, runs.index.store),
-    )
     try:
-        results, code = await asyncio.shield(work)
+        results, code = await run.work(
+            lambda events: engine.run(
+                request, events, running.cancel, settings.timeout_seconds, runs.index.store
+            ),
+            reporter.on_event,
+        )
     except NotStored as err:
         results, code = err.results, 0
         ls.show(f"Trainium Lens: {err}; the results are shown but not kept", types.MessageType.Warning)
-    except asyncio.CancelledError:  # $/cancelRequest for the command itself
-        running.cancel.set()
-        try:
-            await work
-        except Exception:
-            pass
-        reporter.end("Cancelled")
-        run_state(ls, "cancelled", settings.host, "cancelled")
-        raise
     except Exception as err:  # every failure becomes one line
-        await asyncio.sleep(0)  # let queued progress reports go out before the end
-        if not isinstance(err, (LensError, OSError)):
-            log.exception("run script failed")
-        reporter.end("Cancelled" if isinstance(err, Cancelled) else f"Failed: {err}")
-        return _failed(ls, req, runs, err)
+        await run.failed(err)
+        return run.fail(_failure(ls, req, runs, err), run_ids=[])
 
     await asyncio.sleep(0)
     runs.index.add(results)
     headline = fmt.headline(results[0])
     if code:
         headline += f" (the script exited with status {code})"
-    reporter.end(headline)
-    run_state(ls, "ok", settings.host, headline)
+    run.end(headline)
+    run.state("ok", headline)
     ls.views_changed(refresh=True)
     return {
         "run_ids": [r.run_id for r in results],
@@ -216,37 +187,21 @@ async def _run(ls: LensServer, req: ScriptArgs, runs: DocumentRuns, running: Run
     }
 
 
-def _refused(ls: LensServer, message: str, kind: str) -> dict:
-    ls.show(f"Trainium Lens: {message}", types.MessageType.Error)
-    return {"run_ids": [], "error": message, "kind": kind}
-
-
-def _failed(ls: LensServer, req: ScriptArgs, runs: DocumentRuns, err: Exception) -> dict:
+def _failure(ls: LensServer, req: ScriptArgs, runs: DocumentRuns, err: Exception) -> Failure:
+    """Why, in one line; a raise in the script also on its line."""
     from trainium_lens.engine.script import ScriptFailed
 
-    error, level = types.MessageType.Error, types.MessageType.Error
-    if isinstance(err, Cancelled):
-        message, kind, level = (
-            "run cancelled: the script was stopped; earlier results kept",
-            "cancelled",
-            types.MessageType.Info,
-        )
-    elif isinstance(err, TimedOut):
-        message, kind = f"run timed out: {err}", "timeout"
-    elif isinstance(err, ScriptFailed):
-        message, kind = " ".join(str(err).split()), "script"
+    if isinstance(err, ScriptFailed):
+        message = " ".join(str(err).split())
         error_diagnostic(ls, runs, message, err.file, err.line)
-    elif isinstance(err, TargetError):
-        message, kind = f"cannot run {req.path.name}: {err}", "target"
-    elif isinstance(err, LensError):
-        message, kind = str(err), "usage"
-    elif isinstance(err, OSError):
-        message, kind = f"{req.path.name}: {err.strerror or err}", "usage"
-    else:
-        message, kind = f"internal error: {type(err).__name__}: {err}", "internal"
-    ls.show(f"Trainium Lens: {message}", level if kind == "cancelled" else error)
-    run_state(ls, "cancelled" if kind == "cancelled" else "error", ls.settings.host, message)
-    return {"run_ids": [], "error": message, "kind": kind}
+        return Failure(message, "script")
+    return describe(
+        err,
+        cancelled="run cancelled: the script was stopped; earlier results kept",
+        timed_out="run timed out",
+        target=f"cannot run {req.path.name}",
+        file=req.path.name,
+    )
 
 
 def register(server: LensServer) -> None:

@@ -23,12 +23,9 @@ import logging
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pygls.uris import to_fs_path
-
-if TYPE_CHECKING:
-    from lsprotocol.types import CodeLens, Range
 
 from trainium_lens.errors import LensError
 from trainium_lens.lsp.runs import pick_run
@@ -163,38 +160,6 @@ async def timeline(ls: LensServer, params: Any, cache: TraceCache) -> dict:
 
     trace = await asyncio.get_running_loop().run_in_executor(None, load)
     return payload(trace, result, file, run_line, targets_for(ls, uri, result, trace))
-
-
-def code_lenses(ls: LensServer, uri: str, result: Result, where: Range) -> list[CodeLens]:
-    """ "Timeline" (and "Neuron Explorer" for a Neuron run) above a profiled
-    function, opened on its hottest line; for codelens.py to add after the
-    function's headline lens."""
-    from lsprotocol import types
-
-    annotations = ls.annotations(uri)
-    mine = [a for a in annotations.lines if a.result.run_id == result.run_id] if annotations else []
-    if not mine:
-        return []
-    hot = max(mine, key=lambda a: a.time_us)
-    arg = {"uri": uri, "line": hot.line}
-    out = [
-        types.CodeLens(
-            range=where,
-            command=types.Command(
-                title=f"Timeline (line {hot.line + 1})", command="trainiumLens.openTimeline", arguments=[arg]
-            ),
-        )
-    ]
-    if result.artifacts.neuron_profile_dir:
-        out.append(
-            types.CodeLens(
-                range=where,
-                command=types.Command(
-                    title="Neuron Explorer", command="trainiumLens.openExplorer", arguments=[arg]
-                ),
-            )
-        )
-    return out
 
 
 def register(server: LensServer) -> None:
