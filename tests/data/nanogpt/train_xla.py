@@ -9,7 +9,6 @@ import time
 
 import torch
 import torch_xla
-
 from model import GPT, GPTConfig
 
 p = argparse.ArgumentParser()
@@ -17,6 +16,10 @@ p.add_argument("--max-iters", type=int, default=12)
 p.add_argument("--batch-size", type=int, default=4)
 p.add_argument("--block-size", type=int, default=64)
 p.add_argument("--grad-accum", type=int, default=1)
+# how a step ends, each as torch-xla's docs write it: torch_xla.sync() after the optimizer's
+# step; the loop body inside `with torch_xla.step():`; xm.optimizer_step + xm.mark_step();
+# the loss read in an xm.add_step_closure
+p.add_argument("--loop", choices=["sync", "step", "mark_step", "closure"], default="sync")
 args = p.parse_args()
 
 device = torch_xla.device()
@@ -31,22 +34,54 @@ def get_batch():
     return x.to(device), y.to(device)
 
 
-model = GPT(GPTConfig(block_size=args.block_size, vocab_size=256, n_layer=2, n_head=4, n_embd=128, dropout=0.0))
+model = GPT(
+    GPTConfig(block_size=args.block_size, vocab_size=256, n_layer=2, n_head=4, n_embd=128, dropout=0.0)
+)
 model.to(device)
 optimizer = model.configure_optimizers(0.1, 6e-4, (0.9, 0.95), "cpu")
 X, Y = get_batch()
-t0 = time.time()
-for iter_num in range(args.max_iters):
-    for micro_step in range(args.grad_accum):
+
+
+def train_step():
+    global X, Y
+    for _micro_step in range(args.grad_accum):
         logits, loss = model(X, Y)
         loss = loss / args.grad_accum
         X, Y = get_batch()
         loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    optimizer.step()
+    if args.loop == "mark_step":
+        xm.optimizer_step(optimizer)
+    else:
+        optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    torch_xla.sync()
+    return loss
+
+
+def report(iter_num, loss):
+    global t0
     lossf = loss.item() * args.grad_accum
     t1 = time.time()
     print(f"iter {iter_num}: loss {lossf:.4f}, time {(t1 - t0) * 1000:.2f}ms")
     t0 = t1
+
+
+if args.loop != "sync":
+    import torch_xla.core.xla_model as xm
+t0 = time.time()
+for iter_num in range(args.max_iters):
+    if args.loop == "step":
+        with torch_xla.step():
+            loss = train_step()
+        report(iter_num, loss)
+    elif args.loop == "closure":
+        loss = train_step()
+        xm.add_step_closure(report, args=(iter_num, loss))
+        xm.mark_step()
+    else:
+        loss = train_step()
+        if args.loop == "mark_step":
+            xm.mark_step()
+        else:
+            torch_xla.sync()
+        report(iter_num, loss)

@@ -89,3 +89,57 @@ def test_the_loss_read_after_the_sync_is_a_wait_on_its_line(xla_run) -> None:
     [sync] = [f for f in r["findings"] if f["kind"] == "xla_host_sync"]
     assert sync["line"] == line_of(ws / "train_xla.py", "lossf = loss.item()")
     assert "waits for the device" in sync["message"]
+
+
+@pytest.fixture(scope="module", params=["step", "mark_step"])
+def loop_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple:
+    """The same loop ending its steps another way torch-xla's docs write: the body inside
+    ``with torch_xla.step():`` (which syncs on entry and on exit), or
+    ``xm.optimizer_step(optimizer)`` + ``xm.mark_step()``."""
+    tmp = tmp_path_factory.mktemp(f"xla-{request.param}")
+    ws = tmp / "nanogpt"
+    shutil.copytree(NANOGPT, ws)
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    out = tmp / "out.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "server"), "TRAINIUM_LENS_CACHE": str(tmp / "cache")}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainium_lens",
+            "run",
+            "--backend",
+            "xla",
+            "--steps",
+            "3:5",
+            "--json",
+            str(out),
+        ]
+        + ["--", str(XLA_PY), "train_xla.py", "--max-iters", "8", "--loop", request.param],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return request.param, proc, out, ws
+
+
+@needs_xla
+def test_every_step_shape_is_profiled_and_the_script_trains_to_its_end(loop_run) -> None:
+    loop, proc, out, ws = loop_run
+    # the script's own output to its last step, its own status: the tool broke nothing
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "iter 7: loss" in proc.stdout
+    assert "calls no torch_xla.sync()" not in proc.stderr  # its own syncs end its steps
+    doc = json.loads(out.read_text())
+    r = doc["results"][0] if "results" in doc else doc
+    assert r["script"]["detector"] == "optimizer" and r["script"]["profiled_steps"] == [3, 5]
+    assert r["signals"]["graphs_per_step"] == 1
+    lines = {(s["file"], s["line"]): s for s in r["lines"]}
+    c_fc = lines[(MODEL, line_of(ws / MODEL, "x = self.c_fc(x)"))]
+    assert c_fc["self_time_us"] > 0 and c_fc["backward_self_time_us"] > 0
+    stepping = "xm.optimizer_step(optimizer)" if loop == "mark_step" else "optimizer.step()"
+    assert lines[("train_xla.py", line_of(ws / "train_xla.py", stepping))]["self_time_us"] > 0
+    assert r["totals"]["optimizer_time_us"] > 0
+    assert not left_running(str(out.parent / "cache"))

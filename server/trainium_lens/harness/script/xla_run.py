@@ -16,7 +16,8 @@ protocol is the xla backend's (``xla/backend.py``), on the script's own steps:
   compiled executable is reused, its metadata is not part of the graph's hash);
   a reference step that compiled is left out of it;
 * steps N..M: frames and tags on, inside one ``start_trace``/``stop_trace``,
-  each scoped by ``xp.Trace`` up to its sync (a scope must close before it);
+  each step's start marked by an ``xp.Trace`` scope that ends at the first sync
+  after it, whoever syncs (torch-xla refuses a sync inside a scope);
   ``xla/result.py`` reads the capture into the same result a marked function
   gets. FLOPs and bytes come from the window's own HLO: no work step.
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -80,17 +82,28 @@ class XlaScriptRun(ScriptRun):
     # -- where a step ends --------------------------------------------------------
     def _wrap_sync(self) -> None:
         """``torch_xla.sync`` is what ``xm.mark_step``, ``MpDeviceLoader`` and
-        ``torch_xla.step()`` call (the package's attribute, or its module's global)."""
+        ``torch_xla.step()`` call (the package's attribute, or its module's global:
+        ``torch_xla.step()``'s own syncs look the global up)."""
         import torch_xla
-        import torch_xla.torch_xla as module
+
+        # not ``import torch_xla.torch_xla as module``: the package's star import of its
+        # ``torch_xla`` submodule rebinds the attribute ``torch_xla.torch_xla`` to the
+        # package itself (the submodule imports it under that name)
+        module = sys.modules["torch_xla.torch_xla"]
 
         original = module.sync
         run = self
 
         def sync(*args: Any, **kwargs: Any) -> Any:
-            if run.pending is None or run.busy or os.getpid() != run.pid or run.aside:
+            if os.getpid() != run.pid:
                 return original(*args, **kwargs)
-            run._close_scope()  # a sync inside an xp.Trace scope is not supported
+            # torch-xla refuses a sync inside an xp.Trace scope ("Expecting scope to be
+            # empty"), and a step may sync before it ends: `with torch_xla.step():` syncs on
+            # entry, a MpDeviceLoader on each micro-batch. So the step's scope ends at the
+            # first sync, whoever calls it: only its start marks the step (xla/result.py).
+            run._close_scope()
+            if run.pending is None or run.busy or run.aside:
+                return original(*args, **kwargs)
             out = original(*args, **kwargs)
             run._step_ended()
             return out
