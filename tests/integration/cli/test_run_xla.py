@@ -94,14 +94,17 @@ def test_the_loss_read_after_the_sync_is_a_wait_on_its_line(xla_run) -> None:
 @pytest.fixture(scope="module", params=["step", "mark_step"])
 def loop_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple:
     """The same loop ending its steps another way torch-xla's docs write: the body inside
-    ``with torch_xla.step():`` (which syncs on entry and on exit), or
-    ``xm.optimizer_step(optimizer)`` + ``xm.mark_step()``."""
+    ``with torch_xla.step():`` (which syncs on entry and on exit), or data-parallel as
+    ``xm.optimizer_step(optimizer)`` + ``xm.mark_step()`` under ``torchrun --nproc-per-node 2``."""
     tmp = tmp_path_factory.mktemp(f"xla-{request.param}")
     ws = tmp / "nanogpt"
     shutil.copytree(NANOGPT, ws)
     subprocess.run(["git", "init", "-q", str(ws)], check=True)
     out = tmp / "out.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "server"), "TRAINIUM_LENS_CACHE": str(tmp / "cache")}
+    launch = [str(XLA_PY)]
+    if request.param == "mark_step":
+        launch = [str(XLA_PY.parent / "torchrun"), "--nproc-per-node", "2"]
     proc = subprocess.run(
         [
             sys.executable,
@@ -115,7 +118,7 @@ def loop_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
             "--json",
             str(out),
         ]
-        + ["--", str(XLA_PY), "train_xla.py", "--max-iters", "8", "--loop", request.param],
+        + ["--", *launch, "train_xla.py", "--max-iters", "8", "--loop", request.param],
         cwd=ws,
         env=env,
         capture_output=True,
@@ -130,7 +133,8 @@ def test_every_step_shape_is_profiled_and_the_script_trains_to_its_end(loop_run)
     loop, proc, out, ws = loop_run
     # the script's own output to its last step, its own status: the tool broke nothing
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "iter 7: loss" in proc.stdout
+    ranks = 2 if loop == "mark_step" else 1
+    assert proc.stdout.count("iter 7: loss") == ranks
     assert "calls no torch_xla.sync()" not in proc.stderr  # its own syncs end its steps
     doc = json.loads(out.read_text())
     r = doc["results"][0] if "results" in doc else doc
@@ -139,6 +143,9 @@ def test_every_step_shape_is_profiled_and_the_script_trains_to_its_end(loop_run)
     lines = {(s["file"], s["line"]): s for s in r["lines"]}
     c_fc = lines[(MODEL, line_of(ws / MODEL, "x = self.c_fc(x)"))]
     assert c_fc["self_time_us"] > 0 and c_fc["backward_self_time_us"] > 0
+    if ranks > 1:  # each worker its own capture, merged per line per rank
+        assert [p["rank"] for p in c_fc["per_rank"]] == [0, 1]
+        assert all(p["self_time_us"] > 0 for p in c_fc["per_rank"])
     stepping = "xm.optimizer_step(optimizer)" if loop == "mark_step" else "optimizer.step()"
     assert lines[("train_xla.py", line_of(ws / "train_xla.py", stepping))]["self_time_us"] > 0
     assert r["totals"]["optimizer_time_us"] > 0
