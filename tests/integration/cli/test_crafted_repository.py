@@ -135,3 +135,39 @@ def test_the_store_always_writes_its_own_ignore_file(repo):
         check=True,
     )
     assert ".trainium-lens" not in status.stdout
+
+
+@pytest.mark.parametrize(
+    "where, value",
+    [
+        ("totals", "NaN"),
+        ("totals", "Infinity"),
+        ("totals", "-Infinity"),
+        ("totals", "1e308"),
+        ("totals", "-5.0"),
+        ("line", "NaN"),
+        ("line", "-3"),
+    ],
+)
+def test_a_number_no_figure_can_be_is_a_damaged_file_not_a_traceback(repo, where, value):
+    """Python's JSON parser reads NaN and Infinity; 1e308 overflows what a figure is
+    multiplied by; a negative time or count is no measurement: each makes the file
+    damaged (skipped, named once), and the other runs still show."""
+    ws, cache = repo["ws"], repo["cache"]
+    commit_result(ws, RUN)
+    bad = RUN[:-1] + "1"
+    data = commit_result(ws, bad)
+    if where == "totals":
+        data["totals"]["self_time_us"] = "@"
+    else:
+        data["lines"][0]["calls"] = "@"
+    path = ws / ".trainium-lens" / "runs" / f"{bad}.json"
+    path.write_text(json.dumps(data).replace('"@"', value))
+    runs = lens("runs", "--workspace", str(ws), cache=cache)
+    assert runs.returncode == 0 and "Traceback" not in runs.stderr, runs.stderr
+    assert RUN in runs.stdout and bad not in runs.stdout
+    assert f"{bad}.json" in runs.stderr  # named, with why
+    show = lens("show", bad, "--workspace", str(ws), cache=cache)
+    assert show.returncode == 2 and "Traceback" not in show.stderr, show.stderr
+    assert len(show.stderr.strip().splitlines()) <= 2  # the skipped file named, then one error line
+    assert lens("show", RUN, "--workspace", str(ws), cache=cache).returncode == 0

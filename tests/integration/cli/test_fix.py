@@ -94,3 +94,9 @@ def test_apply_writes_only_what_held_and_keeps_the_mode(tmp_path):
     assert held.applied and not slower.applied
     assert (tmp_path / "m.py").stat().st_mode & 0o777 == 0o640
     assert [p.name for p in tmp_path.iterdir()] == ["m.py"]  # no temporary left
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf"])
+def test_a_timeout_that_is_not_a_positive_number_is_refused(tmp_path, value):
+    proc = cli("fix", "m.py", "--timeout", value, "--workspace", str(tmp_path))
+    assert proc.returncode == 2 and "--timeout" in error_line(proc)
