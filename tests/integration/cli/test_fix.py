@@ -20,9 +20,11 @@ from trainium_lens.model.result import Edit
 
 FILE = (
     LLAMA
+    # a form feed and a line separator (U+2028) in a string: no line ends at either
+    # (Python's tokenizer), so the marker, the lines' text and the fix stay where they are
     + """
-
-norm = LlamaRMSNorm(512)
+\x0c
+norm = LlamaRMSNorm(512)  # "\u2028"
 
 
 def make_tokens():
