@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from trainium_lens.analysis.fixes.attach import rederived
 from trainium_lens.analysis.fixes.source import apply, holds
 from trainium_lens.analysis.variants import BASIS_DEVICE, compare_variants
 from trainium_lens.engine import runner
@@ -41,7 +42,7 @@ from trainium_lens.model.codec import ResultError
 from trainium_lens.model.files import decode_source, source_bytes
 from trainium_lens.model.job import make_job
 from trainium_lens.model.paths import UnsafePath, in_workspace_folder
-from trainium_lens.model.result import Edit, Result, read_regular
+from trainium_lens.model.result import Edit, Finding, Result, read_regular
 from trainium_lens.targets.base import EventSink, Target
 
 MIN_GAIN = 1.05  # faster by less is within what two runs of the same code differ by here
@@ -94,6 +95,22 @@ def current_text(workspace: Path, edit: Edit) -> str:
             f"what was measured): profile it again, then fix"
         )
     return text
+
+
+def checked_edit(workspace: Path, result: Result, finding: Finding) -> Edit:
+    """``finding``'s edit when it is the one the builder (``analysis/fixes``) writes of
+    the file as it is now; a ``UsageError`` (one line) otherwise: a stored replacement
+    (a repository can commit a result) runs during the measurement and lands in the
+    file, so only an edit Trainium Lens derives itself is ever measured or applied."""
+    edit = finding.edit
+    assert edit is not None
+    text = current_text(workspace, edit)
+    if rederived(result, finding, text) != edit:
+        raise UsageError(
+            f"the fix stored for {edit.file}:{edit.start_line} ({edit.title}) is not the edit Trainium Lens "
+            f"builds from the file as it is: not measured (profile it again)"
+        )
+    return edit
 
 
 def driver(result: Result, edit: Edit, folder: Path, source_dir: Path) -> str:

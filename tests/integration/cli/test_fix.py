@@ -17,6 +17,7 @@ from tests.unit.analysis.test_fix_edits import LLAMA
 from trainium_lens.cli.commands.fix import write_held
 from trainium_lens.engine.fixes import Measured
 from trainium_lens.model.result import Edit
+from trainium_lens.model.store import RunStore
 
 FILE = (
     LLAMA
@@ -59,6 +60,11 @@ def test_fix_measures_and_leaves_the_file_alone(ws):
     assert row["outputs_equal"] is True and row["max_abs_diff"] is not None  # the same math
     assert row["speedup"] and row["before_us"] and row["after_us"] and row["basis"] == "best unprofiled wall"
     assert f"1. model.py:14 torch.nn.functional.rms_norm: {row['text']}" in proc.stdout
+    # the whole replacement, each of its lines, before anything ran
+    (stored,) = [f.edit for f in RunStore(ws).load_all()[-1].findings if f.edit]
+    shown = proc.stdout.split("\n1. model.py:14")[0]
+    assert "fix 1: torch.nn.functional.rms_norm replaces model.py line" in shown
+    assert all(f"    {line}" in shown for line in stored.replacement.splitlines())
     assert ("faster on cpu" in row["text"]) == (row["speedup"] >= 1)
     assert not list((ws / ".trainium-lens" / "fixes").iterdir())  # the copies are gone
 

@@ -25,8 +25,10 @@ from trainium_lens.cli import refs
 from trainium_lens.cli.commands.profile import Progress, write_json
 from trainium_lens.cli.common import add_workspace_argument
 from trainium_lens.cli.pipes import emit
-from trainium_lens.engine.fixes import Measured, current_text, measure
+from trainium_lens.engine.fixes import Measured, checked_edit, current_text, measure
 from trainium_lens.errors import LensError, UsageError
+from trainium_lens.harness.markers import source_lines
+from trainium_lens.model.codec import one_line
 from trainium_lens.model.files import check_target, source_bytes, write_file
 from trainium_lens.model.job import workspace_root_for
 from trainium_lens.model.result import Edit, Finding
@@ -84,11 +86,12 @@ def run(args: argparse.Namespace) -> int:
         if not 1 <= args.only <= len(fixes):
             raise UsageError(f"--only {args.only}: the run offers {len(fixes)} fix(es), 1 to {len(fixes)}")
         numbered = [numbered[args.only - 1]]
-    for _n, f in numbered:  # before anything runs: a file edited since the run is refused
-        assert f.edit is not None
-        current_text(root, f.edit)
+    for n, f in numbered:  # before anything runs: a file edited since the run, or an edit
+        # that is not the one the builder writes of it now (a crafted result), is refused
+        checked = checked_edit(root, result, f)
+        emit(shown(n, checked))  # the whole replacement, before anything runs or is written
         if args.apply:  # a file --apply could not replace is said before minutes of measuring
-            check_target(root / f.edit.file, f.edit.file, force=args.force)
+            check_target(root / checked.file, checked.file, force=args.force)
     target = make_target(None if result.host in ("", "local") else result.host)
     progress = Progress(sys.stderr)
     measured: list[Measured] = []
@@ -139,6 +142,18 @@ def write_held(root: Path, pairs: list[tuple[Measured, Edit]], force: bool = Fal
                 raise LensError(f"cannot write {file}: {exc.strerror or exc}; it is unchanged") from None
             for m in chosen:
                 m.applied = True
+
+
+def shown(n: int, edit: Edit) -> str:
+    """What fix ``n`` writes, whole: its lines and every line of the replacement, each
+    escaped (``codec.one_line``: control and bidi characters show as what they are)."""
+    span = (
+        f"line {edit.start_line}"
+        if edit.start_line == edit.end_line
+        else f"lines {edit.start_line}–{edit.end_line}"
+    )
+    body = "\n".join(f"    {one_line(part)}" for part in source_lines(edit.replacement) or [""])
+    return f"fix {n}: {edit.title} replaces {edit.file} {span} with:\n{body}"
 
 
 def _row(m: Measured, apply: bool) -> str:

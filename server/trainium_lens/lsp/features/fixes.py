@@ -101,9 +101,9 @@ async def run_fix(ls: LensServer, *args: Any) -> dict:
         doc = ls.workspace.text_documents.get(uri)
         if doc is not None and not holds(doc.source, edit):
             raise LensError(f"{edit.file} changed since the run (or has unsaved changes): profile it again")
-        from trainium_lens.engine.fixes import current_text
+        from trainium_lens.engine.fixes import checked_edit, current_text
 
-        current_text(workspace, edit)  # on disk too
+        checked_edit(workspace, result, finding)  # on disk too, and the edit the builder writes of it
     except LensError as err:
         ls.show(f"Trainium Lens: {err}", types.MessageType.Error)
         return {"applied": False, "error": str(err), "kind": "usage"}
@@ -113,7 +113,7 @@ async def run_fix(ls: LensServer, *args: Any) -> dict:
     report = {"applied": False, "held": measured.held, "text": measured.text, **measured.to_dict()}
     # stored text (a repository can write it): each line shown escaped (bidi, controls)
     shown = "\n".join(one_line(part) for part in source_lines(edit.replacement))
-    preview = shown if len(shown) < 300 else shown[:300] + "…"
+    preview = shown  # whole: what Apply writes is all shown before it is written
     message = f"Trainium Lens: {edit.title} at {edit.file}:{edit.start_line}: {measured.text}"
     if not measured.held:
         ls.show(message, types.MessageType.Warning)
