@@ -112,19 +112,27 @@ def check_target(path: Path, what: str, *, force: bool = False) -> None:
         raise WriteError(why)
 
 
+#: A process's own descriptors by name (``/dev/stdout``, ``/dev/fd/3``, ``/proc/self/fd/1``):
+#: whatever they lead to (a file the shell redirected to), the user named that descriptor.
+_DESCRIPTORS = ("/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/")
+
+
 def _stream(path: Path, data: bytes, what: str) -> bool:
-    """Write a character device or FIFO straight through (as a shell would); False when
-    ``path`` is not one (links followed: ``/dev/stdout`` is one)."""
+    """Write a character device, a FIFO or one of this process's descriptors straight
+    through (as a shell would); False when ``path`` is none (links followed:
+    ``/dev/stdout`` is a link)."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
         return False
-    if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+    descriptor = str(path).startswith(_DESCRIPTORS) and stat.S_ISREG(mode)
+    if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or descriptor):
         return False
-    fd = os.open(path, os.O_WRONLY | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    flags = os.O_WRONLY | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0) | (os.O_TRUNC if descriptor else 0)
+    fd = os.open(path, flags)
     try:
         mode = os.fstat(fd).st_mode
-        if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):  # swapped since: not a stream any more
+        if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or descriptor):  # swapped since it was looked at
             raise WriteError(f"{what} {path} changed while it was opened: not written")
         view = memoryview(data)
         while view:

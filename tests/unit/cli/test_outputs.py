@@ -78,3 +78,16 @@ def test_a_new_file_gets_the_umask_mode_and_a_fifo_is_written_through(tmp_path):
         assert os.read(reader, 10) == b"{}"
     finally:
         os.close(reader)
+
+
+def test_dev_stdout_redirected_to_a_file_is_written_through(tmp_path):
+    """``--json /dev/stdout > out.json``: the link leads to a regular file the shell
+    opened; the user named the descriptor, so it is written, not refused or replaced."""
+    import subprocess
+    import sys
+
+    code = "from trainium_lens.cli.outputs import write_output; write_output('/dev/stdout', '{}', '--json')"
+    with open(tmp_path / "out.json", "w") as out:
+        done = subprocess.run([sys.executable, "-c", code], stdout=out, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out.json").read_text() == "{}"
