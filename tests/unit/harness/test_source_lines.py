@@ -68,3 +68,17 @@ def test_a_fix_lands_on_its_lines(odd):
     assert (edit.start_line, edit.original) == (8, "y = x * 2") and holds(text, edit)
     assert range_text(text, 8, 4, 8, 13) == "y = x * 2"
     assert apply(text, edit) == text.replace("y = x * 2", "y = x + x")
+
+
+@pytest.mark.parametrize("odd", ODD)
+def test_the_editors_lines_are_the_same_lines(odd):
+    """The language server places hints on ``doc_lines`` (``str.splitlines`` would
+    split where the editor does not): line 8 must be the line 8 the harness measured."""
+    from types import SimpleNamespace
+
+    from trainium_lens.lsp.state import LensServer
+
+    doc = SimpleNamespace(version=1, source=source(odd))
+    server = SimpleNamespace(workspace=SimpleNamespace(get_text_document=lambda uri: doc), _lines={})
+    lines, version = LensServer.doc_lines(server, "file:///ws/m.py")  # type: ignore[arg-type]
+    assert version == 1 and len(lines) == 9 and lines[7].strip() == "y = x * 2"
