@@ -13,8 +13,8 @@ import time starts from the same weights in both. The harness times each
 variant without the profiler (the unprofiled walls) and records its first
 call's output against the first variant's. A training step runs whole
 (forward, backward, optimizer), as the user wrote it. The user's file is never
-written here; the scratch folder is removed whatever happens, and is never made
-through a link (a committed ``.trainium-lens/fixes -> elsewhere`` is refused).
+written here; the scratch folder is removed whatever happens (one a killed
+``fix`` left, named by its pid, by the next one), and is never made through a link (a committed ``.trainium-lens/fixes -> elsewhere`` is refused).
 The copies keep the file's encoding (``model/files.py``), so they read as the
 file does.
 
@@ -25,6 +25,7 @@ is read only when it is a regular file inside the workspace, bounded
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 import uuid
@@ -214,9 +215,34 @@ def scratch_folder(workspace: Path) -> Path:
         in_workspace_folder(scratch, workspace, SCRATCH)
     except UnsafePath as exc:
         raise UsageError(f"{exc}: fix writes its copies only in the workspace") from None
-    folder = scratch / uuid.uuid4().hex[:12]
+    _sweep(scratch)
+    folder = scratch / f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
     folder.mkdir()
     return folder
+
+
+def _sweep(scratch: Path) -> None:
+    """Remove the copies a ``fix`` that was killed (``kill -9``: no ``finally`` ran) left:
+    each folder is named by the pid that made it, and one whose process is gone goes.
+    A link is removed, never followed; anything not named so is left alone."""
+    for entry in scratch.iterdir():
+        pid, _, rest = entry.name.partition("-")
+        if not (pid.isdigit() and rest) or _alive(int(pid)):
+            continue
+        if entry.is_symlink() or not entry.is_dir():
+            entry.unlink(missing_ok=True)
+        else:
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process, or not a pid: not ours to judge
+    return True
 
 
 def _failed(base: dict, why: str) -> Measured:

@@ -83,3 +83,22 @@ def test_the_copies_keep_the_encoding_and_are_removed_on_failure(ws, failure):
     assert seen["after.py"] == LATIN.replace("café", "cafés").encode("latin-1")
     assert list((ws / SCRATCH).iterdir()) == []
     assert (ws / "m.py").read_bytes() == LATIN.encode("latin-1")
+
+
+def test_copies_a_killed_fix_left_are_removed_by_the_next(ws, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("keep")
+    scratch = ws / SCRATCH
+    scratch.mkdir(parents=True)
+    dead = scratch / "999999999-0123456789ab"  # no such process
+    dead.mkdir()
+    (dead / "before.py").write_text("x = 1\n")
+    (scratch / "999999998-link").symlink_to(outside)
+    mine = scratch / f"{os.getpid()}-0123456789ab"  # a fix still running (this process)
+    mine.mkdir()
+    other = scratch / "notes"
+    other.mkdir()
+    folder = scratch_folder(ws)
+    assert sorted(p.name for p in scratch.iterdir()) == sorted([folder.name, mine.name, "notes"])
+    assert (outside / "keep").read_text() == "keep"
