@@ -14,9 +14,9 @@ variant without the profiler (the unprofiled walls) and records its first
 call's output against the first variant's. A training step runs whole
 (forward, backward, optimizer), as the user wrote it. The user's file is never
 written here; the scratch folder is removed whatever happens (one a killed
-``fix`` left, named by its pid, by the next one), and is never made through a link (a committed ``.trainium-lens/fixes -> elsewhere`` is refused).
-The copies keep the file's encoding (``model/files.py``), so they read as the
-file does.
+``fix`` left, named by its pid, by the next one), and is never made through a
+link (a committed ``.trainium-lens/fixes -> elsewhere`` is refused). The copies
+keep the file's encoding (``model/files.py``), so they read as the file does.
 
 A stored edit is untrusted (a repository can commit a result): the file it names
 is read only when it is a regular file inside the workspace, bounded
