@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 
 from trainium_lens.cli.common import workspace_path
 from trainium_lens.errors import UsageError
-from trainium_lens.model.codec import ResultError
+from trainium_lens.model.codec import ResultError, refuse_constant
 from trainium_lens.model.result import MAX_RESULT_BYTES, Result, load, read_regular
 from trainium_lens.model.store import RunStore
 
@@ -82,19 +82,23 @@ def pick(store: RunStore, ref: str, file: str | None = None, function: str | Non
 def load_file(path: Path) -> list[Result]:
     """One result, or the list ``profile --json`` writes for several functions."""
     try:  # a regular file only, read bounded (a committed baseline may be a link to /dev/zero)
-        data = json.loads(read_regular(path, MAX_RESULT_BYTES).decode("utf-8"))
+        data = json.loads(
+            read_regular(path, MAX_RESULT_BYTES).decode("utf-8"), parse_constant=refuse_constant
+        )
     except FileNotFoundError:
         raise UsageError(f"no such file: {path}") from None
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except ResultError as exc:
-        raise UsageError(str(exc)) from None
+    except ResultError as exc:  # not a regular file (named), or NaN/Infinity in the text
+        raise UsageError(str(exc) if str(exc).startswith(str(path)) else f"{path}: {exc}") from None
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except RecursionError:
         raise UsageError(f"{path}: JSON nested too deeply to be a result") from None
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except ValueError as exc:  # an integer past the parser's digit limit
+        raise UsageError(f"{path}: {' '.join(str(exc).split())[:200]}") from None
     try:
         if isinstance(data, list):
             if not data:

@@ -13,11 +13,19 @@ import time starts from the same weights in both. The harness times each
 variant without the profiler (the unprofiled walls) and records its first
 call's output against the first variant's. A training step runs whole
 (forward, backward, optimizer), as the user wrote it. The user's file is never
-written here; the scratch folder is removed whatever happens.
+written here; the scratch folder is removed whatever happens (one a killed
+``fix`` left, named by its pid, by the next one), and is never made through a
+link (a committed ``.trainium-lens/fixes -> elsewhere`` is refused). The copies
+keep the file's encoding (``model/files.py``), so they read as the file does.
+
+A stored edit is untrusted (a repository can commit a result): the file it names
+is read only when it is a regular file inside the workspace, bounded
+(``current_text``), so ``/dev/zero``, ``/dev/stdin`` or a FIFO is refused unread.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 import uuid
@@ -25,19 +33,23 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from trainium_lens.analysis.fixes.attach import rederived
 from trainium_lens.analysis.fixes.source import apply, holds
 from trainium_lens.analysis.variants import BASIS_DEVICE, compare_variants
 from trainium_lens.engine import runner
 from trainium_lens.errors import Cancelled, LensError, UsageError
-from trainium_lens.harness.markers import read_source
 from trainium_lens.model import figures
+from trainium_lens.model.codec import ResultError
+from trainium_lens.model.files import decode_source, source_bytes
 from trainium_lens.model.job import make_job
-from trainium_lens.model.result import Edit, Result
+from trainium_lens.model.paths import UnsafePath, in_workspace_folder
+from trainium_lens.model.result import Edit, Finding, Result, read_regular
 from trainium_lens.targets.base import EventSink, Target
 
 MIN_GAIN = 1.05  # faster by less is within what two runs of the same code differ by here
 MIN_TIMING_CALLS = 50  # unprofiled calls per variant: a steadier median than the run's default 20
 SCRATCH = ".trainium-lens/fixes"
+MAX_SOURCE_BYTES = 16 << 20  # a source file an edit may name: far above any real one
 
 
 @dataclass
@@ -66,9 +78,16 @@ class Measured:
 
 
 def current_text(workspace: Path, edit: Edit) -> str:
-    """The file's text now; a ``UsageError`` (one line) if it no longer holds the edit."""
+    """The file's text now; a ``UsageError`` (one line) if it is not a regular file
+    inside the workspace, or no longer holds the edit."""
+    path = workspace / edit.file
     try:
-        text = read_source(workspace / edit.file)
+        if Path(edit.file).is_absolute() or ".." in Path(edit.file).parts:
+            raise UnsafePath(f"{edit.file} is not a path inside the workspace")
+        in_workspace_folder(path, workspace, "")
+        text = decode_source(read_regular(path, MAX_SOURCE_BYTES))
+    except (UnsafePath, ResultError) as exc:
+        raise UsageError(f"the stored edit names {edit.file!r}: {exc}; not read") from None
     except (OSError, UnicodeDecodeError, SyntaxError) as exc:
         raise UsageError(f"cannot read {edit.file}: {exc}") from None
     if not holds(text, edit):
@@ -77,6 +96,22 @@ def current_text(workspace: Path, edit: Edit) -> str:
             f"what was measured): profile it again, then fix"
         )
     return text
+
+
+def checked_edit(workspace: Path, result: Result, finding: Finding) -> Edit:
+    """``finding``'s edit when it is the one the builder (``analysis/fixes``) writes of
+    the file as it is now; a ``UsageError`` (one line) otherwise: a stored replacement
+    (a repository can commit a result) runs during the measurement and lands in the
+    file, so only an edit Trainium Lens derives itself is ever measured or applied."""
+    edit = finding.edit
+    assert edit is not None
+    text = current_text(workspace, edit)
+    if rederived(result, finding, text) != edit:
+        raise UsageError(
+            f"the fix stored for {edit.file}:{edit.start_line} ({edit.title}) is not the edit Trainium Lens "
+            f"builds from the file as it is: not measured (profile it again)"
+        )
+    return edit
 
 
 def driver(result: Result, edit: Edit, folder: Path, source_dir: Path) -> str:
@@ -148,11 +183,11 @@ def measure(
     )
     if edit.file != result.function.file:
         return _failed(base, f"the edit is in {edit.file}, not in the profiled file: not measured")
-    folder = workspace / SCRATCH / uuid.uuid4().hex[:12]
-    folder.mkdir(parents=True)
+    folder = scratch_folder(workspace)
     try:
-        (folder / "before.py").write_text(text, encoding="utf-8")
-        (folder / "after.py").write_text(apply(text, edit), encoding="utf-8")
+        source = workspace / edit.file
+        (folder / "before.py").write_bytes(source_bytes(text, source, edit.file))
+        (folder / "after.py").write_bytes(source_bytes(apply(text, edit), source, edit.file))
         (folder / "lens_fix.py").write_text(
             driver(result, edit, folder, (workspace / result.function.file).parent), encoding="utf-8"
         )
@@ -166,6 +201,48 @@ def measure(
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return _verdict(base, results)
+
+
+def scratch_folder(workspace: Path) -> Path:
+    """A new folder of its own under ``<workspace>/.trainium-lens/fixes/``, never made
+    through a link: a committed ``.trainium-lens`` or ``fixes`` link is refused."""
+    for part in (workspace / ".trainium-lens", workspace / SCRATCH):
+        if part.is_symlink():
+            raise UsageError(f"{part} is a symbolic link: fix writes its copies only in the workspace")
+    scratch = workspace / SCRATCH
+    scratch.mkdir(parents=True, exist_ok=True)
+    try:
+        in_workspace_folder(scratch, workspace, SCRATCH)
+    except UnsafePath as exc:
+        raise UsageError(f"{exc}: fix writes its copies only in the workspace") from None
+    _sweep(scratch)
+    folder = scratch / f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    folder.mkdir()
+    return folder
+
+
+def _sweep(scratch: Path) -> None:
+    """Remove the copies a ``fix`` that was killed (``kill -9``: no ``finally`` ran) left:
+    each folder is named by the pid that made it, and one whose process is gone goes.
+    A link is removed, never followed; anything not named so is left alone."""
+    for entry in scratch.iterdir():
+        pid, _, rest = entry.name.partition("-")
+        if not (pid.isdigit() and rest) or _alive(int(pid)):
+            continue
+        if entry.is_symlink() or not entry.is_dir():
+            entry.unlink(missing_ok=True)
+        else:
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process, or not a pid: not ours to judge
+    return True
 
 
 def _failed(base: dict, why: str) -> Measured:

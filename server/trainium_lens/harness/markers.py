@@ -19,6 +19,22 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
+# A line as Python's tokenizer counts them (and ``ast``, the profiler's frames, the
+# editor): only ``\n``, ``\r\n`` and ``\r`` end one. ``str.splitlines`` also splits on
+# \f, \v, \x1c-\x1e, \x85, U+2028 and U+2029, which a source may hold (in a string,
+# a comment, a form feed between sections): every later line would be off by one.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def source_lines(text: str, keepends: bool = False) -> list[str]:
+    """``text``'s lines, the one definition of a line everywhere (the marker parser,
+    the attribution's source text, the text shown for a line, ``fix``'s edits)."""
+    lines = _LINE.findall(text)
+    if keepends:
+        return lines
+    return [ln.rstrip("\r\n") if ln.endswith(("\n", "\r")) else ln for ln in lines]
+
+
 MARKER_RE = re.compile(r"^\s*#\s*trainium:\s*profile\b(?P<rest>.*)$")
 
 #: Option keys the harness understands (everything else is reported at run time).
@@ -95,7 +111,7 @@ def find_marked(source: str) -> list[Marked]:
     """Marked module-level functions and methods in file order; ``SyntaxError`` if
     it does not parse."""
     tree = ast.parse(source)
-    lines = source.splitlines()
+    lines = source_lines(source)
     found: list[Marked] = []
     for name, node in _markable(tree):
         hit = _marker(node, lines)
@@ -138,7 +154,7 @@ def misplaced_markers(source: str) -> list[tuple[int, str, int]]:
     """``(marker line, function name, end line)`` of markers above a ``def`` that cannot be
     profiled by name: nested functions, methods of nested classes."""
     tree = ast.parse(source)
-    lines = source.splitlines()
+    lines = source_lines(source)
     markable = {id(node) for _name, node in _markable(tree)}
     out = []
     for node in ast.walk(tree):

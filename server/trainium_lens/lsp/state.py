@@ -22,6 +22,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from trainium_lens import __version__
+from trainium_lens.harness.markers import source_lines
 from trainium_lens.lsp import library_files
 from trainium_lens.lsp.protocol import LensProtocol
 from trainium_lens.lsp.runs import Annotations, DocumentRuns, RunIndex
@@ -188,7 +189,7 @@ class LensServer(LanguageServer):
         cached = self._lines.get(uri)
         if cached is not None and cached[0] == doc.version and doc.version is not None:
             return cached[1], doc.version
-        lines = doc.source.splitlines()
+        lines = source_lines(doc.source)  # the tokenizer's lines, as the editor counts them
         self._lines[uri] = (doc.version, lines)
         return lines, doc.version
 

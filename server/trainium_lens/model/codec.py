@@ -8,6 +8,7 @@ knows no result type: ``model/result.py`` names the types and the schema.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, get_args, get_origin, get_type_hints
@@ -15,6 +16,26 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 class ResultError(ValueError):
     """A result file that cannot be used; the message says why in one line."""
+
+
+#: The largest magnitude a stored number may have: far above any time (µs), count, byte
+#: or FLOP figure a run can hold, far enough below the float range that sums, products
+#: and the formatting of figures never overflow (1e308 would: a traceback in ``show``).
+MAX_NUMBER = 1e24
+
+# The fields that hold a duration or a count (by name: ``self_time_us``, ``step_us``,
+# ``calls``, ``peak_bytes``...): never negative. A clock offset, a trace instant or a
+# calibration's difference may be; their names do not match.
+_MEASURE = re.compile(
+    r"(?:.*_)?(?:time_us|cpu_us|wall_us|step_us|span_us|wait_us|collective_us|dur_us"
+    r"|calls|direct_calls|steps|dispatches|bytes|flops)(?:_min|_max|_median)?"
+)
+
+
+def refuse_constant(name: str) -> float:
+    """``json.loads(..., parse_constant=refuse_constant)``: Python's parser reads
+    ``NaN``, ``Infinity`` and ``-Infinity`` (not JSON) unless told otherwise."""
+    raise ResultError(f"{name} is not a number a result can hold (not JSON)")
 
 
 class _Bad(Exception):
@@ -86,6 +107,26 @@ def _got(value: Any) -> str:
     return f"got {value!r:.40}"
 
 
+def _figure(value: float | int) -> str:
+    """A number as a message shows it (an int of 4,000 digits would not fit a line)."""
+    if isinstance(value, int) and abs(value) > MAX_NUMBER:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    return repr(value) if math.isfinite(value) else str(value)
+
+
+def _non_negative(conv: Any) -> Any:
+    """``conv``, refusing a negative number (or one in a list): a duration or a count."""
+
+    def conv_measure(value: Any) -> Any:
+        out = conv(value)
+        for v in out if isinstance(out, list) else (out,):
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
+                raise _Bad(f"{v!r} is negative: not a time or count")
+        return out
+
+    return conv_measure
+
+
 def _make_converter(tp: Any) -> Any:
     if isinstance(tp, type) and is_dataclass(tp):
         hints = get_type_hints(tp)
@@ -93,7 +134,15 @@ def _make_converter(tp: Any) -> Any:
         # edit replaces: it must match the file byte for byte); it is never printed
         # raw — whoever shows it escapes it (``codec.one_line``, ``markdown.code``).
         items = [
-            (f.name, _check_str if f.metadata.get("text") else _converter(hints[f.name])) for f in fields(tp)
+            (
+                f.name,
+                _check_str
+                if f.metadata.get("text")
+                else _non_negative(_converter(hints[f.name]))
+                if _MEASURE.fullmatch(f.name)
+                else _converter(hints[f.name]),
+            )
+            for f in fields(tp)
         ]
         required = [f.name for f in fields(tp) if f.default is MISSING and f.default_factory is MISSING]
 
@@ -138,11 +187,11 @@ def _make_converter(tp: Any) -> Any:
 
         def conv_float(value: Any) -> float:
             kind = type(value)
-            if kind is float:
-                return value
-            if kind is int:
-                return float(value)
-            raise _Bad(f"expected a number, {_got(value)}")
+            if kind is not float and kind is not int:
+                raise _Bad(f"expected a number, {_got(value)}")
+            if not -MAX_NUMBER <= value <= MAX_NUMBER:  # NaN fails both comparisons
+                raise _Bad(f"{_figure(value)} is not a number a figure can be")
+            return float(value)
 
         return conv_float
     if tp is str:
@@ -159,6 +208,8 @@ def _make_converter(tp: Any) -> Any:
         def conv_simple(value: Any) -> Any:
             if type(value) is not tp:
                 raise _Bad(f"expected {simple[tp]}, {_got(value)}")
+            if tp is int and not -MAX_NUMBER <= value <= MAX_NUMBER:
+                raise _Bad(f"{_figure(value)} is not a number a figure can be")
             return value
 
         return conv_simple

@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from trainium_lens.harness.spec import BACKENDS as SPEC_BACKENDS
-from trainium_lens.model.codec import ResultError, build
+from trainium_lens.model.codec import ResultError, build, refuse_constant
 from trainium_lens.model.evidence import Calibration, Memory, Reconciliation, Roof, Stability, Work
+from trainium_lens.model.files import write_file
 from trainium_lens.model.lines import LineStat, OpStat, Region, SourceLine
 from trainium_lens.model.paths import is_run_id
 
@@ -603,9 +604,13 @@ def load(path: str | Path) -> Result:
     except UnicodeDecodeError as exc:
         raise ResultError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=refuse_constant)
     except json.JSONDecodeError as exc:
         raise ResultError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except ResultError as exc:
+        raise ResultError(f"{path}: {exc}") from None
+    except ValueError as exc:  # an integer past the parser's digit limit
+        raise ResultError(f"{path}: {' '.join(str(exc).split())[:200]}") from None
     except RecursionError:
         raise ResultError(f"{path}: JSON nested too deeply to be a result") from None
     try:
@@ -615,15 +620,7 @@ def load(path: str | Path) -> Result:
 
 
 def save(result: Result, path: str | Path) -> Path:
-    """Write atomically: a reader never sees half a file, a crash loses nothing,
-    and a failed write (a full disk) leaves no temporary file behind."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(result.to_json(), encoding="utf-8")
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    """Write atomically through the one writer (``model/files.py``): a reader never
+    sees half a file, a crash loses nothing, a failed write (a full disk) leaves no
+    temporary file behind, and a committed link at a temporary name is never followed."""
+    return write_file(path, result.to_json().encode("utf-8"), "the result", own=True, parents=True)

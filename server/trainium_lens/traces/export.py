@@ -1,14 +1,13 @@
-"""Write a run's trace for Perfetto UI / chrome://tracing (``trainium-lens export``).
+"""A run's trace for Perfetto UI / chrome://tracing (``trainium-lens export``).
 
-The reader (``chrome.py``) turns the harness's trace into lanes; this module writes
-them back out as one Chrome trace document with named process/thread lanes.
+The reader (``chrome.py``) turns the harness's trace into lanes; this module turns
+them back into one Chrome trace document with named process/thread lanes (the
+command writes it through the one writer, ``cli/outputs.py``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from trainium_lens.traces.chrome import Trace
@@ -74,17 +73,6 @@ def _plain(value: Any) -> bool:
         or value is None
         or (isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value))
     )
-
-
-def write_export(trace: Trace, dest: str | Path, title: str, other: dict | None = None) -> Path:
-    """Write atomically (a reader never sees half a file)."""
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        json.dump(to_chrome_trace(trace, title, other), fh, separators=(",", ":"))
-    tmp.replace(dest)
-    return dest
 
 
 def summarize(trace: Trace) -> Iterable[str]:

@@ -135,3 +135,78 @@ def test_the_store_always_writes_its_own_ignore_file(repo):
         check=True,
     )
     assert ".trainium-lens" not in status.stdout
+
+
+@pytest.mark.parametrize(
+    "where, value",
+    [
+        ("totals", "NaN"),
+        ("totals", "Infinity"),
+        ("totals", "-Infinity"),
+        ("totals", "1e308"),
+        ("totals", "-5.0"),
+        ("line", "NaN"),
+        ("line", "-3"),
+    ],
+)
+def test_a_number_no_figure_can_be_is_a_damaged_file_not_a_traceback(repo, where, value):
+    """Python's JSON parser reads NaN and Infinity; 1e308 overflows what a figure is
+    multiplied by; a negative time or count is no measurement: each makes the file
+    damaged (skipped, named once), and the other runs still show."""
+    ws, cache = repo["ws"], repo["cache"]
+    commit_result(ws, RUN)
+    bad = RUN[:-1] + "1"
+    data = commit_result(ws, bad)
+    if where == "totals":
+        data["totals"]["self_time_us"] = "@"
+    else:
+        data["lines"][0]["calls"] = "@"
+    path = ws / ".trainium-lens" / "runs" / f"{bad}.json"
+    path.write_text(json.dumps(data).replace('"@"', value))
+    runs = lens("runs", "--workspace", str(ws), cache=cache)
+    assert runs.returncode == 0 and "Traceback" not in runs.stderr, runs.stderr
+    assert RUN in runs.stdout and bad not in runs.stdout
+    assert f"{bad}.json" in runs.stderr  # named, with why
+    show = lens("show", bad, "--workspace", str(ws), cache=cache)
+    assert show.returncode == 2 and "Traceback" not in show.stderr, show.stderr
+    assert len(show.stderr.strip().splitlines()) <= 2  # the skipped file named, then one error line
+    assert lens("show", RUN, "--workspace", str(ws), cache=cache).returncode == 0
+
+
+def test_a_stored_replacement_the_builder_would_not_write_is_never_run_or_applied(repo):
+    """A committed result's edit is source text: measured, it runs (here at import,
+    where it would create a file); applied, it lands in the user's file. ``fix``
+    re-derives the edit from the file as it is and refuses one that differs."""
+    from trainium_lens.analysis.fixes.optimizer import optimizer_edit
+
+    ws, cache, tmp = repo["ws"], repo["cache"], repo["tmp"]
+    src = (
+        "import torch\n\nmodel = torch.nn.Linear(4, 4)\n"
+        "opt = torch.optim.AdamW(model.parameters(), lr=1e-3)\n\n\n"
+        "def make():\n    return (torch.randn(2, 4),)\n\n\n"
+        "# trainium: profile inputs=make\ndef rms_norm_naive(x):\n    return model(x)\n"
+    )
+    (ws / "examples").mkdir()
+    (ws / "examples" / "rmsnorm.py").write_text(src)
+    edit = optimizer_edit(src, "examples/rmsnorm.py", "AdamW", "fused=True", "rms_norm_naive")
+    assert edit is not None
+    pwned = tmp / "PWNED"
+    crafted = {
+        **edit.__dict__,
+        "replacement": f"lr=__import__('pathlib').Path({str(pwned)!r}).touch() or 1e-3",
+    }
+    finding = {"kind": "optimizer_choice", "severity": "info", "file": "examples/rmsnorm.py", "line": 4}
+    finding.update(message="m", fix="AdamW(..., fused=True)", edit=crafted)
+    commit_result(ws, RUN, findings=[finding])
+    proc = lens(
+        "fix",
+        str(ws / "examples" / "rmsnorm.py"),
+        "--apply",
+        "--workspace",
+        str(ws),
+        cache=cache,
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "not the edit Trainium Lens builds" in proc.stderr.strip().splitlines()[-1]
+    assert not pwned.exists() and (ws / "examples" / "rmsnorm.py").read_text() == src

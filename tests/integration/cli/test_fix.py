@@ -17,12 +17,15 @@ from tests.unit.analysis.test_fix_edits import LLAMA
 from trainium_lens.cli.commands.fix import write_held
 from trainium_lens.engine.fixes import Measured
 from trainium_lens.model.result import Edit
+from trainium_lens.model.store import RunStore
 
 FILE = (
     LLAMA
+    # a form feed and a line separator (U+2028) in a string: no line ends at either
+    # (Python's tokenizer), so the marker, the lines' text and the fix stay where they are
     + """
-
-norm = LlamaRMSNorm(512)
+\x0c
+norm = LlamaRMSNorm(512)  # "\u2028"
 
 
 def make_tokens():
@@ -57,6 +60,11 @@ def test_fix_measures_and_leaves_the_file_alone(ws):
     assert row["outputs_equal"] is True and row["max_abs_diff"] is not None  # the same math
     assert row["speedup"] and row["before_us"] and row["after_us"] and row["basis"] == "best unprofiled wall"
     assert f"1. model.py:14 torch.nn.functional.rms_norm: {row['text']}" in proc.stdout
+    # the whole replacement, each of its lines, before anything ran
+    (stored,) = [f.edit for f in RunStore(ws).load_all()[-1].findings if f.edit]
+    shown = proc.stdout.split("\n1. model.py:14")[0]
+    assert "fix 1: torch.nn.functional.rms_norm replaces model.py line" in shown
+    assert all(f"    {line}" in shown for line in stored.replacement.splitlines())
     assert ("faster on cpu" in row["text"]) == (row["speedup"] >= 1)
     assert not list((ws / ".trainium-lens" / "fixes").iterdir())  # the copies are gone
 
@@ -94,3 +102,9 @@ def test_apply_writes_only_what_held_and_keeps_the_mode(tmp_path):
     assert held.applied and not slower.applied
     assert (tmp_path / "m.py").stat().st_mode & 0o777 == 0o640
     assert [p.name for p in tmp_path.iterdir()] == ["m.py"]  # no temporary left
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf"])
+def test_a_timeout_that_is_not_a_positive_number_is_refused(tmp_path, value):
+    proc = cli("fix", "m.py", "--timeout", value, "--workspace", str(tmp_path))
+    assert proc.returncode == 2 and "--timeout" in error_line(proc)

@@ -15,11 +15,12 @@ from lsprotocol import types
 from tests.integration.cli.test_fix import FILE
 from tests.support.lsp_client import hints, make_result, open_doc, start, stop
 from trainium_lens.analysis.fixes.rmsnorm import rms_norm_edit
+from trainium_lens.harness.markers import source_lines
 from trainium_lens.lsp.features.fixes import REFUSED
 from trainium_lens.model.result import Finding, FunctionRef, Protocol
 from trainium_lens.model.store import RunStore
 
-DEF = FILE.splitlines().index("def infer(x):") + 1
+DEF = source_lines(FILE).index("def infer(x):") + 1
 
 
 def stored(ws) -> Finding:
@@ -27,8 +28,15 @@ def stored(ws) -> Finding:
     edit = rms_norm_edit(FILE, "model.py", [14, 15, 16], "infer")
     assert edit is not None
     finding = Finding("fused_op", "info", "model.py", 14, "lines 14–16 compute RMSNorm op by op", edit=edit)
-    text = FILE.splitlines()
-    lines = {n: (text[n - 1].strip(), 10.0, [("aten::mul", 1, 5.0)]) for n in (14, 15, 16)}
+    text = source_lines(FILE)
+    # the ops the RMSNorm lines dispatch: the builder derives the same edit from them
+    # (a stored edit is used only when it is the one the builder writes)
+    ops = {
+        14: [("aten::pow", 1, 5.0), ("aten::mean", 1, 5.0)],
+        15: [("aten::add", 1, 5.0), ("aten::rsqrt", 1, 5.0), ("aten::mul", 1, 5.0)],
+        16: [("aten::mul", 1, 5.0)],
+    }
+    lines = {n: (text[n - 1].strip(), 10.0, ops[n]) for n in (14, 15, 16)}
     result = make_result("model.py", "infer", DEF, lines, findings=[finding])
     result.function = FunctionRef(
         file="model.py", name="infer", line=DEF, marker_line=DEF - 1, inputs="make_tokens",
@@ -79,7 +87,7 @@ async def test_quick_fix_measures_then_applies_only_on_accept(tmp_path):
         # as VS Code does: the document changes (didChange) before the reply
         edits.append(params.edit)
         uri, (text_edit,) = next(iter(params.edit.changes.items()))
-        lines = FILE.splitlines(keepends=True)
+        lines = source_lines(FILE, keepends=True)
         a, b = text_edit.range.start, text_edit.range.end  # ASCII: UTF-16 columns are characters
         applied = (
             "".join(lines[: a.line])

@@ -124,14 +124,29 @@ def test_any_damaged_file_is_skipped_and_named_once(ws, caplog, name, data):
 
 
 def test_a_full_disk_leaves_no_temporary_file(ws):
-    """/dev/full is a real device whose writes fail with ENOSPC."""
+    """/dev/full is a real device whose writes fail with ENOSPC: a committed link to it
+    at the old temporary name is not followed (the writer's temporary is its own), and
+    the store's write into a full device fails leaving nothing."""
     if not Path("/dev/full").exists():
         pytest.skip("no /dev/full")
     target = ws / "r.json"
     (ws / ".r.json.tmp").symlink_to("/dev/full")
-    with pytest.raises(OSError):
-        save(result(), target)
-    assert not (ws / ".r.json.tmp").exists() and not (ws / ".r.json.tmp").is_symlink()
+    save(result(), target)
+    assert load(target).run_id == result().run_id and (ws / ".r.json.tmp").is_symlink()
+    target.unlink()
+    real_open = os.open
+
+    def full(path, flags, mode=0o777, **kw):  # the temporary lands on a full device
+        fd, device = real_open(path, flags, mode, **kw), real_open("/dev/full", os.O_WRONLY)
+        os.dup2(device, fd)
+        os.close(device)
+        return fd
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("trainium_lens.model.files.os.open", full)
+        with pytest.raises(OSError):
+            save(result(), target)
+    assert sorted(p.name for p in ws.iterdir()) == [".r.json.tmp"]
     assert not target.exists()
 
 

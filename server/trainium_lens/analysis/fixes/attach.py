@@ -46,6 +46,18 @@ def with_edits(result: Result, findings: list[Finding], read: Reader) -> list[Fi
     return out
 
 
+def rederived(result: Result, finding: Finding, text: str) -> Edit | None:
+    """The edit the builder makes of ``finding`` from ``text`` (its file as it is now),
+    or None: a stored result is untrusted, so ``fix`` measures and applies only the
+    edit Trainium Lens itself writes of that source, never a stored replacement."""
+    if finding.edit is None:
+        return None
+    file = finding.edit.file
+    bare = dataclasses.replace(finding, edit=None)
+    (out,) = with_edits(result, [bare], lambda rel: text if rel == file else None)
+    return out.edit
+
+
 def _rms_norm_lines(result: Result) -> list[tuple[Finding, list[int]]]:
     """The RMSNorm findings with the lines that dispatched its own ops (a cast line
     before it, ``x.to(torch.float32)``, belongs to no edit)."""

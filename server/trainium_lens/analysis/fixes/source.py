@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from trainium_lens.harness.markers import source_lines
 from trainium_lens.model.result import Edit
 
 
@@ -14,7 +15,7 @@ def segment(text: str, node: ast.AST) -> str:
 def range_text(text: str, start_line: int, start_col: int, end_line: int, end_col: int) -> str:
     """The text of ``[start_line:start_col, end_line:end_col)`` (1-based lines, columns
     in characters of the line)."""
-    lines = text.splitlines(keepends=True)
+    lines = source_lines(text, keepends=True)
     if not (1 <= start_line <= end_line <= len(lines)):
         return ""
     if start_line == end_line:
@@ -28,7 +29,7 @@ def range_text(text: str, start_line: int, start_col: int, end_line: int, end_co
 
 def apply(text: str, edit: Edit) -> str:
     """``text`` with ``edit`` applied (the caller checked ``range_text == edit.original``)."""
-    lines = text.splitlines(keepends=True)
+    lines = source_lines(text, keepends=True)
     head = "".join(lines[: edit.start_line - 1]) + lines[edit.start_line - 1][: edit.start_col]
     tail = lines[edit.end_line - 1][edit.end_col :] + "".join(lines[edit.end_line :])
     return head + edit.replacement + tail
@@ -43,7 +44,7 @@ def edit_of(
     text: str, file: str, first: ast.AST, last: ast.AST, replacement: str, title: str, function: str
 ) -> Edit:
     """An edit replacing ``first`` through ``last`` (statements or one expression)."""
-    lines = text.splitlines(keepends=True)
+    lines = source_lines(text, keepends=True)
     start_line = first.lineno  # type: ignore[attr-defined]
     end_line = last.end_lineno or start_line  # type: ignore[attr-defined]
     start_col = _chars(lines[start_line - 1], first.col_offset)  # type: ignore[attr-defined]

@@ -8,13 +8,15 @@ compared); one row per fix says what it changes, before → after, the output
 check and whether it was applied. The file is written only with ``--apply``,
 only with fixes that held, after every measurement finished, and only if it
 still holds what the run measured: nothing is written on a failure, a cancel
-or a crash (the write itself is one atomic replace).
+or a crash. The write goes through the one writer (``model/files.py``): one
+atomic replace in the file's own encoding (its PEP 263 declaration, its BOM),
+mode and owner; a file that is a link, read-only or hard-linked is refused
+before anything runs, unless ``--force``.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -24,8 +26,11 @@ from trainium_lens.cli.common import add_workspace_argument
 from trainium_lens.cli.console import Progress
 from trainium_lens.cli.outputs import write_json
 from trainium_lens.cli.pipes import emit
-from trainium_lens.engine.fixes import Measured, current_text, measure
-from trainium_lens.errors import UsageError
+from trainium_lens.engine.fixes import Measured, checked_edit, current_text, measure
+from trainium_lens.errors import LensError, UsageError
+from trainium_lens.harness.markers import source_lines
+from trainium_lens.model.codec import one_line
+from trainium_lens.model.files import check_target, source_bytes, write_file
 from trainium_lens.model.job import workspace_root_for
 from trainium_lens.model.result import Edit, Finding
 from trainium_lens.model.store import RunStore
@@ -46,6 +51,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--only", type=int, metavar="N", help="measure only the N-th fix (1-based, as listed)")
     p.add_argument("--apply", action="store_true", help="write the fixes that held into FILE")
     p.add_argument("--json", metavar="PATH", help="also write the measurements as a JSON list to PATH")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="with --apply, also replace a read-only or hard-linked FILE (its other names keep the old text)",
+    )
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="stop one measurement after SECONDS")
     add_workspace_argument(p)
     p.set_defaults(handler=run)
@@ -57,6 +67,8 @@ def offered(findings: list[Finding]) -> list[Finding]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.timeout is not None and not 0 < args.timeout < float("inf"):
+        raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     path = Path(args.file).expanduser()
     root = (
         Path(args.workspace).expanduser().resolve() if args.workspace else workspace_root_for(path.resolve())
@@ -75,9 +87,12 @@ def run(args: argparse.Namespace) -> int:
         if not 1 <= args.only <= len(fixes):
             raise UsageError(f"--only {args.only}: the run offers {len(fixes)} fix(es), 1 to {len(fixes)}")
         numbered = [numbered[args.only - 1]]
-    for _n, f in numbered:  # before anything runs: a file edited since the run is refused
-        assert f.edit is not None
-        current_text(root, f.edit)
+    for n, f in numbered:  # before anything runs: a file edited since the run, or an edit
+        # that is not the one the builder writes of it now (a crafted result), is refused
+        checked = checked_edit(root, result, f)
+        emit(shown(n, checked))  # the whole replacement, before anything runs or is written
+        if args.apply:  # a file --apply could not replace is said before minutes of measuring
+            check_target(root / checked.file, checked.file, force=args.force)
     target = make_target(None if result.host in ("", "local") else result.host)
     progress = Progress(sys.stderr)
     measured: list[Measured] = []
@@ -90,17 +105,18 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
         target.close()
     if args.apply:
-        write_held(root, [(m, f.edit) for m, (_n, f) in zip(measured, numbered, strict=True) if f.edit])
+        pairs = [(m, f.edit) for m, (_n, f) in zip(measured, numbered, strict=True) if f.edit]
+        write_held(root, pairs, force=args.force)
     emit("\n".join(_row(m, args.apply) for m in measured))
     if args.json:
         write_json(args.json, [_json(m) for m in measured])
     return 0
 
 
-def write_held(root: Path, pairs: list[tuple[Measured, Edit]]) -> None:
+def write_held(root: Path, pairs: list[tuple[Measured, Edit]], force: bool = False) -> None:
     """Apply the edits that held, per file, last first (earlier ranges stay valid);
     one that overlaps another is left out. Each file is checked against what was
-    measured once more, then replaced atomically."""
+    measured once more, then replaced through the one writer (``model/files.py``)."""
     by_file: dict[str, list[tuple[Measured, Edit]]] = {}
     for m, edit in pairs:
         if m.held:
@@ -119,22 +135,26 @@ def write_held(root: Path, pairs: list[tuple[Measured, Edit]]) -> None:
             floor = (edit.start_line, edit.start_col)
             chosen.append(m)
         if chosen:
-            _replace(root / file, text)
+            path = root / file
+            check_target(path, file, force=force)
+            try:
+                write_file(path, source_bytes(text, path, file), file, force=force)
+            except OSError as exc:  # a full disk, a folder that refuses the new file: nothing written
+                raise LensError(f"cannot write {file}: {exc.strerror or exc}; it is unchanged") from None
             for m in chosen:
                 m.applied = True
 
 
-def _replace(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.trainium-lens-fix.tmp")
-    try:
-        mode = path.stat().st_mode
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.chmod(tmp, mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+def shown(n: int, edit: Edit) -> str:
+    """What fix ``n`` writes, whole: its lines and every line of the replacement, each
+    escaped (``codec.one_line``: control and bidi characters show as what they are)."""
+    span = (
+        f"line {edit.start_line}"
+        if edit.start_line == edit.end_line
+        else f"lines {edit.start_line}–{edit.end_line}"
+    )
+    body = "\n".join(f"    {one_line(part)}" for part in source_lines(edit.replacement) or [""])
+    return f"fix {n}: {edit.title} replaces {edit.file} {span} with:\n{body}"
 
 
 def _row(m: Measured, apply: bool) -> str:

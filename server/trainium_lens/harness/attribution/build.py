@@ -18,7 +18,7 @@ from typing import Any
 from trainium_lens.harness.attribution.figures import lines_and_ops, optimizers
 from trainium_lens.harness.attribution.kinds import MAX_WINDOWS, MERGE_GAP_US
 from trainium_lens.harness.attribution.tree import Attribution
-from trainium_lens.harness.markers import read_source
+from trainium_lens.harness.markers import read_source, source_lines
 
 SCHEMA_VERSION = 3  # result.SCHEMA_VERSION (a test keeps the two equal)
 
@@ -60,7 +60,7 @@ class SourceText:
         if lines is None:
             try:
                 path = self.locate(rel) if self.locate else os.path.join(self.root, rel)
-                lines = read_source(path).splitlines()  # its coding declaration honoured
+                lines = source_lines(read_source(path))  # its coding declaration honoured
             except (OSError, UnicodeDecodeError, SyntaxError):
                 lines = []
             self._cache[rel] = lines

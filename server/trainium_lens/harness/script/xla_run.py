@@ -89,7 +89,7 @@ class XlaScriptRun(ScriptRun):
         # not ``import torch_xla.torch_xla as module``: the package's star import of its
         # ``torch_xla`` submodule rebinds the attribute ``torch_xla.torch_xla`` to the
         # package itself (the submodule imports it under that name)
-        module = sys.modules["torch_xla.torch_xla"]
+        module: Any = sys.modules["torch_xla.torch_xla"]
 
         original = module.sync
         run = self

@@ -22,6 +22,7 @@ from pygls.uris import to_fs_path
 
 from trainium_lens.analysis.fixes.source import apply, holds
 from trainium_lens.errors import LensError
+from trainium_lens.harness.markers import source_lines
 from trainium_lens.lsp import command_ids, workspace_trust
 from trainium_lens.lsp.long_run import Failure, LongRun
 from trainium_lens.lsp.runs import AppliedFix
@@ -98,9 +99,9 @@ async def run_fix(ls: LensServer, *args: Any) -> dict:
         doc = ls.workspace.text_documents.get(uri)
         if doc is not None and not holds(doc.source, edit):
             raise LensError(f"{edit.file} changed since the run (or has unsaved changes): profile it again")
-        from trainium_lens.engine.fixes import current_text
+        from trainium_lens.engine.fixes import checked_edit, current_text
 
-        current_text(workspace, edit)  # on disk too
+        checked_edit(workspace, result, finding)  # on disk too, and the edit the builder writes of it
     except LensError as err:
         ls.show(f"Trainium Lens: {err}", types.MessageType.Error)
         return {"applied": False, "error": str(err), "kind": "usage"}
@@ -109,8 +110,8 @@ async def run_fix(ls: LensServer, *args: Any) -> dict:
         return measured
     report = {"applied": False, "held": measured.held, "text": measured.text, **measured.to_dict()}
     # stored text (a repository can write it): each line shown escaped (bidi, controls)
-    shown = "\n".join(one_line(part) for part in edit.replacement.splitlines())
-    preview = shown if len(shown) < 300 else shown[:300] + "…"
+    shown = "\n".join(one_line(part) for part in source_lines(edit.replacement))
+    preview = shown  # whole: what Apply writes is all shown before it is written
     message = f"Trainium Lens: {edit.title} at {edit.file}:{edit.start_line}: {measured.text}"
     if not measured.held:
         ls.show(message, types.MessageType.Warning)
@@ -146,7 +147,7 @@ def applied_fix(result: Result, edit: Edit, measured: Any, before: str) -> Appli
     """The hint a fix leaves on its line (the first non-blank line the edit wrote, as
     it reads after the edit: a keyword added inside a call is part of a longer line):
     the figures its measurement gave."""
-    after = apply(before, edit).splitlines()
+    after = source_lines(apply(before, edit))
     span = after[edit.start_line - 1 : edit.start_line + edit.replacement.count("\n")]
     first = next((ln.strip() for ln in span if ln.strip()), "")
     # short: VS Code cuts a hint at editor.inlayHints.maximumLength (43 by default);
@@ -169,7 +170,7 @@ def workspace_edit(ls: LensServer, uri: str, edit: Edit) -> types.WorkspaceEdit:
     if lines is None:
         from trainium_lens.harness.markers import read_source
 
-        lines = read_source(Path(to_fs_path(uri) or "")).splitlines()
+        lines = source_lines(read_source(Path(to_fs_path(uri) or "")))
     units = ls.workspace.position_codec.client_num_units
 
     def pos(line: int, col: int) -> types.Position:
