@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from trainium_lens.errors import TargetError
 from trainium_lens.targets.stream import (
-    _EOF,
+    EOF,
     StderrTail,
     Watch,
     describe_exit,
@@ -83,7 +83,7 @@ class Worker:
             item = self.lines.get(timeout=timeout)
         except queue.Empty:
             return None
-        if item is _EOF:
+        if item is EOF:
             self.gone = True
             raise WorkerGone()
         return parse_line(item)

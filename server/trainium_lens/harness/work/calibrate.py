@@ -156,7 +156,7 @@ def below(roof: dict, achieved: dict | None) -> bool:
     return float(achieved.get("bytes_per_s") or 0.0) > float(roof.get("bytes_per_s") or float("inf"))
 
 
-def _best_of(old: dict, new: dict) -> dict:
+def best_of(old: dict, new: dict) -> dict:
     """Each figure the higher of two measurements: a busy moment only lowers one."""
     peaks = {p["dtype"]: p["flops_per_s"] for p in old.get("flops", [])}
     for p in new["flops"]:
@@ -198,7 +198,7 @@ def cpu_roof(torch: Any, achieved: dict | None = None) -> dict:
             old = roof
     except (OSError, ValueError):
         cached = {}
-    roof = _best_of(old, measure(torch)) if old else measure(torch)
+    roof = best_of(old, measure(torch)) if old else measure(torch)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         data = dict(cached if isinstance(cached, dict) else {}, **{key: roof})
