@@ -6,7 +6,7 @@ the process on this machine speaks the protocol of docs/protocol.md:
 
 * the job spec (one JSON document, one line) is written to its stdin, which then
   stays open for the life of the run: it is the harness's lifeline
-  (``harness/lifeline.py``). When this process ends, however it ends (SIGKILL
+  (``harness/runtime/lifeline.py``). When this process ends, however it ends (SIGKILL
   included), the kernel closes the pipe and the harness kills its process group;
   over SSH the wrapper on the host does the same when ssh passes the end of file
   on. It is closed only once the harness has been reaped;
@@ -61,7 +61,7 @@ EXIT_GRACE_S = 10.0
 TEARDOWN_GRACE_S = 1.0
 #: How often cancel and the deadline are checked.
 POLL_S = 0.05
-#: Tells the harness its stdin is a lifeline (``harness/lifeline.py``: LIFELINE_ENV).
+#: Tells the harness its stdin is a lifeline (``harness/runtime/lifeline.py``: LIFELINE_ENV).
 LIFELINE_ENV = "TRAINIUM_LENS_LIFELINE"
 STDERR_TAIL_LINES = 200
 STDERR_LINE_CHARS = 2000

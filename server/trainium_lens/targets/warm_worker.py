@@ -1,4 +1,4 @@
-"""The warm worker's process protocol, client side: start one (``harness/worker.py``),
+"""The warm worker's process protocol, client side: start one (``harness/runtime/worker.py``),
 send it commands, read its framed events, stop it. What a target does with one
 (when to start, reuse, replace or end it) is ``warm.py``'s policy."""
 

@@ -30,8 +30,8 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from trainium_lens.harness.eager.host import HostWindow
 from trainium_lens.harness.events import write_json_atomic
+from trainium_lens.harness.runtime.host import HostWindow
 
 DTYPES = ("float32", "bfloat16")
 COPY_BYTES = 64 << 20
