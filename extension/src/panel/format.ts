@@ -114,7 +114,7 @@ export function noisyFinding(r: ResultDoc): FindingRow | undefined {
 
 export interface RunData {
   result?: ResultDoc | null;
-  // the roofline chart's points and the memory view (server: analysis/roofline.chart)
+  // the roofline chart's points and the memory view (server: lsp/present/roofline_chart.py)
   roofline?: RoofData | null;
   comparison?: unknown;
   diff?: unknown;
