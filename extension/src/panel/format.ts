@@ -73,7 +73,7 @@ export interface ResultDoc extends Shown {
   findings?: FindingRow[];
   ranks?: RankRow[];
   unattributed_us?: number;
-  // a `run` of an unmodified script (model/result.py ScriptRun): its figures are per step
+  // a `run` of an unmodified script (model/run_info.py ScriptRun): its figures are per step
   script?: { steps?: number[] } | null;
   // schema 3: against the unprofiled wall (or the device-side span), analysis/reconcile.py
   reconciliation?:
