@@ -12,6 +12,8 @@
 #                 imports only stdlib + torch + itself, the core only its contract
 #                 modules, the core's layers one way, commands and LSP features independent
 #   circles       no import circle in the package or the extension (scripts/circles.py)
+#   privates      no module of the package imports another module's private `_name`
+#                 (scripts/privates.py)
 # `bash scripts/check.sh` runs them all, even after a failure, so one run lists every
 # finding; `bash scripts/check.sh mypy layers` runs the ones named. scripts/fmt.sh
 # rewrites what ruff-format and prettier would reject.
@@ -19,7 +21,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-ALL=(ruff ruff-format mypy tsc tsc-media eslint prettier layers circles)
+ALL=(ruff ruff-format mypy tsc tsc-media eslint prettier layers circles privates)
 [ -x .venv/bin/ruff ] && [ -x .venv/bin/mypy ] && [ -x .venv/bin/lint-imports ] || {
   echo "check: run scripts/setup.sh first (no .venv/bin/ruff, mypy or lint-imports)" >&2
   exit 2
@@ -55,6 +57,7 @@ run_one() {
       }
       ;;
     circles) .venv/bin/python scripts/circles.py . ;;
+    privates) .venv/bin/python scripts/privates.py . ;;
     *)
       echo "check: no check named '$1' (${ALL[*]})" >&2
       return 2

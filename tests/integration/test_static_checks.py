@@ -1,5 +1,5 @@
 """scripts/check.sh (run by scripts/test.sh) fails on a ruff, ruff format, mypy, tsc,
-checkJs, ESLint, prettier or layer finding, and passes on clean code: each check
+checkJs, ESLint, prettier, layer, circle or private-name finding, and passes on clean code: each check
 really runs, with the project's configuration. Checked on a tree beside the real one
 (the same config files and tools, a copy of the real package and small files of
 each kind), clean first, then with one error for each check."""
@@ -59,6 +59,11 @@ BROKEN = {
         "server/trainium_lens/harness/leak.py",
         "from trainium_lens.model.result import Result\n\n\ndef result_type() -> type:\n    return Result\n",
     ),
+    # A core module reading a name the harness keeps private.
+    "privates": (
+        "server/trainium_lens/analysis/peek.py",
+        "from trainium_lens.harness.markers import _DEFS\n\nDEFS = _DEFS\n",
+    ),
 }
 CONFIG = (
     "pyproject.toml",
@@ -71,6 +76,7 @@ CONFIG = (
     "extension/media/timeline/globals.d.ts",
     "tests/support/import_contracts.py",  # the layer check's allow-list contract type
     "scripts/circles.py",
+    "scripts/privates.py",
 )
 
 
@@ -106,7 +112,10 @@ def test_check_passes_clean_code_and_fails_on_each_kind_of_error(tmp_path):
     make_tree(tmp_path)
     done = check(tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "check: ruff ruff-format mypy tsc tsc-media eslint prettier layers circles clean" in done.stderr
+    assert (
+        "check: ruff ruff-format mypy tsc tsc-media eslint prettier layers circles privates clean"
+        in done.stderr
+    )
 
     for name, text in BROKEN.values():
         (tmp_path / name).write_text(text)
@@ -114,7 +123,7 @@ def test_check_passes_clean_code_and_fails_on_each_kind_of_error(tmp_path):
     assert done.returncode == 1
     out = done.stdout + done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
-        "check: failed: ruff ruff-format mypy tsc tsc-media eslint prettier layers circles"
+        "check: failed: ruff ruff-format mypy tsc tsc-media eslint prettier layers circles privates"
     ), out
     assert "circles: typescript: mod ↔ peer" in out
     assert "F401" in out  # ruff: `os` imported but unused
@@ -125,6 +134,7 @@ def test_check_passes_clean_code_and_fails_on_each_kind_of_error(tmp_path):
     assert "@typescript-eslint/no-floating-promises" in out
     assert "extension/test/spaced.test.ts" in out  # prettier --check names the file
     assert "trainium_lens.harness.leak -> trainium_lens.model.result (l.1)" in out
+    assert "server/trainium_lens/analysis/peek.py:1: imported trainium_lens.harness.markers._DEFS" in out
 
 
 # One forbidden import per layer rule: (file, text, the contract that must break, the import it names).
@@ -207,6 +217,74 @@ def test_the_circles_check_fails_on_a_new_import_circle(tmp_path, path, text, na
     done = check(tmp_path, "circles")
     assert done.returncode == 1 and done.stderr.strip().splitlines()[-1] == "check: failed: circles"
     assert named in done.stdout, done.stdout
+
+
+# A small package of its own (the real one's allow-list names modules it does not have):
+# `a` keeps `_hidden` private, `b` uses only `a`'s public names, and torch's privates are
+# torch's.
+PRIVATE_CLEAN = {
+    "server/trainium_lens/__init__.py": "",
+    "server/trainium_lens/pkg/__init__.py": "",
+    "server/trainium_lens/pkg/a.py": "def _hidden() -> int:\n    return 1\n\n\n"
+    "def shown() -> int:\n    return _hidden()\n",
+    "server/trainium_lens/pkg/b.py": "import torch\n\nfrom trainium_lens.pkg import a\n"
+    "from trainium_lens.pkg.a import shown\n\nC = torch._C\nBOTH = (a.shown, shown, a.__name__)\n",
+}
+# One way each to reach a private of another module: (file, text, the finding).
+PRIVATE_BREAKS = [
+    (
+        "server/trainium_lens/pkg/c.py",
+        "from trainium_lens.pkg.a import _hidden\n",
+        "server/trainium_lens/pkg/c.py:1: imported trainium_lens.pkg.a._hidden",
+    ),
+    (
+        "server/trainium_lens/pkg/c.py",
+        "def late() -> object:\n    from trainium_lens.pkg.a import _hidden\n\n    return _hidden\n",
+        "server/trainium_lens/pkg/c.py:2: imported trainium_lens.pkg.a._hidden",
+    ),
+    (
+        "server/trainium_lens/pkg/c.py",
+        "from .a import _hidden\n",
+        "server/trainium_lens/pkg/c.py:1: imported trainium_lens.pkg.a._hidden",
+    ),
+    (
+        "server/trainium_lens/pkg/c.py",
+        "from trainium_lens.pkg import a\n\nHIDDEN = a._hidden\n",
+        "server/trainium_lens/pkg/c.py:3: used trainium_lens.pkg.a._hidden",
+    ),
+    (
+        "server/trainium_lens/pkg/c.py",
+        "import trainium_lens.pkg.a as alias\n\nHIDDEN = alias._hidden\n",
+        "server/trainium_lens/pkg/c.py:3: used trainium_lens.pkg.a._hidden",
+    ),
+    (
+        "server/trainium_lens/pkg/c.py",
+        "import trainium_lens.pkg.a\n\nHIDDEN = trainium_lens.pkg.a._hidden\n",
+        "server/trainium_lens/pkg/c.py:3: used trainium_lens.pkg.a._hidden",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "path, text, named",
+    PRIVATE_BREAKS,
+    ids=["from-import", "local-import", "relative", "module-attribute", "alias", "dotted"],
+)
+def test_the_privates_check_fails_on_a_private_name_of_another_module(tmp_path, path, text, named):
+    (tmp_path / "scripts").mkdir()
+    for name in ("scripts/check.sh", "scripts/privates.py"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    for name in (".venv", "node_modules"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    for name, source in PRIVATE_CLEAN.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(source)
+    done = check(tmp_path, "privates")
+    assert done.returncode == 0 and done.stdout == "", done.stdout + done.stderr
+    (tmp_path / path).write_text(text)
+    done = check(tmp_path, "privates")
+    assert done.returncode == 1 and done.stderr.strip().splitlines()[-1] == "check: failed: privates"
+    assert done.stdout.splitlines() == [f"privates: {named}, private to its module"], done.stdout
 
 
 def test_check_says_what_to_run_when_the_tools_are_missing(tmp_path):

@@ -73,7 +73,7 @@ export interface ResultDoc extends Shown {
   findings?: FindingRow[];
   ranks?: RankRow[];
   unattributed_us?: number;
-  // a `run` of an unmodified script (model/result.py ScriptRun): its figures are per step
+  // a `run` of an unmodified script (model/run_info.py ScriptRun): its figures are per step
   script?: { steps?: number[] } | null;
   // schema 3: against the unprofiled wall (or the device-side span), analysis/reconcile.py
   reconciliation?:
@@ -114,7 +114,7 @@ export function noisyFinding(r: ResultDoc): FindingRow | undefined {
 
 export interface RunData {
   result?: ResultDoc | null;
-  // the roofline chart's points and the memory view (server: analysis/roofline.chart)
+  // the roofline chart's points and the memory view (server: lsp/present/roofline_chart.py)
   roofline?: RoofData | null;
   comparison?: unknown;
   diff?: unknown;

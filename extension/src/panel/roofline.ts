@@ -1,5 +1,5 @@
 // The results panel's roofline chart and memory view (pure: SVG and HTML strings
-// from the run data's `roofline`, built by the server's analysis/roofline.chart).
+// from the run data's `roofline`, built by the server's lsp/present/roofline_chart.py).
 // Log-log chart: x = arithmetic intensity (FLOP per byte moved), y = achieved
 // FLOP/s; the roof is the bandwidth diagonal up to each dtype's compute ceiling.
 // Every point is a line (forward or backward): click it (or Enter) to reveal it.

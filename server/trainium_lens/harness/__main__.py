@@ -63,7 +63,7 @@ def run(events) -> int:
     protocols = [protocol_for(m, spec, rel) for m in chosen]  # bad options fail before any work
     precheck.check(source, chosen, rel)
     if spec.slurm is not None:  # the login host: the job runs on the allocation's nodes
-        from trainium_lens.harness import slurm
+        from trainium_lens.harness.nodes import slurm
 
         return slurm.run(spec, events, spec_text)
     nproc = nproc_for(spec.nproc, chosen, rel)
@@ -97,8 +97,8 @@ def run(events) -> int:
             f"({exc}); install torch in the interpreter the target uses",
         ) from None
     from trainium_lens.harness.attribution import build
-    from trainium_lens.harness.choose import choose
     from trainium_lens.harness.eager.run import Session, profile_function
+    from trainium_lens.harness.runtime.choose import choose
 
     backend = choose(torch, spec.backend)
     spec.run_dir = dist.run_dir_for(spec.run_dir)
@@ -135,7 +135,7 @@ def run(events) -> int:
 
 
 def main() -> int:
-    from trainium_lens.harness import lifeline
+    from trainium_lens.harness.runtime import lifeline
 
     lifeline.hold()  # first: a starter that dies from here on takes this process group with it
     from trainium_lens.harness.torchrun import rank as dist

@@ -96,7 +96,7 @@ def _marker(node: ast.AST, lines: list[str]) -> tuple[int, re.Match] | None:
     return (marker_line, match) if match else None
 
 
-def _markable(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+def markable_defs(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
     """Module-level functions and methods of module-level classes, in file order."""
     out: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
     for node in tree.body:
@@ -113,7 +113,7 @@ def find_marked(source: str) -> list[Marked]:
     tree = ast.parse(source)
     lines = source_lines(source)
     found: list[Marked] = []
-    for name, node in _markable(tree):
+    for name, node in markable_defs(tree):
         hit = _marker(node, lines)
         if hit is None:
             continue
@@ -155,7 +155,7 @@ def misplaced_markers(source: str) -> list[tuple[int, str, int]]:
     profiled by name: nested functions, methods of nested classes."""
     tree = ast.parse(source)
     lines = source_lines(source)
-    markable = {id(node) for _name, node in _markable(tree)}
+    markable = {id(node) for _name, node in markable_defs(tree)}
     out = []
     for node in ast.walk(tree):
         if isinstance(node, _DEFS) and id(node) not in markable:

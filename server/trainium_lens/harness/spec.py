@@ -38,8 +38,8 @@ class Spec:
     host: str = "local"
     include: list[str] = field(default_factory=list)  # packages whose files are user code
     nproc: int | None = None  # ranks under torchrun (None: the markers' nproc=, else 1)
-    nodes: dict | None = None  # this node's place in a job across nodes (harness/nodes.py)
-    slurm: dict | None = None  # a SLURM request: this process drives it (harness/slurm.py)
+    nodes: dict | None = None  # this node's place in a job across nodes (harness/nodes/launch.py)
+    slurm: dict | None = None  # a SLURM request: this process drives it (harness/nodes/slurm.py)
 
     @property
     def path(self) -> str:
@@ -88,7 +88,7 @@ def parse_spec(text: str) -> Spec:
         raise HarnessError("spec", "job spec: 'nproc' must be a positive integer or null")
     nodes = data.get("nodes")
     if nodes is not None:
-        from trainium_lens.harness.nodes import check_nodes
+        from trainium_lens.harness.nodes.launch import check_nodes
 
         why = check_nodes(nodes)
         if why:

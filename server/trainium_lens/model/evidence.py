@@ -98,7 +98,7 @@ class Calibration:
 @dataclass
 class Stability:
     """Schema 3: what the host did while the function was measured
-    (``harness/eager/steady.py``, ``host.py``); ``analysis/noise.py`` judges it."""
+    (``harness/eager/steady.py``, ``harness/runtime/host.py``); ``analysis/noise.py`` judges it."""
 
     steps_wanted: int = 0  # the protocol's active steps
     steps_measured: int = 0  # measured (paired: pairs), extra steps included

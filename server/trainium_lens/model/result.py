@@ -21,6 +21,11 @@ Conventions that every layer relies on:
 
 The harness writes a *batch* (one document per profiled function, see
 ``Batch``); the core adds ``findings`` and stores each result on its own.
+
+Here: ``Result``, ``Batch``, reading and writing them. Their parts are in
+``run_info.py`` (what ran, where), ``totals.py``, ``optimizers.py``,
+``signals.py``, ``findings.py`` and ``artifacts.py``, beside ``lines.py`` and
+``evidence.py``; this module names them all (``__all__``).
 """
 
 from __future__ import annotations
@@ -35,362 +40,67 @@ from pathlib import Path
 from typing import Any
 
 from trainium_lens.harness.spec import BACKENDS as SPEC_BACKENDS
+from trainium_lens.model.artifacts import Artifacts, LineWindows, NeffPair, NeuronView, Window
 from trainium_lens.model.codec import ResultError, build, refuse_constant
 from trainium_lens.model.evidence import Calibration, Memory, Reconciliation, Roof, Stability, Work
 from trainium_lens.model.files import write_file
-from trainium_lens.model.lines import LineStat, OpStat, Region, SourceLine
+from trainium_lens.model.findings import Edit, Finding
+from trainium_lens.model.lines import LineStat, OpStat, Region
+from trainium_lens.model.optimizers import OptimizerStat, OptimizerTrial
 from trainium_lens.model.paths import is_run_id
+from trainium_lens.model.run_info import (
+    Environment,
+    FunctionRef,
+    GitState,
+    LibraryFile,
+    Output,
+    Protocol,
+    ScriptRun,
+)
+from trainium_lens.model.signals import H2DCopy, HostSync, Signals, XlaFallback
+from trainium_lens.model.totals import Bucket, RankRun, Totals
+
+# The document's parts live in modules of their own; importers name them from here.
+__all__ = [
+    "BACKENDS",
+    "MAX_RESULT_BYTES",
+    "SCHEMA_VERSION",
+    "Artifacts",
+    "Batch",
+    "Bucket",
+    "Edit",
+    "Environment",
+    "Finding",
+    "FunctionRef",
+    "GitState",
+    "H2DCopy",
+    "HostSync",
+    "LibraryFile",
+    "LineWindows",
+    "NeffPair",
+    "NeuronView",
+    "OptimizerStat",
+    "OptimizerTrial",
+    "Output",
+    "Protocol",
+    "RankRun",
+    "Result",
+    "ScriptRun",
+    "Signals",
+    "Totals",
+    "Window",
+    "XlaFallback",
+    "load",
+    "read_regular",
+    "save",
+    "timestamp",
+]
 
 # 2: backward/recompute per line, totals split, optimizers
 # 3: optional fields only (a schema-2 file loads unchanged): docs/protocol.md, "Schema 3"
 SCHEMA_VERSION = 3
 
 BACKENDS = tuple(b for b in SPEC_BACKENDS if b != "auto")  # what a result can have run on
-
-
-@dataclass
-class Protocol:
-    wait: int = 2
-    warmup: int = 1
-    active: int = 5
-    timing_calls: int = 20  # unprofiled calls timed after profiling
-
-
-@dataclass
-class FunctionRef:
-    file: str
-    name: str
-    line: int  # the line of the ``def``
-    protocol: Protocol = field(default_factory=Protocol)
-    marker_line: int | None = None  # the ``# trainium: profile`` comment
-    inputs: str | None = None  # the marker's ``inputs=`` function (variants share it)
-    compare: str | None = None  # the marker's ``compare=`` group, if any
-
-
-@dataclass
-class Environment:
-    python: str = ""
-    torch: str = ""
-    torch_neuronx: str | None = None
-    neuron_flavour: str | None = None  # "native" (TorchNeuron) | "xla" | None
-    instance_type: str | None = None
-    neuron_cores: int | None = None
-    device_name: str | None = None
-    platform: str = ""
-
-
-@dataclass
-class Totals:
-    self_time_us: float  # primary clock, all ops (forward + backward + optimizer), per step
-    self_cpu_us: float
-    wall_us_median: float | None  # unprofiled, synchronized, per call
-    steps: int  # active steps measured
-    self_time_us_min: float = 0.0
-    self_time_us_max: float = 0.0
-    wall_us_min: float | None = None
-    wall_us_max: float | None = None
-    dispatches: float = 0.0  # ATen ops dispatched from user code per step
-    per_step_self_time_us: list[float] = field(default_factory=list)
-    # schema 2: self_time_us split by what ran (unattributed ops included); they sum to it
-    forward_time_us: float = 0.0  # forward ops outside the optimizer
-    backward_time_us: float = 0.0  # ops under the autograd engine's backward nodes
-    optimizer_time_us: float = 0.0  # ops under Optimizer.step / zero_grad
-    recompute_time_us: float = 0.0  # forward re-run inside the backward (checkpointing)
-    # schema 3: the primary-clock time of each measured step, in order (as many as
-    # the run measured; one where a device profile replaced the figures). What the
-    # regression gate (analysis/gate/judge.py) judges noise from.
-    step_us: list[float] = field(default_factory=list)
-
-    @property
-    def samples(self) -> list[float]:
-        """Per-step samples: ``step_us``, else a schema-2 run's ``per_step_self_time_us``."""
-        return self.step_us or self.per_step_self_time_us
-
-    calls_per_step: int = 1  # back-to-back calls in each measured step (cpu clock, tiny functions)
-    # device-side elapsed per unprofiled call (CUDA events: kernels and the idle gaps between them)
-    device_span_us_median: float | None = None
-    # cpu clock: host time between ops per call (Python, the autograd engine), in no op's
-    # figure; each line holds the gaps before its ops (``LineStat.host_time_us``). None: not read
-    host_time_us: float | None = None
-    # a variant of a comparison: its wall timed in turn with the others' (one call of
-    # each per round, harness/eager/paired.py); the speedups' figure. None: not paired
-    paired_wall_us_median: float | None = None
-    paired_wall_us_min: float | None = None
-    paired_wall_us_max: float | None = None
-
-    @property
-    def has_backward(self) -> bool:
-        return self.backward_time_us > 0 or self.recompute_time_us > 0
-
-
-@dataclass
-class OptimizerTrial:
-    """One implementation of an optimizer's ``step`` timed by the harness on copies
-    of the run's parameters, gradients and state, on the run's device
-    (``harness/eager/optim_trials.py``): wall time per ``step()``, synchronized,
-    without the profiler."""
-
-    config: str  # "foreach=False" (per-parameter loop) | "foreach=True" | "fused=True"
-    current: bool = False  # the implementation the profiled code ran
-    time_us: float | None = None  # median over ``steps``; None when it could not run
-    # the best step: what the advice compares (a busy host's preemptions fall on the
-    # median, never on the best; analysis/findings/optimizer.py)
-    time_us_min: float | None = None
-    time_us_max: float | None = None
-    steps: int = 0
-    error: str | None = None  # why it could not run (unsupported here, out of memory...)
-
-
-@dataclass
-class OptimizerStat:
-    """One optimizer's ``step``/``zero_grad`` (its ``Optimizer.step#…`` range)."""
-
-    name: str  # "Optimizer.step#AdamW.step"
-    file: str  # the line that called it
-    line: int
-    calls: float
-    ops: float  # ATen ops dispatched inside, per step
-    fused_ops: float = 0.0  # of which _foreach_* / _fused_*
-    self_time_us: float = 0.0
-    # schema 3: its implementations measured against each other (``step`` ranges of the
-    # eager backends; empty where none was measured)
-    trials: list[OptimizerTrial] = field(default_factory=list)
-    trials_device: str | None = None  # where they ran ("cpu", "cuda:0", ...)
-
-
-@dataclass
-class H2DCopy:
-    """A line whose calls copied host→device (a CPU tensor fed into a device op)."""
-
-    file: str
-    line: int
-    calls: float
-    self_time_us: float = 0.0
-
-
-@dataclass
-class Bucket:
-    """Schema 3 (backend ``xla``): time that belongs to no source line but is
-    known for what it is, e.g. ``graph plumbing`` (copies of graph inputs to
-    outputs, tuples of outputs). Lines + buckets + ``unattributed_us`` = total."""
-
-    name: str
-    self_time_us: float  # per step
-    calls: float = 0.0  # instructions executed per step
-    instructions: list[str] = field(default_factory=list)  # the biggest, by name
-
-
-@dataclass
-class HostSync:
-    """Schema 3 (backend ``xla``): a line whose calls made torch-xla execute a graph
-    or copy to the host in the middle of the step (``.item()``, ``print(t)``)."""
-
-    file: str
-    line: int
-    calls: float  # such calls per step
-    graphs: float = 0.0  # graphs executed inside them, per step
-    transfers: float = 0.0  # device→host copies inside them, per step
-    what: list[str] = field(default_factory=list)  # the torch calls ("item", "__format__")
-
-
-@dataclass
-class XlaFallback:
-    """Schema 3 (backend ``xla``): an ATen op torch-xla ran on the CPU, on the line
-    that called it (``line`` 0: not seen from a user line)."""
-
-    op: str  # "aten::nonzero"
-    file: str
-    line: int
-    calls: float  # per step
-
-
-@dataclass
-class Edit:
-    """A fix written as a precise edit of the user's source (``analysis/fixes/``):
-    replace ``[start_line:start_col, end_line:end_col)`` (1-based lines, 0-based
-    columns, as Python's ``ast`` counts them) of ``file`` by ``replacement``.
-    ``original`` is the text the range held when the edit was built: an edit
-    whose range no longer holds it is refused (the file was edited since)."""
-
-    file: str  # workspace-relative, as the result's files are
-    start_line: int
-    start_col: int
-    end_line: int
-    end_col: int
-    replacement: str = field(metadata={"text": True})  # source text: its lines kept
-    original: str = field(metadata={"text": True})
-    title: str  # "torch.nn.functional.rms_norm", "AdamW(..., fused=True)": what it changes
-    function: str  # the marked function a measurement runs (the result's)
-
-
-@dataclass
-class Finding:
-    kind: str  # "dispatches" | "h2d_copy" | "cpu_fallback" | "no_device_time" | "compile_in_steps" | ...
-    severity: str  # "error" | "warning" | "info" | "hint"
-    file: str
-    line: int
-    message: str
-    # advice that does not claim a speed-up, or one this run measured (the optimizer's)
-    fix: str | None = None
-    # schema 3, optional: a change named but not measured in this run ("torch.rms_norm"):
-    # the message says it is untested; ``trainium-lens fix`` measures it when ``edit`` is set
-    candidate: str | None = None
-    edit: Edit | None = None  # schema 3, optional: the fix as an edit (docs/fixes.md)
-
-
-@dataclass
-class NeffPair:
-    neff: str | None
-    ntff: str | None
-
-
-@dataclass
-class NeuronView:
-    """A captured device profile processed on the host by ``neuron-explorer view``:
-    one NEFF/NTFF pair (backend xla on Trn1, runtime model mode) or one TorchNeuron
-    session folder (backend neuron on Trn2/Trn3); paths on the run's host."""
-
-    neff: str | None = None
-    ntff: str | None = None  # the NTFF (model mode) or the session folder (session mode)
-    parquet: str | None = None  # the ``--output-file`` folder of Parquet tables (or a JSON file)
-    error: str | None = None  # why there is no Parquet folder (one line)
-    # schema 3: which executions the profile holds. "model": each NEFF's one captured
-    # execution (the first measured step); "session": every execution of ``steps``
-    # profiled steps (the core divides by it, checked against ExecutionInfo)
-    mode: str = "model"
-    steps: int = 1
-
-
-@dataclass
-class Artifacts:
-    location: str = "local"  # "local" or the SSH host that holds them
-    run_dir: str = ""  # absolute path on that host
-    trace: str | None = None  # Chrome-trace JSON with the user-line ranges
-    neuron_profile_dir: str | None = None
-    neff_ntff: list[NeffPair] = field(default_factory=list)
-    # the workspace root on the host (where the profiled code ran from): strips the
-    # device profile's absolute file names; Neuron Explorer's --framework-source-root
-    source_root: str | None = None
-    neuron_views: list[NeuronView] = field(default_factory=list)
-
-
-@dataclass
-class Window:
-    start_us: float  # trace clock (the trace file's ``ts`` values)
-    dur_us: float
-
-
-@dataclass
-class LineWindows:
-    file: str
-    line: int
-    windows: list[Window] = field(default_factory=list)
-
-
-@dataclass
-class RankRun:
-    """One rank of a torchrun job: its totals and where its artifacts are."""
-
-    rank: int
-    self_time_us: float
-    self_cpu_us: float = 0.0
-    wall_us_median: float | None = None
-    wait_us: float = 0.0  # time waiting for other ranks in collectives, per step
-    collective_us: float = 0.0  # time in collective ops (waiting included), per step
-    artifacts: Artifacts = field(default_factory=Artifacts)
-    timeline: list[LineWindows] = field(default_factory=list)  # this rank's trace clock
-    # A job across nodes (``--hosts``, ``--slurm``; docs/nodes.md): the host name of
-    # the node that ran this rank, that node's rank in the job and this rank's
-    # place on it. Absent (None) for a one-node job.
-    node: str | None = None
-    node_rank: int | None = None
-    local_rank: int | None = None
-    # that node's clock minus this machine's when the run began (``--hosts``: measured
-    # over SSH, ± half the probe's round trip); None where it was not measured
-    clock_offset_ms: float | None = None
-    clock_uncertainty_ms: float | None = None
-
-
-@dataclass
-class Signals:
-    """Raw observations from the harness; analysis turns them into findings."""
-
-    device_time_reported: bool = True
-    cpu_fallback_ops: list[str] = field(default_factory=list)
-    h2d_copies: list[H2DCopy] = field(default_factory=list)
-    h2d_copy_lines: list[SourceLine] = field(default_factory=list)
-    compiles_in_active_steps: int = 0
-    recompiles: int = 0
-    graph_breaks: int = 0
-    neuron_rt_inspect_clash: bool = False
-    warnings: list[str] = field(default_factory=list)
-    instrumentation_overhead: float | None = None  # instrumented/plain wall ratio
-    # xla on Trn1, or neuron without key_averages() device time: why the device profile
-    # gave no per-line time (the host figures stay)
-    neuron_profile_error: str | None = None
-    # schema 3, backend xla (torch_xla.debug.metrics over the measured steps)
-    graphs_per_step: float | None = None  # graphs executed per step (median); 1 is one graph
-    host_syncs: list[HostSync] = field(default_factory=list)
-    xla_fallbacks: list[XlaFallback] = field(default_factory=list)
-
-
-@dataclass
-class Output:
-    """What the function returned, for comparing variants of one file."""
-
-    dtype: str | None = None
-    shape: list[int] | None = None
-    reference: str | None = None  # the first variant of the batch
-    max_abs_diff: float | None = None  # against the reference's output
-    max_abs: float | None = None  # largest |element| of this output (relative tolerance)
-    tensors: int = 1  # tensors returned (all are compared; dtype and shape are the first's)
-    mismatch: str | None = None  # why the tensors cannot be compared (count, a later one's shape)
-
-
-@dataclass
-class GitState:
-    """The code a run measured (schema 3): the workspace's git state when the run
-    began, recorded on this machine by ``engine/provenance.py`` (the harness may run
-    on a host that has no ``.git``)."""
-
-    commit: str | None = None  # HEAD's full hash; None outside a git work tree
-    dirty: bool = False  # tracked files differed from HEAD, or the profiled file is untracked
-    branch: str | None = None  # None on a detached HEAD
-
-    @property
-    def short(self) -> str:
-        """``3f2a9c1`` / ``3f2a9c1+dirty`` / ``-`` (no git)."""
-        if not self.commit:
-            return "-"
-        return self.commit[:7] + ("+dirty" if self.dirty else "")
-
-
-@dataclass
-class LibraryFile:
-    """A file of an included package (``--include``): its module path, as the
-    result's lines name it, and where it lies on the host that ran the profile."""
-
-    file: str  # e.g. "torch/nn/functional.py"
-    path: str  # absolute path on the host
-
-
-@dataclass
-class ScriptRun:
-    """A ``trainium-lens run`` result: the unmodified command whose steps were
-    profiled (``harness/script/``); ``None`` for a marked function."""
-
-    command: list[str] = field(default_factory=list)
-    launcher: str = "python"  # "python" | "torchrun"
-    steps: list[int] = field(default_factory=list)  # [N, M]: the measured steps asked for
-    profiled_steps: list[int] = field(default_factory=list)  # [first, last] recorded (cpu: with twins)
-    detector: str = ""  # "optimizer" | "forward" | "step-on": what found the steps
-    reference_before: int = 0  # unprofiled steps timed before the window (the reference)
-    reference_after: int = 0  # and after it
-    # the step's wait for data: a DataLoader's __next__ per step (median over the
-    # unprofiled reference steps) and the line that called it (the loop's ``for``)
-    data_wait_us: float | None = None
-    data_file: str | None = None
-    data_line: int | None = None
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 Each host is an ordinary ``SshTarget`` (its own ControlMaster, sync, harness
 install and lifeline: the run on a host stops when its ssh ends), given its
-place in the job (``Job.nodes``, harness/nodes.py): node rank, the first host's
+place in the job (``Job.nodes``, harness/nodes/launch.py): node rank, the first host's
 cluster address and a port there for the rendezvous, a per-run rendezvous id,
 its own address (``--local-addr``), short join and process-group timeouts.
 
@@ -165,7 +165,7 @@ class HostsTarget(Target):
         return self.info
 
     def node_jobs(self, job: Job) -> list[Job]:
-        """The job as each host runs it: its place in the job (harness/nodes.py)."""
+        """The job as each host runs it: its place in the job (harness/nodes/launch.py)."""
         port = self.master_port or random.randint(*PORT_RANGE)
         master = self.master_addr or self.info[0].addr
         base = self.work_dir or f"~/.cache/trainium-lens/{workspace_id(job.workspace)}"

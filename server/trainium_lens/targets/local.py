@@ -96,7 +96,7 @@ class LocalTarget(Target):
             from trainium_lens.targets.warm_worker import Launch
 
             launch = Launch(
-                [python, "-m", "trainium_lens.harness.worker", "--idle", f"{self.warm.idle_s:g}"],
+                [python, "-m", "trainium_lens.harness.runtime.worker", "--idle", f"{self.warm.idle_s:g}"],
                 key=(python, str(PACKAGE_PARENT), self.warm.idle_s),
                 env=env,
             )

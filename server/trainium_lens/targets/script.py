@@ -9,7 +9,7 @@ environment, plus ``PYTHONPATH`` = the boot folder (``harness/script/boot``: a
 ``<run_dir>/events.jsonl``, read here as it grows.
 
 The command leads a process group of its own, and every armed process dies
-with this one (``PR_SET_PDEATHSIG``, ``harness/lifeline.py``); cancel, timeout
+with this one (``PR_SET_PDEATHSIG``, ``harness/runtime/lifeline.py``); cancel, timeout
 and the end of the run kill the group, so nothing is left running.
 """
 

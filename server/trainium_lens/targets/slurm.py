@@ -3,7 +3,7 @@
 The login host is an ordinary SSH target: the workspace is synced into its
 work dir and the harness runs there as for any run, with the request in the
 spec (``Job.slurm``). There the harness becomes the SLURM driver
-(``harness/slurm.py``): ``srun`` one task per node, each a node launcher with
+(``harness/nodes/slurm.py``): ``srun`` one task per node, each a node launcher with
 its node rank from ``$SLURM_NODEID`` and the allocation's first node as the
 rendezvous address; a guard that scancels the job when the driver ends in any
 way. So every way of stopping the run ends the job: a cancel or a timeout

@@ -91,7 +91,7 @@ class SshTarget(Target):
         )
         err = proc.stderr.decode("utf-8", "replace")
         if proc.returncode != 0:
-            raise TargetError(f"{self.host}: " + _remote_reason(err, proc.returncode))
+            raise TargetError(f"{self.host}: " + remote_reason(err, proc.returncode))
         text = proc.stdout.decode("utf-8", "surrogateescape")
         head, _, manifest = text.partition("--manifest--\n")
         info: dict = {"manifest": None}
@@ -358,7 +358,7 @@ def _mark_remote(document: dict, host: str) -> dict:
     return document
 
 
-def _remote_reason(stderr: str, code: int) -> str:
+def remote_reason(stderr: str, code: int) -> str:
     for line in reversed(stderr.splitlines()):
         if ssh_scripts.MARK in line:
             return line.split(ssh_scripts.MARK, 1)[1].strip()

@@ -58,11 +58,11 @@ exit 0
 # our ssh's stdin stays open for the run; its end of file stops the run there.
 RUN = 'exec "$1" -S "$2/lens/ssh_wrapper.py" "$2" "$3" --lifeline'
 
-# The warm worker (harness/worker.py): $1 python, $2 work dir, $3 idle seconds. It
+# The warm worker (harness/runtime/worker.py): $1 python, $2 work dir, $3 idle seconds. It
 # ends when this channel closes (its stdin), so it never outlives the client.
 WARM = (
     'cd "$2" && PYTHONPATH="$2/lens${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 '
-    'exec "$1" -m trainium_lens.harness.worker --idle "$3"'
+    'exec "$1" -m trainium_lens.harness.runtime.worker --idle "$3"'
 )
 
 # $1 work dir, then batch ids (checked here too): remove <work dir>/runs/<id>.

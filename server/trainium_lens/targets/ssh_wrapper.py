@@ -5,7 +5,7 @@ nothing is left behind when the run is cancelled or the connection drops.
 (one JSON line) on stdin:
 
 0. with ``--lifeline``, the rest of stdin is the client's lifeline (as for a
-   local harness, ``harness/lifeline.py``): the client keeps it open for the
+   local harness, ``harness/runtime/lifeline.py``): the client keeps it open for the
    whole run, so when the client ends in any way (SIGKILL included) its ssh
    passes the end of file on and the wrapper kills the harness group and exits,
    while still waiting for the lock too;

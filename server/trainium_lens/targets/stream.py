@@ -6,7 +6,7 @@ the process on this machine speaks the protocol of docs/protocol.md:
 
 * the job spec (one JSON document, one line) is written to its stdin, which then
   stays open for the life of the run: it is the harness's lifeline
-  (``harness/lifeline.py``). When this process ends, however it ends (SIGKILL
+  (``harness/runtime/lifeline.py``). When this process ends, however it ends (SIGKILL
   included), the kernel closes the pipe and the harness kills its process group;
   over SSH the wrapper on the host does the same when ssh passes the end of file
   on. It is closed only once the harness has been reaped;
@@ -61,12 +61,12 @@ EXIT_GRACE_S = 10.0
 TEARDOWN_GRACE_S = 1.0
 #: How often cancel and the deadline are checked.
 POLL_S = 0.05
-#: Tells the harness its stdin is a lifeline (``harness/lifeline.py``: LIFELINE_ENV).
+#: Tells the harness its stdin is a lifeline (``harness/runtime/lifeline.py``: LIFELINE_ENV).
 LIFELINE_ENV = "TRAINIUM_LENS_LIFELINE"
 STDERR_TAIL_LINES = 200
 STDERR_LINE_CHARS = 2000
 
-_EOF = object()
+EOF = object()
 
 
 class StderrTail:
@@ -194,13 +194,11 @@ def start_readers(
     tail: StderrTail,
     on_stderr: Callable[[str], None] | None = None,
 ) -> tuple[queue.Queue, threading.Thread]:
-    """Daemon threads pumping stdout lines into the returned queue (``_EOF`` last)
+    """Daemon threads pumping stdout lines into the returned queue (``EOF`` last)
     and stderr lines into ``tail`` (or ``on_stderr``); returns the queue and the
     stderr thread (join it for a dead process's last words)."""
     lines: queue.Queue = queue.Queue()
-    threading.Thread(
-        target=_pump, args=(proc.stdout, lines.put, lambda: lines.put(_EOF)), daemon=True
-    ).start()
+    threading.Thread(target=_pump, args=(proc.stdout, lines.put, lambda: lines.put(EOF)), daemon=True).start()
     errors = threading.Thread(target=_pump, args=(proc.stderr, on_stderr or tail.add), daemon=True)
     errors.start()
     return lines, errors
@@ -262,7 +260,7 @@ def _read_events(
             item = lines.get(timeout=POLL_S)
         except queue.Empty:
             continue
-        if item is _EOF:
+        if item is EOF:
             return outcome
         event = parse_line(item)
         final = outcome.note(event)

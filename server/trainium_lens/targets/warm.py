@@ -1,7 +1,7 @@
 """A warm harness per target, held by the language server (docs/harness.md, "Warm worker").
 
 ``WarmSlot`` is what a target holds: at most one worker process
-(``harness/worker.py``, a fork server with torch imported) that runs each job
+(``harness/runtime/worker.py``, a fork server with torch imported) that runs each job
 in a fresh forked child. It is started on the first warm job, reused while
 its key (interpreter, work dir, harness version) stays the same, replaced
 silently when it died between jobs, and ends:
@@ -288,7 +288,7 @@ def held_workers(host: str = "local") -> list[dict]:
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as handle:
                 argv = handle.read().decode("utf-8", "replace").split("\0")
-            if not any("trainium_lens.harness.worker" in a for a in argv):
+            if not any("trainium_lens.harness.runtime.worker" in a for a in argv):
                 continue
             with open(f"/proc/{entry}/stat") as handle:
                 fields = handle.read().rsplit(")", 1)[1].split()

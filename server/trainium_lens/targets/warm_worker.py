@@ -1,4 +1,4 @@
-"""The warm worker's process protocol, client side: start one (``harness/worker.py``),
+"""The warm worker's process protocol, client side: start one (``harness/runtime/worker.py``),
 send it commands, read its framed events, stop it. What a target does with one
 (when to start, reuse, replace or end it) is ``warm.py``'s policy."""
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from trainium_lens.errors import TargetError
 from trainium_lens.targets.stream import (
-    _EOF,
+    EOF,
     StderrTail,
     Watch,
     describe_exit,
@@ -83,7 +83,7 @@ class Worker:
             item = self.lines.get(timeout=timeout)
         except queue.Empty:
             return None
-        if item is _EOF:
+        if item is EOF:
             self.gone = True
             raise WorkerGone()
         return parse_line(item)

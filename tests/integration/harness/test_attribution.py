@@ -7,12 +7,12 @@ import pytest
 import torch  # a test dependency: these tests must run, never skip
 
 from tests.conftest import DATA
-from trainium_lens.harness import call
 from trainium_lens.harness.attribution.kinds import FWD
 from trainium_lens.harness.attribution.tree import attribute
 from trainium_lens.harness.eager.backends import Backend
 from trainium_lens.harness.eager.lines import LineLabeler
 from trainium_lens.harness.job.loader import UserCode, load_module
+from trainium_lens.harness.runtime import call
 
 CPU = torch.autograd.DeviceType.CPU
 

@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.support.harness import line_of
-from trainium_lens.harness import call
+from trainium_lens.harness.runtime import call
 
 pytestmark = pytest.mark.slow
 

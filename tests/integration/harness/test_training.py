@@ -15,11 +15,11 @@ from tests.conftest import DATA, ROOT
 from tests.integration.cli.test_cli import cli
 from tests.support.harness import line_of, run_harness
 from trainium_lens.analysis.findings.analyze import analyze
-from trainium_lens.harness import call
 from trainium_lens.harness.attribution.kinds import OP, classify
 from trainium_lens.harness.attribution.tree import attribute
 from trainium_lens.harness.eager.lines import LineLabeler
 from trainium_lens.harness.job.loader import UserCode, load_module
+from trainium_lens.harness.runtime import call
 from trainium_lens.model.result import Batch
 
 EXAMPLE = ROOT / "examples" / "train_step.py"

@@ -1,4 +1,4 @@
-"""The warm worker (harness/worker.py + targets/warm.py) at the target level: the
+"""The warm worker (harness/runtime/worker.py + targets/warm.py) at the target level: the
 real fork server, the real torch.profiler, real crashes.
 
 One module-scoped local target holds one worker for most tests (each job after

@@ -3,7 +3,7 @@ on the real loopback sshd: the second profile runs in the worker the first start
 edits and fresh globals show, crashes give clear errors, and no worker outlives
 the idle time, the release command or the server (even a SIGKILLed one).
 
-Workers are found by a /proc scan: a process running ``trainium_lens.harness.worker``
+Workers are found by a /proc scan: a process running ``trainium_lens.harness.runtime.worker``
 whose environment holds this test's ``TRAINIUM_LENS_CACHE`` (or the sshd's HOME).
 """
 
@@ -33,7 +33,7 @@ def workers(marker: str) -> list[int]:
     found = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:
-            if b"trainium_lens.harness.worker" not in (proc / "cmdline").read_bytes():
+            if b"trainium_lens.harness.runtime.worker" not in (proc / "cmdline").read_bytes():
                 continue
             if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
                 continue

@@ -9,7 +9,7 @@ import pytest
 
 from trainium_lens.analysis.findings.analyze import analyze
 from trainium_lens.analysis.roofline import peaks
-from trainium_lens.analysis.roofline.points import chart, function_mfu, line_roofs, step_roof
+from trainium_lens.analysis.roofline.points import function_mfu, line_roofs, step_roof
 from trainium_lens.model import figures as units
 from trainium_lens.model.result import Result
 
@@ -199,15 +199,6 @@ def test_checkpoint_finding_for_a_block_that_holds_the_peak():
     assert not [f for f in analyze(result(block + step, memory=mem)) if f.kind == "checkpoint"]
 
 
-def test_chart_payload():
-    mem = {"available": True, "peak_bytes": 2**20, "peak_phase": "forward", "device": "cpu"}
-    r = result([line(3, us=1000.0, flops=5e7, bytes_=1e5, peak_bytes=2**19)], memory=mem)
-    data = chart(r)
-    assert data["roof"]["measured"] and data["points"][0]["line"] == 3
-    assert data["points"][0]["verdict"] == "compute-bound"
-    assert data["memory"]["lines"][0]["peak_bytes"] == 2**19
-
-
 def test_a_schema_2_result_has_no_work():
     doc = result([line(3, us=10.0)]).to_dict()
     for ln in doc["lines"]:
@@ -215,7 +206,7 @@ def test_a_schema_2_result_has_no_work():
             del ln[key]
     doc.update(schema_version=2, roof=None)
     r = Result.from_dict(doc)
-    assert r.lines[0].flops is None and line_roofs(r, r.lines[0]) == [] and chart(r)["points"] == []
+    assert r.lines[0].flops is None and line_roofs(r, r.lines[0]) == []
 
 
 def test_far_below_the_roof_with_big_ops_is_not_called_overhead():

@@ -272,7 +272,7 @@ def test_xla_flavour_is_detected_and_explained(monkeypatch):
 
     import torch
 
-    from trainium_lens.harness.choose import choose
+    from trainium_lens.harness.runtime.choose import choose
     from trainium_lens.harness.xla import backend as xla
 
     for name in ("torch_neuronx", "torch_xla"):
@@ -298,7 +298,7 @@ def test_xla_flavour_is_detected_and_explained(monkeypatch):
 def test_backend_xla_without_torch_xla_is_one_line_naming_the_setup(monkeypatch):
     import torch
 
-    from trainium_lens.harness.choose import choose
+    from trainium_lens.harness.runtime.choose import choose
     from trainium_lens.harness.xla import backend as xla
 
     monkeypatch.setattr(

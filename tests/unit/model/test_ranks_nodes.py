@@ -1,6 +1,6 @@
 """A job across nodes merged (model/ranks.py): ranks[] and per_rank carry their
 node; the straggler, the hint, the hover and the CLI name node and rank; the
-per-node torchrun command line and environment (harness/nodes.py)."""
+per-node torchrun command line and environment (harness/nodes/launch.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from tests.unit.model.test_ranks import _document, _result
 from trainium_lens.analysis.findings.analyze import analyze
-from trainium_lens.harness import nodes as node_launch
+from trainium_lens.harness.nodes import launch as node_launch
 from trainium_lens.lsp.present import rank_format
 from trainium_lens.model.ranks import merge_document
 from trainium_lens.model.result import Batch, Result

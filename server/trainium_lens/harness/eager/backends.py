@@ -7,7 +7,7 @@
 | xla     | (torch_xla profiler)  | torch_xla.sync + wait     | host thunk time (CPU) or device |
 
 The Neuron specifics live in ``neuron.py``, torch-xla's in ``xla.py``; which
-backend a run gets is decided in ``choose.py`` (it imports them all; this
+backend a run gets is decided in ``runtime/choose.py`` (it imports them all; this
 module imports none of them, so there is no cycle).
 """
 

@@ -24,8 +24,8 @@ import time
 from typing import Any
 
 from trainium_lens.harness.eager.calibrate import calibrate, start_profiler
-from trainium_lens.harness.eager.host import HostWindow
 from trainium_lens.harness.events import write_json_atomic
+from trainium_lens.harness.runtime.host import HostWindow
 
 ENV = "TRAINIUM_LENS_CALIBRATION"
 BUSY_CORES = 0.5  # other processes' CPU while measuring: such a calibration is not reused

@@ -15,8 +15,8 @@ from typing import Any
 import torch
 
 from trainium_lens.harness.eager import steady
-from trainium_lens.harness.eager.host import involuntary_switches
-from trainium_lens.harness.lazy_inductor import keep_inductor_lazy
+from trainium_lens.harness.runtime.host import involuntary_switches
+from trainium_lens.harness.runtime.lazy_inductor import keep_inductor_lazy
 from trainium_lens.harness.torchrun.rank import align_step
 
 

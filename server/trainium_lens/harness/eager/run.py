@@ -12,11 +12,9 @@ import torch
 from trainium_lens.harness.attribution import bounded, build
 from trainium_lens.harness.attribution.trace_tags import tag_trace
 from trainium_lens.harness.attribution.tree import attribute
-from trainium_lens.harness.call import function_record, inputs, invoke, marked_function, output, variant_key
 from trainium_lens.harness.eager import calibration_store, measure, steady
 from trainium_lens.harness.eager.compiled import CompileWatch
 from trainium_lens.harness.eager.hits import add_hits
-from trainium_lens.harness.eager.host import HostWindow, RunQueueDelay
 from trainium_lens.harness.eager.lines import LineLabeler
 from trainium_lens.harness.eager.optim_trials import OptimizerWatch
 from trainium_lens.harness.eager.optim_trials import attach as attach_trials
@@ -26,6 +24,15 @@ from trainium_lens.harness.events import EventStream
 from trainium_lens.harness.job.include_hooks import IncludeHooks
 from trainium_lens.harness.job.loader import UserCode
 from trainium_lens.harness.markers import Marked
+from trainium_lens.harness.runtime.call import (
+    function_record,
+    inputs,
+    invoke,
+    marked_function,
+    output,
+    variant_key,
+)
+from trainium_lens.harness.runtime.host import HostWindow, RunQueueDelay
 from trainium_lens.harness.spec import Spec
 from trainium_lens.harness.work.attach import add_work
 

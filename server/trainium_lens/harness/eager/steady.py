@@ -17,7 +17,7 @@ parts keep the measured calls in the state the unprofiled timing sees:
   of a tiny function (a step of ``STEP_TARGET_US``), so the step boundary's cold
   start is spread over them (every figure stays per call);
 * ``StepPlan``: the profiler's schedule, open-ended: a measured step whose
-  threads waited for a CPU (run-queue delay, ``host.py``) is not *clean*; more
+  threads waited for a CPU (run-queue delay, ``runtime/host.py``) is not *clean*; more
   steps are measured until ``active`` clean ones exist or the cap is reached.
 """
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 
 from trainium_lens.harness.events import HarnessError
-from trainium_lens.harness.markers import Marked, _markable
+from trainium_lens.harness.markers import Marked, markable_defs
 
 
 def _top_level_names(tree: ast.Module) -> set[str] | None:
@@ -38,7 +38,7 @@ def _required(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
 
 def check(source: str, chosen: list[Marked], rel_file: str) -> None:
     tree = ast.parse(source)
-    defs = dict(_markable(tree))  # functions and Class.method
+    defs = dict(markable_defs(tree))  # functions and Class.method
     names = _top_level_names(tree)
     for m in chosen:
         node = defs.get(m.name)

@@ -117,7 +117,7 @@ def boot() -> None:
 
 def _may_be_xla(spec: dict) -> bool:
     """``--backend xla``, or ``auto`` on a Trn1 host (torch-neuronx on torch-xla:
-    ``choose.py`` picks xla there; the variables are unread on any other backend)."""
+    ``runtime/choose.py`` picks xla there; the variables are unread on any other backend)."""
     import importlib.util
 
     backend = spec.get("backend") or "auto"
@@ -175,7 +175,7 @@ def _int_env(*names: str) -> int:
 
 def _die_with(env: str) -> None:
     """The kernel kills this process when its parent, named in ``env``, dies."""
-    from trainium_lens.harness.lifeline import die_with_parent
+    from trainium_lens.harness.runtime.lifeline import die_with_parent
 
     raw = os.environ.get(env, "")
     if raw.isdigit() and int(raw) == os.getppid():

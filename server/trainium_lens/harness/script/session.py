@@ -36,11 +36,11 @@ from trainium_lens.harness.attribution.trace_tags import tag_trace
 from trainium_lens.harness.attribution.tree import attribute
 from trainium_lens.harness.eager import calibration_store, measure, steady
 from trainium_lens.harness.eager.hits import add_hits
-from trainium_lens.harness.eager.host import HostWindow, RunQueueDelay
 from trainium_lens.harness.eager.lines import LineLabeler
 from trainium_lens.harness.eager.origin import add_origins
 from trainium_lens.harness.events import internal_failure, write_json_atomic
 from trainium_lens.harness.job.loader import UserCode, resolve_include
+from trainium_lens.harness.runtime.host import HostWindow, RunQueueDelay
 from trainium_lens.harness.script.detect import Detector
 from trainium_lens.harness.script.optimizers import ScriptOptimizers
 from trainium_lens.harness.script.work import ScriptWork

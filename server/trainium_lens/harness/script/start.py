@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from trainium_lens.harness.choose import choose
+from trainium_lens.harness.runtime.choose import choose
 
 
 def start(spec: dict, events: Any) -> None:

@@ -6,7 +6,7 @@ does not do by itself:
 * **It dies with the launcher.** ``PR_SET_PDEATHSIG`` before torch is imported
   (nothing can have forked yet), then the launcher's pid, recorded in
   ``LAUNCHER_PID_ENV`` when it started us, is compared with our parent's: a
-  launcher that died before the call is caught too (``harness/lifeline.py``).
+  launcher that died before the call is caught too (``harness/runtime/lifeline.py``).
   Our own pid goes to the ranks in ``AGENT_PID_ENV`` for the same check (torchrun
   starts each rank in a session of its own, out of reach of a group kill).
 * **Its rendezvous listens on loopback only.** ``--standalone`` makes the
@@ -28,8 +28,8 @@ import os
 import socket
 import sys
 
-from trainium_lens.harness.lifeline import die_with_parent, parent_from_env
-from trainium_lens.harness.nodes import BIND_ENV, BOUND_BACKEND
+from trainium_lens.harness.nodes.launch import BIND_ENV, BOUND_BACKEND
+from trainium_lens.harness.runtime.lifeline import die_with_parent, parent_from_env
 
 LAUNCHER_PID_ENV = "TRAINIUM_LENS_LAUNCHER_PID"
 AGENT_PID_ENV = "TRAINIUM_LENS_AGENT_PID"

@@ -27,7 +27,7 @@ unchanged. When the job asks for N > 1 ranks (``--nproc``, the marker option
 torchrun puts each worker in a session of its own; the ranks ask the kernel to
 kill them when the torchrun agent dies (``rank.tie_to_agent``), so stopping
 this process group (agent included) stops every rank; this process itself dies
-with its starter (``harness/lifeline.py``) and takes the group with it.
+with its starter (``harness/runtime/lifeline.py``) and takes the group with it.
 
 Stdlib only: no torch in this process.
 """
@@ -48,7 +48,7 @@ import time
 from typing import Any
 
 from trainium_lens.harness.events import HarnessError, write_json_atomic
-from trainium_lens.harness.nodes import node_launch, node_name
+from trainium_lens.harness.nodes.launch import node_launch, node_name
 from trainium_lens.harness.torchrun.agent import LAUNCHER_PID_ENV, torchrun_args
 from trainium_lens.harness.torchrun.rank import SPEC_FILE_ENV
 
@@ -66,7 +66,7 @@ def torchrun_argv(python: str, nproc: int, run_dir: str, nodes: dict | None = No
     log_dir = os.path.join(run_dir, "torchrun")
     if nodes is None:
         args = torchrun_args(nproc, log_dir)
-    else:  # one node of a job across nodes (harness/nodes.py)
+    else:  # one node of a job across nodes (harness/nodes/launch.py)
         args = [*node_launch(nodes, nproc, log_dir)[0], "-m", "trainium_lens.harness"]
     return [python, "-m", "trainium_lens.harness.torchrun.agent", *args]
 

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from trainium_lens.harness import lifeline
+from trainium_lens.harness.runtime import lifeline
 
 SPEC_FILE_ENV = "TRAINIUM_LENS_SPEC_FILE"
 #: An event line at most this many bytes: below Linux's PIPE_BUF (4096), so one
@@ -84,7 +84,7 @@ def local_rank() -> int:
 
 def read_spec_text() -> str:
     """The job spec: the launcher's file for a rank, else the line the lifeline
-    took from stdin (``harness/lifeline.py``), else stdin."""
+    took from stdin (``harness/runtime/lifeline.py``), else stdin."""
     path = os.environ.get(SPEC_FILE_ENV) if rank_mode() else None
     if path:
         with open(path, encoding="utf-8") as handle:
@@ -184,7 +184,7 @@ def init(torch: Any, backend_name: str, labeler_ref: Callable[[], Any], events: 
     if not tdist.is_initialized():
         import datetime
 
-        from trainium_lens.harness.nodes import PG_TIMEOUT_ENV
+        from trainium_lens.harness.nodes.launch import PG_TIMEOUT_ENV
 
         # Across nodes the launcher sets a short bound (a node that never joins,
         # a peer behind a partition); one node keeps torch's default.

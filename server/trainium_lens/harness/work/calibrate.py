@@ -30,8 +30,8 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from trainium_lens.harness.eager.host import HostWindow
 from trainium_lens.harness.events import write_json_atomic
+from trainium_lens.harness.runtime.host import HostWindow
 
 DTYPES = ("float32", "bfloat16")
 COPY_BYTES = 64 << 20
@@ -156,7 +156,7 @@ def below(roof: dict, achieved: dict | None) -> bool:
     return float(achieved.get("bytes_per_s") or 0.0) > float(roof.get("bytes_per_s") or float("inf"))
 
 
-def _best_of(old: dict, new: dict) -> dict:
+def best_of(old: dict, new: dict) -> dict:
     """Each figure the higher of two measurements: a busy moment only lowers one."""
     peaks = {p["dtype"]: p["flops_per_s"] for p in old.get("flops", [])}
     for p in new["flops"]:
@@ -198,7 +198,7 @@ def cpu_roof(torch: Any, achieved: dict | None = None) -> dict:
             old = roof
     except (OSError, ValueError):
         cached = {}
-    roof = _best_of(old, measure(torch)) if old else measure(torch)
+    roof = best_of(old, measure(torch)) if old else measure(torch)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         data = dict(cached if isinstance(cached, dict) else {}, **{key: roof})

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from trainium_lens.harness.lazy_inductor import keep_inductor_lazy
+from trainium_lens.harness.runtime.lazy_inductor import keep_inductor_lazy
 
 SAVED_PREFIX = "trainium-lens saved tensor #"
 _RecordFunction = getattr(torch._C._profiler, "_RecordFunctionFast", None) or torch.profiler.record_function

@@ -196,7 +196,7 @@ def _steps(
     """``count`` calls, each synced; a profiled step (``marker``) is scoped by
     ``xp.Trace`` and reports its stage. ``tagger``: the mode the call runs under
     (``xla/tags.py``); ``graphs``: gets the graphs each call executed."""
-    from trainium_lens.harness.call import invoke
+    from trainium_lens.harness.runtime.call import invoke
 
     backend, times = s.backend, []
     for i in range(count):
@@ -226,7 +226,7 @@ def _nothing():
 
 
 def profile_function(s: Any, marked: Any, index: int, protocol: dict) -> dict:
-    from trainium_lens.harness.call import (
+    from trainium_lens.harness.runtime.call import (
         function_record,
         inputs,
         invoke,

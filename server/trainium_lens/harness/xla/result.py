@@ -167,7 +167,7 @@ def cpu_roof(backend: Any) -> dict | None:
     an instruction that ran on every core (docs/xla.md)."""
     if backend.device_type.upper() != "CPU":
         return None
-    from trainium_lens.harness.work.calibrate import _best_of
+    from trainium_lens.harness.work.calibrate import best_of
     from trainium_lens.harness.work.calibrate import cpu_roof as measured
 
     torch = backend.torch
@@ -179,7 +179,7 @@ def cpu_roof(backend: Any) -> dict | None:
         # moment (OpenMP's barriers stall on a loaded host and read a fraction of it)
         torch.set_num_threads(threads)
         try:
-            roof = _best_of(roof, measured(torch))
+            roof = best_of(roof, measured(torch))
         finally:
             torch.set_num_threads(before)
     roof["source"] += (

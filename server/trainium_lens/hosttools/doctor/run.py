@@ -134,13 +134,13 @@ def _remote_checks(report: Report, target: SshTarget, host: str) -> Report:
         skip_rest(report, "needs the probe")
         return report
     if proc.returncode == 71:  # the remote Python is missing or does not run
-        from trainium_lens.targets.ssh import _remote_reason
+        from trainium_lens.targets.ssh import remote_reason
 
         add(
             report,
             "python",
             "fail",
-            _remote_reason(proc.stderr.decode("utf-8", "replace"), 71),
+            remote_reason(proc.stderr.decode("utf-8", "replace"), 71),
             "pass --remote-python PATH (e.g. /opt/aws_neuronx_venv_pytorch_2_13/bin/python)",
         )
         skip_rest(report, "needs a Python on the host")

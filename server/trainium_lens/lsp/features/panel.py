@@ -5,7 +5,7 @@ the function's latest result (op table, line table, findings: the result's
 own JSON), the comparison of the file's variants (None below two), the diff
 against the function's previous run (None without one), and where each
 profiled line sits in the editor now (so a click reveals the right line), and
-the roofline chart's points and the memory view (``analysis/roofline.chart``).
+the roofline chart's points and the memory view (``lsp/present/roofline_chart.py``).
 Every object with figures carries a ``shown`` map (field → text, ``model/figures.shown``):
 the panel prints the server's text rather than formatting a second time.
 Without ``function``: the most recently profiled function of the file. With
@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainium_lens.analysis.roofline import points as roofline
-from trainium_lens.lsp.present import compare
+from trainium_lens.lsp.present import compare, roofline_chart
 from trainium_lens.lsp.state import LensServer, param
 from trainium_lens.model import figures
 
@@ -71,7 +70,7 @@ def run_data(ls: LensServer, params: Any) -> dict:
             "comparison": compare.variants(variants),
             "diff": compare.diff(before, result) if before else None,
             "lines": lines,
-            "roofline": roofline.chart(result),  # the roofline chart and the memory view
+            "roofline": roofline_chart.chart(result),  # the roofline chart and the memory view
             "markdown": {
                 "comparison": compare.variants_markdown(variants) if len(variants) > 1 else None,
                 "diff": compare.diff_markdown(before, result) if before else None,

@@ -13,7 +13,7 @@ This module wires it to the editor:
   worker at once: ``{released: bool, host}``.
 
 Workers end with the server: ``shutdown`` closes the target, and a killed server
-closes the workers' stdin, which ends them (harness/worker.py).
+closes the workers' stdin, which ends them (harness/runtime/worker.py).
 """
 
 from __future__ import annotations

@@ -117,7 +117,7 @@ def test_an_undated_busy_roof_counts_as_old():
 
 def test_measure_says_when_other_processes_took_the_cpu(monkeypatch):
     """The real measurement, with the host window stubbed to report a busy host."""
-    from trainium_lens.harness.eager import host
+    from trainium_lens.harness.runtime import host
 
     monkeypatch.setattr(calibrate, "BUDGET_S", 0.03)
     monkeypatch.setattr(host.HostWindow, "stop", lambda self: {"others_cores": 1.2})

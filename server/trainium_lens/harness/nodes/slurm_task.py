@@ -1,5 +1,5 @@
 """One SLURM task of a job across nodes: ``python -m
-trainium_lens.harness.slurm_task NODE_SPEC`` (run by ``srun``, one per node;
+trainium_lens.harness.nodes.slurm_task NODE_SPEC`` (run by ``srun``, one per node;
 stdlib only).
 
 It completes the node's place in the job from SLURM's environment (node rank
@@ -64,7 +64,7 @@ def node_spec(data: dict) -> dict:
 def start_heartbeat(path: str) -> None:
     """A child that rewrites a counter in ``path`` every second while this task
     lives (the login host's harness takes a node whose counter stops for dead:
-    harness/slurm.py). It dies with the task: ``PR_SET_PDEATHSIG``, and it checks
+    harness/nodes/slurm.py). It dies with the task: ``PR_SET_PDEATHSIG``, and it checks
     its parent; the harness this task becomes sweeps it at its end (reaper.py)."""
     if os.fork() != 0:
         return

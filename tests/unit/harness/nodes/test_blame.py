@@ -19,8 +19,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from trainium_lens.harness import slurm
 from trainium_lens.harness.events import HarnessError
+from trainium_lens.harness.nodes import slurm
 from trainium_lens.harness.torchrun import launch
 
 PEER = "rank 1: slow raised RuntimeError: Connection closed by peer [10.0.0.2]:16554 (slow.py:15)"

@@ -10,7 +10,7 @@ import torch
 
 from trainium_lens.harness.eager import steady
 from trainium_lens.harness.eager.calibrate import _trees
-from trainium_lens.harness.eager.host import HostWindow, RunQueueDelay, involuntary_switches
+from trainium_lens.harness.runtime.host import HostWindow, RunQueueDelay, involuntary_switches
 
 
 def test_settle_waits_for_a_steady_run_of_calls():

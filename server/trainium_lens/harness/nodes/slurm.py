@@ -8,7 +8,7 @@ options) makes that process this driver:
    each task fills those from SLURM, ``slurm_task.py``) into the run folder,
    which must be on a filesystem the nodes share (the login host's home on a
    ParallelCluster; docs/nodes.md);
-2. it starts the **guard** (``python -m trainium_lens.harness.slurm guard
+2. it starts the **guard** (``python -m trainium_lens.harness.nodes.slurm guard
    NAME``) in a session of its own with a pipe as its stdin: when that pipe
    closes (this driver ended in any way, a kill -9 of its whole group
    included) the guard runs ``scancel --name NAME``. Killing srun does not
@@ -71,7 +71,7 @@ def srun_argv(request: dict, name: str, run_dir: str, python: str, node_spec: st
         if request.get(key):
             argv.append(f"{opt}={request[key]}")
     argv += [str(a) for a in request.get("args") or []]
-    argv += [python, "-m", "trainium_lens.harness.slurm_task", node_spec]
+    argv += [python, "-m", "trainium_lens.harness.nodes.slurm_task", node_spec]
     return argv
 
 
@@ -95,7 +95,7 @@ def run(spec: Any, events: Any, spec_text: str) -> int:
     write_json_atomic(node_spec, data)
     name = job_name(spec.batch_id)
     guard = subprocess.Popen(
-        [sys.executable, "-m", "trainium_lens.harness.slurm", "guard", name],
+        [sys.executable, "-m", "trainium_lens.harness.nodes.slurm", "guard", name],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

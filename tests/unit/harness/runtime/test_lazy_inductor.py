@@ -1,4 +1,4 @@
-"""harness/lazy_inductor.py: starting torch.profiler imports no inductor (nor dynamo)
+"""harness/runtime/lazy_inductor.py: starting torch.profiler imports no inductor (nor dynamo)
 in a process that compiled nothing, and changes nothing once inductor is in. Each
 case runs in a fresh interpreter: which modules a start imports is per process."""
 
@@ -12,7 +12,7 @@ import sys
 CASE = r"""
 import json, sys
 import torch
-from trainium_lens.harness.lazy_inductor import keep_inductor_lazy
+from trainium_lens.harness.runtime.lazy_inductor import keep_inductor_lazy
 
 cls = torch.profiler.profiler._KinetoProfile
 wrapped = []

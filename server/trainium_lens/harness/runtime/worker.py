@@ -1,6 +1,6 @@
 """A warm harness: a fork server with torch imported that runs one job per child.
 
-``python -m trainium_lens.harness.worker [--idle SECONDS]`` (stdlib + torch; runs on
+``python -m trainium_lens.harness.runtime.worker [--idle SECONDS]`` (stdlib + torch; runs on
 the target like the rest of the harness). The language server keeps one per
 target (``targets/warm.py``) so that a profile need not pay ``import torch``
 (about 2 s here, more with torch-neuronx) on every run.

@@ -1,0 +1,98 @@
+"""What a result is of and where it ran: the function and its protocol
+(``FunctionRef``, ``Protocol``), the script of a ``run`` (``ScriptRun``), the
+environment, the code's git state, the included packages' files and what the
+function returned (``Output``). Parts of the result document (``model/result.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Protocol:
+    wait: int = 2
+    warmup: int = 1
+    active: int = 5
+    timing_calls: int = 20  # unprofiled calls timed after profiling
+
+
+@dataclass
+class FunctionRef:
+    file: str
+    name: str
+    line: int  # the line of the ``def``
+    protocol: Protocol = field(default_factory=Protocol)
+    marker_line: int | None = None  # the ``# trainium: profile`` comment
+    inputs: str | None = None  # the marker's ``inputs=`` function (variants share it)
+    compare: str | None = None  # the marker's ``compare=`` group, if any
+
+
+@dataclass
+class Environment:
+    python: str = ""
+    torch: str = ""
+    torch_neuronx: str | None = None
+    neuron_flavour: str | None = None  # "native" (TorchNeuron) | "xla" | None
+    instance_type: str | None = None
+    neuron_cores: int | None = None
+    device_name: str | None = None
+    platform: str = ""
+
+
+@dataclass
+class Output:
+    """What the function returned, for comparing variants of one file."""
+
+    dtype: str | None = None
+    shape: list[int] | None = None
+    reference: str | None = None  # the first variant of the batch
+    max_abs_diff: float | None = None  # against the reference's output
+    max_abs: float | None = None  # largest |element| of this output (relative tolerance)
+    tensors: int = 1  # tensors returned (all are compared; dtype and shape are the first's)
+    mismatch: str | None = None  # why the tensors cannot be compared (count, a later one's shape)
+
+
+@dataclass
+class GitState:
+    """The code a run measured (schema 3): the workspace's git state when the run
+    began, recorded on this machine by ``engine/provenance.py`` (the harness may run
+    on a host that has no ``.git``)."""
+
+    commit: str | None = None  # HEAD's full hash; None outside a git work tree
+    dirty: bool = False  # tracked files differed from HEAD, or the profiled file is untracked
+    branch: str | None = None  # None on a detached HEAD
+
+    @property
+    def short(self) -> str:
+        """``3f2a9c1`` / ``3f2a9c1+dirty`` / ``-`` (no git)."""
+        if not self.commit:
+            return "-"
+        return self.commit[:7] + ("+dirty" if self.dirty else "")
+
+
+@dataclass
+class LibraryFile:
+    """A file of an included package (``--include``): its module path, as the
+    result's lines name it, and where it lies on the host that ran the profile."""
+
+    file: str  # e.g. "torch/nn/functional.py"
+    path: str  # absolute path on the host
+
+
+@dataclass
+class ScriptRun:
+    """A ``trainium-lens run`` result: the unmodified command whose steps were
+    profiled (``harness/script/``); ``None`` for a marked function."""
+
+    command: list[str] = field(default_factory=list)
+    launcher: str = "python"  # "python" | "torchrun"
+    steps: list[int] = field(default_factory=list)  # [N, M]: the measured steps asked for
+    profiled_steps: list[int] = field(default_factory=list)  # [first, last] recorded (cpu: with twins)
+    detector: str = ""  # "optimizer" | "forward" | "step-on": what found the steps
+    reference_before: int = 0  # unprofiled steps timed before the window (the reference)
+    reference_after: int = 0  # and after it
+    # the step's wait for data: a DataLoader's __next__ per step (median over the
+    # unprofiled reference steps) and the line that called it (the loop's ``for``)
+    data_wait_us: float | None = None
+    data_file: str | None = None
+    data_line: int | None = None
