@@ -18,6 +18,7 @@ from trainium_lens.analysis.reconcile import reconcile
 from trainium_lens.engine.provenance import git_state
 from trainium_lens.engine.script_exit import launcher_note
 from trainium_lens.errors import LensError, NotStored, TargetError
+from trainium_lens.harness.spec import ScriptSpec
 from trainium_lens.model.codec import ResultError
 from trainium_lens.model.job import new_batch_id, workspace_id, workspace_root_for
 from trainium_lens.model.ranks import merge_document
@@ -76,30 +77,8 @@ def run(
     root = req.root()
     batch_id = new_batch_id()
     run_dir = cache_root() / workspace_id(root) / "runs" / batch_id
-    script = req.command.script
-    rel = None
-    if script is not None:
-        try:
-            rel = script.resolve().relative_to(root).as_posix()
-        except ValueError:
-            rel = script.name
-    spec = {
-        "batch_id": batch_id,
-        "workspace_root": str(root),
-        "run_dir": str(run_dir),
-        "host": "local",
-        "launcher": req.command.launcher,
-        "wrapper": req.command.wrapper,
-        "command": req.command.argv,
-        "script_rel": rel,
-        "main_line": req.command.main_line(),
-        "steps": list(req.steps),
-        "exit_after": req.exit_after,
-        "backend": req.backend,
-        "include": list(req.include),
-        "step_on": req.step_on,
-    }
-    git = git_state(root, rel)
+    spec = script_spec(req, root, batch_id, run_dir)
+    git = git_state(root, spec.script_rel)
     sink = on_event or (lambda _e: None)
     if req.host:
         from trainium_lens.targets.script_remote import run_script_remote
@@ -151,6 +130,32 @@ def run(
             except (OSError, LensError) as exc:
                 raise NotStored(f"cannot store the result in {store.runs}: {exc}", batch.results) from None
     return batch.results, outcome.returncode
+
+
+def script_spec(req: ScriptRequest, root: Path, batch_id: str, run_dir: Path) -> ScriptSpec:
+    """What the harness armed in the command's processes is asked (docs/protocol.md)."""
+    script = req.command.script
+    rel = None
+    if script is not None:
+        try:
+            rel = script.resolve().relative_to(root).as_posix()
+        except ValueError:
+            rel = script.name
+    return ScriptSpec(
+        batch_id=batch_id,
+        workspace_root=str(root),
+        run_dir=str(run_dir),
+        command=tuple(req.command.argv),
+        launcher=req.command.launcher,
+        wrapper=req.command.wrapper,
+        script_rel=rel,
+        main_line=req.command.main_line(),
+        steps=req.steps,
+        exit_after=req.exit_after,
+        backend=req.backend,
+        include=tuple(req.include),
+        step_on=req.step_on,
+    )
 
 
 def _document(outcome: Outcome) -> dict:

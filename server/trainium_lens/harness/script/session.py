@@ -44,7 +44,7 @@ from trainium_lens.harness.job.loader import UserCode, resolve_include
 from trainium_lens.harness.script.detect import Detector
 from trainium_lens.harness.script.optimizers import ScriptOptimizers
 from trainium_lens.harness.script.work import ScriptWork
-from trainium_lens.harness.spec import SPEC_VERSION
+from trainium_lens.harness.spec import ScriptSpec
 
 AFTER = 3  # unprofiled steps timed after the window (with those before it: the reference)
 
@@ -57,11 +57,11 @@ class ScriptRun:
     """The profiled window on the torch.profiler backends (cpu, cuda, neuron);
     ``xla_run.XlaScriptRun`` is the same window on torch-xla (``start.py`` picks)."""
 
-    def __init__(self, spec: dict, events: Any, backend: Any):
+    def __init__(self, spec: ScriptSpec, events: Any, backend: Any):
         self.spec, self.events, self.backend = spec, events, backend
-        self.first, self.last_measured = (int(v) for v in spec["steps"])
+        self.first, self.last_measured = spec.steps
         self.rank = events.rank
-        base = spec["run_dir"]
+        base = spec.run_dir
         self.run_dir = os.path.join(base, f"rank{self.rank}") if self.rank is not None else base
         self.step = 0
         self.detector_name: str | None = None
@@ -85,18 +85,18 @@ class ScriptRun:
     # -- setup ------------------------------------------------------------------
     def install(self) -> None:
         include = []
-        for name in self.spec.get("include") or []:
+        for name in self.spec.include:
             found = resolve_include(name)
             if found is None:
                 self.events.warning(f"--include {name}: no installed package or module of that name")
             else:
                 include.append(found)
-        self.user = UserCode(self.spec["workspace_root"], include)
+        self.user = UserCode(self.spec.workspace_root, include)
         self.source = build.SourceText(self.user.root, self.user.abspath)
         self._prepare()
         measured = self.last_measured - self.first + 1
         self.window_last = self.first + measured * (2 if self.paired else 1) - 1
-        self.detector = Detector(self._boundary, self.spec.get("step_on"), self.user.root)
+        self.detector = Detector(self._boundary, self.spec.step_on, self.user.root)
         try:
             self.detector.install()
         except ValueError as exc:  # a --step-on that names nothing: the script runs on, unprofiled
@@ -177,7 +177,7 @@ class ScriptRun:
             self.work.start()
         elif k == self.window_last + 1:
             self.work.stop()
-            if self.spec.get("exit_after"):
+            if self.spec.exit_after:
                 self._write()
                 _exit_cleanly()
         elif k == self.window_last + 1 + AFTER:
@@ -196,7 +196,7 @@ class ScriptRun:
         if not self.backend.device_clock:
             self.calibration = calibration_store.for_run(torch, self.backend, ctx, self.run_dir, self.events)
         os.makedirs(self.run_dir, exist_ok=True)
-        self.run_id = f"{self.spec['batch_id']}-0"
+        self.run_id = f"{self.spec.batch_id}-0"
         self.window = HostWindow().start()
         self.delay.refresh()
         self.backend.start_capture()
@@ -299,9 +299,9 @@ class ScriptRun:
         spec = self.spec
         measured = self.last_measured - self.first + 1
         return {
-            "file": spec.get("script_rel") or spec.get("script") or "<script>",
+            "file": spec.script_rel or "<script>",
             "name": f"steps {self.first}-{self.last_measured}",
-            "line": int(spec.get("main_line") or 1),
+            "line": spec.main_line,
             "marker_line": None,
             "protocol": {"wait": self.first - 1, "warmup": 0, "active": measured, "timing_calls": len(wall)},
             "inputs": None,
@@ -337,8 +337,8 @@ class ScriptRun:
         doc = build.result_document(
             build.Profiled(
                 run_id=self.run_id,
-                batch_id=spec["batch_id"],
-                host=spec.get("host", "local"),
+                batch_id=spec.batch_id,
+                host=spec.host,
                 backend=self.backend.name,
                 clock=self.backend.name,
                 environment=self.backend.environment(),
@@ -349,7 +349,7 @@ class ScriptRun:
                 wall_us=wall,
                 signals=signals,
                 artifacts={
-                    "location": spec.get("host", "local"),
+                    "location": spec.host,
                     "run_dir": os.path.abspath(self.run_dir),
                     "trace": self.trace,
                 },
@@ -378,8 +378,8 @@ class ScriptRun:
             if any(line["file"] == f for line in doc["lines"])
         ]
         doc["script"] = {
-            "command": spec.get("command") or [],
-            "launcher": spec.get("launcher", "python"),
+            "command": list(spec.command),
+            "launcher": spec.launcher,
             "steps": [self.first, self.last_measured],
             "profiled_steps": [self.first, self.window_last],
             "detector": self.detector_name or "",
@@ -388,7 +388,7 @@ class ScriptRun:
         }
         if self.data_site is not None and self.data_waits:
             file, line = self.data_site
-            root = os.path.abspath(self.spec["workspace_root"])
+            root = os.path.abspath(self.spec.workspace_root)
             if os.path.abspath(file).startswith(root + os.sep):
                 file = os.path.relpath(os.path.abspath(file), root).replace(os.sep, "/")
             doc["script"].update(
@@ -403,7 +403,7 @@ class ScriptRun:
         wall = self.before + self.after
         doc = self._document(wall)
         doc["totals"]["wall_us_median"] = statistics.median(wall) if wall else None
-        batch = build.batch_document(self.spec["batch_id"], [doc])
+        batch = build.batch_document(self.spec.batch_id, [doc])
         path = os.path.join(self.run_dir, "batch.json")
         write_json_atomic(path, batch, indent=1)
         self.events.emit("result", path=os.path.abspath(path), steps=self.step, **self.events.place)
@@ -486,4 +486,4 @@ def _chain_excepthook(run: ScriptRun) -> None:
     sys.excepthook = hook
 
 
-__all__ = ["ScriptRun", "SPEC_VERSION"]
+__all__ = ["ScriptRun"]

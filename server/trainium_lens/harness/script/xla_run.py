@@ -156,7 +156,7 @@ class XlaScriptRun(ScriptRun):
     def _start_window(self) -> None:
         self._tracing(plain=False)
         os.makedirs(self.run_dir, exist_ok=True)
-        self.run_id = f"{self.spec['batch_id']}-0"
+        self.run_id = f"{self.spec.batch_id}-0"
         self.log_dir = os.path.join(self.run_dir, f"{self.run_id}.xla-profile")
         device = self.backend.device_capture
         if device is not None:
@@ -214,8 +214,8 @@ class XlaScriptRun(ScriptRun):
         doc = result.document(
             self.captured,
             run_id=self.run_id,
-            batch_id=spec["batch_id"],
-            host=spec.get("host", "local"),
+            batch_id=spec.batch_id,
+            host=spec.host,
             backend=self.backend,
             function=self._function(wall),
             wall_us=wall,
@@ -227,7 +227,7 @@ class XlaScriptRun(ScriptRun):
             warnings=list(self.xla_warnings),
             views=self.views,
             run_dir=self.run_dir,
-            workspace_root=spec["workspace_root"],
+            workspace_root=spec.workspace_root,
             output={},
         )
         self._script_fields(doc)
