@@ -33,10 +33,10 @@ import os
 import socket
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from trainium_lens.harness.spec import ScriptSpec
+from trainium_lens.harness.events import HarnessError
+from trainium_lens.harness.spec import ScriptSpec, parse_script_spec
 
 RUN_ENV = "TRAINIUM_LENS_RUN"
 AGENT_ENV = "TRAINIUM_LENS_RUN_AGENT"
@@ -73,9 +73,6 @@ class Events:
 
 
 def boot() -> None:
-    from trainium_lens.harness.events import HarnessError
-    from trainium_lens.harness.spec import parse_script_spec
-
     path = os.environ.get(RUN_ENV, "")
     try:
         with open(path, encoding="utf-8") as handle:
