@@ -26,8 +26,6 @@ ALLOWED: set[tuple[str, str]] = {
     ("trainium_lens.targets.script_remote", "trainium_lens.targets.ssh._mark_remote"),
     # fixed on another branch
     ("trainium_lens.targets.script_remote", "trainium_lens.model.script._PYTHON"),
-    # fixed on another branch
-    ("trainium_lens.harness.script.xla_run", "trainium_lens.harness.script.session._never"),
 }
 
 

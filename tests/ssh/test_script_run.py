@@ -71,6 +71,7 @@ def test_run_over_ssh_per_line_on_the_model_file(sshd, ssh_control_dir, tmp_path
     assert any(ln["self_time_us"] > 0 for ln in model)
     assert any(ln["backward_self_time_us"] > 0 for ln in model)
     assert len(stored(ws)) == 1
+    assert [p.name for p in (work / "runs").iterdir()] == [doc["batch_id"]]  # its stored result names it
     assert left_running(str(work)) == []
 
 
@@ -91,7 +92,7 @@ def test_timeout_leaves_nothing_on_the_host(sshd, ssh_control_dir, tmp_path: Pat
     )
     assert proc.returncode != 0
     assert "timed out after 10 s" in proc.stderr, proc.stderr[-2000:]
-    assert stored(ws) == []
+    assert stored(ws) == [] and list((work / "runs").iterdir()) == []  # its run folder went on the host
     assert left_running(str(work)) == []
     assert left_running(str(tmp_path / "cache"), besides=" -N -f ") == []
 

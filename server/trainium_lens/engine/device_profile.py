@@ -10,7 +10,7 @@ path for both flavours (docs/neuron.md, "Device time per line").
   profiled steps (``NeuronView.steps``; checked against the profile's
   ``ExecutionInfo``, and the figures divided by it).
 
-``fill`` (called by the runner once the batch is read) fetches each processed
+``fill`` (called by ``finish.py`` once the batch is read) fetches each processed
 view when the run was remote, reads every device profile in it
 (``traces/neuron_profile.py``), credits instructions to lines through their stack
 frames (``traces/neuron_lines.py``) and writes device time into the result

@@ -7,25 +7,22 @@ line (``ScriptFailed``) with the script's own exit status kept beside it.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainium_lens.analysis.findings.analyze import analyze
-from trainium_lens.analysis.reconcile import reconcile
+from trainium_lens.engine.finish import finish, run_folder_removed_on_failure
 from trainium_lens.engine.provenance import git_state
 from trainium_lens.engine.script_exit import launcher_note
-from trainium_lens.errors import LensError, NotStored, TargetError
-from trainium_lens.model.codec import ResultError
+from trainium_lens.errors import LensError, TargetError
+from trainium_lens.harness.spec import ScriptSpec
 from trainium_lens.model.job import new_batch_id, workspace_id, workspace_root_for
-from trainium_lens.model.ranks import merge_document
-from trainium_lens.model.result import Batch, Result
+from trainium_lens.model.result import Result
 from trainium_lens.model.script import ScriptCommand
 from trainium_lens.model.store import RunStore
-from trainium_lens.targets.base import EventSink
-from trainium_lens.targets.local import cache_root
+from trainium_lens.targets.base import EventSink, Target
+from trainium_lens.targets.local import LocalTarget, cache_root
 from trainium_lens.targets.script import Outcome, run_script
 
 
@@ -72,10 +69,81 @@ def run(
     timeout: float | None = None,
     store: RunStore | None = None,
 ) -> tuple[list[Result], int]:
-    """The results (one: ranks merged) and the script's exit status."""
+    """The results (one: ranks merged) and the script's exit status. A run that
+    failed, was stopped or is not stored leaves no run folder (``finish.py``)."""
     root = req.root()
     batch_id = new_batch_id()
     run_dir = cache_root() / workspace_id(root) / "runs" / batch_id
+    spec = script_spec(req, root, batch_id, run_dir)
+    git = git_state(root, spec.script_rel)
+    sink = on_event or (lambda _e: None)
+    if req.host:
+        from trainium_lens.targets.ssh import SshTarget
+
+        target: Target = SshTarget(
+            req.host, ssh_config=req.ssh_config, remote_python=req.remote_python, work_dir=req.work_dir
+        )
+    else:
+        target = LocalTarget()  # holds the run folder here: the finish stage removes it there
+    try:
+        with run_folder_removed_on_failure(target, root, batch_id):
+            outcome = _run_command(target, req, root, spec, run_dir, sink, cancel, timeout)
+            if not outcome.results:
+                raise explain(outcome, req)
+            note = launcher_note(outcome)
+            if note is not None:
+                sink({"event": "warning", "message": note})
+            results = finish(
+                _document(outcome),
+                target=target,
+                workspace=root,
+                batch_id=batch_id,
+                git=git,
+                store=store,
+                device_lines=False,  # as before: a script's Neuron views are not read into its lines
+                source=None,  # no edits: ``fix`` measures one by running a marked function
+                unstored="remove",  # the caller has the results; their traces go with the run
+            )
+        return results, outcome.returncode
+    finally:
+        target.close()
+
+
+def _run_command(
+    target: Target,
+    req: ScriptRequest,
+    root: Path,
+    spec: ScriptSpec,
+    run_dir: Path,
+    sink: EventSink,
+    cancel: threading.Event | None,
+    timeout: float | None,
+) -> Outcome:
+    """The user's command with the harness injected, on ``target``."""
+    if req.host:
+        from trainium_lens.targets.script_remote import run_script_remote
+        from trainium_lens.targets.ssh import SshTarget
+
+        assert isinstance(target, SshTarget)
+        return run_script_remote(
+            target,
+            req.command.argv,
+            req.command.launcher,
+            root,
+            req.cwd,
+            spec,
+            sink,
+            cancel,
+            timeout,
+            req.env,
+            capture=req.capture,  # the language server's stdout is its protocol channel
+            inner=req.command.inner,
+        )
+    return run_script(req.command.argv, req.cwd, spec, run_dir, sink, cancel, timeout, req.env, req.capture)
+
+
+def script_spec(req: ScriptRequest, root: Path, batch_id: str, run_dir: Path) -> ScriptSpec:
+    """What the harness armed in the command's processes is asked (docs/protocol.md)."""
     script = req.command.script
     rel = None
     if script is not None:
@@ -83,74 +151,21 @@ def run(
             rel = script.resolve().relative_to(root).as_posix()
         except ValueError:
             rel = script.name
-    spec = {
-        "batch_id": batch_id,
-        "workspace_root": str(root),
-        "run_dir": str(run_dir),
-        "host": "local",
-        "launcher": req.command.launcher,
-        "wrapper": req.command.wrapper,
-        "command": req.command.argv,
-        "script_rel": rel,
-        "main_line": req.command.main_line(),
-        "steps": list(req.steps),
-        "exit_after": req.exit_after,
-        "backend": req.backend,
-        "include": list(req.include),
-        "step_on": req.step_on,
-    }
-    git = git_state(root, rel)
-    sink = on_event or (lambda _e: None)
-    if req.host:
-        from trainium_lens.targets.script_remote import run_script_remote
-        from trainium_lens.targets.ssh import SshTarget
-
-        target = SshTarget(
-            req.host, ssh_config=req.ssh_config, remote_python=req.remote_python, work_dir=req.work_dir
-        )
-        try:
-            outcome = run_script_remote(
-                target,
-                req.command.argv,
-                req.command.launcher,
-                root,
-                req.cwd,
-                spec,
-                sink,
-                cancel,
-                timeout,
-                req.env,
-                capture=req.capture,  # the language server's stdout is its protocol channel
-                inner=req.command.inner,
-            )
-        finally:
-            target.close()
-    else:
-        outcome = run_script(
-            req.command.argv, req.cwd, spec, run_dir, sink, cancel, timeout, req.env, req.capture
-        )
-    if not outcome.results:
-        raise explain(outcome, req)
-    note = launcher_note(outcome)
-    if note is not None:
-        sink({"event": "warning", "message": note})
-    document = _document(outcome)
-    try:
-        batch = Batch.from_dict(merge_document(document))
-    except ResultError as exc:
-        raise TargetError(f"the harness wrote an unusable result: {exc}") from None
-    for result in batch.results:
-        result.batch_id = result.batch_id or batch.batch_id
-        result.git = dataclasses.replace(git)
-        result.reconciliation = reconcile(result)  # against the script's own unprofiled steps
-        result.findings = analyze(result)
-    if store is not None:
-        for result in batch.results:
-            try:
-                store.save(result)
-            except (OSError, LensError) as exc:
-                raise NotStored(f"cannot store the result in {store.runs}: {exc}", batch.results) from None
-    return batch.results, outcome.returncode
+    return ScriptSpec(
+        batch_id=batch_id,
+        workspace_root=str(root),
+        run_dir=str(run_dir),
+        command=tuple(req.command.argv),
+        launcher=req.command.launcher,
+        wrapper=req.command.wrapper,
+        script_rel=rel,
+        main_line=req.command.main_line(),
+        steps=req.steps,
+        exit_after=req.exit_after,
+        backend=req.backend,
+        include=tuple(req.include),
+        step_on=req.step_on,
+    )
 
 
 def _document(outcome: Outcome) -> dict:

@@ -1,4 +1,5 @@
-"""The job spec (stdin) and the protocol each function is profiled with.
+"""The job contract: the job spec (stdin) and the protocol each function is profiled
+with; the script spec (``trainium-lens run``: the file ``TRAINIUM_LENS_RUN`` names).
 
 Precedence of protocol values: defaults < marker options < ``spec.protocol``.
 """
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from trainium_lens.harness import markers
@@ -208,3 +209,129 @@ def nproc_for(nproc: int | None, chosen: list[Marked], rel_file: str) -> int:
             )
         values.append(int(raw))
     return max(values)
+
+
+# -- the script spec (``trainium-lens run``) ------------------------------------------
+
+#: The script spec's version. The harness accepts only its own: the core and the
+#: harness it copies to a host ship together, so any change to the keys, their types
+#: or their meaning bumps it (docs/protocol.md, "The script spec").
+SCRIPT_SPEC_VERSION = 1
+LAUNCHERS = ("python", "torchrun")  # what runs the script on each node
+WRAPPERS = ("srun",)  # what runs the launcher on an allocation's nodes
+_SCRIPT_REQUIRED = ("batch_id", "workspace_root", "run_dir", "command")
+
+
+@dataclass(frozen=True)
+class ScriptSpec:
+    """What one ``trainium-lens run`` asks of the harness armed in the user's own
+    process: built by ``engine/script.py``, written as JSON to the file that
+    ``TRAINIUM_LENS_RUN`` names, read by ``harness/script/arm.py``. A target that
+    runs the command elsewhere moves it there with ``dataclasses.replace``
+    (``workspace_root``, ``run_dir``, ``host``)."""
+
+    batch_id: str
+    workspace_root: str  # absolute, on the machine the command runs on
+    run_dir: str  # where the armed processes write: events.jsonl, rank<k>/, batch.json
+    command: tuple[str, ...]  # the user's argv as given (the result shows it)
+    launcher: str = "python"  # one of LAUNCHERS
+    wrapper: str | None = None  # one of WRAPPERS, or None
+    script_rel: str | None = None  # the script, relative to workspace_root (POSIX); None: unknown
+    main_line: int = 1  # its ``if __name__ == "__main__":`` line: the result's function line
+    steps: tuple[int, int] = (3, 5)  # the measured steps N..M, 2 <= N <= M (step 1 compiles)
+    exit_after: bool = False  # end the process cleanly once the step after the window is done
+    backend: str = "auto"  # one of BACKENDS
+    include: tuple[str, ...] = ()  # installed packages or modules whose files count as user code
+    step_on: str | None = None  # FILE:LINE or module.function ending a step (else detected)
+    host: str = "local"  # where the command runs: the result's host and artifacts' location
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object ``parse_script_spec`` reads back (every key written)."""
+        return {
+            "spec_version": SCRIPT_SPEC_VERSION,
+            "batch_id": self.batch_id,
+            "workspace_root": self.workspace_root,
+            "run_dir": self.run_dir,
+            "command": list(self.command),
+            "launcher": self.launcher,
+            "wrapper": self.wrapper,
+            "script_rel": self.script_rel,
+            "main_line": self.main_line,
+            "steps": list(self.steps),
+            "exit_after": self.exit_after,
+            "backend": self.backend,
+            "include": list(self.include),
+            "step_on": self.step_on,
+            "host": self.host,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ScriptSpec:
+        """Checked as the job spec is: ``HarnessError`` (kind ``spec``) names what is wrong."""
+        if not isinstance(data, dict):
+            raise _bad_script("must be a JSON object")
+        version = data.get("spec_version")
+        if version != SCRIPT_SPEC_VERSION or isinstance(version, bool):
+            raise _bad_script(f"version {version!r} is not supported ({SCRIPT_SPEC_VERSION} is)")
+        known = ("spec_version", *(f.name for f in fields(cls)))
+        unknown = [k for k in data if k not in known]
+        if unknown:
+            raise _bad_script(f"unknown key {unknown[0]!r} (known: {', '.join(known)})")
+        missing = [k for k in _SCRIPT_REQUIRED if k not in data]
+        if missing:
+            raise _bad_script(f"missing key {missing[0]!r}")
+        values: dict[str, Any] = {}
+        for key, (check, what) in _SCRIPT_CHECKS.items():
+            if key in data:
+                if not check(data[key]):
+                    raise _bad_script(f"{key!r} must be {what}, got {data[key]!r:.200}")
+                values[key] = tuple(data[key]) if isinstance(data[key], list) else data[key]
+        if not os.path.isabs(values["workspace_root"]):
+            raise _bad_script("'workspace_root' must be an absolute path")
+        return cls(**values)
+
+
+def parse_script_spec(text: str) -> ScriptSpec:
+    """The script spec from the file ``TRAINIUM_LENS_RUN`` names."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise _bad_script(f"is not valid JSON: {exc}") from None
+    return ScriptSpec.from_dict(data)
+
+
+def _bad_script(why: str) -> HarnessError:
+    return HarnessError("spec", f"run spec: {why}")
+
+
+def _text(v: Any) -> bool:
+    return isinstance(v, str) and bool(v)
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
+def _texts(v: Any) -> bool:
+    return isinstance(v, list) and all(_text(s) for s in v)
+
+
+_SCRIPT_CHECKS: dict[str, tuple[Any, str]] = {
+    "batch_id": (_text, "a non-empty string"),
+    "workspace_root": (_text, "a non-empty string"),
+    "run_dir": (_text, "a non-empty string"),
+    "command": (lambda v: _texts(v) and bool(v), "a non-empty list of strings"),
+    "launcher": (lambda v: v in LAUNCHERS, f"one of {', '.join(LAUNCHERS)}"),
+    "wrapper": (lambda v: v is None or v in WRAPPERS, f"null or one of {', '.join(WRAPPERS)}"),
+    "script_rel": (lambda v: v is None or _text(v), "null or a non-empty string"),
+    "main_line": (_count, "a 1-based line number"),
+    "steps": (
+        lambda v: isinstance(v, list) and len(v) == 2 and all(_count(s) for s in v) and 2 <= v[0] <= v[1],
+        "[N, M] with 2 <= N <= M",
+    ),
+    "exit_after": (lambda v: isinstance(v, bool), "true or false"),
+    "backend": (lambda v: v in BACKENDS, f"one of {', '.join(BACKENDS)}"),
+    "include": (_texts, "a list of names"),
+    "step_on": (lambda v: v is None or _text(v), "null or a non-empty string"),
+    "host": (_text, "a non-empty string"),
+}

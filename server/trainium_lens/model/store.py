@@ -12,7 +12,7 @@ Result files are untrusted (a repository can commit one): ids are checked
 (``model/paths.py``) before they become file names, and the store writes only
 inside ``<workspace>/.trainium-lens/`` (a committed symlink leading out of it
 is refused). Pruning a result also removes what was made for it here (its
-fetched artifacts); ``pruned`` lists the results pruned, so the runner can
+fetched artifacts); ``pruned`` lists the results pruned, so ``engine/finish.py`` can
 remove their run folders on the target that holds them.
 """
 

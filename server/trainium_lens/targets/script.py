@@ -26,6 +26,7 @@ from typing import IO
 
 from trainium_lens.errors import Cancelled, TargetError, TimedOut
 from trainium_lens.harness.reaper import scancel_jobs, term_with_parent
+from trainium_lens.harness.spec import ScriptSpec
 from trainium_lens.targets.base import EventSink
 from trainium_lens.targets.local import PACKAGE_PARENT
 from trainium_lens.targets.stream import kill_group
@@ -81,10 +82,10 @@ class Waiting:
         return bool(armed) and armed <= ended
 
 
-def hello_deadline(spec: dict) -> float:
+def hello_deadline(spec: ScriptSpec) -> float:
     """Seconds to the first ``hello``: none under srun, whose allocation may wait in
     the queue as long as the cluster is busy (srun itself says so on stderr)."""
-    return float("inf") if spec.get("wrapper") == "srun" else HELLO_S
+    return float("inf") if spec.wrapper == "srun" else HELLO_S
 
 
 class EventTail:
@@ -131,7 +132,7 @@ def start_output_relay(stream: IO[bytes] | None, on_event: EventSink) -> threadi
 def run_script(
     argv: list[str],
     cwd: Path,
-    spec: dict,
+    spec: ScriptSpec,
     run_dir: Path,
     on_event: EventSink,
     cancel: threading.Event | None = None,
@@ -143,7 +144,7 @@ def run_script(
     language server's stdout is its protocol channel) instead of ours."""
     run_dir.mkdir(parents=True, exist_ok=True)
     spec_path = run_dir / "run-spec.json"
-    spec_path.write_text(json.dumps(spec), encoding="utf-8")
+    spec_path.write_text(json.dumps(spec.to_dict()), encoding="utf-8")
     env = dict(os.environ)
     env.update(env_extra or {})
     env["PYTHONPATH"] = os.pathsep.join(
@@ -161,7 +162,7 @@ def run_script(
             stdout=subprocess.PIPE if capture else None,
             stderr=subprocess.STDOUT if capture else None,
             # srun on this machine (a login host): it must hear of our end to end its job
-            preexec_fn=term_with_parent if spec.get("wrapper") == "srun" else None,
+            preexec_fn=term_with_parent if spec.wrapper == "srun" else None,
         )
     except OSError as exc:
         raise TargetError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None

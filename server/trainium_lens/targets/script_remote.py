@@ -16,6 +16,7 @@ master connection first.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 
 from trainium_lens.errors import Cancelled, TargetError, TimedOut
+from trainium_lens.harness.spec import ScriptSpec
 from trainium_lens.targets.base import EventSink
 from trainium_lens.targets.script import HELLO_S, Outcome, Waiting, hello_deadline, start_output_relay
 from trainium_lens.targets.ssh import SshTarget, _mark_remote
@@ -67,7 +69,7 @@ def run_script_remote(
     launcher: str,
     workspace: Path,
     cwd: Path,
-    spec: dict,
+    spec: ScriptSpec,
     on_event: EventSink,
     cancel: threading.Event | None = None,
     timeout: float | None = None,
@@ -90,14 +92,16 @@ def run_script_remote(
     except ValueError:
         raise TargetError(f"the command's folder {cwd} is outside the workspace {workspace}") from None
     remote_cwd = f"{wd}/src" if rel == "." else f"{wd}/src/{rel}"
-    spec = dict(spec, workspace_root=f"{wd}/src", run_dir=f"{wd}/runs/{spec['batch_id']}", host=target.host)
+    spec = dataclasses.replace(
+        spec, workspace_root=f"{wd}/src", run_dir=f"{wd}/runs/{spec.batch_id}", host=target.host
+    )
     job = {
         "argv": [
             _in_copy(a, workspace, f"{wd}/src") for a in remote_argv(argv, launcher, info["python"], inner)
         ],
         "cwd": remote_cwd,
         "env": dict(env_extra or {}),
-        "run_spec": spec,
+        "run_spec": spec.to_dict(),
     }
     proc = subprocess.Popen(
         target.conn.argv(_RUN, [info["python"], wd, str(int(target.lock_wait_s))]),

@@ -105,6 +105,7 @@ class SshTarget(Target):
                 info["manifest"] = {}
         if not info.get("wd") or not info.get("python"):
             raise TargetError(f"{self.host}: unexpected answer from the host: {text[:200]!r}")
+        self._work_dirs[workspace_id(workspace)] = info["wd"]  # for remove_runs (profile's and run's)
         return info
 
     def sync(self, workspace: Path, info: dict, on_event: EventSink, fs: sync.FileSet | None = None) -> None:
@@ -158,7 +159,6 @@ class SshTarget(Target):
         self.sync(job.workspace, info, on_event, fs)
         check()
         wd = info["wd"]
-        self._work_dirs[workspace_id(job.workspace)] = wd  # for remove_runs
         spec = job.to_spec(f"{wd}/src", f"{wd}/runs/{job.batch_id}", self.host)
         remote: dict = {}
 

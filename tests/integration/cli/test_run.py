@@ -57,6 +57,11 @@ def stored(ws: Path) -> list[Path]:
     return sorted((ws / ".trainium-lens" / "runs").glob("*.json")) if (ws / ".trainium-lens").exists() else []
 
 
+def run_folders(tmp: Path) -> list[str]:
+    """The run folders left in the cache (``<cache>/<workspace id>/runs/<batch>``)."""
+    return sorted(p.name for p in (tmp / "cache").glob("*/runs/*"))
+
+
 def test_training_script_per_line_and_reconciled(tmp_path: Path) -> None:
     ws = project(tmp_path)
     out = tmp_path / "out.json"
@@ -256,7 +261,27 @@ def test_inference_script_steps_on_forward(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "predicted" in proc.stdout
     assert json.loads(out.read_text())["script"]["detector"] == "forward"
-    assert stored(ws) == []
+    assert stored(ws) == [] and run_folders(tmp_path) == []  # not stored: its folder goes too
+
+
+def test_run_folders_go_with_runs_that_are_not_stored_and_stay_with_stored_ones(tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    out = tmp_path / "out.json"
+    argv = ("--steps", "2:2", "--json", str(out), "--", "python", "tinylm/train.py", "--steps", "6")
+    proc, _ = lens_run(ws, tmp_path, "--no-store", *argv)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert stored(ws) == [] and run_folders(tmp_path) == []
+    proc, _ = lens_run(ws, tmp_path, "--no-store", *argv, env={"TRAINIUM_LENS_KEEP_RUNS": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    kept = json.loads(out.read_text())["batch_id"]
+    assert run_folders(tmp_path) == [kept]  # kept when asked
+    proc, _ = lens_run(ws, tmp_path, *argv)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    batch = json.loads(out.read_text())["batch_id"]
+    assert len(stored(ws)) == 1 and run_folders(tmp_path) == sorted([kept, batch])  # its result names it
+    proc, _ = lens_run(ws, tmp_path, "--no-store", "--", "python", "tinylm/train.py", "--steps", "4")
+    assert proc.returncode == 1 and "needs 8" in one_line(proc.stderr)
+    assert run_folders(tmp_path) == sorted([kept, batch])  # a failed run's folder went; the rest stay
 
 
 def test_step_on_file_line(tmp_path: Path) -> None:
@@ -337,7 +362,7 @@ def test_bad_input_one_line(tmp_path: Path, command: list[str], status: int, say
     proc, _ = lens_run(ws, tmp_path, "--", *command)
     assert proc.returncode == status, proc.stderr[-3000:]
     assert says in one_line(proc.stderr)
-    assert stored(ws) == []
+    assert stored(ws) == [] and run_folders(tmp_path) == []  # a failed run leaves no folder
     assert left_running(str(tmp_path / "cache")) == []
 
 
@@ -410,5 +435,5 @@ def test_timeout_stops_the_script_and_everything_it_started(tmp_path: Path) -> N
     assert proc.returncode == 124
     assert "timed out after 5 s" in one_line(proc.stderr)
     assert took < 60
-    assert stored(ws) == []
+    assert stored(ws) == [] and run_folders(tmp_path) == []
     assert left_running(str(tmp_path / "cache")) == []

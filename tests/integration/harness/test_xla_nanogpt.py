@@ -23,7 +23,7 @@ import pytest
 
 from tests.conftest import ROOT, XLA_PY, needs_xla
 from trainium_lens.cli import main
-from trainium_lens.engine.runner import KEEP_RUNS_ENV
+from trainium_lens.engine.finish import KEEP_RUNS_ENV
 from trainium_lens.model import figures
 
 FILE = "tests/data/nanogpt/profile_gpt.py"

@@ -35,6 +35,9 @@ import sys
 import time
 from typing import Any
 
+from trainium_lens.harness.events import HarnessError
+from trainium_lens.harness.spec import ScriptSpec, parse_script_spec
+
 RUN_ENV = "TRAINIUM_LENS_RUN"
 AGENT_ENV = "TRAINIUM_LENS_RUN_AGENT"
 PARENT_ENV = "TRAINIUM_LENS_RUN_PARENT"  # the CLI's pid: a process dies with it
@@ -73,11 +76,11 @@ def boot() -> None:
     path = os.environ.get(RUN_ENV, "")
     try:
         with open(path, encoding="utf-8") as handle:
-            spec = json.load(handle)
-    except (OSError, ValueError) as exc:
+            spec = parse_script_spec(handle.read())
+    except (OSError, HarnessError) as exc:
         sys.stderr.write(f"trainium-lens: cannot read the run spec {path}: {exc}\n")
         return
-    events_path = os.path.join(spec["run_dir"], "events.jsonl")
+    events_path = os.path.join(spec.run_dir, "events.jsonl")
     role = _role(spec)
     rank = _rank(role)
     events = Events(events_path, rank, _place(role) if rank is not None else None)
@@ -111,25 +114,24 @@ def boot() -> None:
         # torch's): the HLO's source frames and torch-xla's device (xla/backend.py)
         from trainium_lens.harness.xla.backend import prepare_env
 
-        prepare_env(spec["run_dir"])
+        prepare_env(spec.run_dir)
     sys.meta_path.insert(0, _AfterTorch(lambda: _install(spec, events)))
 
 
-def _may_be_xla(spec: dict) -> bool:
+def _may_be_xla(spec: ScriptSpec) -> bool:
     """``--backend xla``, or ``auto`` on a Trn1 host (torch-neuronx on torch-xla:
     ``runtime/choose.py`` picks xla there; the variables are unread on any other backend)."""
     import importlib.util
 
-    backend = spec.get("backend") or "auto"
-    if backend == "xla":
+    if spec.backend == "xla":
         return True
-    return backend == "auto" and all(
+    return spec.backend == "auto" and all(
         importlib.util.find_spec(m) is not None for m in ("torch_neuronx", "torch_xla")
     )
 
 
-def _role(spec: dict) -> str:
-    if spec.get("launcher") != "torchrun":
+def _role(spec: ScriptSpec) -> str:
+    if spec.launcher != "torchrun":
         return "main"
     agent = os.environ.get(AGENT_ENV)
     if not agent:
@@ -197,7 +199,7 @@ def _say_how_the_agent_ends(events: Events) -> None:
     sys.excepthook = hook
 
 
-def _install(spec: dict, events: Events) -> None:
+def _install(spec: ScriptSpec, events: Events) -> None:
     from trainium_lens.harness.script.start import start
 
     try:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import atexit
 import os
 import statistics
-import sys
 import time
 import traceback
 from types import SimpleNamespace
@@ -35,33 +34,29 @@ from trainium_lens.harness.attribution import build
 from trainium_lens.harness.attribution.trace_tags import tag_trace
 from trainium_lens.harness.attribution.tree import attribute
 from trainium_lens.harness.eager import calibration_store, measure, steady
-from trainium_lens.harness.eager.hits import add_hits
 from trainium_lens.harness.eager.lines import LineLabeler
-from trainium_lens.harness.eager.origin import add_origins
 from trainium_lens.harness.events import internal_failure, write_json_atomic
 from trainium_lens.harness.job.loader import UserCode, resolve_include
 from trainium_lens.harness.runtime.host import HostWindow, RunQueueDelay
 from trainium_lens.harness.script.detect import Detector
+from trainium_lens.harness.script.document import profiled_document
+from trainium_lens.harness.script.hooks import chain_excepthook, exit_cleanly, never, time_data_loader
 from trainium_lens.harness.script.optimizers import ScriptOptimizers
 from trainium_lens.harness.script.work import ScriptWork
-from trainium_lens.harness.spec import SPEC_VERSION
+from trainium_lens.harness.spec import ScriptSpec
 
 AFTER = 3  # unprofiled steps timed after the window (with those before it: the reference)
-
-
-def _never() -> None:  # a code object no frame runs: the labels' chain walks to the top
-    pass
 
 
 class ScriptRun:
     """The profiled window on the torch.profiler backends (cpu, cuda, neuron);
     ``xla_run.XlaScriptRun`` is the same window on torch-xla (``start.py`` picks)."""
 
-    def __init__(self, spec: dict, events: Any, backend: Any):
+    def __init__(self, spec: ScriptSpec, events: Any, backend: Any):
         self.spec, self.events, self.backend = spec, events, backend
-        self.first, self.last_measured = (int(v) for v in spec["steps"])
+        self.first, self.last_measured = spec.steps
         self.rank = events.rank
-        base = spec["run_dir"]
+        base = spec.run_dir
         self.run_dir = os.path.join(base, f"rank{self.rank}") if self.rank is not None else base
         self.step = 0
         self.detector_name: str | None = None
@@ -85,18 +80,18 @@ class ScriptRun:
     # -- setup ------------------------------------------------------------------
     def install(self) -> None:
         include = []
-        for name in self.spec.get("include") or []:
+        for name in self.spec.include:
             found = resolve_include(name)
             if found is None:
                 self.events.warning(f"--include {name}: no installed package or module of that name")
             else:
                 include.append(found)
-        self.user = UserCode(self.spec["workspace_root"], include)
+        self.user = UserCode(self.spec.workspace_root, include)
         self.source = build.SourceText(self.user.root, self.user.abspath)
         self._prepare()
         measured = self.last_measured - self.first + 1
         self.window_last = self.first + measured * (2 if self.paired else 1) - 1
-        self.detector = Detector(self._boundary, self.spec.get("step_on"), self.user.root)
+        self.detector = Detector(self._boundary, self.spec.step_on, self.user.root)
         try:
             self.detector.install()
         except ValueError as exc:  # a --step-on that names nothing: the script runs on, unprofiled
@@ -105,9 +100,9 @@ class ScriptRun:
         self.delay = RunQueueDelay()
         if self.first <= 2:
             self.optimizers.watch()
-        _time_data_loader(self)
+        time_data_loader(self)
         atexit.register(self._at_exit)
-        _chain_excepthook(self)
+        chain_excepthook(self)
         self.events.emit(
             "armed",
             backend=self.backend.name,
@@ -117,7 +112,7 @@ class ScriptRun:
 
     def _prepare(self) -> None:
         """What this backend's window needs before the first step."""
-        self.labeler = LineLabeler(self.user, _never.__code__, device_backend=self.backend.device != "cpu")
+        self.labeler = LineLabeler(self.user, never.__code__, device_backend=self.backend.device != "cpu")
         self.paired = not self.backend.device_clock
         # the optimizers that step in the step before the window (their trials run at
         # its end, on copies: optim_trials.py), watched from the boundary before it
@@ -177,9 +172,9 @@ class ScriptRun:
             self.work.start()
         elif k == self.window_last + 1:
             self.work.stop()
-            if self.spec.get("exit_after"):
+            if self.spec.exit_after:
                 self._write()
-                _exit_cleanly()
+                exit_cleanly()
         elif k == self.window_last + 1 + AFTER:
             self._write()
             self.detector.remove()
@@ -196,7 +191,7 @@ class ScriptRun:
         if not self.backend.device_clock:
             self.calibration = calibration_store.for_run(torch, self.backend, ctx, self.run_dir, self.events)
         os.makedirs(self.run_dir, exist_ok=True)
-        self.run_id = f"{self.spec['batch_id']}-0"
+        self.run_id = f"{self.spec.batch_id}-0"
         self.window = HostWindow().start()
         self.delay.refresh()
         self.backend.start_capture()
@@ -294,106 +289,9 @@ class ScriptRun:
             pass
         return path, build.trace_offset_us(path, start_ns)
 
-    def _function(self, wall: list[float]) -> dict:
-        """The result's ``function``: the script and its measured steps."""
-        spec = self.spec
-        measured = self.last_measured - self.first + 1
-        return {
-            "file": spec.get("script_rel") or spec.get("script") or "<script>",
-            "name": f"steps {self.first}-{self.last_measured}",
-            "line": int(spec.get("main_line") or 1),
-            "marker_line": None,
-            "protocol": {"wait": self.first - 1, "warmup": 0, "active": measured, "timing_calls": len(wall)},
-            "inputs": None,
-            "compare": None,
-        }
-
     def _document(self, wall: list[float]) -> dict:
-        spec, att = self.spec, self.att
-        measured = self.last_measured - self.first + 1
-        function = self._function(wall)
-        used = att.steps
-        stability = {
-            "steps_wanted": measured,
-            "steps_measured": len(self.judged),
-            "steps_clean": sum(1 for s in self.judged if s["clean"]),
-            "steps_used": used,
-            "extra_steps": 0,
-            **self.stability_window,
-            "calls_per_step": 1,
-            "timing_calls": len(wall),
-            "timing_clean": len(wall),
-        }
-        signals = {
-            "device_time_reported": True,
-            "cpu_fallback_ops": self.signals_raw.get("cpu_fallback_ops", []),
-            "compiles_in_active_steps": 0,
-            "recompiles": 0,
-            "graph_breaks": 0,
-            "neuron_rt_inspect_clash": False,
-            "warnings": list(self.signals_raw.get("warnings", [])),
-            "instrumentation_overhead": None,
-        }
-        doc = build.result_document(
-            build.Profiled(
-                run_id=self.run_id,
-                batch_id=spec["batch_id"],
-                host=spec.get("host", "local"),
-                backend=self.backend.name,
-                clock=self.backend.name,
-                environment=self.backend.environment(),
-                function=function,
-                att=att,
-                labels=self.labeler.labels,
-                source=self.source,
-                wall_us=wall,
-                signals=signals,
-                artifacts={
-                    "location": spec.get("host", "local"),
-                    "run_dir": os.path.abspath(self.run_dir),
-                    "trace": self.trace,
-                },
-                output={},
-                offset_us=self.offset_us,
-                covered=None,
-                h2d_calls=self.counts[0],
-                labelled_calls=max(1, measured),
-                calibration=self.calibration if not self.backend.device_clock else None,
-                stability=stability,
-            )
-        )
-        add_hits(doc["lines"], self.labeler.labels, self.counts[1], max(1, measured))
-        add_origins(doc["lines"], self.labeler.labels, self.counts[2])
-        self.optimizers.attach(doc)  # their trials, timed at the window's end
-        self.work.write(doc)  # FLOPs, bytes, memory of the step after the window (work.py)
-        self._script_fields(doc)
-        return doc
-
-    def _script_fields(self, doc: dict) -> None:
-        """What a script's result adds to a function's: its command, steps, data waits."""
-        spec = self.spec
-        doc["library_files"] = [
-            {"file": f, "path": p}
-            for f, p in sorted(self.user.library_files.items())
-            if any(line["file"] == f for line in doc["lines"])
-        ]
-        doc["script"] = {
-            "command": spec.get("command") or [],
-            "launcher": spec.get("launcher", "python"),
-            "steps": [self.first, self.last_measured],
-            "profiled_steps": [self.first, self.window_last],
-            "detector": self.detector_name or "",
-            "reference_before": len(self.before),
-            "reference_after": len(self.after),
-        }
-        if self.data_site is not None and self.data_waits:
-            file, line = self.data_site
-            root = os.path.abspath(self.spec["workspace_root"])
-            if os.path.abspath(file).startswith(root + os.sep):
-                file = os.path.relpath(os.path.abspath(file), root).replace(os.sep, "/")
-            doc["script"].update(
-                data_wait_us=statistics.median(self.data_waits), data_file=file, data_line=line
-            )
+        """The window's result (``document.py``): ``xla_run`` builds its own."""
+        return profiled_document(self, wall)
 
     # -- writing --------------------------------------------------------------------
     def _write(self) -> None:
@@ -403,7 +301,7 @@ class ScriptRun:
         wall = self.before + self.after
         doc = self._document(wall)
         doc["totals"]["wall_us_median"] = statistics.median(wall) if wall else None
-        batch = build.batch_document(self.spec["batch_id"], [doc])
+        batch = build.batch_document(self.spec.batch_id, [doc])
         path = os.path.join(self.run_dir, "batch.json")
         write_json_atomic(path, batch, indent=1)
         self.events.emit("result", path=os.path.abspath(path), steps=self.step, **self.events.place)
@@ -427,63 +325,3 @@ class ScriptRun:
     def _fail(self, exc: BaseException) -> None:
         kind, message = internal_failure(exc)
         self.events.emit("error", kind=kind, message=message, traceback=traceback.format_exc())
-
-
-def _time_data_loader(run: ScriptRun) -> None:
-    """Time every DataLoader ``__next__`` of the script's own process (not the
-    harness's work at a boundary), summed per step, with the line that asked."""
-    try:
-        from torch.utils.data.dataloader import _BaseDataLoaderIter
-    except ImportError:
-        return
-    original = _BaseDataLoaderIter.__next__
-
-    def timed(self: Any) -> Any:
-        if os.getpid() != run.pid or run.busy:
-            return original(self)
-        t0 = time.perf_counter()
-        try:
-            return original(self)
-        finally:
-            run.data_step += time.perf_counter() - t0
-            if run.data_site is None:
-                caller = sys._getframe(1)
-                run.data_site = (caller.f_code.co_filename, caller.f_lineno)
-
-    _BaseDataLoaderIter.__next__ = timed
-
-
-def _exit_cleanly() -> None:
-    """``--exit-after``: end here, status 0, at the same step on every rank (a
-    ``sys.exit`` would run into the script's own ``except``/checkpoint code)."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass
-    os._exit(0)
-
-
-def _chain_excepthook(run: ScriptRun) -> None:
-    """A script that raises: its traceback as usual, and the user line it came
-    from as an event (the CLI's one line, the editor's diagnostic)."""
-    previous = sys.excepthook
-
-    def hook(tp: Any, value: Any, tb: Any) -> None:
-        if os.getpid() == run.pid:
-            file, line = run.user.innermost_frame(tb)
-            run.events.emit(
-                "raised",
-                kind="user_code",
-                message=f"{tp.__name__}: {value}",
-                file=file,
-                line=line,
-                steps=run.step,
-                traceback="".join(traceback.format_exception(tp, value, tb)),
-            )
-        previous(tp, value, tb)
-
-    sys.excepthook = hook
-
-
-__all__ = ["ScriptRun", "SPEC_VERSION"]

@@ -9,10 +9,11 @@ from typing import Any
 import torch
 
 from trainium_lens.harness.runtime.choose import choose
+from trainium_lens.harness.spec import ScriptSpec
 
 
-def start(spec: dict, events: Any) -> None:
-    backend = choose(torch, spec.get("backend") or "auto")
+def start(spec: ScriptSpec, events: Any) -> None:
+    backend = choose(torch, spec.backend)
     if backend.name == "xla":
         from trainium_lens.harness.script.xla_run import XlaScriptRun
 

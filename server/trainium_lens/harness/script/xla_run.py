@@ -31,7 +31,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from trainium_lens.harness.eager import steady
-from trainium_lens.harness.script.session import ScriptRun, _never
+from trainium_lens.harness.script.document import add_script_fields, function_of
+from trainium_lens.harness.script.hooks import never
+from trainium_lens.harness.script.session import ScriptRun
 from trainium_lens.harness.xla import result
 from trainium_lens.harness.xla.tags import StepTagger, TagTable
 from trainium_lens.harness.xla.xplane import STEP_MARKER
@@ -65,7 +67,7 @@ class XlaScriptRun(ScriptRun):
         self.paired = False
         self.optimizers = _NoTrials()
         self.work = _NoWorkStep()
-        self.tagger = StepTagger(self.user.relpath, _never.__code__, table=TagTable())
+        self.tagger = StepTagger(self.user.relpath, never.__code__, table=TagTable())
         self.tagger.__enter__()  # step 1 compiles with the backward tags
         self.plain = False
         self.pending: str | None = None  # a step traced, not yet executed: its detector
@@ -169,7 +171,7 @@ class XlaScriptRun(ScriptRun):
     def _start_window(self) -> None:
         self._tracing(plain=False)
         os.makedirs(self.run_dir, exist_ok=True)
-        self.run_id = f"{self.spec['batch_id']}-0"
+        self.run_id = f"{self.spec.batch_id}-0"
         self.log_dir = os.path.join(self.run_dir, f"{self.run_id}.xla-profile")
         device = self.backend.device_capture
         if device is not None:
@@ -227,10 +229,10 @@ class XlaScriptRun(ScriptRun):
         doc = result.document(
             self.captured,
             run_id=self.run_id,
-            batch_id=spec["batch_id"],
-            host=spec.get("host", "local"),
+            batch_id=spec.batch_id,
+            host=spec.host,
             backend=self.backend,
-            function=self._function(wall),
+            function=function_of(self, wall),
             wall_us=wall,
             step_wall_us=[s["wall_us"] for s in self.samples if s.get("wall_us")],
             graphs=self.graphs,
@@ -240,10 +242,10 @@ class XlaScriptRun(ScriptRun):
             warnings=list(self.xla_warnings),
             views=self.views,
             run_dir=self.run_dir,
-            workspace_root=spec["workspace_root"],
+            workspace_root=spec.workspace_root,
             output={},
         )
-        self._script_fields(doc)
+        add_script_fields(self, doc)
         doc["script"]["reference_compiled"] = self.compiled_reference
         if wall:
             doc["totals"]["wall_us_median"] = statistics.median(wall)

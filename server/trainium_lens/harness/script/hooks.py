@@ -1,0 +1,74 @@
+"""What a script's run puts into the script's own process beside its step hooks
+(``detect.py``): the DataLoader's timing, the excepthook that names the user line a
+script raised from, the clean exit of ``--exit-after``, and the code object the
+line labels end their chain at (``never``). ``run`` is the ``session.ScriptRun``
+(typed ``Any``: session imports this module)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from typing import Any
+
+
+def never() -> None:  # a code object no frame runs: the labels' chain walks to the top
+    pass
+
+
+def time_data_loader(run: Any) -> None:
+    """Time every DataLoader ``__next__`` of the script's own process (not the
+    harness's work at a boundary), summed per step, with the line that asked."""
+    try:
+        from torch.utils.data.dataloader import _BaseDataLoaderIter
+    except ImportError:
+        return
+    original = _BaseDataLoaderIter.__next__
+
+    def timed(self: Any) -> Any:
+        if os.getpid() != run.pid or run.busy:
+            return original(self)
+        t0 = time.perf_counter()
+        try:
+            return original(self)
+        finally:
+            run.data_step += time.perf_counter() - t0
+            if run.data_site is None:
+                caller = sys._getframe(1)
+                run.data_site = (caller.f_code.co_filename, caller.f_lineno)
+
+    _BaseDataLoaderIter.__next__ = timed
+
+
+def exit_cleanly() -> None:
+    """``--exit-after``: end here, status 0, at the same step on every rank (a
+    ``sys.exit`` would run into the script's own ``except``/checkpoint code)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(0)
+
+
+def chain_excepthook(run: Any) -> None:
+    """A script that raises: its traceback as usual, and the user line it came
+    from as an event (the CLI's one line, the editor's diagnostic)."""
+    previous = sys.excepthook
+
+    def hook(tp: Any, value: Any, tb: Any) -> None:
+        if os.getpid() == run.pid:
+            file, line = run.user.innermost_frame(tb)
+            run.events.emit(
+                "raised",
+                kind="user_code",
+                message=f"{tp.__name__}: {value}",
+                file=file,
+                line=line,
+                steps=run.step,
+                traceback="".join(traceback.format_exception(tp, value, tb)),
+            )
+        previous(tp, value, tb)
+
+    sys.excepthook = hook
