@@ -11,7 +11,7 @@ one ``LineTracker`` per current result of a document and turns them into
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,6 +57,10 @@ class RunIndex:
         self._by_function: dict[tuple[str, str], list[Result]] = {}
         self._stamp: tuple | None = None
         self.generation = 0  # bumped whenever the set of runs changes
+        #: Told once per stored file skipped (damaged, or over a bound the store
+        #: keeps: ``model/result.MAX_RESULT_BYTES``), with the store's one line.
+        self.on_skipped: Callable[[str], None] | None = None
+        self._told: set[tuple[Path, str]] = set()
 
     def refresh(self) -> bool:
         """Reload when the runs folder changed on disk; True when it did."""
@@ -72,12 +76,23 @@ class RunIndex:
         if stamp is not None:
             for result in self.store.load_all():
                 grouped.setdefault((result.function.file, result.function.name), []).append(result)
+            self._tell_skipped()
         for runs in grouped.values():
             runs.sort(key=lambda r: (r.created_at, r.run_id))
             del runs[: max(0, len(runs) - self.history_size)]
         self._by_function = grouped
         self.generation += 1
         return True
+
+    def _tell_skipped(self) -> None:
+        for path, reason in self.store.skipped:
+            if (path, reason) in self._told or self.on_skipped is None:
+                continue
+            self._told.add((path, reason))
+            try:
+                self.on_skipped(f"stored run {path.name} skipped: {reason.removeprefix(f'{path}: ')}")
+            except Exception:  # telling must not stop the runs from loading
+                log.exception("telling a skipped run failed")
 
     def add(self, results: Sequence[Result]) -> None:
         """Runs this server just made (already saved by the runner)."""

@@ -155,6 +155,7 @@ class LensServer(LanguageServer):
         index = self.indexes.get(workspace)
         if index is None or index.history_size != self.settings.history_size:
             index = self.indexes[workspace] = RunIndex(workspace, self.settings.history_size)
+            index.on_skipped = lambda line: self.show(f"Trainium Lens: {line}", types.MessageType.Warning)
         return index
 
     def document_runs(self, uri: str) -> DocumentRuns | None:

@@ -249,9 +249,10 @@ def _drop_rank_fields(data: dict[str, Any]) -> None:
             line.pop(key, None)
 
 
-#: A stored result larger than this is not read (a real one with thousands of
-#: lines is a few MB; a runaway file must not take the editor's memory).
-MAX_RESULT_BYTES = 256 * 1024 * 1024
+#: A stored result larger than this is not read (a real one with a thousand
+#: lines is a few MB; a committed 200 MB one must not take the editor's memory
+#: nor stall the language server: its size is checked before it is opened).
+MAX_RESULT_BYTES = 64 * 1024 * 1024
 
 
 _ISO_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
@@ -279,11 +280,15 @@ def read_regular(path: Path, limit: int) -> bytes:
     device: a committed ``runs/x.json -> /dev/stdin`` must not block, one to
     ``/dev/zero`` must not be read forever), at most ``limit`` of them.
 
-    ``lstat`` first (nothing that is not a regular file is even opened), then
-    opened without following links and without blocking, checked again on the
-    open file (it may have been swapped meanwhile), read in bounded chunks."""
-    if not stat_mode.S_ISREG(os.lstat(path).st_mode):
+    ``lstat`` first (nothing that is not a regular file, nor one over the
+    limit, is even opened), then opened without following links and without
+    blocking, checked again on the open file (it may have been swapped
+    meanwhile), read in bounded chunks."""
+    st = os.lstat(path)
+    if not stat_mode.S_ISREG(st.st_mode):
         raise ResultError(f"{path}: not a regular file, not read")
+    if st.st_size > limit:
+        raise ResultError(f"{path}: larger than {limit >> 20} MiB ({st.st_size >> 20} MiB), not read")
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         if not stat_mode.S_ISREG(os.fstat(fd).st_mode):

@@ -11,10 +11,17 @@ the panel prints the server's text rather than formatting a second time.
 Without ``function``: the most recently profiled function of the file. With
 ``baseline`` (a run id of that function, picked from ``trainiumLens/history``)
 the diff is against that run instead of the previous one.
+
+What is read from the editor's state (the runs, where each line sits now) is read
+on the server's loop; the reply itself, a walk over the whole result, is built in
+a worker thread, so a large stored result never holds up the other requests (hints,
+hover) meanwhile. Stored results are bounded on reading (``model/result.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from trainium_lens.lsp.present import compare, roofline_chart
@@ -24,7 +31,9 @@ from trainium_lens.model import figures
 REQUEST = "trainiumLens/runData"
 
 
-def run_data(ls: LensServer, params: Any) -> dict:
+def run_data(ls: LensServer, params: Any) -> Callable[[], dict]:
+    """What the panel draws, as a function to call off the loop: the runs and the
+    lines' places are taken now, the reply is built when it is called."""
     uri, function = param(params, "uri"), param(params, "function")
     empty: dict[str, Any] = {
         "result": None,
@@ -36,7 +45,7 @@ def run_data(ls: LensServer, params: Any) -> dict:
     }
     runs = ls.document_runs(uri) if isinstance(uri, str) else None
     if runs is None:
-        return empty
+        return lambda: empty
     runs.index.refresh()
     histories = runs.index.functions(runs.file)
     if function:
@@ -45,7 +54,7 @@ def run_data(ls: LensServer, params: Any) -> dict:
         latest = max(histories.values(), key=lambda h: (h[-1].created_at, h[-1].run_id), default=[])
         history = latest
     if not history:
-        return empty
+        return lambda: empty
     result = history[-1]
     baseline = param(params, "baseline")
     before = next((r for r in history if r.run_id == baseline), None) if baseline else None
@@ -64,22 +73,27 @@ def run_data(ls: LensServer, params: Any) -> dict:
         a = placed.get(stat.line)
         current = tracker.current(stat.line) if tracker else None
         lines.append({"line": stat.line, "current": current, "stale": a.stale if a else current is None})
-    return figures.shown(
-        {
-            "result": result.to_dict(),
-            "comparison": compare.variants(variants),
-            "diff": compare.diff(before, result) if before else None,
-            "lines": lines,
-            "roofline": roofline_chart.chart(result),  # the roofline chart and the memory view
-            "markdown": {
-                "comparison": compare.variants_markdown(variants) if len(variants) > 1 else None,
-                "diff": compare.diff_markdown(before, result) if before else None,
-            },
-        }
-    )
+
+    def build() -> dict:
+        return figures.shown(
+            {
+                "result": result.to_dict(),
+                "comparison": compare.variants(variants),
+                "diff": compare.diff(before, result) if before else None,
+                "lines": lines,
+                "roofline": roofline_chart.chart(result),  # the roofline chart and the memory view
+                "markdown": {
+                    "comparison": compare.variants_markdown(variants) if len(variants) > 1 else None,
+                    "diff": compare.diff_markdown(before, result) if before else None,
+                },
+            }
+        )
+
+    return build
 
 
 def register(server: LensServer) -> None:
     @server.feature(REQUEST)
-    def on_run_data(ls: LensServer, params: Any) -> dict:
-        return run_data(ls, params)
+    async def on_run_data(ls: LensServer, params: Any) -> dict:
+        build = run_data(ls, params)
+        return await asyncio.get_running_loop().run_in_executor(None, build)
