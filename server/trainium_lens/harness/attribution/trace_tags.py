@@ -14,11 +14,27 @@ re-attributing ops themselves:
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from trainium_lens.harness.attribution.kinds import FWD, PHASES
 from trainium_lens.harness.events import write_json_atomic
 from trainium_lens.harness.labels import PHASE_KEY, SOURCE_KEY, source_ref
+
+
+def export_tagged(prof: Any, path: str, att: Any, labels: dict) -> None:
+    """torch's Chrome trace of ``prof`` at ``path``, tagged; on any failure (a full
+    disk in the middle of torch's own write, or of the tagging's) nothing is left at
+    ``path``: half a trace that no result names would only take the disk."""
+    try:
+        prof.export_chrome_trace(path)
+        tag_trace(path, att, labels)
+    except BaseException:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise
 
 
 def tag_trace(path: str, att: Any, labels: dict) -> int:

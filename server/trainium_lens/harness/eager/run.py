@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from trainium_lens.harness.attribution import bounded, build
-from trainium_lens.harness.attribution.trace_tags import tag_trace
+from trainium_lens.harness.attribution.trace_tags import export_tagged
 from trainium_lens.harness.attribution.tree import attribute
 from trainium_lens.harness.eager import calibration_store, measure, steady
 from trainium_lens.harness.eager.compiled import CompileWatch
@@ -302,8 +302,7 @@ def _export_trace(call: Call, prof: Any, run_id: str, att: Any) -> tuple[str | N
     path = os.path.join(s.spec.run_dir, f"{run_id}.trace.json")
     trace: str | None = path
     try:
-        prof.export_chrome_trace(path)
-        tag_trace(path, att, s.labeler.labels)
+        export_tagged(prof, path, att, s.labeler.labels)
     except Exception as exc:
         s.events.warning(f"{call.name}: could not write the Chrome trace: {exc}")
         trace = None

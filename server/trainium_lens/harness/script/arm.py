@@ -21,7 +21,9 @@ Every process that loads the spec says so in the events file at once
 (``hello``), so the CLI can tell "never armed" (``python -I``, a wrapper that
 dropped ``PYTHONPATH``) from "slow" within seconds. torch is not imported here:
 the steps' hooks go in once the script itself has imported torch (a finder on
-``sys.meta_path``), so its environment set-up before ``import torch`` holds.
+``sys.meta_path``), so its environment set-up before ``import torch`` holds; where
+torch was imported before the harness armed (the user's own ``sitecustomize``),
+they go in at once.
 Stdlib only until then.
 """
 
@@ -115,7 +117,10 @@ def boot() -> None:
         from trainium_lens.harness.xla.backend import prepare_env
 
         prepare_env(spec.run_dir)
-    sys.meta_path.insert(0, _AfterTorch(lambda: _install(spec, events)))
+    if "torch" in sys.modules:  # imported already (by the user's own sitecustomize, a .pth)
+        _install(spec, events)
+    else:
+        sys.meta_path.insert(0, _AfterTorch(lambda: _install(spec, events)))
 
 
 def _may_be_xla(spec: ScriptSpec) -> bool:

@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from trainium_lens.harness.attribution import build
-from trainium_lens.harness.attribution.trace_tags import tag_trace
+from trainium_lens.harness.attribution.trace_tags import export_tagged
 from trainium_lens.harness.attribution.tree import attribute
 from trainium_lens.harness.eager import calibration_store, measure, steady
 from trainium_lens.harness.eager.lines import LineLabeler
@@ -277,8 +277,7 @@ class ScriptRun:
         timeline and Perfetto open it as they open a profiled function's."""
         path = os.path.join(self.run_dir, f"{self.run_id}.trace.json")
         try:
-            self.prof.export_chrome_trace(path)
-            tag_trace(path, att, self.labeler.labels)
+            export_tagged(self.prof, path, att, self.labeler.labels)
         except Exception as exc:  # the figures stand without it
             self.events.warning(f"could not write the Chrome trace: {exc}")
             return None, 0.0
