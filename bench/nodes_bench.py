@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "server"))
 from trainium_lens.engine import runner  # noqa: E402
 from trainium_lens.model.job import make_job  # noqa: E402
 from trainium_lens.model.ranks import merge_document  # noqa: E402
-from trainium_lens.targets.hosts import HostsTarget  # noqa: E402
+from trainium_lens.targets.nodes.hosts import HostsTarget  # noqa: E402
 
 CFG = Path.home() / ".cache/trainium-lens/lab/ssh_config"
 PYTHON = str(ROOT / ".venv/bin/python")

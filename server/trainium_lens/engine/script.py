@@ -48,7 +48,7 @@ class ScriptRequest:
     step_on: str | None = None
     workspace: Path | None = None
     env: dict[str, str] | None = None
-    host: str | None = None  # an SSH host (targets/script_remote.py); None: this machine
+    host: str | None = None  # an SSH host (targets/ssh/script.py); None: this machine
     remote_python: str | None = None
     ssh_config: str | None = None
     work_dir: str | None = None
@@ -102,8 +102,8 @@ def run(
     git = git_state(root, rel)
     sink = on_event or (lambda _e: None)
     if req.host:
-        from trainium_lens.targets.script_remote import run_script_remote
-        from trainium_lens.targets.ssh import SshTarget
+        from trainium_lens.targets.ssh.script import run_script_remote
+        from trainium_lens.targets.ssh.target import SshTarget
 
         target = SshTarget(
             req.host, ssh_config=req.ssh_config, remote_python=req.remote_python, work_dir=req.work_dir

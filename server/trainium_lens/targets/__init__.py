@@ -19,6 +19,6 @@ def make_target(
         from trainium_lens.targets.local import LocalTarget
 
         return LocalTarget(python=python)
-    from trainium_lens.targets.ssh import SshTarget
+    from trainium_lens.targets.ssh.target import SshTarget
 
     return SshTarget(host, ssh_config=ssh_config, remote_python=remote_python, work_dir=work_dir)

@@ -24,7 +24,7 @@ from trainium_lens.targets.base import EventSink, Target
 from trainium_lens.targets.stream import run_harness_process
 
 if TYPE_CHECKING:
-    from trainium_lens.targets.warm import WarmSlot
+    from trainium_lens.targets.warm.slot import WarmSlot
 
 #: The folder holding the ``trainium_lens`` package (``server/`` in a checkout).
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]
@@ -93,7 +93,7 @@ class LocalTarget(Target):
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_PARENT), env.get("PYTHONPATH", "")) if p)
         env.setdefault("PYTHONUNBUFFERED", "1")
         if self.warm is not None and self.warm.takes(job):
-            from trainium_lens.targets.warm_worker import Launch
+            from trainium_lens.targets.warm.worker import Launch
 
             launch = Launch(
                 [python, "-m", "trainium_lens.harness.worker", "--idle", f"{self.warm.idle_s:g}"],

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
             target = LocalTarget()
         else:
-            from trainium_lens.targets.ssh import SshTarget
+            from trainium_lens.targets.ssh.target import SshTarget
 
             target = SshTarget(art.location, ssh_config=args.ssh_config, work_dir=args.work_dir)
         try:

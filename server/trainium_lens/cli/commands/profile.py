@@ -285,7 +285,7 @@ def job_target(args: argparse.Namespace) -> Target:
     if getattr(args, "nodes", None) is not None and not slurm:
         raise UsageError("--nodes goes with --slurm (with --hosts, the hosts are the nodes)")
     if hosts:
-        from trainium_lens.targets.hosts import HostsTarget
+        from trainium_lens.targets.nodes.hosts import HostsTarget
 
         return HostsTarget(
             hosts_list(hosts),
@@ -298,7 +298,7 @@ def job_target(args: argparse.Namespace) -> Target:
             node_timeout_s=args.node_timeout,
         )
     if slurm:
-        from trainium_lens.targets.slurm import SlurmTarget, slurm_request
+        from trainium_lens.targets.nodes.slurm import SlurmTarget, slurm_request
 
         return SlurmTarget(
             slurm,

@@ -27,7 +27,7 @@ import shlex
 from trainium_lens.errors import LensError
 from trainium_lens.hosttools.doctor.report import Report, add
 from trainium_lens.hosttools.doctor.run import run_doctor
-from trainium_lens.targets.hosts import PORT_RANGE, HostsTarget
+from trainium_lens.targets.nodes.hosts import PORT_RANGE, HostsTarget
 
 #: Clocks further apart than this (after the probe's round trip) are reported.
 CLOCK_BOUND_S = 0.1

@@ -21,8 +21,8 @@ from trainium_lens.hosttools.doctor.checks import judge
 from trainium_lens.hosttools.doctor.report import Report, add, skip_rest
 
 if TYPE_CHECKING:
-    from trainium_lens.targets.ssh import SshTarget
-    from trainium_lens.targets.ssh_conn import SshFailure
+    from trainium_lens.targets.ssh.conn import SshFailure
+    from trainium_lens.targets.ssh.target import SshTarget
 
 PROBE = Path(__file__).with_name("probe.py")
 PROBE_TIMEOUT_S = 120
@@ -48,8 +48,8 @@ def run_doctor(
 
 def _warm_worker_check(report: Report, host: str) -> None:
     """Whether a language server on this machine holds a warm worker for the host
-    (targets/warm.py): it ends after its idle time or on the release command."""
-    from trainium_lens.targets.warm import held_workers
+    (targets/warm/slot.py): it ends after its idle time or on the release command."""
+    from trainium_lens.targets.warm.slot import held_workers
 
     held = held_workers(host)
     if not held:  # after a failed step the rest is "skip", as everywhere in the report
@@ -91,7 +91,7 @@ def _local(python: str, work_dir: str | None) -> Report:
 
 
 def _remote(host: str, ssh_config: str | None, remote_python: str | None, work_dir: str | None) -> Report:
-    from trainium_lens.targets.ssh import SshTarget
+    from trainium_lens.targets.ssh.target import SshTarget
 
     report = Report(host=host)
     try:
@@ -107,8 +107,8 @@ def _remote(host: str, ssh_config: str | None, remote_python: str | None, work_d
 
 
 def _remote_checks(report: Report, target: SshTarget, host: str) -> Report:
-    from trainium_lens.targets.ssh_conn import SshFailure
-    from trainium_lens.targets.ssh_scripts import PREPARE_SCRIPT
+    from trainium_lens.targets.ssh.conn import SshFailure
+    from trainium_lens.targets.ssh.scripts import PREPARE_SCRIPT
 
     try:
         target.conn.master()
@@ -134,7 +134,7 @@ def _remote_checks(report: Report, target: SshTarget, host: str) -> Report:
         skip_rest(report, "needs the probe")
         return report
     if proc.returncode == 71:  # the remote Python is missing or does not run
-        from trainium_lens.targets.ssh import _remote_reason
+        from trainium_lens.targets.ssh.target import _remote_reason
 
         add(
             report,

@@ -9,7 +9,7 @@ One run, all over one shared (ControlMaster) connection:
    hash stored on the host (and the sync manifest when tar is used);
 3. ``sync``: the workspace into ``<work dir>/src`` (rsync or tar, see sync.py),
    the harness into ``<work dir>/lens`` when its hash differs;
-4. run ``ssh_wrapper.py`` there with the job spec on stdin, through
+4. run ``wrapper.py`` there (``lens/ssh_wrapper.py``) with the job spec on stdin, through
    ``stream.run_harness_process``; the wrapper streams the harness's events,
    holds the host's lock, and kills the remote process group when the channel
    drops. A cancel or timeout kills that group through the master (``_kill``).
@@ -34,13 +34,14 @@ from typing import TYPE_CHECKING
 from trainium_lens.errors import Cancelled, HarnessError, TargetError, TimedOut
 from trainium_lens.model.job import Job, workspace_id
 from trainium_lens.model.paths import is_run_id
-from trainium_lens.targets import ssh_scripts, sync
 from trainium_lens.targets.base import EventSink, Target
-from trainium_lens.targets.ssh_conn import SshConnection, SshFailure, classify_ssh_failure
+from trainium_lens.targets.ssh import scripts as ssh_scripts
+from trainium_lens.targets.ssh import sync
+from trainium_lens.targets.ssh.conn import SshConnection, SshFailure, classify_ssh_failure
 from trainium_lens.targets.stream import EndedWithoutResult, run_harness_process
 
 if TYPE_CHECKING:
-    from trainium_lens.targets.warm import WarmSlot
+    from trainium_lens.targets.warm.slot import WarmSlot
 
 
 def _no_events(_event: dict) -> None:
@@ -214,7 +215,7 @@ class SshTarget(Target):
     ) -> dict:
         """The job on the host's warm worker (started there on first use, over the
         master; a new harness version or Python starts a new one)."""
-        from trainium_lens.targets.warm_worker import Launch
+        from trainium_lens.targets.warm.worker import Launch
 
         assert self.warm is not None
         wd, idle = info["wd"], self.warm.idle_s

@@ -1,12 +1,12 @@
 """``trainium-lens run --host HOST -- COMMAND``: the user's command on an SSH host.
 
-Over the user's OpenSSH and the target's shared connection (``targets/ssh.py``):
+Over the user's OpenSSH and the target's shared connection (``targets/ssh/target.py``):
 the workspace is synced to ``<work dir>/src`` (rsync or tar) with the harness
-beside it, then ``ssh_wrapper.py --command`` runs the command there in the
+beside it, then ``wrapper.py --command`` (``lens/ssh_wrapper.py`` there) runs the command there in the
 synced copy of the cwd, with the host's Python (``--remote-python``, else the
 Neuron venv the target picks) in place of the local one. Its stdout is this
 ssh's stdout (it streams as it comes); its stderr comes relayed line by line
-with the harness's events between them (``ssh_wrapper.EVENT_MARK``).
+with the harness's events between them (``wrapper.EVENT_MARK``).
 
 Nothing is left on the host: this ssh's stdin is the wrapper's lifeline (its
 end, from a cancel, a timeout or this process dying, makes the wrapper kill the
@@ -26,8 +26,8 @@ from pathlib import Path
 from trainium_lens.errors import Cancelled, TargetError, TimedOut
 from trainium_lens.targets.base import EventSink
 from trainium_lens.targets.script import HELLO_S, Outcome, Waiting, hello_deadline, start_output_relay
-from trainium_lens.targets.ssh import SshTarget, _mark_remote
-from trainium_lens.targets.ssh_wrapper import EVENT_MARK, MARK
+from trainium_lens.targets.ssh.target import SshTarget, _mark_remote
+from trainium_lens.targets.ssh.wrapper import EVENT_MARK, MARK
 from trainium_lens.targets.stream import kill_group
 
 _RUN = 'exec "$1" -S "$2/lens/ssh_wrapper.py" "$2" "$3" --lifeline --command'

@@ -35,7 +35,7 @@ from pathlib import Path
 from trainium_lens.errors import Cancelled, HarnessError, LensError, TargetError, TimedOut
 from trainium_lens.model.job import Job, workspace_id
 from trainium_lens.targets.base import EventSink, Target
-from trainium_lens.targets.ssh import SshTarget
+from trainium_lens.targets.ssh.target import SshTarget
 
 #: How often a running node is asked whether it is still there.
 WATCH_EVERY_S = 2.0

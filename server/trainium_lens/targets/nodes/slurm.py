@@ -26,8 +26,8 @@ from pathlib import Path
 from trainium_lens.errors import TimedOut, UsageError
 from trainium_lens.model.job import Job
 from trainium_lens.targets.base import EventSink, Target
-from trainium_lens.targets.hosts import PORT_RANGE
-from trainium_lens.targets.ssh import SshTarget
+from trainium_lens.targets.nodes.hosts import PORT_RANGE
+from trainium_lens.targets.ssh.target import SshTarget
 
 
 def slurm_request(args: Namespace) -> dict:
