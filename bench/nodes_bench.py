@@ -34,6 +34,7 @@ from trainium_lens.engine import runner  # noqa: E402
 from trainium_lens.model.job import make_job  # noqa: E402
 from trainium_lens.model.ranks import merge_document  # noqa: E402
 from trainium_lens.targets.nodes.hosts import HostsTarget  # noqa: E402
+from trainium_lens.targets.where import NodeOptions, Where  # noqa: E402
 
 CFG = Path.home() / ".cache/trainium-lens/lab/ssh_config"
 PYTHON = str(ROOT / ".venv/bin/python")
@@ -57,7 +58,10 @@ def step(x):
 
 
 def one(ws: Path, hosts: list[str]) -> dict:
-    target = HostsTarget(hosts, ssh_config=str(CFG), remote_python=PYTHON, ifname="lab0")
+    where = Where(
+        hosts=tuple(hosts), ssh_config=str(CFG), remote_python=PYTHON, node=NodeOptions(ifname="lab0")
+    )
+    target = HostsTarget(where)
     captured: dict = {}
     run = target.run
 

@@ -21,6 +21,7 @@ from trainium_lens.harness.spec import BACKENDS
 from trainium_lens.hosttools.explorer.settings import SETTING_KEYS as EXPLORER_KEYS
 from trainium_lens.hosttools.explorer.settings import ExplorerSettings
 from trainium_lens.hosttools.explorer.settings import settings_from as explorer_settings_from
+from trainium_lens.targets.where import Where
 
 SECTION = "trainiumLens"
 
@@ -75,9 +76,16 @@ class Settings:
     # The TARGET_SETTINGS whose value was rejected, with the reason: no run until fixed.
     rejected: tuple[str, ...] = ()
 
-    def target_key(self) -> tuple:
-        """Settings that decide which target a run uses (a new key: a new target)."""
-        return (self.host, self.ssh_config, self.remote_python, self.work_dir, self.python)
+    def where(self) -> Where:
+        """Where runs happen, as the settings say (the server's one place that makes a
+        ``Where``; a new one: a new target)."""
+        return Where(
+            host=self.host,
+            python=self.python,
+            ssh_config=self.ssh_config,
+            remote_python=self.remote_python,
+            work_dir=self.work_dir,
+        )
 
 
 # camelCase setting name -> (field name, parser); a parser returns the value or

@@ -26,12 +26,12 @@ from trainium_lens.analysis.gate.repeat import combine, needs_another
 from trainium_lens.cli import project_config
 from trainium_lens.cli.commands.profile import PROTOCOL_HELP, profile_job, style_for, write_json
 from trainium_lens.cli.commands.show import resolve_many
-from trainium_lens.cli.common import add_target_arguments
 from trainium_lens.cli.outputs import OutputError
 from trainium_lens.cli.pipes import emit
 from trainium_lens.cli.refs import back
 from trainium_lens.cli.render import gate as gate_output
 from trainium_lens.cli.render.text import finish
+from trainium_lens.cli.where import add_host_arguments
 from trainium_lens.errors import LensError, UsageError
 from trainium_lens.harness.spec import BACKENDS, PROTOCOL_KEYS
 from trainium_lens.model.job import Job, make_job, new_batch_id, workspace_root_for
@@ -97,7 +97,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--workspace", metavar="DIR", help="workspace root (default: the git work tree holding FILE)"
     )
-    add_target_arguments(p, "profile on")
+    add_host_arguments(p, "profile on")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="stop each run after SECONDS")
     p.add_argument("--no-store", action="store_true", help="do not save the runs in the workspace's store")
     p.set_defaults(handler=run)

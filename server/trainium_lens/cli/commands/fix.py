@@ -23,12 +23,13 @@ from trainium_lens.cli import refs
 from trainium_lens.cli.commands.profile import Progress, write_json
 from trainium_lens.cli.common import add_workspace_argument
 from trainium_lens.cli.pipes import emit
+from trainium_lens.cli.where import where_from_args
 from trainium_lens.engine.fixes import Measured, current_text, measure
 from trainium_lens.errors import UsageError
 from trainium_lens.model.job import workspace_root_for
 from trainium_lens.model.result import Edit, Finding
 from trainium_lens.model.store import RunStore
-from trainium_lens.targets import make_target
+from trainium_lens.targets.make import make_target
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     for _n, f in numbered:  # before anything runs: a file edited since the run is refused
         assert f.edit is not None
         current_text(root, f.edit)
-    target = make_target(None if result.host in ("", "local") else result.host)
+    target = make_target(where_from_args(args).at(result.host))  # where the run was measured
     progress = Progress(sys.stderr)
     measured: list[Measured] = []
     try:

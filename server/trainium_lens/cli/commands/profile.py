@@ -12,7 +12,6 @@ import time
 from types import FrameType
 from typing import Any, NoReturn, TextIO
 
-from trainium_lens.cli.common import add_nodes_arguments, add_target_arguments, hosts_list
 from trainium_lens.cli.outputs import write_output
 from trainium_lens.cli.render.batch import render_batch
 from trainium_lens.cli.render.engines import render_engines
@@ -20,14 +19,14 @@ from trainium_lens.cli.render.ranks import render_ranks
 from trainium_lens.cli.render.result import render_result
 from trainium_lens.cli.render.text import Style, terminal_safe
 from trainium_lens.cli.render.work import render_work
+from trainium_lens.cli.where import add_host_arguments, add_nodes_arguments, where_from_args
 from trainium_lens.engine import runner
 from trainium_lens.errors import Cancelled, HarnessError, LensError, NotStored, UsageError
 from trainium_lens.harness.spec import BACKENDS, PROTOCOL_KEYS
 from trainium_lens.model.job import Job, make_job
 from trainium_lens.model.result import Result
 from trainium_lens.model.store import RunStore
-from trainium_lens.targets import make_target
-from trainium_lens.targets.base import Target
+from trainium_lens.targets.make import make_target
 
 PROTOCOL_HELP = {
     "wait": "steps run before the profiler records (default 2)",
@@ -90,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--workspace", metavar="DIR", help="workspace root (default: the git work tree holding FILE)"
     )
-    add_target_arguments(p, "profile on")
+    add_host_arguments(p, "profile on")
     add_nodes_arguments(p)
     p.add_argument(
         "--timeout",
@@ -275,55 +274,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def job_target(args: argparse.Namespace) -> Target:
-    """The target the arguments name: one host (``--host``, default local), several
-    over SSH (``--hosts``) or a SLURM allocation (``--slurm``)."""
-    hosts = getattr(args, "hosts", None)
-    slurm = getattr(args, "slurm", None)
-    if sum(bool(x) for x in (hosts, slurm, args.host)) > 1:
-        raise UsageError("use one of --host, --hosts and --slurm")
-    if getattr(args, "nodes", None) is not None and not slurm:
-        raise UsageError("--nodes goes with --slurm (with --hosts, the hosts are the nodes)")
-    if hosts:
-        from trainium_lens.targets.nodes.hosts import HostsTarget
-
-        return HostsTarget(
-            hosts_list(hosts),
-            ssh_config=args.ssh_config,
-            remote_python=args.remote_python,
-            work_dir=args.work_dir,
-            ifname=args.ifname,
-            join_timeout_s=args.join_timeout,
-            pg_timeout_s=args.pg_timeout,
-            node_timeout_s=args.node_timeout,
-        )
-    if slurm:
-        from trainium_lens.targets.nodes.slurm import SlurmTarget, slurm_request
-
-        return SlurmTarget(
-            slurm,
-            slurm_request(args),
-            ssh_config=args.ssh_config,
-            remote_python=args.remote_python,
-            work_dir=args.work_dir,
-        )
-    return make_target(
-        args.host,
-        python=args.python,
-        ssh_config=args.ssh_config,
-        remote_python=args.remote_python,
-        work_dir=args.work_dir,
-    )
-
-
 def profile_job(
     job: Job, args: argparse.Namespace, store: RunStore | None
 ) -> tuple[list[Result], NotStored | None]:
-    """Run ``job`` on the target the arguments name (``add_target_arguments``), with
+    """Run ``job`` on the target the arguments name (``cli/where.py``), with
     the progress line on stderr and SIGTERM/SIGHUP stopping it: shared with ``check``.
     A run that finished but could not be stored comes back with why (``NotStored``):
     the caller shows its results first."""
-    target = job_target(args)
+    target = make_target(where_from_args(args))
     progress = Progress(sys.stderr)
     progress.status(f"starting the harness on {target.host}")
     previous = _stop_on_signals()

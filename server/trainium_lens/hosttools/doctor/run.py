@@ -23,26 +23,20 @@ from trainium_lens.hosttools.doctor.report import Report, add, skip_rest
 if TYPE_CHECKING:
     from trainium_lens.targets.ssh.conn import SshFailure
     from trainium_lens.targets.ssh.target import SshTarget
+    from trainium_lens.targets.where import Where
 
 PROBE = Path(__file__).with_name("probe.py")
 PROBE_TIMEOUT_S = 120
 
 
 # -- gathering ---------------------------------------------------------------------
-def run_doctor(
-    host: str | None = None,
-    *,
-    ssh_config: str | None = None,
-    remote_python: str | None = None,
-    work_dir: str | None = None,
-    python: str | None = None,
-) -> Report:
-    """Check ``host`` (None/"local": this machine, with ``python``)."""
-    if not host or host == "local":
-        report = _local(python or sys.executable, work_dir)
+def run_doctor(where: Where) -> Report:
+    """Check the one host ``where`` names (``where.host`` None: this machine, with ``where.python``)."""
+    if where.host is None:
+        report = _local(where.python or sys.executable, where.work_dir)
     else:
-        report = _remote(host, ssh_config, remote_python, work_dir)
-    _warm_worker_check(report, host or "local")
+        report = _remote(where)
+    _warm_worker_check(report, where.host or "local")
     return report
 
 
@@ -90,12 +84,15 @@ def _local(python: str, work_dir: str | None) -> Report:
     return report
 
 
-def _remote(host: str, ssh_config: str | None, remote_python: str | None, work_dir: str | None) -> Report:
+def _remote(where: Where) -> Report:
+    from trainium_lens.targets.make import make_target
     from trainium_lens.targets.ssh.target import SshTarget
 
+    host = where.host or ""
     report = Report(host=host)
     try:
-        target = SshTarget(host, ssh_config=ssh_config, remote_python=remote_python, work_dir=work_dir)
+        target = make_target(where)
+        assert isinstance(target, SshTarget)
     except TargetError as err:  # a bad host name or config path
         add(report, "ssh", "fail", str(err), "check the host name and --ssh-config")
         skip_rest(report, "needs an SSH connection")
