@@ -79,7 +79,7 @@ def one(ws: Path, hosts: list[str]) -> dict:
         reads = []
         for node, rb_dir in zip(target.nodes, _batch_paths(captured["doc"], target), strict=True):
             r0 = time.perf_counter()
-            node._read_json(rb_dir)
+            node.read_result(rb_dir)
             reads.append(time.perf_counter() - r0)
         m0 = time.perf_counter()
         merge_document(captured["doc"])

@@ -19,14 +19,13 @@ from trainium_lens.engine.provenance import git_state
 from trainium_lens.engine.script_exit import launcher_note
 from trainium_lens.errors import LensError, NotStored, TargetError
 from trainium_lens.model.codec import ResultError
-from trainium_lens.model.job import new_batch_id, workspace_id, workspace_root_for
+from trainium_lens.model.job import new_batch_id, workspace_root_for
 from trainium_lens.model.ranks import merge_document
 from trainium_lens.model.result import Batch, Result
 from trainium_lens.model.script import ScriptCommand
 from trainium_lens.model.store import RunStore
-from trainium_lens.targets.base import EventSink
-from trainium_lens.targets.local import cache_root
-from trainium_lens.targets.script import Outcome, run_script
+from trainium_lens.targets.base import EventSink, Target
+from trainium_lens.targets.outcome import Outcome
 
 
 class ScriptFailed(LensError):
@@ -48,10 +47,6 @@ class ScriptRequest:
     step_on: str | None = None
     workspace: Path | None = None
     env: dict[str, str] | None = None
-    host: str | None = None  # an SSH host (targets/ssh/script.py); None: this machine
-    remote_python: str | None = None
-    ssh_config: str | None = None
-    work_dir: str | None = None
     capture: bool = False  # the command's output as ``output`` events, not on our stdout/stderr
 
     def root(self) -> Path:
@@ -67,15 +62,16 @@ class ScriptRequest:
 
 def run(
     req: ScriptRequest,
+    target: Target,
     on_event: EventSink | None = None,
     cancel: threading.Event | None = None,
     timeout: float | None = None,
     store: RunStore | None = None,
 ) -> tuple[list[Result], int]:
-    """The results (one: ranks merged) and the script's exit status."""
+    """The results (one: ranks merged) and the script's exit status, the command run
+    where ``target`` runs it (the caller's: it picks the run folder, and closes it)."""
     root = req.root()
     batch_id = new_batch_id()
-    run_dir = cache_root() / workspace_id(root) / "runs" / batch_id
     script = req.command.script
     rel = None
     if script is not None:
@@ -86,8 +82,8 @@ def run(
     spec = {
         "batch_id": batch_id,
         "workspace_root": str(root),
-        "run_dir": str(run_dir),
-        "host": "local",
+        "run_dir": "",  # the target's choice (Target.run_script)
+        "host": target.host,
         "launcher": req.command.launcher,
         "wrapper": req.command.wrapper,
         "command": req.command.argv,
@@ -101,34 +97,17 @@ def run(
     }
     git = git_state(root, rel)
     sink = on_event or (lambda _e: None)
-    if req.host:
-        from trainium_lens.targets.ssh.script import run_script_remote
-        from trainium_lens.targets.ssh.target import SshTarget
-
-        target = SshTarget(
-            req.host, ssh_config=req.ssh_config, remote_python=req.remote_python, work_dir=req.work_dir
-        )
-        try:
-            outcome = run_script_remote(
-                target,
-                req.command.argv,
-                req.command.launcher,
-                root,
-                req.cwd,
-                spec,
-                sink,
-                cancel,
-                timeout,
-                req.env,
-                capture=req.capture,  # the language server's stdout is its protocol channel
-                inner=req.command.inner,
-            )
-        finally:
-            target.close()
-    else:
-        outcome = run_script(
-            req.command.argv, req.cwd, spec, run_dir, sink, cancel, timeout, req.env, req.capture
-        )
+    outcome = target.run_script(
+        req.command,
+        spec,
+        sink,
+        workspace=root,
+        cwd=req.cwd,
+        env=req.env,
+        cancel=cancel,
+        timeout=timeout,
+        capture=req.capture,  # the language server's stdout is its protocol channel
+    )
     if not outcome.results:
         raise explain(outcome, req)
     note = launcher_note(outcome)

@@ -1,19 +1,25 @@
 """One value for where a run happens (targets/where.py): the CLI's options make it
 (cli/where.py), make_target (targets/make.py) turns it into the target that runs
-there."""
+there, and that target picks a script run's folder (Target.run_script)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 import pytest
 
 from trainium_lens.cli.where import add_host_arguments, add_nodes_arguments, where_from_args
-from trainium_lens.errors import UsageError
-from trainium_lens.targets.local import LocalTarget
+from trainium_lens.errors import TargetError, UsageError
+from trainium_lens.model.job import workspace_id
+from trainium_lens.model.script import ScriptCommand
+from trainium_lens.targets import script
+from trainium_lens.targets.local import LocalTarget, cache_root
 from trainium_lens.targets.make import make_target
 from trainium_lens.targets.nodes.hosts import HostsTarget
 from trainium_lens.targets.nodes.slurm import SlurmTarget
+from trainium_lens.targets.outcome import Outcome
 from trainium_lens.targets.ssh.target import SshTarget
 from trainium_lens.targets.where import NodeOptions, Where
 
@@ -98,3 +104,31 @@ def test_the_slurm_request_is_checked_where_it_is_made():
         make_target(Where(slurm="login", node=NodeOptions(nodes=0)))
     with pytest.raises(UsageError, match="--slurm-arg takes srun options"):
         make_target(Where(slurm="login", node=NodeOptions(slurm_args=("exclusive",))))
+
+
+def test_the_local_target_picks_a_script_runs_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINIUM_LENS_CACHE", str(tmp_path / "cache"))
+    seen: dict = {}
+
+    def fake(argv, cwd, spec, run_dir, *rest):
+        seen.update(argv=argv, cwd=cwd, spec=spec, run_dir=run_dir)
+        return Outcome(returncode=0)
+
+    monkeypatch.setattr(script, "run_script", fake)
+    command = ScriptCommand([sys.executable, "train.py"], "python")
+    spec = {"batch_id": "20260101-000000-abcdef", "run_dir": ""}
+    LocalTarget().run_script(command, spec, lambda _e: None, workspace=tmp_path, cwd=tmp_path)
+    expected = cache_root() / workspace_id(tmp_path) / "runs" / "20260101-000000-abcdef"
+    assert seen["run_dir"] == expected and seen["spec"]["run_dir"] == str(expected)
+    assert str(expected).startswith(str(tmp_path / "cache"))
+    assert spec["run_dir"] == ""  # the caller's spec is left as it was
+    assert seen["argv"] == [sys.executable, "train.py"] and seen["cwd"] == Path(tmp_path)
+
+
+@pytest.mark.parametrize("where", [Where(hosts=("n1", "n2")), Where(slurm="login")])
+def test_the_targets_across_nodes_refuse_a_script_run_in_one_line(where, tmp_path):
+    target = make_target(where)
+    command = ScriptCommand([sys.executable, "train.py"], "python")
+    with pytest.raises(TargetError, match="across nodes, run your own srun or torchrun command"):
+        target.run_script(command, {"batch_id": "b"}, lambda _e: None, workspace=tmp_path, cwd=tmp_path)
+    target.close()

@@ -32,6 +32,7 @@ from trainium_lens.lsp.features.profile import Reporter, error_diagnostic, open_
 from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.runs import DocumentRuns
 from trainium_lens.lsp.state import LensServer, Running
+from trainium_lens.model.result import Result
 
 log = logging.getLogger(__name__)
 
@@ -154,10 +155,6 @@ async def _run(ls: LensServer, req: ScriptArgs, runs: DocumentRuns, running: Run
             include=tuple(settings.include),
             workspace=workspace,
             env=req.env,
-            host=None if settings.host == "local" else settings.host,
-            remote_python=settings.remote_python,
-            ssh_config=settings.ssh_config,
-            work_dir=settings.work_dir,
             capture=True,  # our stdout is the protocol's channel: the script's output goes to the log
         )
     except LensError as err:
@@ -175,10 +172,18 @@ async def _run(ls: LensServer, req: ScriptArgs, runs: DocumentRuns, running: Run
     def on_event(event: dict) -> None:  # worker thread → event loop
         loop.call_soon_threadsafe(reporter.on_event, event)
 
-    work = loop.run_in_executor(
-        None,
-        lambda: engine.run(request, on_event, running.cancel, settings.timeout_seconds, runs.index.store),
-    )
+    def run_there() -> tuple[list[Result], int]:  # a target of its own, closed after the run
+        from trainium_lens.targets.make import make_target
+
+        target = make_target(settings.where())
+        try:
+            return engine.run(
+                request, target, on_event, running.cancel, settings.timeout_seconds, runs.index.store
+            )
+        finally:
+            target.close()
+
+    work = loop.run_in_executor(None, run_there)
     try:
         results, code = await asyncio.shield(work)
     except NotStored as err:

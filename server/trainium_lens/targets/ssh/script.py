@@ -22,13 +22,33 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Protocol
 
 from trainium_lens.errors import Cancelled, TargetError, TimedOut
 from trainium_lens.targets.base import EventSink
-from trainium_lens.targets.script import HELLO_S, Outcome, Waiting, hello_deadline, start_output_relay
-from trainium_lens.targets.ssh.target import SshTarget, _mark_remote
+from trainium_lens.targets.outcome import Outcome, Waiting
+from trainium_lens.targets.script import HELLO_S, hello_deadline, start_output_relay
+from trainium_lens.targets.ssh.conn import SshConnection
 from trainium_lens.targets.ssh.wrapper import EVENT_MARK, MARK
 from trainium_lens.targets.stream import kill_group
+
+
+class Host(Protocol):
+    """What this runner uses of its SSH target (``target.py``): its connection, its
+    prepare and sync steps, reading a result there, stopping a group there."""
+
+    host: str
+    conn: SshConnection
+    lock_wait_s: float
+
+    def prepare(self, workspace: Path) -> dict: ...
+
+    def sync(self, workspace: Path, info: dict, on_event: EventSink) -> None: ...
+
+    def read_result(self, path: str) -> dict: ...
+
+    def kill_remote(self, remote: dict) -> None: ...
+
 
 _RUN = 'exec "$1" -S "$2/lens/ssh_wrapper.py" "$2" "$3" --lifeline --command'
 _MARK = EVENT_MARK.encode()
@@ -62,7 +82,7 @@ def _is_python(word: str) -> bool:
 
 
 def run_script_remote(
-    target: SshTarget,
+    target: Host,
     argv: list[str],
     launcher: str,
     workspace: Path,
@@ -90,7 +110,9 @@ def run_script_remote(
     except ValueError:
         raise TargetError(f"the command's folder {cwd} is outside the workspace {workspace}") from None
     remote_cwd = f"{wd}/src" if rel == "." else f"{wd}/src/{rel}"
-    spec = dict(spec, workspace_root=f"{wd}/src", run_dir=f"{wd}/runs/{spec['batch_id']}", host=target.host)
+    # the run folder is the host's: in its work dir, as a profile's
+    spec = dict(spec, workspace_root=f"{wd}/src", host=target.host)
+    spec["run_dir"] = f"{wd}/runs/{spec['batch_id']}"
     job = {
         "argv": [
             _in_copy(a, workspace, f"{wd}/src") for a in remote_argv(argv, launcher, info["python"], inner)
@@ -184,11 +206,11 @@ def run_script_remote(
                 f"the harness never armed in {argv[0]} on {target.host} (it exited with status {code} "
                 "and no word from it)"
             )
-        outcome.documents = {p: _mark_remote(target._read_json(p), target.host) for p in outcome.results}
+        outcome.documents = {p: target.read_result(p) for p in outcome.results}
         return outcome
     finally:
         if proc.poll() is None:
-            target._kill(remote)  # through the master: the group, at once
+            target.kill_remote(remote)  # through the master: the group, at once
         try:
             proc.stdin.close()  # the lifeline's end: the wrapper stops what is left
         except OSError:
