@@ -10,7 +10,7 @@
 #   prettier      TS/JS/CSS/HTML/JSON are as `prettier` leaves them (.prettierrc.json)
 #   layers        the import contracts (pyproject.toml [tool.importlinter]): the harness
 #                 imports only stdlib + torch + itself, the core only its contract
-#                 modules, the core's layers one way
+#                 modules, the engine no concrete target, the core's layers one way
 #   circles       no import circle in the package or the extension (scripts/circles.py)
 # `bash scripts/check.sh` runs them all, even after a failure, so one run lists every
 # finding; `bash scripts/check.sh mypy layers` runs the ones named. scripts/fmt.sh
