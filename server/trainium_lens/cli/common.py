@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from trainium_lens.cli.where import add_ssh_config_argument
 from trainium_lens.model.job import workspace_root_for
 
 RUN_HELP = "a run id (or unique prefix), or a result .json"
@@ -20,7 +21,7 @@ def add_run_arguments(
     p.add_argument("run", metavar="RUN_ID", help=run_help)
     add_workspace_argument(p)
     if ssh_config_help:
-        p.add_argument("--ssh-config", metavar="PATH", help=ssh_config_help)
+        add_ssh_config_argument(p, ssh_config_help)
 
 
 def add_workspace_argument(p: argparse.ArgumentParser) -> None:

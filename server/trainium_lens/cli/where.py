@@ -23,11 +23,16 @@ def add_host_arguments(
     p.add_argument(
         "--host", metavar="HOST", help=f"{verb} this SSH host (as ~/.ssh/config names it); default local"
     )
-    p.add_argument("--ssh-config", metavar="PATH", help="ssh config file to use")
+    add_ssh_config_argument(p)
     p.add_argument("--remote-python", metavar="PATH", help=remote_python_help)
     p.add_argument("--work-dir", metavar="DIR", help="work dir on the SSH host")
     if python:
         p.add_argument("--python", metavar="PATH", help="local python with torch (default: this interpreter)")
+
+
+def add_ssh_config_argument(p: argparse.ArgumentParser, help: str = "ssh config file to use") -> None:
+    """``--ssh-config``: also for the commands that reach the host a stored run names."""
+    p.add_argument("--ssh-config", metavar="PATH", help=help)
 
 
 def add_nodes_arguments(p: argparse.ArgumentParser, *, job: bool = True) -> None:
