@@ -33,7 +33,8 @@ sys.path.insert(0, str(ROOT / "server"))
 from trainium_lens.engine import runner  # noqa: E402
 from trainium_lens.model.job import make_job  # noqa: E402
 from trainium_lens.model.ranks import merge_document  # noqa: E402
-from trainium_lens.targets.hosts import HostsTarget  # noqa: E402
+from trainium_lens.targets.nodes.hosts import HostsTarget  # noqa: E402
+from trainium_lens.targets.where import NodeOptions, Where  # noqa: E402
 
 CFG = Path.home() / ".cache/trainium-lens/lab/ssh_config"
 PYTHON = str(ROOT / ".venv/bin/python")
@@ -57,7 +58,10 @@ def step(x):
 
 
 def one(ws: Path, hosts: list[str]) -> dict:
-    target = HostsTarget(hosts, ssh_config=str(CFG), remote_python=PYTHON, ifname="lab0")
+    where = Where(
+        hosts=tuple(hosts), ssh_config=str(CFG), remote_python=PYTHON, node=NodeOptions(ifname="lab0")
+    )
+    target = HostsTarget(where)
     captured: dict = {}
     run = target.run
 
@@ -75,7 +79,7 @@ def one(ws: Path, hosts: list[str]) -> dict:
         reads = []
         for node, rb_dir in zip(target.nodes, _batch_paths(captured["doc"], target), strict=True):
             r0 = time.perf_counter()
-            node._read_json(rb_dir)
+            node.read_result(rb_dir)
             reads.append(time.perf_counter() - r0)
         m0 = time.perf_counter()
         merge_document(captured["doc"])

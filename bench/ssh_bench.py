@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from trainium_lens.targets.ssh import SshTarget  # noqa: E402
+from trainium_lens.targets.ssh.target import SshTarget  # noqa: E402
 
 SOURCE = """\
 import torch

@@ -10,7 +10,8 @@
 #   prettier      TS/JS/CSS/HTML/JSON are as `prettier` leaves them (.prettierrc.json)
 #   layers        the import contracts (pyproject.toml [tool.importlinter]): the harness
 #                 imports only stdlib + torch + itself, the core only its contract
-#                 modules, the core's layers one way, commands and LSP features independent
+#                 modules, the engine no concrete target, the core's layers one way,
+#                 commands and LSP features independent
 #   circles       no import circle in the package or the extension (scripts/circles.py)
 #   privates      no module of the package imports another module's private `_name`
 #                 (scripts/privates.py)

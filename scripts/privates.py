@@ -20,13 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE = "trainium_lens"
-# (importing module, the private name as `module.name`): each names its reason.
-ALLOWED: set[tuple[str, str]] = {
-    # fixed on another branch
-    ("trainium_lens.targets.script_remote", "trainium_lens.targets.ssh._mark_remote"),
-    # fixed on another branch
-    ("trainium_lens.targets.script_remote", "trainium_lens.model.script._PYTHON"),
-}
+# (importing module, the private name as `module.name`): each names its reason. None now.
+ALLOWED: set[tuple[str, str]] = set()
 
 
 def private(name: str) -> bool:

@@ -16,6 +16,9 @@ export interface ServerSettings {
   sshConfig?: unknown; // `~`, `${workspaceFolder}`, `${userHome}` expanded (expandPath)
   remotePython?: unknown;
   workDir?: unknown;
+  hosts?: unknown; // across nodes: SSH hosts, one torchrun each (docs/nodes.md)
+  slurm?: unknown; // {login, nodes, partition}: across nodes through SLURM
+  ifname?: unknown; // across nodes: the cluster interface
   backend?: unknown;
   wait?: unknown;
   warmup?: unknown;

@@ -120,7 +120,7 @@ def test_a_rank_aborted_at_exit_on_node2_is_named_and_node1s_wait_is_stopped(lab
     """Rank 3 (node2) aborts as Python shuts down, after its script ended (what torch's gloo
     threads do in some plain runs): node2's agent fails the job, and node1's agent, whose
     workers succeeded, would wait 300 s in torch's exit barrier. The CLI stops the job once
-    every script has ended (``targets/script.Waiting``), names the abort, keeps the result."""
+    every script has ended (``targets/outcome.Waiting``), names the abort, keeps the result."""
     ws = _project(tmp_path)
     out = tmp_path / "out.json"
     t0 = time.monotonic()

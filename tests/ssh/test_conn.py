@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from trainium_lens.errors import TargetError
-from trainium_lens.targets.ssh_conn import SshConnection
+from trainium_lens.targets.ssh.conn import SshConnection
 
 pytestmark = pytest.mark.ssh
 
@@ -110,7 +110,7 @@ def test_bad_host_names_are_refused_before_ssh_runs(tmp_path):
     ],
 )
 def test_failures_loopback_cannot_produce_are_classified(stderr, kind):
-    from trainium_lens.targets.ssh_conn import classify_ssh_failure, explain_ssh_failure
+    from trainium_lens.targets.ssh.conn import classify_ssh_failure, explain_ssh_failure
 
     assert classify_ssh_failure(stderr) == kind
     message = explain_ssh_failure("trn", stderr)

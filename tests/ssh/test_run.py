@@ -16,7 +16,7 @@ from trainium_lens.engine import runner
 from trainium_lens.model.job import make_job
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets.local import LocalTarget
-from trainium_lens.targets.ssh import SshTarget
+from trainium_lens.targets.ssh.target import SshTarget
 
 pytestmark = pytest.mark.ssh
 

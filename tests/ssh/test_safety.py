@@ -22,8 +22,8 @@ from tests.support.procs import cmdline, wait_for
 from trainium_lens.engine import runner
 from trainium_lens.model.job import make_job
 from trainium_lens.model.store import RunStore
-from trainium_lens.targets.ssh import SshTarget
-from trainium_lens.targets.ssh_conn import SshConnection
+from trainium_lens.targets.ssh.conn import SshConnection
+from trainium_lens.targets.ssh.target import SshTarget
 
 pytestmark = pytest.mark.ssh
 

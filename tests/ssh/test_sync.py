@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from trainium_lens.errors import TargetError
-from trainium_lens.targets import sync
-from trainium_lens.targets.ssh import SshTarget
+from trainium_lens.targets.ssh import sync
+from trainium_lens.targets.ssh.target import SshTarget
 
 pytestmark = pytest.mark.ssh
 

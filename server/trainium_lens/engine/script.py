@@ -17,13 +17,12 @@ from trainium_lens.engine.provenance import git_state
 from trainium_lens.engine.script_exit import launcher_note
 from trainium_lens.errors import LensError, TargetError
 from trainium_lens.harness.spec import ScriptSpec
-from trainium_lens.model.job import new_batch_id, workspace_id, workspace_root_for
+from trainium_lens.model.job import new_batch_id, workspace_root_for
 from trainium_lens.model.result import Result
 from trainium_lens.model.script import ScriptCommand
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets.base import EventSink, Target
-from trainium_lens.targets.local import LocalTarget, cache_root
-from trainium_lens.targets.script import Outcome, run_script
+from trainium_lens.targets.outcome import Outcome
 
 
 class ScriptFailed(LensError):
@@ -45,10 +44,6 @@ class ScriptRequest:
     step_on: str | None = None
     workspace: Path | None = None
     env: dict[str, str] | None = None
-    host: str | None = None  # an SSH host (targets/script_remote.py); None: this machine
-    remote_python: str | None = None
-    ssh_config: str | None = None
-    work_dir: str | None = None
     capture: bool = False  # the command's output as ``output`` events, not on our stdout/stderr
 
     def root(self) -> Path:
@@ -64,86 +59,54 @@ class ScriptRequest:
 
 def run(
     req: ScriptRequest,
+    target: Target,
     on_event: EventSink | None = None,
     cancel: threading.Event | None = None,
     timeout: float | None = None,
     store: RunStore | None = None,
 ) -> tuple[list[Result], int]:
-    """The results (one: ranks merged) and the script's exit status. A run that
-    failed, was stopped or is not stored leaves no run folder (``finish.py``)."""
+    """The results (one: ranks merged) and the script's exit status, the command run
+    where ``target`` runs it (the caller's: it picks the run folder, and closes it). A
+    run that failed, was stopped or is not stored leaves no run folder (``finish.py``)."""
     root = req.root()
     batch_id = new_batch_id()
-    run_dir = cache_root() / workspace_id(root) / "runs" / batch_id
-    spec = script_spec(req, root, batch_id, run_dir)
+    spec = script_spec(req, root, batch_id, target.host)
     git = git_state(root, spec.script_rel)
     sink = on_event or (lambda _e: None)
-    if req.host:
-        from trainium_lens.targets.ssh import SshTarget
-
-        target: Target = SshTarget(
-            req.host, ssh_config=req.ssh_config, remote_python=req.remote_python, work_dir=req.work_dir
-        )
-    else:
-        target = LocalTarget()  # holds the run folder here: the finish stage removes it there
-    try:
-        with run_folder_removed_on_failure(target, root, batch_id):
-            outcome = _run_command(target, req, root, spec, run_dir, sink, cancel, timeout)
-            if not outcome.results:
-                raise explain(outcome, req)
-            note = launcher_note(outcome)
-            if note is not None:
-                sink({"event": "warning", "message": note})
-            results = finish(
-                _document(outcome),
-                target=target,
-                workspace=root,
-                batch_id=batch_id,
-                git=git,
-                store=store,
-                device_lines=False,  # as before: a script's Neuron views are not read into its lines
-                source=None,  # no edits: ``fix`` measures one by running a marked function
-                unstored="remove",  # the caller has the results; their traces go with the run
-            )
-        return results, outcome.returncode
-    finally:
-        target.close()
-
-
-def _run_command(
-    target: Target,
-    req: ScriptRequest,
-    root: Path,
-    spec: ScriptSpec,
-    run_dir: Path,
-    sink: EventSink,
-    cancel: threading.Event | None,
-    timeout: float | None,
-) -> Outcome:
-    """The user's command with the harness injected, on ``target``."""
-    if req.host:
-        from trainium_lens.targets.script_remote import run_script_remote
-        from trainium_lens.targets.ssh import SshTarget
-
-        assert isinstance(target, SshTarget)
-        return run_script_remote(
-            target,
-            req.command.argv,
-            req.command.launcher,
-            root,
-            req.cwd,
+    with run_folder_removed_on_failure(target, root, batch_id):
+        outcome = target.run_script(
+            req.command,
             spec,
             sink,
-            cancel,
-            timeout,
-            req.env,
+            workspace=root,
+            cwd=req.cwd,
+            env=req.env,
+            cancel=cancel,
+            timeout=timeout,
             capture=req.capture,  # the language server's stdout is its protocol channel
-            inner=req.command.inner,
         )
-    return run_script(req.command.argv, req.cwd, spec, run_dir, sink, cancel, timeout, req.env, req.capture)
+        if not outcome.results:
+            raise explain(outcome, req)
+        note = launcher_note(outcome)
+        if note is not None:
+            sink({"event": "warning", "message": note})
+        results = finish(
+            _document(outcome),
+            target=target,
+            workspace=root,
+            batch_id=batch_id,
+            git=git,
+            store=store,
+            device_lines=False,  # as before: a script's Neuron views are not read into its lines
+            source=None,  # no edits: ``fix`` measures one by running a marked function
+            unstored="remove",  # the caller has the results; their traces go with the run
+        )
+    return results, outcome.returncode
 
 
-def script_spec(req: ScriptRequest, root: Path, batch_id: str, run_dir: Path) -> ScriptSpec:
-    """What the harness armed in the command's processes is asked (docs/protocol.md)."""
+def script_spec(req: ScriptRequest, root: Path, batch_id: str, host: str) -> ScriptSpec:
+    """What the harness armed in the command's processes is asked (docs/protocol.md);
+    its run folder is the target's choice (``Target.run_script``)."""
     script = req.command.script
     rel = None
     if script is not None:
@@ -154,7 +117,7 @@ def script_spec(req: ScriptRequest, root: Path, batch_id: str, run_dir: Path) ->
     return ScriptSpec(
         batch_id=batch_id,
         workspace_root=str(root),
-        run_dir=str(run_dir),
+        run_dir="",
         command=tuple(req.command.argv),
         launcher=req.command.launcher,
         wrapper=req.command.wrapper,
@@ -165,6 +128,7 @@ def script_spec(req: ScriptRequest, root: Path, batch_id: str, run_dir: Path) ->
         backend=req.backend,
         include=tuple(req.include),
         step_on=req.step_on,
+        host=host,
     )
 
 

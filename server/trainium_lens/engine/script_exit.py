@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from trainium_lens.targets.script import Outcome
+from trainium_lens.targets.outcome import Outcome
 
 #: The agent's errors that are its rendezvous store's, not the workers'.
 STORE_ERRORS = frozenset({"RendezvousConnectionError", "RendezvousClosedError"})

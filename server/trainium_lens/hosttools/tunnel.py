@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainium_lens.errors import LensError
-from trainium_lens.targets.ssh_conn import SshConnection, explain_ssh_failure
+from trainium_lens.targets.ssh.conn import SshConnection, explain_ssh_failure
 
 
 class TunnelError(LensError):

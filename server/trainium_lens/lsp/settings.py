@@ -21,12 +21,22 @@ from trainium_lens.harness.spec import BACKENDS
 from trainium_lens.hosttools.explorer.settings import SETTING_KEYS as EXPLORER_KEYS
 from trainium_lens.hosttools.explorer.settings import ExplorerSettings
 from trainium_lens.hosttools.explorer.settings import settings_from as explorer_settings_from
+from trainium_lens.targets.where import NodeOptions, Where
 
 SECTION = "trainiumLens"
 
 PROTOCOL_KEYS = ("wait", "warmup", "active")
 #: Where code runs: a rejected value refuses runs instead of falling back.
-TARGET_SETTINGS = ("host", "sshConfig", "remotePython", "workDir", "python")
+TARGET_SETTINGS = ("host", "sshConfig", "remotePython", "workDir", "python", "hosts", "slurm", "ifname")
+
+
+@dataclass(frozen=True)
+class Slurm:
+    """``trainiumLens.slurm.*``: a job across nodes through SLURM from ``login``."""
+
+    login: str | None = None
+    nodes: int = 2
+    partition: str | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,11 @@ class Settings:
     ssh_config: str | None = None
     remote_python: str | None = None
     work_dir: str | None = None
+    # Across nodes (docs/nodes.md): SSH hosts as one job's nodes, or a SLURM login host;
+    # either takes the place of ``host``. ``ifname``: the nodes' cluster interface.
+    hosts: tuple[str, ...] = ()
+    slurm: Slurm = field(default_factory=Slurm)
+    ifname: str | None = None
     backend: str = "auto"
     protocol: dict[str, int] = field(default_factory=dict)  # explicit overrides only
     hint_threshold: Threshold = field(default_factory=Threshold)
@@ -75,9 +90,24 @@ class Settings:
     # The TARGET_SETTINGS whose value was rejected, with the reason: no run until fixed.
     rejected: tuple[str, ...] = ()
 
-    def target_key(self) -> tuple:
-        """Settings that decide which target a run uses (a new key: a new target)."""
-        return (self.host, self.ssh_config, self.remote_python, self.work_dir, self.python)
+    def where(self) -> Where:
+        """Where runs happen, as the settings say (the server's one place that makes a
+        ``Where``; a new one: a new target)."""
+        across = bool(self.hosts or self.slurm.login)
+        return Where(
+            host=None if across else self.host,
+            hosts=self.hosts,
+            slurm=self.slurm.login,
+            python=self.python,
+            ssh_config=self.ssh_config,
+            remote_python=self.remote_python,
+            work_dir=self.work_dir,
+            node=NodeOptions(
+                ifname=self.ifname,
+                nodes=self.slurm.nodes if self.slurm.login else None,
+                partition=self.slurm.partition,
+            ),
+        )
 
 
 # camelCase setting name -> (field name, parser); a parser returns the value or
@@ -101,6 +131,34 @@ def _host(value: Any) -> str:
     if value.startswith("-") or re.search(r"[\s\x00-\x1f]", value):
         raise ValueError(f"{value!r} is not a host name")
     return value
+
+
+def _hosts(value: Any) -> tuple[str, ...]:
+    """``trainiumLens.hosts``: SSH hosts, each once (none: not across nodes)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ValueError("expected a list of SSH hosts")
+    hosts = tuple(_host(v) for v in value if v not in (None, ""))
+    if "local" in hosts:
+        raise ValueError("'local' is no node: list SSH hosts")
+    if len(set(hosts)) != len(hosts):
+        raise ValueError("a host is listed twice")
+    return hosts
+
+
+def _slurm(value: Any) -> Slurm:
+    """``{"login", "nodes", "partition"}`` as VS Code nests ``slurm.*``."""
+    if value is None:
+        return Slurm()
+    if not isinstance(value, dict):
+        raise ValueError("expected {login, nodes, partition}")
+    login = _host(value.get("login"))
+    return Slurm(
+        login=None if login == "local" else login,
+        nodes=_int_range(1, 4096)(value.get("nodes", 2)),
+        partition=_str_or_none(value.get("partition")),
+    )
 
 
 def _backend(value: Any) -> str:
@@ -204,6 +262,9 @@ _PARSERS = {
     "sshConfig": ("ssh_config", _str_or_none),
     "remotePython": ("remote_python", _str_or_none),
     "workDir": ("work_dir", _str_or_none),
+    "hosts": ("hosts", _hosts),
+    "slurm": ("slurm", _slurm),
+    "ifname": ("ifname", _str_or_none),
     "backend": ("backend", _backend),
     "protocol": ("protocol", _protocol),
     "hintThreshold": ("hint_threshold", _threshold),
@@ -289,6 +350,13 @@ def parse(payload: Any) -> tuple[Settings, list[str]]:
             warnings.append(
                 f"Trainium Lens: invalid setting {SECTION}.{key}: {err}; using the default ({_show(default)})"
             )
+    if values.get("hosts") and values.get("slurm", Slurm()).login:  # one way across nodes
+        del values["hosts"], values["slurm"]
+        rejected.append(f"{SECTION}.hosts, {SECTION}.slurm.login: use one")
+        warnings.append(
+            f"Trainium Lens: invalid settings: both {SECTION}.hosts and {SECTION}.slurm.login are set; "
+            "profiling is off until one is cleared (they say where code runs: no fallback)"
+        )
     extra = {k: v for k, v in section.items() if k not in _PARSERS and k not in PROTOCOL_KEYS}
     return replace(defaults, extra=extra, rejected=tuple(rejected), **values), warnings
 
@@ -314,7 +382,12 @@ NOT_SETTINGS = ("trusted", "protocol")
 # Settings only the client reads: declared in package.json, never sent.
 CLIENT_ONLY = ("openResultsAfterRun",)
 # Settings VS Code nests: ``trainiumLens.<key>.<sub>`` arrives as ``{<key>: {<sub>: ...}}``.
-NESTED = {"warmWorker": ("idleSeconds",), "explorer": EXPLORER_KEYS, "script": ("args",)}
+NESTED = {
+    "warmWorker": ("idleSeconds",),
+    "explorer": EXPLORER_KEYS,
+    "script": ("args",),
+    "slurm": ("login", "nodes", "partition"),
+}
 
 
 def payload_keys() -> list[str]:

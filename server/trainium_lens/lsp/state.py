@@ -31,6 +31,7 @@ from trainium_lens.model.codec import visible
 
 if TYPE_CHECKING:
     from trainium_lens.targets.base import Target
+    from trainium_lens.targets.where import Where
 
 log = logging.getLogger(__name__)
 
@@ -72,12 +73,12 @@ class LensServer(LanguageServer):
         self._lines: dict[str, tuple[int | None, list[str]]] = {}
         self._pending: dict[str, asyncio.TimerHandle] = {}  # uri -> scheduled views_changed
         self._target: Target | None = None  # kept between runs: an SSH target keeps its connection
-        self._target_key: tuple | None = None
+        self._target_key: Where | None = None
         self.explorer: Closeable | None = None  # lsp/features/explorer.py (tests, shutdown)
 
     def settings_changed(self) -> None:
         """New settings: hints may pass or fail the threshold, runs may go elsewhere."""
-        if self._target is not None and self._target_key != self.settings.target_key():
+        if self._target is not None and self._target_key != self.settings.where():
             self.close_target()
         if any(i.history_size != self.settings.history_size for i in self.indexes.values()):
             self.indexes.clear()  # rebuilt on next use, bounded by the new size
@@ -101,19 +102,12 @@ class LensServer(LanguageServer):
                 f"invalid setting {self.settings.rejected[0]}; fix it to profile (not running on "
                 f"this machine instead)"
             )
-        key = self.settings.target_key()
+        key = self.settings.where()
         if self._target is None or self._target_key != key:
             self.close_target()
-            from trainium_lens.targets import make_target
+            from trainium_lens.targets.make import make_target
 
-            s = self.settings
-            self._target = make_target(
-                s.host,
-                python=s.python,
-                ssh_config=s.ssh_config,
-                remote_python=s.remote_python,
-                work_dir=s.work_dir,
-            )
+            self._target = make_target(key)
             self._target_key = key
             for hook in self.on_new_target:
                 try:

@@ -37,7 +37,7 @@ class Job:
     include: list[str] = field(default_factory=list)  # packages whose files count as user code
     nproc: int | None = None  # ranks under torchrun; None: the marker's nproc=, else 1
     # A job across nodes: this node's place in it (harness/nodes/launch.py; set per node
-    # by targets/hosts.py and targets/slurm.py), or the SLURM request (``slurm``).
+    # by targets/nodes/hosts.py and targets/nodes/slurm.py), or the SLURM request (``slurm``).
     nodes: dict | None = None
     slurm: dict | None = None
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from trainium_lens.errors import UsageError
 
-_PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[a-z]?(\.exe)?$")
+PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[a-z]?(\.exe)?$")
 _TORCHRUN = re.compile(r"^torchrun(\.exe)?$")
 _TORCHRUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 # Python's own options that take a value (as a separate word or attached)
@@ -105,7 +105,7 @@ def parse_command(argv: list[str], cwd: Path) -> ScriptCommand:
         return _srun(argv, cwd)
     if _TORCHRUN.match(name):
         return _torchrun(argv, argv[1:], cwd)
-    if not _PYTHON.match(name):
+    if not PYTHON.match(name):
         raise UsageError(
             f"{argv[0]} is not a Python command: run takes python [-m] SCRIPT|MODULE …, "
             "torchrun … SCRIPT … or python -m torch.distributed.run …, or either behind srun …"
@@ -169,7 +169,7 @@ def _srun(argv: list[str], cwd: Path) -> ScriptCommand:
     if i >= len(argv):
         raise UsageError("srun names no command: run takes srun [its options] python|torchrun … SCRIPT …")
     name = os.path.basename(argv[i])
-    if not (_PYTHON.match(name) or _TORCHRUN.match(name)):
+    if not (PYTHON.match(name) or _TORCHRUN.match(name)):
         raise UsageError(
             f"srun runs {argv[i]}, not Python: run takes srun [its options] python [-m] SCRIPT … "
             "or srun [its options] torchrun … SCRIPT …"

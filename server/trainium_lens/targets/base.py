@@ -1,6 +1,7 @@
 """The one interface every target implements (local subprocess, OpenSSH).
 
-A target runs the harness for a ``Job`` and streams its progress events back.
+A target runs the harness for a ``Job`` (``run``), or the user's own command with
+the harness injected (``run_script``), and streams its progress events back.
 It owns everything about *where*: syncing the workspace, placing the harness,
 choosing the run directory, stopping the remote process group on cancel.
 """
@@ -12,7 +13,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 
+from trainium_lens.errors import TargetError
+from trainium_lens.harness.spec import ScriptSpec
 from trainium_lens.model.job import Job
+from trainium_lens.model.script import ScriptCommand
+from trainium_lens.targets.outcome import Outcome
 
 # One progress event from the harness (a decoded JSON line), or one the target
 # adds itself (stage "connect"/"sync").
@@ -38,6 +43,33 @@ class Target(ABC):
         the harness's whole process group is stopped before this returns),
         ``TimedOut`` (likewise, after ``timeout`` seconds).
         """
+
+    def run_script(
+        self,
+        command: ScriptCommand,
+        spec: ScriptSpec,
+        on_event: EventSink,
+        *,
+        workspace: Path,
+        cwd: Path,
+        env: dict[str, str] | None = None,
+        cancel: threading.Event | None = None,
+        timeout: float | None = None,
+        capture: bool = False,
+    ) -> Outcome:
+        """Run the user's ``command`` (``trainium-lens run``) in ``cwd`` of ``workspace``
+        with the harness injected; ``spec`` is the harness's script spec, passed
+        through except for what only the target knows: its ``run_dir`` (the target
+        picks it: ``<workspace id>/runs/<batch_id>`` in its cache or work dir), and on
+        a host its ``workspace_root`` and ``host``. ``env``: set for the command;
+        ``capture``: its output as ``output`` events rather than on our stdout/stderr.
+        Raises as ``run`` does; the command's own exit status is the outcome's.
+        The targets across nodes refuse it: there the user's own command spreads the
+        ranks (``run -- srun …`` or ``torchrun --nnodes …``, docs/nodes.md)."""
+        raise TargetError(
+            f"{self.host}: `trainium-lens run` runs a command here or on one SSH host (--host); "
+            "across nodes, run your own srun or torchrun command (docs/nodes.md)"
+        )
 
     @abstractmethod
     def fetch(self, remote_path: str, dest: Path, *, workspace: Path) -> Path:

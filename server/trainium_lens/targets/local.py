@@ -9,6 +9,7 @@ a remote host uses: ``<workspace-id>/runs/<batch_id>/``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -18,16 +19,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trainium_lens.errors import TargetError
+from trainium_lens.harness.spec import ScriptSpec
 from trainium_lens.model.job import Job, workspace_id
 from trainium_lens.model.paths import is_run_id
+from trainium_lens.model.script import ScriptCommand
+from trainium_lens.targets import script
 from trainium_lens.targets.base import EventSink, Target
-from trainium_lens.targets.stream import run_harness_process
+from trainium_lens.targets.outcome import Outcome
+from trainium_lens.targets.stream import PACKAGE_PARENT, run_harness_process
 
 if TYPE_CHECKING:
-    from trainium_lens.targets.warm import WarmSlot
-
-#: The folder holding the ``trainium_lens`` package (``server/`` in a checkout).
-PACKAGE_PARENT = Path(__file__).resolve().parents[2]
+    from trainium_lens.targets.warm.slot import WarmSlot
 
 
 def cache_root() -> Path:
@@ -93,7 +95,7 @@ class LocalTarget(Target):
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_PARENT), env.get("PYTHONPATH", "")) if p)
         env.setdefault("PYTHONUNBUFFERED", "1")
         if self.warm is not None and self.warm.takes(job):
-            from trainium_lens.targets.warm_worker import Launch
+            from trainium_lens.targets.warm.worker import Launch
 
             launch = Launch(
                 [python, "-m", "trainium_lens.harness.runtime.worker", "--idle", f"{self.warm.idle_s:g}"],
@@ -111,6 +113,25 @@ class LocalTarget(Target):
             env=env,
             cwd=job.workspace,
         )
+
+    def run_script(
+        self,
+        command: ScriptCommand,
+        spec: ScriptSpec,
+        on_event: EventSink,
+        *,
+        workspace: Path,
+        cwd: Path,
+        env: dict[str, str] | None = None,
+        cancel: threading.Event | None = None,
+        timeout: float | None = None,
+        capture: bool = False,
+    ) -> Outcome:
+        """The command here, in its own session (``script.py``); its run folder is a
+        profile's: ``<cache>/<workspace id>/runs/<batch_id>``."""
+        run_dir = cache_root() / workspace_id(workspace) / "runs" / spec.batch_id
+        spec = dataclasses.replace(spec, run_dir=str(run_dir))
+        return script.run_script(command.argv, cwd, spec, run_dir, on_event, cancel, timeout, env, capture)
 
     def remove_runs(self, workspace: Path, batch_ids: list[str]) -> None:
         root = cache_root() / workspace_id(workspace) / "runs"

@@ -20,7 +20,6 @@ import os
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
@@ -28,8 +27,8 @@ from trainium_lens.errors import Cancelled, TargetError, TimedOut
 from trainium_lens.harness.reaper import scancel_jobs, term_with_parent
 from trainium_lens.harness.spec import ScriptSpec
 from trainium_lens.targets.base import EventSink
-from trainium_lens.targets.local import PACKAGE_PARENT
-from trainium_lens.targets.stream import kill_group
+from trainium_lens.targets.outcome import Outcome, Waiting
+from trainium_lens.targets.stream import PACKAGE_PARENT, kill_group
 
 BOOT_DIR = PACKAGE_PARENT / "trainium_lens" / "harness" / "script" / "boot"
 RUN_ENV = "TRAINIUM_LENS_RUN"
@@ -38,48 +37,6 @@ PARENT_ENV = "TRAINIUM_LENS_RUN_PARENT"
 #: none after this long (the process still alive) means it never will.
 HELLO_S = float(os.environ.get("TRAINIUM_LENS_HELLO_S", "10"))
 POLL_S = 0.05
-#: Seconds the command may run on once every armed process has ended its script and a
-#: torchrun agent has failed: the other agents then wait in torch's exit barrier for the
-#: failed one (300 s by default) with nothing left to run (engine/script_exit.py).
-WAITING_S = float(os.environ.get("TRAINIUM_LENS_WAITING_S", "10"))
-
-
-@dataclass
-class Outcome:
-    returncode: int
-    events: list[dict] = field(default_factory=list)
-    results: list[str] = field(default_factory=list)  # batch paths the armed processes wrote
-    documents: dict[str, dict] = field(default_factory=dict)  # path -> batch, when read already (a host's)
-    stopped_waiting: bool = False  # stopped after its scripts ended, a launcher failed (``Waiting``)
-
-
-class Waiting:
-    """Whether the command only waits now: every armed process has ended its script
-    (its ``exit``, keyed by rank and pid: a restarted worker is a new one) and a
-    torchrun agent has raised, for ``WAITING_S``."""
-
-    def __init__(self) -> None:
-        self.since: float | None = None
-
-    def over(self, events: list[dict]) -> bool:
-        if not self._ended(events):
-            self.since = None
-            return False
-        now = time.monotonic()
-        self.since = self.since if self.since is not None else now
-        return now - self.since >= WAITING_S
-
-    @staticmethod
-    def _ended(events: list[dict]) -> bool:
-        if not any(e.get("event") == "launcher_error" for e in events):
-            return False
-        armed = {
-            (e.get("rank"), e.get("pid"))
-            for e in events
-            if e.get("event") == "hello" and e.get("role") in ("main", "worker")
-        }
-        ended = {(e.get("rank"), e.get("pid")) for e in events if e.get("event") == "exit"}
-        return bool(armed) and armed <= ended
 
 
 def hello_deadline(spec: ScriptSpec) -> float:

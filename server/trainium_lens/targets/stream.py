@@ -47,6 +47,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import IO
 
 from trainium_lens.errors import Cancelled, HarnessError, TargetError, TimedOut
@@ -63,6 +64,9 @@ TEARDOWN_GRACE_S = 1.0
 POLL_S = 0.05
 #: Tells the harness its stdin is a lifeline (``harness/runtime/lifeline.py``: LIFELINE_ENV).
 LIFELINE_ENV = "TRAINIUM_LENS_LIFELINE"
+#: The folder holding the ``trainium_lens`` package (``server/`` in a checkout): on
+#: ``PYTHONPATH`` for the harness this machine starts.
+PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 STDERR_TAIL_LINES = 200
 STDERR_LINE_CHARS = 2000
 

@@ -1,4 +1,4 @@
-"""The warm worker (harness/runtime/worker.py + targets/warm.py) at the target level: the
+"""The warm worker (harness/runtime/worker.py + targets/warm/slot.py) at the target level: the
 real fork server, the real torch.profiler, real crashes.
 
 One module-scoped local target holds one worker for most tests (each job after
@@ -22,7 +22,7 @@ from trainium_lens.engine.runner import profile
 from trainium_lens.errors import Cancelled, HarnessError, TargetError, TimedOut
 from trainium_lens.model.job import make_job
 from trainium_lens.targets.local import LocalTarget
-from trainium_lens.targets.warm import WarmSlot
+from trainium_lens.targets.warm.slot import WarmSlot
 
 STATE = '''
 import torch
@@ -327,7 +327,7 @@ def test_a_job_waits_for_the_hosts_lock_and_can_be_cancelled_while_waiting(warm,
     import fcntl
 
     from trainium_lens.targets.local import read_json_file
-    from trainium_lens.targets.warm_worker import Launch
+    from trainium_lens.targets.warm.worker import Launch
 
     run(warm, ws, "rmsnorm.py", "rms_norm_naive")
     worker = warm.warm.worker

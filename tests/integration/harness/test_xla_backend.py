@@ -188,8 +188,9 @@ def test_prepare_env_on_a_stand_in_trn1(tmp_path, monkeypatch):
 @needs_xla
 def test_doctor_reports_torch_xla_through_the_real_probe(tmp_path):
     from trainium_lens.hosttools.doctor.run import run_doctor
+    from trainium_lens.targets.where import Where
 
-    report = run_doctor(None, work_dir=str(tmp_path), python=str(XLA_PY))
+    report = run_doctor(Where(work_dir=str(tmp_path), python=str(XLA_PY)))
     row = report.get("torch_xla")
     assert row is not None and row.status == "pass", row
     assert "torch-xla 2.9.0" in row.detail and "XLA_HLO_DEBUG" in row.detail

@@ -290,7 +290,7 @@ def test_a_remote_runs_parquet_folder_is_fetched_over_ssh(sshd, ssh_control_dir,
     fill fetches it through the SSH target's own fetch."""
     from trainium_lens.engine.device_profile import fill
     from trainium_lens.model.result import Result
-    from trainium_lens.targets.ssh import SshTarget
+    from trainium_lens.targets.ssh.target import SshTarget
 
     install_standin(tmp_path, monkeypatch)
     src, run_dir = sshd.home / "work" / "src", sshd.home / "work" / "runs" / "b9"

@@ -13,6 +13,7 @@ import pytest
 from trainium_lens.cli import main
 from trainium_lens.hosttools.doctor.report import CHECKS, NOT_TRAINIUM
 from trainium_lens.hosttools.doctor.run import run_doctor
+from trainium_lens.targets.where import Where
 
 NAMES = [name for name, _title in CHECKS]
 
@@ -92,7 +93,7 @@ def test_doctor_over_ssh_text_output(sshd, ssh_control_dir, capsys):
     ],
 )
 def test_doctor_points_at_the_connection_step_that_failed(sshd, ssh_control_dir, alias, failed):
-    report = run_doctor(alias, ssh_config=str(sshd.config))
+    report = run_doctor(Where(host=alias, ssh_config=str(sshd.config)))
     status = {c.name: c.status for c in report.checks}
     assert list(status) == NAMES
     before = NAMES[: NAMES.index(failed)]
@@ -103,21 +104,21 @@ def test_doctor_points_at_the_connection_step_that_failed(sshd, ssh_control_dir,
 
 @pytest.mark.ssh
 def test_doctor_remote_python_missing(sshd, ssh_control_dir):
-    report = run_doctor("lens-test", ssh_config=str(sshd.config), remote_python="/no/such/python")
+    report = run_doctor(Where(host="lens-test", ssh_config=str(sshd.config), remote_python="/no/such/python"))
     assert must(report, "python").status == "fail"
     assert "does not exist" in must(report, "python").detail
     assert must(report, "torch").status == "skip"
 
 
 def test_doctor_local(tmp_path):
-    report = run_doctor(None, work_dir=str(tmp_path))
+    report = run_doctor(Where(work_dir=str(tmp_path)))
     status = {c.name: c.status for c in report.checks}
     assert [status[n] for n in ("ssh", "host_key", "auth")] == ["skip"] * 3
     assert status["python"] == status["torch"] == "pass"
     # off a Neuron host its checks are skipped with the reason, and the report is ok
     assert all(status[n] == "skip" for n in NEURON)
     assert all("not a Trainium host" in report.get(n).detail for n in NEURON) and report.ok
-    missing = run_doctor(None, python=str(tmp_path / "nopython"))
+    missing = run_doctor(Where(python=str(tmp_path / "nopython")))
     assert missing.get("python").status == "fail"
     # after a failed step the warm worker row is still judged, once (not "needs a Python")
     warm = [c for c in missing.checks if c.name == "warm_worker"]
@@ -188,7 +189,7 @@ def test_doctor_passes_on_a_stand_in_trainium_host(tmp_path, monkeypatch):
     (pkg / "profiling.py").write_text(STAND_IN_PROFILING)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
-    report = run_doctor(None, work_dir=str(tmp_path))
+    report = run_doctor(Where(work_dir=str(tmp_path)))
     status = {c.name: c.status for c in report.checks}
     for name in ("python", "torch", "torch_neuronx", "profiling_api", "neuron_devices", "neuron_explorer"):
         assert status[name] == "pass", (name, report.get(name))

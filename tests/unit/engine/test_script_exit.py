@@ -1,15 +1,15 @@
 """A ``run`` whose command exited non-zero after its result was written: the
 launcher's failure told apart from the script's (``engine/script_exit.py``), and
 a command stopped once its scripts have ended and only torchrun's exit barrier
-waits (``targets/script.Waiting``)."""
+waits (``targets/outcome.Waiting``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from trainium_lens.engine.script_exit import launcher_note
-from trainium_lens.targets import script
-from trainium_lens.targets.script import Outcome, Waiting
+from trainium_lens.targets import outcome
+from trainium_lens.targets.outcome import Outcome, Waiting
 
 STORE = "The connection to the C10d store has failed. See inner exception for details."
 # torchrun's own failure table, as a rank aborted at interpreter exit leaves it (lab run, torch 2.13)
@@ -96,7 +96,7 @@ def test_nothing_is_said_without_an_agent_error_or_on_success():
 def test_the_command_is_over_only_when_every_script_ended_and_an_agent_failed(
     monkeypatch: pytest.MonkeyPatch,
 ):
-    monkeypatch.setattr(script, "WAITING_S", 0.0)
+    monkeypatch.setattr(outcome, "WAITING_S", 0.0)
     failed = [("node2", "ChildFailedError", ABORTED)]
     assert not Waiting().over(_events([0, 1, 2, 3], []))  # the agents may still end by themselves
     assert not Waiting().over(_events([0, 1, 2], failed))  # rank 3 still runs its script
@@ -107,7 +107,7 @@ def test_the_command_is_over_only_when_every_script_ended_and_an_agent_failed(
 
 
 def test_the_wait_is_given_its_seconds_first(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(script, "WAITING_S", 3600.0)
+    monkeypatch.setattr(outcome, "WAITING_S", 3600.0)
     waiting = Waiting()
     events = _events([0, 1, 2, 3], [("node2", "ChildFailedError", ABORTED)])
     assert not waiting.over(events) and waiting.since is not None

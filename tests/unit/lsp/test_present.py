@@ -11,6 +11,7 @@ from trainium_lens.lsp.runs import Annotation
 from trainium_lens.lsp.settings import Settings, Threshold, parse
 from trainium_lens.lsp.tracking import LineTracker, is_stale
 from trainium_lens.model import figures
+from trainium_lens.targets.where import Where
 
 # -- settings --------------------------------------------------------------------
 
@@ -92,6 +93,50 @@ def test_a_rejected_host_refuses_runs_instead_of_falling_back_to_local():
         server.target()
     fixed, _ = parse({"trainiumLens": {"host": "local"}})
     assert fixed.rejected == ()
+
+
+def test_the_settings_say_where_as_the_cli_options_do():
+    settings, warnings = parse(
+        {
+            "trainiumLens": {
+                "host": "trn1",
+                "sshConfig": "/tmp/cfg",
+                "remotePython": "/opt/py",
+                "workDir": "~/w",
+            }
+        }
+    )
+    assert warnings == []
+    assert settings.where() == Where(
+        host="trn1", ssh_config="/tmp/cfg", remote_python="/opt/py", work_dir="~/w"
+    )
+    assert parse(None)[0].where() == Where()  # this machine
+    # across nodes: the hosts (or the login host) take the place of host
+    settings, warnings = parse({"trainiumLens": {"host": "trn1", "hosts": ["n1", "n2"], "ifname": "ens5"}})
+    assert warnings == []
+    where = settings.where()
+    assert (where.kind, where.hosts, where.host, where.node.ifname) == ("hosts", ("n1", "n2"), None, "ens5")
+    settings, warnings = parse(
+        {"trainiumLens": {"slurm": {"login": "login1", "nodes": 4, "partition": "trn"}}}
+    )
+    assert warnings == []
+    where = settings.where()
+    assert (where.kind, where.slurm, where.node.nodes, where.node.partition) == ("slurm", "login1", 4, "trn")
+
+
+@pytest.mark.parametrize(
+    "section, words",
+    [
+        ({"hosts": ["n1", "n1"]}, "trainiumLens.hosts: a host is listed twice"),
+        ({"hosts": ["local"]}, "trainiumLens.hosts: 'local' is no node"),
+        ({"slurm": {"login": "l", "nodes": 0}}, "trainiumLens.slurm: must be between 1 and 4096"),
+        ({"hosts": ["n1"], "slurm": {"login": "l"}}, "trainiumLens.hosts, trainiumLens.slurm.login: use one"),
+    ],
+)
+def test_a_rejected_nodes_setting_refuses_runs_instead_of_falling_back(section, words):
+    settings, warnings = parse({"trainiumLens": section})
+    assert len(warnings) == 1 and "no fallback" in warnings[0]
+    assert settings.rejected and settings.rejected[0].startswith(words)
 
 
 def test_thresholds():

@@ -131,7 +131,7 @@ def test_srun_refused(cwd: Path, argv: list[str], says: str) -> None:
 
 
 def test_remote_argv_puts_the_hosts_python_in_the_wrapped_command() -> None:
-    from trainium_lens.targets.script_remote import remote_argv
+    from trainium_lens.targets.ssh.script import remote_argv
 
     py = "/opt/venv/bin/python"
     assert remote_argv(["srun", "-N2", "torchrun", "--nnodes", "2", "t.py"], "torchrun", py, 2) == [

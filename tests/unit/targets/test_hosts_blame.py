@@ -1,5 +1,5 @@
 """Which host a failed ``--hosts`` job names, when its peers' "connection closed"
-reaches the CLI before the dead node's own failure (targets/hosts.py). The lab's
+reaches the CLI before the dead node's own failure (targets/nodes/hosts.py). The lab's
 test (tests/nodes/test_faults.py) kills node2's processes; one fresh CI run named
 node1 ("rank 1: slow raised RuntimeError: … Connection closed by peer"), because
 node2, told to stop at node1's error, ended with "cancelled" before its closed
@@ -16,8 +16,9 @@ import pytest
 
 from trainium_lens.errors import Cancelled, HarnessError, TargetError
 from trainium_lens.model.job import Job
-from trainium_lens.targets import hosts
-from trainium_lens.targets.hosts import HostsTarget
+from trainium_lens.targets.nodes import hosts
+from trainium_lens.targets.nodes.hosts import HostsTarget
+from trainium_lens.targets.where import Where
 
 PEER = "rank 1: slow raised RuntimeError: Connection closed by peer [10.0.0.2]:17558 (slow.py:15)"
 
@@ -36,7 +37,7 @@ class Node:
 
 
 def _job(nodes: list[Node], monkeypatch: pytest.MonkeyPatch) -> HostsTarget:
-    target = HostsTarget(["node1", "node2"])
+    target = HostsTarget(Where(hosts=("node1", "node2")))
     target.nodes = nodes  # type: ignore[assignment]
     monkeypatch.setattr(target, "probe", lambda: [])
     monkeypatch.setattr(target, "node_jobs", lambda job: [job, job])

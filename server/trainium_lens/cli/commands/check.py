@@ -24,7 +24,7 @@ from typing import Any
 from trainium_lens.analysis.gate import judge as gate
 from trainium_lens.analysis.gate.repeat import combine, needs_another
 from trainium_lens.cli import project_config
-from trainium_lens.cli.common import PROTOCOL_HELP, add_target_arguments
+from trainium_lens.cli.common import PROTOCOL_HELP
 from trainium_lens.cli.console import style_for
 from trainium_lens.cli.outputs import OutputError, write_json
 from trainium_lens.cli.pipes import emit
@@ -32,6 +32,7 @@ from trainium_lens.cli.profiling import profile_job
 from trainium_lens.cli.refs import back, resolve_many
 from trainium_lens.cli.render import gate as gate_output
 from trainium_lens.cli.render.text import finish
+from trainium_lens.cli.where import add_host_arguments
 from trainium_lens.errors import LensError, UsageError
 from trainium_lens.harness.spec import BACKENDS, PROTOCOL_KEYS
 from trainium_lens.model.job import Job, make_job, new_batch_id, workspace_root_for
@@ -97,7 +98,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--workspace", metavar="DIR", help="workspace root (default: the git work tree holding FILE)"
     )
-    add_target_arguments(p, "profile on")
+    add_host_arguments(p, "profile on")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="stop each run after SECONDS")
     p.add_argument("--no-store", action="store_true", help="do not save the runs in the workspace's store")
     p.set_defaults(handler=run)

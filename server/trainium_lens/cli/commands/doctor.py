@@ -6,8 +6,7 @@ import argparse
 import json
 import sys
 
-from trainium_lens.cli.common import add_target_arguments, hosts_list
-from trainium_lens.errors import UsageError
+from trainium_lens.cli.where import add_host_arguments, add_nodes_arguments, where_from_args
 from trainium_lens.hosttools.doctor.report import Report
 from trainium_lens.hosttools.doctor.run import run_doctor
 
@@ -22,32 +21,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "Python, torch, torch-neuronx flavour, the Neuron profiling API, "
         "devices, neuron-explorer, free disk and the instance type.",
     )
-    add_target_arguments(p, "check")
-    p.add_argument(
-        "--hosts", metavar="H1,H2,...", help="check these SSH hosts as the nodes of one job (docs/nodes.md)"
-    )
-    p.add_argument("--slurm", metavar="LOGIN_HOST", help="check this SLURM login host and its nodes")
-    p.add_argument("--ifname", metavar="IFACE", help="with --hosts: the nodes' cluster interface")
+    add_host_arguments(p, "check")
+    add_nodes_arguments(p, job=False)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.hosts or args.slurm:
+    where = where_from_args(args)
+    if where.hosts or where.slurm:
         from trainium_lens.hosttools.doctor.nodes import doctor_hosts, doctor_slurm
 
-        if args.hosts and args.slurm:
-            raise UsageError("use one of --hosts and --slurm")
-        reports = (
-            doctor_hosts(
-                hosts_list(args.hosts),
-                ssh_config=args.ssh_config,
-                remote_python=args.remote_python,
-                ifname=args.ifname,
-            )
-            if args.hosts
-            else doctor_slurm(args.slurm, ssh_config=args.ssh_config, remote_python=args.remote_python)
-        )
+        reports = doctor_hosts(where) if where.hosts else doctor_slurm(where)
         if args.json:
             json.dump([r.to_dict() for r in reports], sys.stdout, indent=1)
             sys.stdout.write("\n")
@@ -55,13 +40,7 @@ def run(args: argparse.Namespace) -> int:
             for report in reports:
                 _print(report)
         return 0 if all(r.ok for r in reports[-1:]) and all(_reachable(r) for r in reports) else 1
-    report = run_doctor(
-        args.host,
-        ssh_config=args.ssh_config,
-        remote_python=args.remote_python,
-        work_dir=args.work_dir,
-        python=args.python,
-    )
+    report = run_doctor(where)
     if args.json:
         json.dump(report.to_dict(), sys.stdout, indent=1)
         sys.stdout.write("\n")

@@ -9,8 +9,9 @@ from pathlib import Path
 from trainium_lens.cli.common import add_run_arguments, workspace_path
 from trainium_lens.cli.outputs import write_output
 from trainium_lens.cli.refs import resolve
+from trainium_lens.cli.where import where_from_args
 from trainium_lens.model.result import Result
-from trainium_lens.targets import make_target
+from trainium_lens.targets.make import make_target
 from trainium_lens.traces.artifacts import local_trace_path
 from trainium_lens.traces.chrome import Trace, load_trace
 from trainium_lens.traces.export import summarize, to_chrome_trace
@@ -36,11 +37,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     result = resolve(args.run, args.workspace)
     workspace = workspace_path(args.workspace)
+    where = where_from_args(args)  # --ssh-config: the host is each run's own
 
     def one(res: Result) -> Trace:
-        return load_trace(
-            local_trace_path(res, workspace, lambda host: make_target(host, ssh_config=args.ssh_config))
-        )
+        return load_trace(local_trace_path(res, workspace, lambda host: make_target(where.at(host))))
 
     trace = merged_trace(result, one) if result.ranks else one(result)  # torchrun: every rank
     dest = Path(args.output or f"{result.run_id}.perfetto.json")

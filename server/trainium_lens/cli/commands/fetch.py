@@ -12,11 +12,12 @@ import argparse
 from pathlib import Path, PurePosixPath
 
 from trainium_lens.cli.common import add_run_arguments, workspace_path
+from trainium_lens.cli.where import where_from_args
 from trainium_lens.errors import UsageError
 from trainium_lens.model.job import workspace_id
 from trainium_lens.model.paths import UnsafePath, in_workspace_folder, local_run_file, plain_name
 from trainium_lens.model.store import ARTIFACTS_DIR, STORE_DIR, RunStore, write_ignore
-from trainium_lens.targets.base import Target
+from trainium_lens.targets.make import make_target
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -63,15 +64,7 @@ def run(args: argparse.Namespace) -> int:
     if local_dir.exists() or local_dir.is_symlink():
         verb = "already fetched"  # a fetch never replaces anything: the copy there stays
     else:
-        target: Target
-        if local:
-            from trainium_lens.targets.local import LocalTarget
-
-            target = LocalTarget()
-        else:
-            from trainium_lens.targets.ssh import SshTarget
-
-            target = SshTarget(art.location, ssh_config=args.ssh_config, work_dir=args.work_dir)
+        target = make_target(where_from_args(args).at(None if local else art.location))
         try:
             local_dir = target.fetch(art.run_dir, local_dir, workspace=workspace)
         finally:

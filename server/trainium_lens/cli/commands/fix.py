@@ -26,6 +26,7 @@ from trainium_lens.cli.common import add_workspace_argument
 from trainium_lens.cli.console import Progress
 from trainium_lens.cli.outputs import write_json
 from trainium_lens.cli.pipes import emit
+from trainium_lens.cli.where import where_from_args
 from trainium_lens.engine.fixes import Measured, checked_edit, current_text, measure
 from trainium_lens.errors import LensError, UsageError
 from trainium_lens.harness.markers import source_lines
@@ -34,7 +35,7 @@ from trainium_lens.model.files import check_target, source_bytes, write_file
 from trainium_lens.model.job import workspace_root_for
 from trainium_lens.model.result import Edit, Finding
 from trainium_lens.model.store import RunStore
-from trainium_lens.targets import make_target
+from trainium_lens.targets.make import make_target
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         emit(shown(n, checked))  # the whole replacement, before anything runs or is written
         if args.apply:  # a file --apply could not replace is said before minutes of measuring
             check_target(root / checked.file, checked.file, force=args.force)
-    target = make_target(None if result.host in ("", "local") else result.host)
+    target = make_target(where_from_args(args).at(result.host))  # where the run was measured
     progress = Progress(sys.stderr)
     measured: list[Measured] = []
     try:

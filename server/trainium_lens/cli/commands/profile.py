@@ -5,12 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from trainium_lens.cli.common import (
-    PROTOCOL_HELP,
-    add_nodes_arguments,
-    add_target_arguments,
-    add_verbose_argument,
-)
+from trainium_lens.cli.common import PROTOCOL_HELP, add_verbose_argument
 from trainium_lens.cli.console import style_for
 from trainium_lens.cli.outputs import write_json
 from trainium_lens.cli.profiling import one_line, profile_job
@@ -20,6 +15,7 @@ from trainium_lens.cli.render.ranks import render_ranks
 from trainium_lens.cli.render.result import render_result
 from trainium_lens.cli.render.text import terminal_safe
 from trainium_lens.cli.render.work import render_work
+from trainium_lens.cli.where import add_host_arguments, add_nodes_arguments
 from trainium_lens.errors import LensError, UsageError
 from trainium_lens.harness.spec import BACKENDS, PROTOCOL_KEYS
 from trainium_lens.model.job import make_job
@@ -79,7 +75,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--workspace", metavar="DIR", help="workspace root (default: the git work tree holding FILE)"
     )
-    add_target_arguments(p, "profile on")
+    add_host_arguments(p, "profile on")
     add_nodes_arguments(p)
     p.add_argument(
         "--timeout",

@@ -16,11 +16,13 @@ from trainium_lens.cli.render.result import render_result
 from trainium_lens.cli.render.text import terminal_safe
 from trainium_lens.cli.render.work import render_work
 from trainium_lens.cli.signals import stopping_on_signals
+from trainium_lens.cli.where import add_host_arguments, where_from_args
 from trainium_lens.engine import script as engine
 from trainium_lens.errors import LensError, NotStored, UsageError
 from trainium_lens.harness.spec import BACKENDS
 from trainium_lens.model.script import parse_command, parse_steps
 from trainium_lens.model.store import RunStore
+from trainium_lens.targets.make import make_target
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -56,18 +58,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--no-store", action="store_true", help="do not save the result in <workspace>/.trainium-lens/runs"
     )
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="stop the command after SECONDS")
-    p.add_argument(
-        "--host",
-        metavar="HOST",
-        help="sync the workspace to this SSH host (as ~/.ssh/config names it) and run the command there",
+    add_host_arguments(
+        p,
+        "sync the workspace to and run the command on",
+        python=False,
+        remote_python_help="the host's python for the command "
+        "(default: the newest Neuron venv there, else python3)",
     )
-    p.add_argument("--ssh-config", metavar="PATH", help="ssh config file to use")
-    p.add_argument(
-        "--remote-python",
-        metavar="PATH",
-        help="the host's python for the command (default: the newest Neuron venv there, else python3)",
-    )
-    p.add_argument("--work-dir", metavar="DIR", help="work dir on the SSH host")
     p.add_argument("-v", "--verbose", action="store_true", help="every row of the long sections")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND…", help="the command, after --")
     p.set_defaults(handler=run)
@@ -96,18 +93,15 @@ def run(args: argparse.Namespace) -> int:
         step_on=args.step_on,
         workspace=Path(args.workspace) if args.workspace else None,
         env=env,
-        host=args.host or None,
-        remote_python=args.remote_python,
-        ssh_config=args.ssh_config,
-        work_dir=args.work_dir,
     )
     store = None if args.no_store else RunStore(req.root())
     progress = Progress(sys.stderr, live=False)
     not_stored = None
+    target = make_target(where_from_args(args))
     try:
         with stopping_on_signals():
             results, code = engine.run(
-                req, _progress(progress, args.exit_after), timeout=args.timeout, store=store
+                req, target, _progress(progress, args.exit_after), timeout=args.timeout, store=store
             )
     except NotStored as err:
         results, code, not_stored = err.results, 0, err
@@ -116,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"trainium-lens: {' '.join(str(err).split())}", file=sys.stderr)
         return err.returncode or 1
     finally:
+        target.close()
         progress.close()
     style = style_for(sys.stdout, args.verbose)
     print(

@@ -250,7 +250,7 @@ def _node_name(names: list[str], k: int) -> str:
 
 def _hung(waiting: set[int], nnodes: int, nproc: int, names: list[str]) -> str:
     """The ranks that never reached the collective the others waited in, with their
-    node (as ``--hosts`` says it: targets/hosts.py)."""
+    node (as ``--hosts`` says it: targets/nodes/hosts.py)."""
     hung = [r for r in range(nnodes * nproc) if r not in waiting] if waiting else []
     if not hung:
         return ""

@@ -2,7 +2,7 @@
 
 ``python -m trainium_lens.harness.runtime.worker [--idle SECONDS]`` (stdlib + torch; runs on
 the target like the rest of the harness). The language server keeps one per
-target (``targets/warm.py``) so that a profile need not pay ``import torch``
+target (``targets/warm/slot.py``) so that a profile need not pay ``import torch``
 (about 2 s here, more with torch-neuronx) on every run.
 
 Protocol (JSON lines, the harness's own event format):
@@ -215,7 +215,7 @@ class _Stop(Exception):
 
 
 def _take_lock(path, worker: Worker):
-    """The host's work-dir lock (as ssh_wrapper.py takes it for a cold run), held
+    """The host's work-dir lock (as targets/ssh/wrapper.py takes it for a cold run), held
     while the job runs; another run holding it makes this one wait (``queue``),
     still obeying ``cancel`` and a closed stdin (``_Stop``)."""
     if not isinstance(path, str) or not path:

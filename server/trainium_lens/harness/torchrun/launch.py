@@ -2,7 +2,7 @@
 the launcher of N ranks under ``torchrun`` and speaks for them.
 
 Targets start ``python -m trainium_lens.harness`` the same way for one rank or
-many (locally, or through ``ssh_wrapper.py`` on a host), so the process-group
+many (locally, or through ``targets/ssh/wrapper.py`` on a host), so the process-group
 kill of a cancel or a timeout, the host lock and the heartbeat all work
 unchanged. When the job asks for N > 1 ranks (``--nproc``, the marker option
 ``nproc=``), this process:

@@ -27,7 +27,10 @@ import shlex
 from trainium_lens.errors import LensError
 from trainium_lens.hosttools.doctor.report import Report, add
 from trainium_lens.hosttools.doctor.run import run_doctor
-from trainium_lens.targets.hosts import PORT_RANGE, HostsTarget
+from trainium_lens.targets.make import make_target
+from trainium_lens.targets.nodes.hosts import PORT_RANGE, HostsTarget
+from trainium_lens.targets.ssh.target import SshTarget
+from trainium_lens.targets.where import Where
 
 #: Clocks further apart than this (after the probe's round trip) are reported.
 CLOCK_BOUND_S = 0.1
@@ -45,18 +48,11 @@ _CONNECT = (
 )
 
 
-def doctor_hosts(
-    hosts: list[str],
-    *,
-    ssh_config: str | None = None,
-    remote_python: str | None = None,
-    ifname: str | None = None,
-) -> list[Report]:
-    """One report per host, then the cross-node report (host ``nodes``)."""
+def doctor_hosts(where: Where) -> list[Report]:
+    """One report per host of ``where.hosts``, then the cross-node report (host ``nodes``)."""
+    hosts = list(where.hosts)
     with concurrent.futures.ThreadPoolExecutor(len(hosts)) as pool:
-        reports = list(
-            pool.map(lambda h: run_doctor(h, ssh_config=ssh_config, remote_python=remote_python), hosts)
-        )
+        reports = list(pool.map(lambda h: run_doctor(where.at(h)), hosts))
     across = Report(host=",".join(hosts))
     reached = [r for r in reports if (r.get("ssh") or _none).status == "pass"]
     add(
@@ -73,9 +69,10 @@ def doctor_hosts(
     else:
         listed = "; ".join(f"{h}: {p}, {t}" for h, (p, t) in stacks.items())
         add(across, "same_stack", "fail", listed, "install the same Python and torch on every node")
-    target = HostsTarget(hosts, ssh_config=ssh_config, remote_python=remote_python, ifname=ifname)
+    target = make_target(where)
+    assert isinstance(target, HostsTarget)
     try:
-        _cross_checks(across, target, remote_python or "python3")
+        _cross_checks(across, target, where.remote_python or "python3")
     finally:
         target.close()
     return [*reports, across]
@@ -187,15 +184,14 @@ def _ports(across: Report, target: HostsTarget, info: list, python: str) -> None
         listener.wait()
 
 
-def doctor_slurm(
-    login: str, *, ssh_config: str | None = None, remote_python: str | None = None
-) -> list[Report]:
-    """The login host's report, plus SLURM's view of its nodes."""
-    report = run_doctor(login, ssh_config=ssh_config, remote_python=remote_python)
+def doctor_slurm(where: Where) -> list[Report]:
+    """The login host's report (``where.slurm``), plus SLURM's view of its nodes."""
+    login = where.slurm or ""
+    report = run_doctor(where.at(login))
     slurm = Report(host=f"{login} (slurm)")
-    target = HostsTarget([login], ssh_config=ssh_config)
+    node = make_target(where.at(login))
+    assert isinstance(node, SshTarget)
     try:
-        node = target.nodes[0]
         proc = node.conn.run(
             "for c in srun squeue scancel sinfo; do command -v $c >/dev/null || echo missing=$c; done; "
             "sinfo -h -N -o '%N %T' 2>&1",
@@ -224,5 +220,5 @@ def doctor_slurm(
     except LensError as exc:
         add(slurm, "slurm", "skip", f"needs the login host: {shlex.quote(str(exc))}")
     finally:
-        target.close()
+        node.close()
     return [report, slurm]

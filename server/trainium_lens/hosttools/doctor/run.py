@@ -21,35 +21,29 @@ from trainium_lens.hosttools.doctor.checks import judge
 from trainium_lens.hosttools.doctor.report import Report, add, skip_rest
 
 if TYPE_CHECKING:
-    from trainium_lens.targets.ssh import SshTarget
-    from trainium_lens.targets.ssh_conn import SshFailure
+    from trainium_lens.targets.ssh.conn import SshFailure
+    from trainium_lens.targets.ssh.target import SshTarget
+    from trainium_lens.targets.where import Where
 
 PROBE = Path(__file__).with_name("probe.py")
 PROBE_TIMEOUT_S = 120
 
 
 # -- gathering ---------------------------------------------------------------------
-def run_doctor(
-    host: str | None = None,
-    *,
-    ssh_config: str | None = None,
-    remote_python: str | None = None,
-    work_dir: str | None = None,
-    python: str | None = None,
-) -> Report:
-    """Check ``host`` (None/"local": this machine, with ``python``)."""
-    if not host or host == "local":
-        report = _local(python or sys.executable, work_dir)
+def run_doctor(where: Where) -> Report:
+    """Check the one host ``where`` names (``where.host`` None: this machine, with ``where.python``)."""
+    if where.host is None:
+        report = _local(where.python or sys.executable, where.work_dir)
     else:
-        report = _remote(host, ssh_config, remote_python, work_dir)
-    _warm_worker_check(report, host or "local")
+        report = _remote(where)
+    _warm_worker_check(report, where.host or "local")
     return report
 
 
 def _warm_worker_check(report: Report, host: str) -> None:
     """Whether a language server on this machine holds a warm worker for the host
-    (targets/warm.py): it ends after its idle time or on the release command."""
-    from trainium_lens.targets.warm import held_workers
+    (targets/warm/slot.py): it ends after its idle time or on the release command."""
+    from trainium_lens.targets.warm.slot import held_workers
 
     held = held_workers(host)
     if not held:  # after a failed step the rest is "skip", as everywhere in the report
@@ -90,12 +84,15 @@ def _local(python: str, work_dir: str | None) -> Report:
     return report
 
 
-def _remote(host: str, ssh_config: str | None, remote_python: str | None, work_dir: str | None) -> Report:
-    from trainium_lens.targets.ssh import SshTarget
+def _remote(where: Where) -> Report:
+    from trainium_lens.targets.make import make_target
+    from trainium_lens.targets.ssh.target import SshTarget
 
+    host = where.host or ""
     report = Report(host=host)
     try:
-        target = SshTarget(host, ssh_config=ssh_config, remote_python=remote_python, work_dir=work_dir)
+        target = make_target(where)
+        assert isinstance(target, SshTarget)
     except TargetError as err:  # a bad host name or config path
         add(report, "ssh", "fail", str(err), "check the host name and --ssh-config")
         skip_rest(report, "needs an SSH connection")
@@ -107,8 +104,8 @@ def _remote(host: str, ssh_config: str | None, remote_python: str | None, work_d
 
 
 def _remote_checks(report: Report, target: SshTarget, host: str) -> Report:
-    from trainium_lens.targets.ssh_conn import SshFailure
-    from trainium_lens.targets.ssh_scripts import PREPARE_SCRIPT
+    from trainium_lens.targets.ssh.conn import SshFailure
+    from trainium_lens.targets.ssh.scripts import PREPARE_SCRIPT
 
     try:
         target.conn.master()
@@ -134,7 +131,7 @@ def _remote_checks(report: Report, target: SshTarget, host: str) -> Report:
         skip_rest(report, "needs the probe")
         return report
     if proc.returncode == 71:  # the remote Python is missing or does not run
-        from trainium_lens.targets.ssh import remote_reason
+        from trainium_lens.targets.ssh.target import remote_reason
 
         add(
             report,

@@ -36,7 +36,7 @@ from trainium_lens.hosttools.explorer.host_script import HOST_SCRIPT, MARK
 from trainium_lens.hosttools.explorer.settings import ExplorerSettings, profile_url
 from trainium_lens.hosttools.tunnel import Forward, Tunnel, TunnelError
 from trainium_lens.model.result import Result
-from trainium_lens.targets.ssh_conn import SshConnection
+from trainium_lens.targets.ssh.conn import SshConnection
 
 
 class ExplorerError(LensError):
@@ -232,7 +232,7 @@ class ExplorerService:
 
     def close(self) -> None:
         """The tunnels, then our share of the SSH masters (stopped when no run
-        or language server still uses them: ssh_conn's reference count)."""
+        or language server still uses them: targets/ssh/conn.py's reference count)."""
         with self._lock:
             for tunnel in self._tunnels.values():
                 tunnel.close()

@@ -33,6 +33,8 @@ from trainium_lens.lsp.long_run import Failure, LongRun, clear_errors, describe,
 from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.runs import DocumentRuns
 from trainium_lens.lsp.state import SCRIPT, LensServer, Running
+from trainium_lens.model.result import Result
+from trainium_lens.targets.base import EventSink
 
 log = logging.getLogger(__name__)
 
@@ -140,10 +142,6 @@ async def _run(ls: LensServer, req: ScriptArgs, runs: DocumentRuns, running: Run
             include=tuple(settings.include),
             workspace=workspace,
             env=req.env,
-            host=None if settings.host == "local" else settings.host,
-            remote_python=settings.remote_python,
-            ssh_config=settings.ssh_config,
-            work_dir=settings.work_dir,
             capture=True,  # our stdout is the protocol's channel: the script's output goes to the log
         )
     except LensError as err:
@@ -157,13 +155,19 @@ async def _run(ls: LensServer, req: ScriptArgs, runs: DocumentRuns, running: Run
     run.state("running", f"running {shown}")
     ls.views_changed([req.uri], refresh=True)  # code lens: "profiling..."
 
+    def run_there(events: EventSink) -> tuple[list[Result], int]:  # a target of its own, closed after
+        from trainium_lens.targets.make import make_target
+
+        target = make_target(settings.where())
+        try:
+            return engine.run(
+                request, target, events, running.cancel, settings.timeout_seconds, runs.index.store
+            )
+        finally:
+            target.close()
+
     try:
-        results, code = await run.work(
-            lambda events: engine.run(
-                request, events, running.cancel, settings.timeout_seconds, runs.index.store
-            ),
-            reporter.on_event,
-        )
+        results, code = await run.work(run_there, reporter.on_event)
     except NotStored as err:
         results, code = err.results, 0
         ls.show(f"Trainium Lens: {err}; the results are shown but not kept", types.MessageType.Warning)

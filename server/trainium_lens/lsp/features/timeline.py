@@ -141,17 +141,17 @@ async def timeline(ls: LensServer, params: Any, cache: TraceCache) -> dict:
         raise LensError(f"not a file in a workspace: {to_fs_path(uri) or uri}")
     runs.index.refresh()
     result, file, run_line = pick_run(ls.annotations(uri), ls.document_runs(uri), line)
-    ssh_config = ls.settings.ssh_config
+    where = ls.settings.where()  # the SSH options; the host is each run's own
     trusted = ls.settings.trusted  # Restricted Mode: traces already here only, no host is reached
 
     def load() -> Trace:  # off the event loop: a fetch over SSH, a big JSON parse
-        from trainium_lens.targets import make_target
+        from trainium_lens.targets.make import make_target
 
         def one(res: Result) -> Trace:
             path = local_trace_path(
                 res,
                 runs.index.workspace,
-                lambda host: make_target(host, ssh_config=ssh_config),
+                lambda host: make_target(where.at(host)),
                 remote=trusted,
             )
             return cache.get(res.run_id, path)

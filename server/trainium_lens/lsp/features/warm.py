@@ -1,6 +1,6 @@
 """The warm worker from the editor's side (docs/harness.md, "Warm worker").
 
-Every target the server makes gets a ``targets.warm.WarmSlot``: profile runs
+Every target the server makes gets a ``targets.warm.slot.WarmSlot``: profile runs
 then go to a warm harness (torch already imported) instead of a new process.
 This module wires it to the editor:
 
@@ -35,7 +35,7 @@ def attach(ls: LensServer, target: Any) -> None:
     e.g. another area's, stay cold)."""
     if not hasattr(target, "warm"):
         return
-    from trainium_lens.targets.warm import WarmSlot
+    from trainium_lens.targets.warm.slot import WarmSlot
 
     try:
         loop = asyncio.get_running_loop()

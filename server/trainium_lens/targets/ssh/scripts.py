@@ -1,4 +1,4 @@
-"""What an SSH run runs on the host, as POSIX shell (``ssh.py`` sends each over its one
+"""What an SSH run runs on the host, as POSIX shell (``target.py`` sends each over its one
 connection): prepare the work dir and pick the Python, start the wrapper or the warm
 worker, remove stored runs, kill a run's process group. Each takes its values as
 positional arguments, never spliced into the script, so no value is shell code."""

@@ -9,10 +9,10 @@ One run, all over one shared (ControlMaster) connection:
    hash stored on the host (and the sync manifest when tar is used);
 3. ``sync``: the workspace into ``<work dir>/src`` (rsync or tar, see sync.py),
    the harness into ``<work dir>/lens`` when its hash differs;
-4. run ``ssh_wrapper.py`` there with the job spec on stdin, through
+4. run ``wrapper.py`` there (``lens/ssh_wrapper.py``) with the job spec on stdin, through
    ``stream.run_harness_process``; the wrapper streams the harness's events,
    holds the host's lock, and kills the remote process group when the channel
-   drops. A cancel or timeout kills that group through the master (``_kill``).
+   drops. A cancel or timeout kills that group through the master (``kill_remote``).
 
 Artifacts stay on the host (``artifacts.location`` is the host); ``fetch``
 copies them here on demand.
@@ -32,15 +32,20 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from trainium_lens.errors import Cancelled, HarnessError, TargetError, TimedOut
+from trainium_lens.harness.spec import ScriptSpec
 from trainium_lens.model.job import Job, workspace_id
 from trainium_lens.model.paths import is_run_id
-from trainium_lens.targets import ssh_scripts, sync
+from trainium_lens.model.script import ScriptCommand
 from trainium_lens.targets.base import EventSink, Target
-from trainium_lens.targets.ssh_conn import SshConnection, SshFailure, classify_ssh_failure
+from trainium_lens.targets.outcome import Outcome
+from trainium_lens.targets.ssh import scripts as ssh_scripts
+from trainium_lens.targets.ssh import sync
+from trainium_lens.targets.ssh.conn import SshConnection, SshFailure, classify_ssh_failure
+from trainium_lens.targets.ssh.script import run_script_remote
 from trainium_lens.targets.stream import EndedWithoutResult, run_harness_process
 
 if TYPE_CHECKING:
-    from trainium_lens.targets.warm import WarmSlot
+    from trainium_lens.targets.warm.slot import WarmSlot
 
 
 def _no_events(_event: dict) -> None:
@@ -192,9 +197,8 @@ class SshTarget(Target):
             left = None if timeout is None else max(timeout - (time.monotonic() - started), 0.1)
             if self.warm is not None and self.warm.takes(job):
                 return self._run_warm(info, spec, on_event, cancel, left)
-            return run_harness_process(
-                argv, spec, forward, cancel, left, read_result=read_result, kill=lambda: self._kill(remote)
-            )
+            kill = lambda: self.kill_remote(remote)  # noqa: E731 (the stream's callback)
+            return run_harness_process(argv, spec, forward, cancel, left, read_result=read_result, kill=kill)
         except TimedOut:  # stream counted from the harness start; the user, from ours
             raise TimedOut(f"timed out after {timeout:g} s") from None
         except TargetError as err:
@@ -214,7 +218,7 @@ class SshTarget(Target):
     ) -> dict:
         """The job on the host's warm worker (started there on first use, over the
         master; a new harness version or Python starts a new one)."""
-        from trainium_lens.targets.warm_worker import Launch
+        from trainium_lens.targets.warm.worker import Launch
 
         assert self.warm is not None
         wd, idle = info["wd"], self.warm.idle_s
@@ -228,14 +232,14 @@ class SshTarget(Target):
             on_event,
             cancel,
             timeout,
-            read_result=lambda path: _mark_remote(self._read_json(path), self.host),
+            read_result=self.read_result,
             read_batch=lambda _path, document: _mark_remote(document, self.host),
             lock=f"{wd}/lock",
             inline_batch=True,
         )
 
     # -- failure handling ---------------------------------------------------------------
-    def _kill(self, remote: dict) -> None:
+    def kill_remote(self, remote: dict) -> None:
         """Stop the remote harness group (through the master: the run's own ssh is
         about to be killed, which alone would not stop anything on the host)."""
         pgid, wrapper = remote.get("pgid"), remote.get("wrapper")
@@ -270,6 +274,10 @@ class SshTarget(Target):
             )
         return TargetError(f"{self.host}: {text}")
 
+    def read_result(self, path: str) -> dict:
+        """A batch document the harness wrote on the host, marked as made there."""
+        return _mark_remote(self._read_json(path), self.host)
+
     def _read_json(self, path: str) -> dict:
         proc = self.conn.run('exec cat -- "$1"', [path], timeout=120)
         if proc.returncode != 0:
@@ -281,6 +289,26 @@ class SshTarget(Target):
         if not isinstance(data, dict):
             raise TargetError(f"{self.host}: the result {path} is not a JSON object")
         return data
+
+    def run_script(
+        self,
+        command: ScriptCommand,
+        spec: ScriptSpec,
+        on_event: EventSink,
+        *,
+        workspace: Path,
+        cwd: Path,
+        env: dict[str, str] | None = None,
+        cancel: threading.Event | None = None,
+        timeout: float | None = None,
+        capture: bool = False,
+    ) -> Outcome:
+        """The command on the host, in the synced copy of ``cwd`` (``script.py``); its
+        run folder is in the host's work dir, as a profile's."""
+        argv, launcher, inner = command.argv, command.launcher, command.inner
+        return run_script_remote(
+            self, argv, launcher, workspace, cwd, spec, on_event, cancel, timeout, env, capture, inner
+        )
 
     def remove_runs(self, workspace: Path, batch_ids: list[str]) -> None:
         wd = self._work_dirs.get(workspace_id(workspace))

@@ -34,7 +34,7 @@ from trainium_lens.targets.stream import (
     Watch,
     describe_exit,
 )
-from trainium_lens.targets.warm_worker import (
+from trainium_lens.targets.warm.worker import (
     CANCEL_CONFIRM_S,
     EXIT_WAIT_S,
     POLL_S,

@@ -35,11 +35,11 @@ from pathlib import Path
 from trainium_lens.errors import Cancelled, HarnessError, LensError, TargetError, TimedOut
 from trainium_lens.model.job import Job, workspace_id
 from trainium_lens.targets.base import EventSink, Target
-from trainium_lens.targets.ssh import SshTarget
+from trainium_lens.targets.ssh.target import SshTarget
+from trainium_lens.targets.where import Where
 
 #: How often a running node is asked whether it is still there.
 WATCH_EVERY_S = 2.0
-DEFAULT_NODE_TIMEOUT_S = 10.0
 #: After the first failure, how long the others may take to say theirs (the
 #: cause, a dead node, can come a moment after a peer's dropped connection).
 BLAME_GRACE_S = 3.0
@@ -89,31 +89,25 @@ def _cause(exc: BaseException) -> int:
 
 class HostsTarget(Target):
     def __init__(
-        self,
-        hosts: list[str],
-        ssh_config: str | None = None,
-        remote_python: str | None = None,
-        work_dir: str | None = None,
-        *,
-        ifname: str | None = None,
-        master_addr: str | None = None,
-        master_port: int | None = None,
-        join_timeout_s: int = 60,
-        pg_timeout_s: int = 120,
-        node_timeout_s: float = DEFAULT_NODE_TIMEOUT_S,
+        self, where: Where, *, master_addr: str | None = None, master_port: int | None = None
     ) -> None:
+        """The nodes are ``where.hosts``; ``master_addr``/``master_port`` pin the
+        rendezvous (default: the first node's address, a free-looking port)."""
+        hosts = list(where.hosts)
         if len(hosts) < 1 or len(set(hosts)) != len(hosts):
             raise TargetError(f"--hosts needs distinct hosts, got {','.join(hosts)}")
         self.hosts = hosts
         self.host = hosts[0]  # rank 0's host: where the result's own artifacts are
-        self.work_dir = work_dir
-        self.ifname = ifname
+        self.work_dir = where.work_dir
+        self.ifname = where.node.ifname
         self.master_addr = master_addr
         self.master_port = master_port
-        self.join_timeout_s = join_timeout_s
-        self.pg_timeout_s = pg_timeout_s
-        self.node_timeout_s = node_timeout_s
-        self.nodes = [SshTarget(h, ssh_config=ssh_config, remote_python=remote_python) for h in hosts]
+        self.join_timeout_s = where.node.join_timeout_s
+        self.pg_timeout_s = where.node.pg_timeout_s
+        self.node_timeout_s = where.node.node_timeout_s
+        self.nodes = [
+            SshTarget(h, ssh_config=where.ssh_config, remote_python=where.remote_python) for h in hosts
+        ]
         self.info: list[NodeInfo] = []
         #: Seconds per step of the last run (for bench/): gather = results over SSH + combine.
         self.timings: dict[str, float] = {}

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from trainium_lens.errors import TargetError
 from trainium_lens.model import figures
-from trainium_lens.targets.ssh_conn import SshConnection, explain_ssh_failure
+from trainium_lens.targets.ssh.conn import SshConnection, explain_ssh_failure
 
 DEFAULT_CAP_BYTES = 200 * 1024 * 1024
 MAX_FILES = 50_000
@@ -47,7 +47,7 @@ _SKIP_DIRS = {
     "build",
     "dist",
 }
-PACKAGE_DIR = Path(__file__).resolve().parents[1]  # .../trainium_lens
+PACKAGE_DIR = Path(__file__).resolve().parents[2]  # .../trainium_lens
 
 
 @dataclass
@@ -279,7 +279,7 @@ def harness_bundle() -> tuple[str, bytes]:
     for path in sorted(harness.rglob("*.py")):
         if "__pycache__" not in path.parts:
             members.append((f"trainium_lens/{path.relative_to(PACKAGE_DIR).as_posix()}", path))
-    members.append(("ssh_wrapper.py", Path(__file__).with_name("ssh_wrapper.py")))
+    members.append(("ssh_wrapper.py", Path(__file__).with_name("wrapper.py")))
     digest = hashlib.sha256()
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:

@@ -20,22 +20,22 @@ from __future__ import annotations
 import dataclasses
 import random
 import threading
-from argparse import Namespace
 from pathlib import Path
 
 from trainium_lens.errors import TimedOut, UsageError
 from trainium_lens.model.job import Job
 from trainium_lens.targets.base import EventSink, Target
-from trainium_lens.targets.hosts import PORT_RANGE
-from trainium_lens.targets.ssh import SshTarget
+from trainium_lens.targets.nodes.hosts import PORT_RANGE
+from trainium_lens.targets.ssh.target import SshTarget
+from trainium_lens.targets.where import NodeOptions, Where
 
 
-def slurm_request(args: Namespace) -> dict:
-    """The request from the CLI's options (checked here: one line each)."""
-    nodes = args.nodes if args.nodes is not None else 2
+def slurm_request(node: NodeOptions) -> dict:
+    """The request from the node options (checked here: one line each)."""
+    nodes = node.nodes if node.nodes is not None else 2
     if nodes < 1:
         raise UsageError(f"--nodes must be at least 1, got {nodes}")
-    extra = list(args.slurm_arg or [])
+    extra = list(node.slurm_args)
     bad = [a for a in extra if not a.startswith("-")]
     if bad:
         raise UsageError(f"--slurm-arg takes srun options (starting with -), got {bad[0]!r}")
@@ -43,28 +43,25 @@ def slurm_request(args: Namespace) -> dict:
         "nodes": nodes,
         "args": extra,
         "master_port": random.randint(*PORT_RANGE),
-        "join_timeout_s": args.join_timeout,
-        "pg_timeout_s": args.pg_timeout,
+        "join_timeout_s": node.join_timeout_s,
+        "pg_timeout_s": node.pg_timeout_s,
     }
-    for key, value in (("partition", args.partition), ("time", args.slurm_time), ("account", args.account)):
+    for key, value in (("partition", node.partition), ("time", node.time), ("account", node.account)):
         if value:
             request[key] = value
-    if args.ifname:
-        request["ifname"] = args.ifname
+    if node.ifname:
+        request["ifname"] = node.ifname
     return request
 
 
 class SlurmTarget(Target):
-    def __init__(
-        self,
-        login: str,
-        request: dict,
-        ssh_config: str | None = None,
-        remote_python: str | None = None,
-        work_dir: str | None = None,
-    ) -> None:
-        self.login = SshTarget(login, ssh_config=ssh_config, remote_python=remote_python, work_dir=work_dir)
-        self.request = request
+    def __init__(self, where: Where) -> None:
+        """Through the login host ``where.slurm``, with ``where.node``'s request."""
+        login = where.slurm or ""
+        self.login = SshTarget(
+            login, ssh_config=where.ssh_config, remote_python=where.remote_python, work_dir=where.work_dir
+        )
+        self.request = slurm_request(where.node)
         self.host = login
         self.state = ""  # the allocation's last state, from squeue (pending and why)
 

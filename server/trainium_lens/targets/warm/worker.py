@@ -1,6 +1,6 @@
 """The warm worker's process protocol, client side: start one (``harness/runtime/worker.py``),
 send it commands, read its framed events, stop it. What a target does with one
-(when to start, reuse, replace or end it) is ``warm.py``'s policy."""
+(when to start, reuse, replace or end it) is ``slot.py``'s policy."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Runs ON the SSH host (stdlib only, Python 3.8+): starts the harness so that
 nothing is left behind when the run is cancelled or the connection drops.
 
-``python ssh_wrapper.py WORK_DIR LOCK_WAIT_S [--lifeline]`` with the job spec
+``python lens/ssh_wrapper.py WORK_DIR LOCK_WAIT_S [--lifeline]`` with the job spec
 (one JSON line) on stdin:
 
 0. with ``--lifeline``, the rest of stdin is the client's lifeline (as for a

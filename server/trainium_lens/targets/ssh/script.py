@@ -1,12 +1,12 @@
 """``trainium-lens run --host HOST -- COMMAND``: the user's command on an SSH host.
 
-Over the user's OpenSSH and the target's shared connection (``targets/ssh.py``):
+Over the user's OpenSSH and the target's shared connection (``targets/ssh/target.py``):
 the workspace is synced to ``<work dir>/src`` (rsync or tar) with the harness
-beside it, then ``ssh_wrapper.py --command`` runs the command there in the
+beside it, then ``wrapper.py --command`` (``lens/ssh_wrapper.py`` there) runs the command there in the
 synced copy of the cwd, with the host's Python (``--remote-python``, else the
 Neuron venv the target picks) in place of the local one. Its stdout is this
 ssh's stdout (it streams as it comes); its stderr comes relayed line by line
-with the harness's events between them (``ssh_wrapper.EVENT_MARK``).
+with the harness's events between them (``wrapper.EVENT_MARK``).
 
 Nothing is left on the host: this ssh's stdin is the wrapper's lifeline (its
 end, from a cancel, a timeout or this process dying, makes the wrapper kill the
@@ -23,14 +23,34 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Protocol
 
 from trainium_lens.errors import Cancelled, TargetError, TimedOut
 from trainium_lens.harness.spec import ScriptSpec
 from trainium_lens.targets.base import EventSink
-from trainium_lens.targets.script import HELLO_S, Outcome, Waiting, hello_deadline, start_output_relay
-from trainium_lens.targets.ssh import SshTarget, _mark_remote
-from trainium_lens.targets.ssh_wrapper import EVENT_MARK, MARK
+from trainium_lens.targets.outcome import Outcome, Waiting
+from trainium_lens.targets.script import HELLO_S, hello_deadline, start_output_relay
+from trainium_lens.targets.ssh.conn import SshConnection
+from trainium_lens.targets.ssh.wrapper import EVENT_MARK, MARK
 from trainium_lens.targets.stream import kill_group
+
+
+class Host(Protocol):
+    """What this runner uses of its SSH target (``target.py``): its connection, its
+    prepare and sync steps, reading a result there, stopping a group there."""
+
+    host: str
+    conn: SshConnection
+    lock_wait_s: float
+
+    def prepare(self, workspace: Path) -> dict: ...
+
+    def sync(self, workspace: Path, info: dict, on_event: EventSink) -> None: ...
+
+    def read_result(self, path: str) -> dict: ...
+
+    def kill_remote(self, remote: dict) -> None: ...
+
 
 _RUN = 'exec "$1" -S "$2/lens/ssh_wrapper.py" "$2" "$3" --lifeline --command'
 _MARK = EVENT_MARK.encode()
@@ -58,13 +78,13 @@ def _in_copy(word: str, workspace: Path, copy: str) -> str:
 
 
 def _is_python(word: str) -> bool:
-    from trainium_lens.model.script import _PYTHON
+    from trainium_lens.model.script import PYTHON
 
-    return bool(_PYTHON.match(word.rsplit("/", 1)[-1]))
+    return bool(PYTHON.match(word.rsplit("/", 1)[-1]))
 
 
 def run_script_remote(
-    target: SshTarget,
+    target: Host,
     argv: list[str],
     launcher: str,
     workspace: Path,
@@ -92,6 +112,7 @@ def run_script_remote(
     except ValueError:
         raise TargetError(f"the command's folder {cwd} is outside the workspace {workspace}") from None
     remote_cwd = f"{wd}/src" if rel == "." else f"{wd}/src/{rel}"
+    # the run folder is the host's: in its work dir, as a profile's
     spec = dataclasses.replace(
         spec, workspace_root=f"{wd}/src", run_dir=f"{wd}/runs/{spec.batch_id}", host=target.host
     )
@@ -188,11 +209,11 @@ def run_script_remote(
                 f"the harness never armed in {argv[0]} on {target.host} (it exited with status {code} "
                 "and no word from it)"
             )
-        outcome.documents = {p: _mark_remote(target._read_json(p), target.host) for p in outcome.results}
+        outcome.documents = {p: target.read_result(p) for p in outcome.results}
         return outcome
     finally:
         if proc.poll() is None:
-            target._kill(remote)  # through the master: the group, at once
+            target.kill_remote(remote)  # through the master: the group, at once
         try:
             proc.stdin.close()  # the lifeline's end: the wrapper stops what is left
         except OSError:

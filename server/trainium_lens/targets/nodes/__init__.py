@@ -1,0 +1,1 @@
+"""Targets across nodes: several SSH hosts (``--hosts``) or a SLURM login host (``--slurm``)."""

@@ -1,0 +1,2 @@
+"""The SSH target: its connection, the workspace sync, the remote script runner, and
+the wrapper that runs on the host."""

@@ -1,0 +1,1 @@
+"""The warm worker: the policy a target holds (``slot.py``) and the process protocol (``worker.py``)."""
