@@ -8,9 +8,14 @@ environment, plus ``PYTHONPATH`` = the boot folder (``harness/script/boot``: a
 (they stream as the script writes them). The harness reports through
 ``<run_dir>/events.jsonl``, read here as it grows.
 
-The command leads a process group of its own, and every armed process dies
-with this one (``PR_SET_PDEATHSIG``, ``harness/runtime/lifeline.py``); cancel, timeout
-and the end of the run kill the group, so nothing is left running.
+The command runs under ``harness/script/owner.py``, a child subreaper leading a
+process group of its own: what the command starts stays its descendant (in a
+session of its own, double-forked, or a plain child that outlives it) and is
+killed when the command exits, so the run ends at the command's exit and leaves
+nothing running. Cancel, timeout and the end of the run stop that group; a pipe
+the owner watches (its lifeline) stops it when this process dies, kill -9
+included; every armed process dies with the owner (``PR_SET_PDEATHSIG``,
+``harness/runtime/lifeline.py``).
 """
 
 from __future__ import annotations
@@ -18,13 +23,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import IO
 
 from trainium_lens.errors import Cancelled, TargetError, TimedOut
-from trainium_lens.harness.reaper import scancel_jobs, term_with_parent
+from trainium_lens.harness.reaper import scancel_jobs
 from trainium_lens.harness.spec import ScriptSpec
 from trainium_lens.targets.base import EventSink
 from trainium_lens.targets.outcome import Outcome, Waiting
@@ -32,7 +38,8 @@ from trainium_lens.targets.stream import PACKAGE_PARENT, kill_group
 
 BOOT_DIR = PACKAGE_PARENT / "trainium_lens" / "harness" / "script" / "boot"
 RUN_ENV = "TRAINIUM_LENS_RUN"
-PARENT_ENV = "TRAINIUM_LENS_RUN_PARENT"
+#: Runs the command as its subreaper (``-S``: the boot folder's sitecustomize is not its).
+OWNER = ["-S", "-m", "trainium_lens.harness.script.owner"]
 #: An interpreter that loads the spec says ``hello`` before the script's first line:
 #: none after this long (the process still alive) means it never will.
 HELLO_S = float(os.environ.get("TRAINIUM_LENS_HELLO_S", "10"))
@@ -108,21 +115,23 @@ def run_script(
         p for p in (str(BOOT_DIR), str(PACKAGE_PARENT), env.get("PYTHONPATH", "")) if p
     )
     env[RUN_ENV] = str(spec_path)
-    env[PARENT_ENV] = str(os.getpid())
+    lifeline, held = os.pipe()  # the owner's lifeline: its end of file is ours
     try:
         proc = subprocess.Popen(
-            argv,
+            [sys.executable, *OWNER, "--lifeline", str(lifeline), "--", *argv],
             cwd=str(cwd),
             env=env,
             start_new_session=True,
             stdin=subprocess.DEVNULL if capture else None,
             stdout=subprocess.PIPE if capture else None,
             stderr=subprocess.STDOUT if capture else None,
-            # srun on this machine (a login host): it must hear of our end to end its job
-            preexec_fn=term_with_parent if spec.wrapper == "srun" else None,
+            pass_fds=(lifeline,),
         )
     except OSError as exc:
+        os.close(held)
         raise TargetError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+    finally:
+        os.close(lifeline)
     if capture:
         start_output_relay(proc.stdout, on_event)
     tail = EventTail(run_dir / "events.jsonl")
@@ -169,6 +178,9 @@ def run_script(
         time.sleep(POLL_S)
         drain()
         outcome.returncode = code
+        said = [e for e in outcome.events if e.get("event") == "cannot_start"]
+        if said:
+            raise TargetError(str(said[0].get("message"))[:300])
         if not hello:
             raise TargetError(
                 f"the harness never armed in {argv[0]} (it exited with status {code} and no word from it): "
@@ -178,4 +190,5 @@ def run_script(
     finally:
         if proc.poll() is None:  # stopped: the tasks srun started on other nodes end too
             scancel_jobs(jobs)
-        kill_group(proc, grace=0.5)  # what the script left (workers, children) goes with it
+        kill_group(proc, grace=1.0)  # the owner sweeps what the command left, then ends
+        os.close(held)

@@ -204,6 +204,9 @@ def run_script_remote(
                 last = text.strip().splitlines()[-1:] or ["?"]
                 raise TargetError(f"{target.host}: ssh failed: {last[0][:200]}")
         outcome.returncode = code
+        unstarted = [e for e in outcome.events if e.get("event") == "cannot_start"]
+        if unstarted:
+            raise TargetError(f"{target.host}: {str(unstarted[0].get('message'))[:300]}")
         if not any(e.get("event") == "hello" for e in outcome.events):
             raise TargetError(
                 f"the harness never armed in {argv[0]} on {target.host} (it exited with status {code} "

@@ -247,21 +247,29 @@ def run_command(work_dir, spec, lifeline, wait_s):
     env.update(spec.get("env") or {})
     env["PYTHONPATH"] = os.pathsep.join(p for p in (boot, lens, env.get("PYTHONPATH", "")) if p)
     env["TRAINIUM_LENS_RUN"] = spec_path
-    env["TRAINIUM_LENS_RUN_PARENT"] = str(os.getpid())  # the armed process dies with us
     events_path = os.path.join(run_dir, "events.jsonl")
+    # The command runs under its owner (harness/script/owner.py), a subreaper: what it
+    # starts ends when it exits, so its stderr ends then too, and nothing is left on
+    # the host. The owner holds the lock until then; the pipe is its lifeline.
+    lifeline, held = os.pipe()
     try:
         proc = subprocess.Popen(
-            spec["argv"],
+            [sys.executable, "-S", "-m", "trainium_lens.harness.script.owner", "--lifeline", str(lifeline)]
+            + ["--"]
+            + list(spec["argv"]),
             stdin=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             cwd=spec["cwd"],
             env=env,
             start_new_session=True,
-            pass_fds=(lock_fd,),  # the lock lives as long as any process of the command
+            pass_fds=(lock_fd, lifeline),
         )
     except OSError as exc:
         sys.stderr.write(MARK + "cannot start " + spec["argv"][0] + ": " + str(exc.strerror or exc) + "\n")
         return 127
+    finally:
+        os.close(lifeline)
+    harness["lifeline"] = held  # open until we end, however we end
     pgid = harness["pgid"] = proc.pid
 
     def stop(*_args):
