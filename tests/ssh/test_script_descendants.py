@@ -56,9 +56,9 @@ def test_run_on_a_host_ends_with_the_script_and_leaves_nothing_there(sshd, ssh_c
         assert len(pids) == 3
         assert left_running(str(work)) == []
         assert [p for p in pids if alive(p)] == []
-    finally:
-        cli.kill()
-        cli.communicate()
+    finally:  # the helpers first: they hold the CLI's output, and the read would wait for them
         for pid in helper_pids(tmp_path):
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+        cli.kill()
+        cli.communicate()

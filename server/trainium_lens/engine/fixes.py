@@ -31,7 +31,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from trainium_lens.analysis.fixes.attach import rederived
 from trainium_lens.analysis.fixes.source import apply, holds
@@ -49,6 +49,7 @@ from trainium_lens.targets.base import EventSink, Target
 MIN_GAIN = 1.05  # faster by less is within what two runs of the same code differ by here
 MIN_TIMING_CALLS = 50  # unprofiled calls per variant: a steadier median than the run's default 20
 SCRATCH = ".trainium-lens/fixes"
+COPIES = ("before.py", "after.py", "lens_fix.py")  # a scratch folder's files: shipped to a host
 MAX_SOURCE_BYTES = 16 << 20  # a source file an edit may name: far above any real one
 
 
@@ -115,7 +116,9 @@ def checked_edit(workspace: Path, result: Result, finding: Finding) -> Edit:
 
 
 def driver(result: Result, edit: Edit, folder: Path, source_dir: Path) -> str:
-    """The driver file: two marked functions, one per copy."""
+    """The driver file: two marked functions, one per copy. Its paths are its own
+    folder's and the profiled file's folder relative to it, so it runs wherever the
+    workspace is copied (a host's work dir: ``measure`` ships the folder with the job)."""
     p = result.function.protocol
     timing = max(p.timing_calls, MIN_TIMING_CALLS)
     # on the cpu clock the verdict is the unprofiled walls': one profiled step is enough
@@ -125,11 +128,14 @@ def driver(result: Result, edit: Edit, folder: Path, source_dir: Path) -> str:
     head = [
         '"""Written by trainium-lens fix: the function before and after one edit, as variants."""',
         "import importlib.util",
+        "import os",
         "import sys",
         "",
         "import torch",
         "",
-        f"sys.path.insert(0, {str(source_dir)!r})  # the user's own imports resolve as in the run",
+        "_HERE = os.path.dirname(os.path.abspath(__file__))",
+        "# the user's own imports resolve as in the run",
+        f"sys.path.insert(0, os.path.normpath(os.path.join(_HERE, {os.path.relpath(source_dir, folder)!r})))",
         "",
         "",
         "def _load(path, name):",
@@ -141,8 +147,8 @@ def driver(result: Result, edit: Edit, folder: Path, source_dir: Path) -> str:
         "    return module",
         "",
         "",
-        f"_before = _load({str(folder / 'before.py')!r}, 'lens_fix_before')",
-        f"_after = _load({str(folder / 'after.py')!r}, 'lens_fix_after')",
+        "_before = _load(os.path.join(_HERE, 'before.py'), 'lens_fix_before')",
+        "_after = _load(os.path.join(_HERE, 'after.py'), 'lens_fix_after')",
         "",
     ]
     name = result.function.name
@@ -192,6 +198,7 @@ def measure(
             driver(result, edit, folder, (workspace / result.function.file).parent), encoding="utf-8"
         )
         job = make_job(folder / "lens_fix.py", backend=result.backend, workspace=workspace)
+        job.ships = [f"{PurePosixPath(job.file).parent}/{name}" for name in COPIES]
         try:
             results = profile(job, target, on_event, cancel, timeout, None)
         except (UsageError, Cancelled):

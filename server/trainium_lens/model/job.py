@@ -40,6 +40,9 @@ class Job:
     # by targets/nodes/hosts.py and targets/nodes/slurm.py), or the SLURM request (``slurm``).
     nodes: dict | None = None
     slurm: dict | None = None
+    # Files of the workspace the sync to a host would not list (``fix``'s copies and
+    # driver under ``.trainium-lens/fixes/``), shipped with this job all the same.
+    ships: list[str] = field(default_factory=list)
 
     def to_spec(self, workspace_root: str, run_dir: str, host: str) -> dict:
         """The harness's input, with paths as they are on the target."""

@@ -125,9 +125,9 @@ def test_nothing_the_script_started_outlives_a_stopped_run(ws, tmp_path, how):
         expected = {"cancel": 130, "timeout": 124, "kill -9": -signal.SIGKILL}[how]
         assert proc.returncode == expected, proc.stderr.read() if proc.stderr else ""
         assert_none_left(marker, helper_pids(tmp_path))
-    finally:
-        proc.kill()
-        proc.communicate()
+    finally:  # the helpers first: they hold the CLI's output, and the read would wait for them
         for pid in helper_pids(tmp_path):  # never leave a sleeper behind, even on failure
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+        proc.kill()
+        proc.communicate()

@@ -12,6 +12,12 @@ or a crash. The write goes through the one writer (``model/files.py``): one
 atomic replace in the file's own encoding (its PEP 263 declaration, its BOM),
 mode and owner; a file that is a link, read-only or hard-linked is refused
 before anything runs, unless ``--force``.
+
+Where it measures is the user's choice (``--host`` and its options, as for
+``profile``): a run made on an SSH host is measured there only when ``--host``
+names it (``--host local``: on this machine), else refused with one line naming
+the host, so a committed result never sends the workspace anywhere by itself. The
+copies and the driver are shipped with the job; the file is written here.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from trainium_lens.cli.common import add_workspace_argument
 from trainium_lens.cli.console import Progress
 from trainium_lens.cli.outputs import write_json
 from trainium_lens.cli.pipes import emit
-from trainium_lens.cli.where import where_from_args
+from trainium_lens.cli.where import add_host_arguments, where_from_args
 from trainium_lens.engine.fixes import Measured, checked_edit, current_text, measure
 from trainium_lens.errors import LensError, UsageError
 from trainium_lens.harness.markers import source_lines
@@ -36,6 +42,7 @@ from trainium_lens.model.job import workspace_root_for
 from trainium_lens.model.result import Edit, Finding
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets.make import make_target
+from trainium_lens.targets.where import Where
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,9 +50,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "fix",
         help="measure the fixes a run offers, and apply the ones that held",
         description="Measure each fix the latest stored run of FILE's FUNCTION offers as an edit: "
-        "the original and the edited function run as variants on the run's host and backend, "
-        "same inputs, outputs compared. Nothing is written without --apply; with it, only "
-        "fixes measured faster with equal outputs.",
+        "the original and the edited function run as variants on the run's backend, here or on "
+        "--host (a run made on a host is measured only where --host says), same inputs, outputs "
+        "compared. Nothing is written without --apply; with it, only fixes measured faster with "
+        "equal outputs, here.",
     )
     p.add_argument("file", metavar="FILE", help="the profiled file")
     p.add_argument("function", metavar="FUNCTION", nargs="?", help="the profiled function")
@@ -58,6 +66,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="with --apply, also replace a read-only or hard-linked FILE (its other names keep the old text)",
     )
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="stop one measurement after SECONDS")
+    add_host_arguments(p, "measure on")
     add_workspace_argument(p)
     p.set_defaults(handler=run)
 
@@ -94,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         emit(shown(n, checked))  # the whole replacement, before anything runs or is written
         if args.apply:  # a file --apply could not replace is said before minutes of measuring
             check_target(root / checked.file, checked.file, force=args.force)
-    target = make_target(where_from_args(args).at(result.host))  # where the run was measured
+    target = make_target(measured_where(args, result.host))
     progress = Progress(sys.stderr)
     measured: list[Measured] = []
     try:
@@ -112,6 +121,19 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         write_json(args.json, [_json(m) for m in measured])
     return 0
+
+
+def measured_where(args: argparse.Namespace, host: str) -> Where:
+    """Where the fixes run: ``--host`` and its options; a run made on an SSH host
+    without ``--host`` is refused (a stored host is a default the user confirms)."""
+    where = where_from_args(args)
+    if args.host is None and host not in ("", "local"):
+        shown = one_line(host)[:80]
+        raise UsageError(
+            f"the run was measured on {shown}: pass --host {shown} (and its --ssh-config, --remote-python, "
+            f"--work-dir) to measure its fixes there, or --host local to measure them on this machine"
+        )
+    return where
 
 
 def write_held(root: Path, pairs: list[tuple[Measured, Edit]], force: bool = False) -> None:

@@ -78,6 +78,13 @@ def workspace_files(root: Path, cap_bytes: int = DEFAULT_CAP_BYTES) -> FileSet:
     return fs
 
 
+def with_files(fs: FileSet, names: list[str]) -> FileSet:
+    """``fs`` and ``names`` (a job's own files the listing leaves out: ``fix``'s copies
+    under ``.trainium-lens/fixes/``); regular files and links only, as listed files."""
+    sizes = {**_sizes(fs.root, [n for n in names if n not in fs.sizes]), **fs.sizes}
+    return FileSet(root=fs.root, files=sorted(sizes), sizes=sizes)
+
+
 def _git_files(root: Path) -> list[str] | None:
     try:
         proc = subprocess.run(

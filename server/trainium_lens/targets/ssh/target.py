@@ -159,7 +159,7 @@ class SshTarget(Target):
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             listing = pool.submit(sync.workspace_files, job.workspace, self.sync_cap_bytes)
             info = self.prepare(job.workspace)
-            fs = listing.result()
+            fs = sync.with_files(listing.result(), job.ships)
         check()
         self.sync(job.workspace, info, on_event, fs)
         check()
