@@ -1,0 +1,114 @@
+"""A callable in this very process profiled under the marked-function protocol
+(``eager/run.profile_call``): a notebook cell in the user's own kernel, its
+variables its namespace's. No spec on stdin and no events on stdout: the caller
+passes what a spec would say and gets the batch document back.
+
+Why in process: the kernel holds the model, the optimizer and the data the cell
+uses; a subprocess would have none of them (docs/notebooks.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainium_lens.harness.events import EventStream
+from trainium_lens.harness.markers import Marked
+from trainium_lens.harness.spec import DEFAULT_PROTOCOL, Spec
+
+
+class CollectedEvents(EventStream):
+    """The events of an in-process run, kept (and passed to ``on_event``) instead
+    of written to a stream."""
+
+    def __init__(self, on_event: Callable[[dict], None] | None = None):
+        self.items: list[dict] = []
+        self._lock = threading.Lock()
+        self._on_event = on_event
+
+    def emit(self, event: str, **fields: Any) -> None:
+        item = {"event": event, **fields}
+        with self._lock:
+            self.items.append(item)
+        if self._on_event is not None:
+            self._on_event(item)
+
+    def warnings(self) -> list[str]:
+        return [str(e.get("message")) for e in self.items if e["event"] == "warning"]
+
+
+@dataclass
+class InProcessJob:
+    """What a spec would say, for a callable of this process."""
+
+    batch_id: str
+    workspace_root: str
+    run_dir: str
+    rel_file: str  # the name results give the callable's file (a cell's: cell_name's)
+    name: str  # the function's name in the result
+    first_line: int
+    last_line: int
+    backend: str = "auto"
+    protocol: dict[str, int] = field(default_factory=dict)  # overrides of DEFAULT_PROTOCOL
+    # file name → the name results give it, for files outside the workspace that are the
+    # user's (a kernel's cells); None for any other file
+    cell_name: Callable[[str], str | None] | None = None
+
+
+_WATCH: list[Any] = []  # the process's one CompileWatch: it patches dynamo once per process
+
+
+def profile_callable(fn: Callable[[], Any], job: InProcessJob, events: CollectedEvents) -> dict:
+    """``fn()`` profiled as a marked function is (first calls, calibration, settle,
+    profiled steps, unprofiled timing, work call); the batch document of one result.
+    A user error raises the harness's ``HarnessError`` (kind ``user_code``) whose
+    ``__context__`` is the user's own exception."""
+    import torch
+
+    from trainium_lens.harness.attribution import build
+    from trainium_lens.harness.eager.compiled import CompileWatch
+    from trainium_lens.harness.eager.run import Call, Session, profile_call
+    from trainium_lens.harness.job.loader import UserCode
+    from trainium_lens.harness.runtime.choose import choose
+
+    protocol = {**DEFAULT_PROTOCOL, **job.protocol}
+    spec = Spec(
+        batch_id=job.batch_id,
+        workspace_root=os.path.realpath(job.workspace_root),
+        file=job.rel_file,
+        run_dir=job.run_dir,
+        backend=job.backend,
+        protocol=dict(job.protocol),
+    )
+    backend = choose(torch, job.backend)
+    for note in backend.notes:
+        events.warning(note)
+    user = UserCode(spec.workspace_root)
+    user.cell_name = job.cell_name
+    if not _WATCH:
+        _WATCH.append(CompileWatch(user))
+    watch = _WATCH[0]
+    watch.user = user
+    os.makedirs(job.run_dir, exist_ok=True)
+    session = Session(spec, events, backend, None, user, job.rel_file, watch=watch)
+    marked = Marked(job.name, job.first_line, job.first_line, job.last_line, {})
+    result = profile_call(session, marked, 0, protocol, Call(session, fn, (), {}, job.name))
+    # as the harness's batch.json reads back (torch's version string is a str subclass)
+    return json.loads(json.dumps(build.batch_document(job.batch_id, [result])))
+
+
+class CellCall:
+    """A compiled cell run in its namespace, counted: the header says how many times
+    the cell ran (its side effects happened that many times). Defined in the harness,
+    so its frame is never the user's, whatever the workspace."""
+
+    def __init__(self, code: Any, namespace: dict):
+        self.code, self.namespace, self.calls = code, namespace, 0
+
+    def __call__(self) -> None:
+        self.calls += 1
+        exec(self.code, self.namespace)
