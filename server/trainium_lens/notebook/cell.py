@@ -20,9 +20,7 @@ from types import CodeType
 from typing import Any
 
 from trainium_lens.errors import UsageError
-
-#: The folder results name cells in: ``ipykernel-cell/<the kernel's cell file name>``.
-CELL_FOLDER = "ipykernel-cell"
+from trainium_lens.model.cells import CELL_FOLDER
 
 
 @dataclass
