@@ -47,8 +47,8 @@ def magic(line: str, body: str | None = None) -> None:
         run = profile_cell(shell, cell, code, options)
     except UserCodeFailed as failed:
         raise _as_users(shell, failed.error, failed.cell_file) from None
-    except SyntaxError:
-        raise
+    except SyntaxError as exc:
+        raise _syntax_error(shell, exc) from None
     except LensError as exc:
         raise IPythonUsageError(str(exc)) from None
     print(render(run, what))
@@ -71,3 +71,25 @@ def _as_users(shell: Any, error: BaseException, cell_file: str) -> BaseException
     except Exception:  # noqa: BLE001 - an object that takes no attribute: IPython's own rendering
         pass
     return error.with_traceback(tb)
+
+
+class _Rendered(Exception):
+    """An error whose lines are already rendered as IPython renders its kind."""
+
+    def __init__(self, message: str, lines: list[str]) -> None:
+        super().__init__(message)
+        self.lines = lines
+
+    def _render_traceback_(self) -> list[str]:  # IPython's hook: these lines, as they are
+        return self.lines
+
+
+def _syntax_error(shell: Any, error: SyntaxError) -> BaseException:
+    """The cell's syntax error as IPython shows one in a cell it compiles itself: the
+    cell's line and a caret, no frame (raised from here, a SyntaxError would be shown
+    with every frame between the cell and the magic)."""
+    try:
+        lines = shell.SyntaxTB.structured_traceback(type(error), error, [])
+    except Exception:  # noqa: BLE001 - an IPython without it: the error as it is
+        return error
+    return type(type(error).__name__, (_Rendered,), {})(str(error), lines)

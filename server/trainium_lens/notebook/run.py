@@ -23,7 +23,13 @@ from trainium_lens.cli.render.work import render_work
 from trainium_lens.engine.finish import finish, run_folder_removed_on_failure
 from trainium_lens.engine.provenance import git_state
 from trainium_lens.errors import LensError, NotStored
-from trainium_lens.harness.eager.in_process import CellCall, CollectedEvents, InProcessJob, profile_callable
+from trainium_lens.harness.eager.in_process import (
+    CellCall,
+    CollectedEvents,
+    InProcessJob,
+    ProfilerInCell,
+    profile_callable,
+)
 from trainium_lens.harness.events import HarnessError
 from trainium_lens.model.job import Job, new_batch_id, workspace_root_for
 from trainium_lens.model.result import Result
@@ -129,6 +135,8 @@ def profile_cell(shell: Any, cell: Cell, code: CodeType, options: CellOptions) -
                 document = profile_callable(call, job, events)
         except HarnessError as exc:
             cause = exc.__context__
+            if isinstance(cause, ProfilerInCell):
+                raise LensError(str(cause)) from None
             if exc.kind == "user_code" and cause is not None:
                 raise UserCodeFailed(cause, cell.filename) from None
             raise LensError(exc.message) from None
@@ -170,6 +178,8 @@ def render(run: CellRun, what: str) -> str:
         head.append(f"stored in {run.workspace / '.trainium-lens' / 'runs'}")
     elif run.not_stored:
         head.append(f"not stored: {run.not_stored}")
+    if all(not r.totals.dispatches for r in run.results):
+        head.append(f"{what} dispatched no torch op: there is nothing to attribute to its lines")
     head += [f"warning: {w}" for w in run.warnings]
     sections = ["\n".join(head)]
     sections += [render_result(r, DEFAULT_STYLE) + render_work(r, DEFAULT_STYLE) for r in run.results]

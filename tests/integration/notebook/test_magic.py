@@ -44,7 +44,7 @@ model = Tiny()
 x, y = torch.randn(16, 32), torch.randn(16, 8)"""
 OPTIMIZER = "opt = torch.optim.SGD(model.parameters(), lr=0.01)"
 STEP = """\
-%%trainium_lens --steps 2:3
+%%trainium_lens --steps 2:3 --json step.json
 out = model(x)
 loss = ((out - y) ** 2).mean()
 opt.zero_grad()
@@ -58,6 +58,8 @@ RAISES = """\
 scaled = model(x) * 2
 raise ValueError("the user's own error")"""
 BAD_OPTION = "%%trainium_lens --stpes 2:3\nout = model(x)"
+SYNTAX = "%%trainium_lens\nout = model(x)\nloss = (out - y"
+OWN_PROFILER = "%%trainium_lens\nwith torch.profiler.profile():\n    out = model(x)"
 ALIVE = 'print("alive", float(loss) > 0)'
 CELLS = [
     "%load_ext trainium_lens",
@@ -69,6 +71,8 @@ CELLS = [
     STATEMENT,
     RAISES,
     BAD_OPTION,
+    SYNTAX,
+    OWN_PROFILER,
     ALIVE,
 ]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -186,3 +190,28 @@ def test_a_bad_option_is_one_usage_line(executed: tuple[Any, Path]) -> None:
     assert len(said) == 1 and said[0].startswith("UsageError: unrecognized arguments: --stpes"), said
     assert "usage: %%trainium_lens [--steps N:M]" in said[0]
     assert not text_of(nb, BAD_OPTION)
+
+
+def test_a_syntax_error_is_shown_at_its_cell_line_without_the_tools_frames(
+    executed: tuple[Any, Path],
+) -> None:
+    nb, _work = executed
+    [error] = errors_of(nb, SYNTAX)
+    assert error.ename == "SyntaxError" and "never closed" in error.evalue
+    shown = ANSI.sub("", "\n".join(error.traceback))
+    assert re.search(r"Cell In\[\d+\], line 3\n", shown) and "loss = (out - y" in shown, shown
+    assert "magic" not in shown and "run_cell_magic" not in shown, shown
+
+
+def test_a_cell_running_its_own_profiler_is_one_line_and_the_kernel_lives(executed: tuple[Any, Path]) -> None:
+    nb, work = executed
+    said = text_of(nb, OWN_PROFILER, "stderr").strip().splitlines()
+    assert len(said) == 1 and "starts torch.profiler itself" in said[0], said
+    assert not [r for r in RunStore(work).load_all() if r.function.file == cell_rel(OWN_PROFILER)]
+    assert text_of(nb, ALIVE) == "alive True\n"
+
+
+def test_json_writes_the_stored_result(executed: tuple[Any, Path]) -> None:
+    _nb, work = executed
+    written = json.loads((work / "step.json").read_text(encoding="utf-8"))
+    assert written["run_id"] == result_for(work, STEP).run_id

@@ -101,6 +101,12 @@ def profile_callable(fn: Callable[[], Any], job: InProcessJob, events: Collected
     return json.loads(json.dumps(build.batch_document(job.batch_id, [result])))
 
 
+class ProfilerInCell(RuntimeError):
+    """The cell starts ``torch.profiler`` itself: a second profiler started while the
+    protocol's runs kills the process (seen: the kernel died), so the cell is stopped
+    before its profiler starts, in its first run, which nothing profiles."""
+
+
 class CellCall:
     """A compiled cell run in its namespace, counted: the header says how many times
     the cell ran (its side effects happened that many times). Defined in the harness,
@@ -111,4 +117,21 @@ class CellCall:
 
     def __call__(self) -> None:
         self.calls += 1
-        exec(self.code, self.namespace)
+        if self.calls > 1:
+            exec(self.code, self.namespace)
+            return
+        from torch.autograd import profiler
+
+        start = profiler.profile._prepare_trace  # what every torch profiler's start runs
+
+        def refuse(*_args: Any, **_kwargs: Any) -> None:
+            raise ProfilerInCell(
+                "the cell starts torch.profiler itself: profile it without the magic, or "
+                "without its own profiler (two profilers at once end the kernel)"
+            )
+
+        profiler.profile._prepare_trace = refuse
+        try:
+            exec(self.code, self.namespace)
+        finally:
+            profiler.profile._prepare_trace = start
