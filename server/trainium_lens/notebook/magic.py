@@ -20,6 +20,9 @@ from trainium_lens.notebook.options import parse
 from trainium_lens.notebook.run import UserCodeFailed, profile_cell, render
 
 NAME = "trainium_lens"
+STOPPED = (
+    "KeyboardInterrupt: the profile run stopped; nothing was stored (the cell's variables hold its last run)"
+)
 
 
 def load(shell: Any) -> None:
@@ -51,6 +54,10 @@ def magic(line: str, body: str | None = None) -> None:
         raise _syntax_error(shell, exc) from None
     except LensError as exc:
         raise IPythonUsageError(str(exc)) from None
+    except KeyboardInterrupt:  # the profiler stopped and the run folder went on the way out
+        stopped = KeyboardInterrupt()
+        stopped._render_traceback_ = lambda: [STOPPED]  # type: ignore[attr-defined]
+        raise stopped from None
     print(render(run, what))
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainium_lens.harness.events import EventStream
+from trainium_lens.harness.events import EventStream, HarnessError
 from trainium_lens.harness.markers import Marked
 from trainium_lens.harness.spec import DEFAULT_PROTOCOL, Spec
 
@@ -67,7 +67,14 @@ def profile_callable(fn: Callable[[], Any], job: InProcessJob, events: Collected
     profiled steps, unprofiled timing, work call); the batch document of one result.
     A user error raises the harness's ``HarnessError`` (kind ``user_code``) whose
     ``__context__`` is the user's own exception."""
-    import torch
+    import sys
+
+    try:
+        import torch
+    except ImportError as exc:
+        raise HarnessError(
+            "torch_missing", f"torch is not importable in this kernel ({sys.executable}): {exc}"
+        ) from None
 
     from trainium_lens.harness.attribution import build
     from trainium_lens.harness.eager.compiled import CompileWatch
