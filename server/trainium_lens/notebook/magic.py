@@ -16,8 +16,9 @@ from typing import Any
 
 from trainium_lens.errors import LensError
 from trainium_lens.notebook import cell as cells
+from trainium_lens.notebook.html import render_html
 from trainium_lens.notebook.options import parse
-from trainium_lens.notebook.run import UserCodeFailed, profile_cell, render
+from trainium_lens.notebook.run import UserCodeFailed, header, profile_cell, render
 
 NAME = "trainium_lens"
 STOPPED = (
@@ -58,7 +59,11 @@ def magic(line: str, body: str | None = None) -> None:
         stopped = KeyboardInterrupt()
         stopped._render_traceback_ = lambda: [STOPPED]  # type: ignore[attr-defined]
         raise stopped from None
-    print(render(run, what))
+    from IPython.display import display
+
+    # HTML with heat bars where the front end draws it; the CLI's text everywhere else
+    text = render(run, what)
+    display({"text/plain": text, "text/html": render_html(header(run, what), run.results)}, raw=True)
 
 
 def _as_users(shell: Any, error: BaseException, cell_file: str) -> BaseException:

@@ -168,8 +168,16 @@ def profile_cell(shell: Any, cell: Cell, code: CodeType, options: CellOptions) -
 
 
 def render(run: CellRun, what: str) -> str:
-    """The text printed under the cell: the header (how many times the cell ran, where
-    the result is), then the CLI's tables."""
+    """The text under the cell: the header (how many times the cell ran, where the
+    result is), then the CLI's tables."""
+    return terminal_safe("\n\n".join(["\n".join(header(run, what))] + _tables(run)))
+
+
+def _tables(run: CellRun) -> list[str]:
+    return [render_result(r, DEFAULT_STYLE) + render_work(r, DEFAULT_STYLE) for r in run.results]
+
+
+def header(run: CellRun, what: str) -> list[str]:
     head = [
         f"trainium-lens: {what} ran {run.calls} times under the profiler's protocol "
         f"(its side effects happened {run.calls} times; its variables are in the namespace)"
@@ -181,6 +189,4 @@ def render(run: CellRun, what: str) -> str:
     if all(not r.totals.dispatches for r in run.results):
         head.append(f"{what} dispatched no torch op: there is nothing to attribute to its lines")
     head += [f"warning: {w}" for w in run.warnings]
-    sections = ["\n".join(head)]
-    sections += [render_result(r, DEFAULT_STYLE) + render_work(r, DEFAULT_STYLE) for r in run.results]
-    return terminal_safe("\n\n".join(sections))
+    return head

@@ -109,8 +109,20 @@ def executed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
 
 
 def text_of(nb: Any, source: str, name: str = "stdout") -> str:
+    """What the cell printed on ``name``; on stdout, its displayed plain text too."""
     cell = next(c for c in nb.cells if c.source == source)
-    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream" and o.name == name)
+    out = []
+    for o in cell.outputs:
+        if o.output_type == "stream" and o.name == name:
+            out.append(o.text)
+        elif o.output_type == "display_data" and name == "stdout":
+            out.append(o.data.get("text/plain", ""))
+    return "".join(out)
+
+
+def html_of(nb: Any, source: str) -> str:
+    cell = next(c for c in nb.cells if c.source == source)
+    return "".join(o.data.get("text/html", "") for o in cell.outputs if o.output_type == "display_data")
 
 
 def errors_of(nb: Any, source: str) -> list[Any]:
@@ -136,6 +148,9 @@ def test_the_cell_prints_its_table_and_how_many_times_it_ran(executed: tuple[Any
     assert "side effects happened" in out
     for text in ("out = model(x)", "loss.backward()", "opt.step()", "h = torch.relu(self.fc(x))"):
         assert text in out, out
+    page = html_of(nb, STEP)  # the same table as HTML, a heat bar on each line
+    assert "<td class='src'>opt.step()</td>" in page and "tl-bar" in page, page
+    assert f"<td>cell {cell_rel(MODEL).split('/')[1]}:12</td>" in page, page
     everything = json.dumps([c.outputs for c in nb.cells])
     assert "profiler_start" not in everything  # the profiler library's own lines dropped
     assert not errors_of(nb, STEP)
