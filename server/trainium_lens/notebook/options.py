@@ -1,5 +1,5 @@
-"""The magic's options: ``%%trainium_lens [--steps N:M] [--backend B] [--json PATH]
-[--no-store]``. A bad one is one line, the usage (``UsageError``)."""
+"""The magic's options: ``%%trainium_lens [--steps N:M] [--backend B] [--include PKG]
+[--json PATH] [--no-store]``. A bad one is one line, the usage (``UsageError``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ from trainium_lens.errors import UsageError
 from trainium_lens.harness.spec import BACKENDS
 from trainium_lens.model.script import parse_steps
 
-USAGE = "%%trainium_lens [--steps N:M] [--backend auto|neuron|cuda|cpu|xla] [--json PATH] [--no-store]"
+USAGE = (
+    "%%trainium_lens [--steps N:M] [--backend auto|neuron|cuda|cpu|xla] [--include PKG] "
+    "[--json PATH] [--no-store]"
+)
 
 
 @dataclass
@@ -20,6 +23,7 @@ class CellOptions:
     protocol: dict[str, int] = field(default_factory=dict)  # overrides of the default protocol
     json: str | None = None
     no_store: bool = False
+    include: list[str] = field(default_factory=list)  # installed packages whose lines count
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=BACKENDS, default="auto")
     p.add_argument("--json", metavar="PATH")
     p.add_argument("--no-store", action="store_true")
+    p.add_argument("--include", action="append", default=[], metavar="PKG")
     return p
 
 
@@ -55,5 +60,13 @@ def parse(line: str) -> CellOptions:
         args = _parser().parse_args(words)
     except argparse.ArgumentError as exc:
         raise UsageError(f"{exc}; usage: {USAGE}") from None
-    protocol = steps_protocol(args.steps) if args.steps else {}
-    return CellOptions(backend=args.backend, protocol=protocol, json=args.json, no_store=args.no_store)
+    try:
+        protocol = steps_protocol(args.steps) if args.steps else {}
+    except UsageError as exc:
+        raise UsageError(f"{exc}; usage: {USAGE}") from None
+    bad = [n for n in args.include if not all(part.isidentifier() for part in n.split("."))]
+    if bad:
+        raise UsageError(f"--include takes a dotted package name, got {bad[0]!r}; usage: {USAGE}")
+    return CellOptions(
+        backend=args.backend, protocol=protocol, json=args.json, no_store=args.no_store, include=args.include
+    )

@@ -125,6 +125,7 @@ def profile_cell(shell: Any, cell: Cell, code: CodeType, options: CellOptions) -
         backend=options.backend,
         protocol=options.protocol,
         cell_name=cell_names(cell.filename),
+        include=options.include,
     )
     git = git_state(workspace)
     store = None if options.no_store else RunStore(workspace)

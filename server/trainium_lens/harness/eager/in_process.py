@@ -57,6 +57,7 @@ class InProcessJob:
     # file name → the name results give it, for files outside the workspace that are the
     # user's (a kernel's cells); None for any other file
     cell_name: Callable[[str], str | None] | None = None
+    include: list[str] = field(default_factory=list)  # installed packages whose lines count
 
 
 _WATCH: list[Any] = []  # the process's one CompileWatch: it patches dynamo once per process
@@ -79,7 +80,7 @@ def profile_callable(fn: Callable[[], Any], job: InProcessJob, events: Collected
     from trainium_lens.harness.attribution import build
     from trainium_lens.harness.eager.compiled import CompileWatch
     from trainium_lens.harness.eager.run import Call, Session, profile_call
-    from trainium_lens.harness.job.loader import UserCode
+    from trainium_lens.harness.job.loader import UserCode, resolve_include
     from trainium_lens.harness.runtime.choose import choose
 
     protocol = {**DEFAULT_PROTOCOL, **job.protocol}
@@ -94,7 +95,14 @@ def profile_callable(fn: Callable[[], Any], job: InProcessJob, events: Collected
     backend = choose(torch, job.backend)
     for note in backend.notes:
         events.warning(note)
-    user = UserCode(spec.workspace_root)
+    include = []
+    for name in job.include:
+        found = resolve_include(name)
+        if found is None:
+            events.warning(f"--include {name}: no installed package or module of that name")
+        else:
+            include.append(found)
+    user = UserCode(spec.workspace_root, include)
     user.cell_name = job.cell_name
     if not _WATCH:
         _WATCH.append(CompileWatch(user))
