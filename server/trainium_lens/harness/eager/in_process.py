@@ -111,7 +111,10 @@ def profile_callable(fn: Callable[[], Any], job: InProcessJob, events: Collected
     os.makedirs(job.run_dir, exist_ok=True)
     session = Session(spec, events, backend, None, user, job.rel_file, watch=watch)
     marked = Marked(job.name, job.first_line, job.first_line, job.last_line, {})
-    result = profile_call(session, marked, 0, protocol, Call(session, fn, (), {}, job.name))
+    try:
+        result = profile_call(session, marked, 0, protocol, Call(session, fn, (), {}, job.name))
+    finally:  # the kernel lives on: --include's patches go with the run
+        session.include_hooks.restore()
     # as the harness's batch.json reads back (torch's version string is a str subclass)
     return json.loads(json.dumps(build.batch_document(job.batch_id, [result])))
 

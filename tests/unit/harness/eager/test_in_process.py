@@ -83,3 +83,20 @@ def test_a_cell_that_starts_a_profiler_is_stopped_in_its_first_run(tmp_path: Pat
 
     with torch.profiler.profile():  # the patch is gone after the first run
         torch.ones(2)
+
+
+def test_include_patches_go_with_the_run(tmp_path: Path) -> None:
+    """The kernel lives on: --include's checks in torch.nn.functional are put back."""
+    import dataclasses
+
+    import torch
+    import torch.nn.functional as F
+
+    code = compile("import torch.nn.functional as F\ny = F.softmax(torch.ones(4), -1)\n", CELL, "exec")
+    call = CellCall(code, {"torch": torch})
+    profile_callable(
+        call, dataclasses.replace(job(tmp_path), include=["torch.nn.functional"]), CollectedEvents()
+    )
+    assert F.has_torch_function is torch.overrides.has_torch_function
+    assert F.has_torch_function_unary is torch.overrides.has_torch_function_unary
+    assert F.has_torch_function_variadic is torch.overrides.has_torch_function_variadic
