@@ -5,8 +5,9 @@
   One optimizer counts, the first that steps: several per step do not multiply
   the steps. The hooks run *inside* torch's ``Optimizer.step#…`` profiler range,
   and a step boundary there would cut that range in two, so from its first step
-  on the optimizer's class gets an outer wrapper whose end is the boundary (the
-  first step's own boundary comes from the post-hook: it is never profiled).
+  on that optimizer's ``step`` gets an outer wrapper, on the instance (an LR
+  scheduler's own wrapper is there), whose end is the boundary (the first step's
+  own boundary comes from the post-hook: it is never profiled).
 * ``forward``: with no optimizer, the outermost ``nn.Module`` forward whose
   output needs no grad (an inference or evaluation loop; a training forward is
   left to the optimizer that will follow it).
@@ -21,6 +22,7 @@ import functools
 import os
 import sys
 import threading
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -75,34 +77,39 @@ class Detector:
     def _pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self.counted is None:
             self.counted = optimizer
-            self._wrap(type(optimizer))
+            self._wrap(optimizer)
             self._drop_forward_hooks()
 
     def _post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if optimizer is self.counted and not getattr(self._inner, "on", False):
+        if optimizer is self.counted and not getattr(self._inner, "depth", 0):
             self.boundary("optimizer")  # this call did not come through the wrapper
 
-    def _wrap(self, cls: type) -> None:
-        original = cls.__dict__.get("step")
-        if original is None or getattr(original, "_trainium_lens", False):
+    def _wrap(self, optimizer: Any) -> None:
+        """The counted optimizer's ``step``, wrapped on the instance around whatever
+        ``optimizer.step`` is now: the class's method, or an LR scheduler's wrapper
+        (torch's ``torch/optim/lr_scheduler.py``, ``patch_track_step_called``, sets one on the instance
+        when the scheduler is built, calling the class's step as it was then, so a
+        wrapper put on the class later would never run). A bound method, so a
+        scheduler built later wraps it in turn (it takes ``opt.step.__func__``)."""
+        current = optimizer.step
+        if getattr(current, "_trainium_lens", False):
             return
         detector = self
 
-        @functools.wraps(original)
+        @functools.wraps(getattr(current, "__func__", current))
         def step(opt: Any, *args: Any, **kwargs: Any) -> Any:
-            if opt is not detector.counted:
-                return original(opt, *args, **kwargs)
-            detector._inner.on = True
+            depth = getattr(detector._inner, "depth", 0)
+            detector._inner.depth = depth + 1
             try:
-                out = original(opt, *args, **kwargs)
+                out = current(*args, **kwargs)
             finally:
-                detector._inner.on = False
-            detector.boundary("optimizer")
+                detector._inner.depth = depth
+            if depth == 0 and opt is detector.counted:
+                detector.boundary("optimizer")  # after torch's Optimizer.step#… range closed
             return out
 
         step._trainium_lens = True  # type: ignore[attr-defined]
-        step.hooked = True  # type: ignore[attr-defined]  # torch must not wrap it again
-        setattr(cls, "step", step)  # noqa: B010  (the class's own step, replaced)
+        optimizer.step = types.MethodType(step, optimizer)
 
     # -- outermost forward ----------------------------------------------------
     def _fwd_pre(self, module: Any, args: Any) -> None:
