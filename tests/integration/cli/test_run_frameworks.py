@@ -4,7 +4,12 @@
 * a plain loop with an LR scheduler (``tests/data/scripts/scheduled.py``): the
   scheduler replaces ``optimizer.step`` on the instance when it is built, and the
   step must still end where the optimizer's ``step()`` returns, outside torch's
-  ``Optimizer.step#…`` range, never inside it."""
+  ``Optimizer.step#…`` range, never inside it;
+* a Hugging Face Trainer (``tests/data/scripts/hf/trainer.py``: a tiny random
+  Llama, gradient accumulation 2, the Trainer's default scheduler, synthetic
+  data): the Trainer's own steps (``on_step_end``), each with its 2
+  micro-batches, forward and backward per line of transformers' files
+  (``--include transformers``)."""
 
 from __future__ import annotations
 
@@ -47,3 +52,39 @@ def test_an_lr_schedulers_loop_steps_end_after_the_optimizers_step_returns(sched
     assert len(steps) == len(ranges) == 4  # steps 3-6: each measured step and its twin
     for step, opt in zip(steps, ranges, strict=True):  # each step holds its optimizer's whole range
         assert step["ts"] <= opt["ts"] and opt["ts"] + opt["dur"] <= step["ts"] + step["dur"], (step, opt)
+
+
+@pytest.fixture(scope="module")
+def trainer(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, str]:
+    tmp = tmp_path_factory.mktemp("trainer")
+    ws = project(tmp)
+    out = tmp / "out.json"
+    proc, _ = lens_run(
+        ws, tmp, "--no-store", "--steps", "3:5", "--include", "transformers", "--json", str(out), "--",
+        "python", "hf/trainer.py", "--steps", "14",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return ws, json.loads(out.read_text()), proc.stdout
+
+
+def test_a_trainers_steps_are_its_own_each_with_its_micro_batches(trainer) -> None:
+    _, doc, stdout = trainer
+    assert "trained 14 steps" in stdout  # the script ran on to its end, unprofiled
+    s = doc["script"]
+    assert s["detector"] == "trainer"
+    assert s["framework_steps"] == [3, 8]  # the Trainer's global_step of the recorded steps 3-8
+    assert s["micro_batches"] == 2 and s["skipped_steps"] == 0
+    assert "found by the trainer detector (its steps 3-8), 2 micro-batches per step" in stdout
+    lines = {(ln["file"], ln["line"]): ln for ln in doc["lines"]}
+    # the loss of each micro-batch: twice per step; the optimizer's step once
+    (loss,) = [ln for ln in doc["lines"] if "nn.functional.cross_entropy(" in ln["text"]]
+    assert loss["file"] == "transformers/loss/loss_utils.py" and loss["hits"] == 2
+    (adamw,) = [o for o in doc["optimizers"] if o["name"] == "Optimizer.step#AdamW.step"]
+    step_line = lines[(adamw["file"], adamw["line"])]
+    assert adamw["file"] == "transformers/trainer.py" and "optimizer.step()" in step_line["text"]
+    assert step_line["hits"] == 1 and step_line["self_time_us"] > 0
+    llama = [ln for ln in doc["lines"] if ln["file"] == "transformers/models/llama/modeling_llama.py"]
+    assert any(ln["self_time_us"] > 0 and ln["backward_self_time_us"] > 0 for ln in llama)
+    assert doc["totals"]["forward_time_us"] > 0 and doc["totals"]["backward_time_us"] > 0
+    assert s["data_file"] == "accelerate/data_loader.py"  # the loader the Trainer iterates
+    assert doc["reconciliation"]["reference_us"] == doc["totals"]["wall_us_median"] > 0

@@ -143,7 +143,14 @@ def _header(result) -> str:  # type: ignore[no-untyped-def]
         steps += f" (recorded {s.profiled_steps[0]}-{s.profiled_steps[1]}: each with its unlabelled twin)"
     ref = f"reference: {s.reference_before} unprofiled steps before, {s.reference_after} after"
     command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(s.command))
-    return f"{command}\n{steps}, found by the {s.detector} detector; {ref}\n"
+    found = f"found by the {s.detector} detector"
+    if s.framework_steps:
+        found += f" (its steps {s.framework_steps[0]}-{s.framework_steps[1]})"
+    if s.micro_batches:
+        found += f", {s.micro_batches} micro-batch{'es' if s.micro_batches > 1 else ''} per step"
+    if s.skipped_steps:
+        found += f", {s.skipped_steps} of them skipped by the optimizer (inf/NaN)"
+    return f"{command}\n{steps}, {found}; {ref}\n"
 
 
 def _progress(progress: Progress, exit_after: bool):  # type: ignore[no-untyped-def]

@@ -11,6 +11,10 @@
 * ``forward``: with no optimizer, the outermost ``nn.Module`` forward whose
   output needs no grad (an inference or evaluation loop; a training forward is
   left to the optimizer that will follow it).
+* a framework's own steps (``frameworks.py``: the Hugging Face Trainer's
+  callbacks), from its first step on: the optimizer's hooks and the forward's
+  then end no step; ``step_info`` holds what the framework said of the step
+  (its own step number, its micro-batches, whether the update was skipped).
 * ``step-on``: ``--step-on module.function`` (each call one step, its return
   the boundary) or ``--step-on FILE:LINE`` (each execution of the line one step,
   found with ``sys.settrace`` on that file's frames only).
@@ -23,14 +27,22 @@ import os
 import sys
 import threading
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 
+from trainium_lens.harness.script.frameworks import unwatch_trainer, watch_trainer
+
 
 class Detector:
-    def __init__(self, boundary: Callable[[str], None], step_on: str | None, root: str):
+    def __init__(
+        self,
+        boundary: Callable[[str], None],
+        step_on: str | None,
+        root: str,
+        warn: Callable[[str], None] | None = None,
+    ):
         self.boundary = boundary  # called with the detector's name after each step
         self.step_on = step_on
         self.root = root
@@ -41,6 +53,10 @@ class Detector:
         self._inner = threading.local()
         self._depth = 0
         self.tried: list[str] = []
+        self.warn = warn or (lambda _message: None)
+        self.framework: str | None = None  # set at a framework's first step: its steps count
+        self.step_info: dict | None = None  # the framework's word on the step that just ended
+        self._micro = 0
 
     def install(self) -> None:
         if self.step_on:
@@ -56,6 +72,7 @@ class Detector:
             mod.register_module_forward_hook(self._fwd_post, always_call=True),
         ]
         self.tried = ["optimizer step hooks", "outermost module forward (no grad)"]
+        watch_trainer(self)
 
     def _drop_forward_hooks(self) -> None:
         """Global module hooks put every module call on torch's slow path (``_call_impl``
@@ -66,6 +83,7 @@ class Detector:
         self.forward_handles.clear()
 
     def remove(self) -> None:
+        unwatch_trainer()
         for h in self.handles:
             h.remove()
         self.handles.clear()
@@ -81,7 +99,7 @@ class Detector:
             self._drop_forward_hooks()
 
     def _post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if optimizer is self.counted and not getattr(self._inner, "depth", 0):
+        if self.framework is None and optimizer is self.counted and not getattr(self._inner, "depth", 0):
             self.boundary("optimizer")  # this call did not come through the wrapper
 
     def _wrap(self, optimizer: Any) -> None:
@@ -104,12 +122,28 @@ class Detector:
                 out = current(*args, **kwargs)
             finally:
                 detector._inner.depth = depth
-            if depth == 0 and opt is detector.counted:
+            if depth == 0 and opt is detector.counted and detector.framework is None:
                 detector.boundary("optimizer")  # after torch's Optimizer.step#… range closed
             return out
 
         step._trainium_lens = True  # type: ignore[attr-defined]
         optimizer.step = types.MethodType(step, optimizer)
+
+    # -- a framework's own steps (frameworks.py) ----------------------------------
+    def framework_step_begins(self, name: str) -> None:
+        if self.framework is None:
+            self.framework = name
+            self._drop_forward_hooks()
+        self._micro = 1
+
+    def micro_batch_ends(self) -> None:
+        self._micro += 1
+
+    def framework_step_ends(self, name: str, number: int | None, skipped: bool) -> None:
+        if self.framework != name:
+            return
+        self.step_info = {"framework_step": number, "micro_batches": self._micro, "skipped": skipped}
+        self.boundary(name)
 
     # -- outermost forward ----------------------------------------------------
     def _fwd_pre(self, module: Any, args: Any) -> None:
@@ -117,9 +151,11 @@ class Detector:
 
     def _fwd_post(self, module: Any, args: Any, output: Any) -> None:
         self._depth = max(0, self._depth - 1)
-        if self._depth or self.counted is not None:
+        if self._depth or self.counted is not None or self.framework is not None:
             return
         out = output[0] if isinstance(output, (tuple, list)) and output else output
+        if isinstance(out, Mapping):  # a Hugging Face ModelOutput: its loss or logits
+            out = next((v for v in out.values() if isinstance(v, torch.Tensor)), None)
         if getattr(out, "requires_grad", False):
             self.training_forward = True
             return
