@@ -9,7 +9,12 @@
   Llama, gradient accumulation 2, the Trainer's default scheduler, synthetic
   data): the Trainer's own steps (``on_step_end``), each with its 2
   micro-batches, forward and backward per line of transformers' files
-  (``--include transformers``)."""
+  (``--include transformers``);
+* an accelerate loop with ``accelerator.accumulate(model)``
+  (``tests/data/scripts/hf/accelerated.py``) under ``accelerate launch`` (2 ranks:
+  torchrun's agent in accelerate's own process) and ``python -m
+  accelerate.commands.launch --cpu`` (its simple launcher: one child process):
+  every rank profiled, a step an update (the loss line runs twice per step)."""
 
 from __future__ import annotations
 
@@ -88,3 +93,67 @@ def test_a_trainers_steps_are_its_own_each_with_its_micro_batches(trainer) -> No
     assert doc["totals"]["forward_time_us"] > 0 and doc["totals"]["backward_time_us"] > 0
     assert s["data_file"] == "accelerate/data_loader.py"  # the loader the Trainer iterates
     assert doc["reconciliation"]["reference_us"] == doc["totals"]["wall_us_median"] > 0
+
+
+ACCELERATE_DEFAULTS = ("--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no")
+
+
+def _accelerated_lines(doc: dict, ws: Path) -> dict[str, dict]:
+    src = (ws / "hf" / "accelerated.py").read_text().splitlines()
+    by_line = {ln["line"]: ln for ln in doc["lines"] if ln["file"] == "hf/accelerated.py"}
+    return {
+        text: by_line[src.index(text) + 1]
+        for text in (
+            "            loss = torch.nn.functional.cross_entropy(model(x), y)",
+            "            optimizer.step()",
+        )
+    }
+
+
+def test_accelerate_launch_profiles_every_rank_and_a_step_is_an_update(tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    out = tmp_path / "out.json"
+    proc, _ = lens_run(
+        ws, tmp_path, "--no-store", "--steps", "3:3", "--json", str(out), "--",
+        "accelerate", "launch", "--multi_gpu", "--num_processes", "2", *ACCELERATE_DEFAULTS,
+        "hf/accelerated.py",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "12 updates on 2 processes" in proc.stdout
+    doc = json.loads(out.read_text())
+    assert doc["script"]["launcher"] == "accelerate" and doc["script"]["detector"] == "optimizer"
+    assert doc["world_size"] == 2 and [r["rank"] for r in doc["ranks"]] == [0, 1]
+    lines = _accelerated_lines(doc, ws)
+    loss, step = lines.values()
+    assert loss["hits"] == 2  # both micro-batches of the update inside its step
+    assert step["self_time_us"] > 0 and loss["backward_self_time_us"] > 0
+    assert sorted(p["rank"] for p in loss["per_rank"]) == [0, 1]
+    assert doc["script"]["data_file"] == "accelerate/data_loader.py"
+
+
+def test_python_m_accelerate_launch_on_one_cpu_process(tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    out = tmp_path / "out.json"
+    proc, _ = lens_run(
+        ws, tmp_path, "--no-store", "--steps", "3:3", "--json", str(out), "--",
+        "python", "-m", "accelerate.commands.launch", "--cpu", "--num_processes", "1", *ACCELERATE_DEFAULTS,
+        "hf/accelerated.py",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "12 updates on 1 processes" in proc.stdout
+    doc = json.loads(out.read_text())
+    assert doc["script"]["launcher"] == "accelerate" and not doc.get("ranks")
+    loss, step = _accelerated_lines(doc, ws).values()
+    assert loss["hits"] == 2 and step["self_time_us"] > 0
+
+
+def test_accelerate_launch_on_a_host_asks_for_python_m(tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    proc, _ = lens_run(
+        ws, tmp_path, "--no-store", "--host", "nowhere", "--", "accelerate", "launch", "hf/accelerated.py"
+    )
+    assert proc.returncode != 0
+    assert (
+        "give accelerate launch as python -m accelerate.commands.launch"
+        in proc.stderr.strip().splitlines()[-1]
+    )

@@ -86,8 +86,14 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--env takes K=V, got {item!r}")
         env[key] = value
     cwd = Path.cwd()
+    parsed = parse_command(command, cwd)
+    if args.host and parsed.launcher == "accelerate" and not _names_python(command[0]):
+        # the host's Python replaces the local interpreter word; accelerate's own script has none
+        raise UsageError(
+            "--host runs the host's Python: give accelerate launch as python -m accelerate.commands.launch …"
+        )
     req = engine.ScriptRequest(
-        command=parse_command(command, cwd),
+        command=parsed,
         cwd=cwd,
         steps=parse_steps(args.steps),
         exit_after=args.exit_after,
@@ -132,6 +138,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         raise LensError(f"{not_stored} (the table above is not saved; --no-store skips saving)")
     return code
+
+
+def _names_python(word: str) -> bool:
+    return os.path.basename(word).startswith(("python", "pypy"))
 
 
 def _header(result) -> str:  # type: ignore[no-untyped-def]
