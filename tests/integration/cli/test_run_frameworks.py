@@ -14,7 +14,11 @@
   (``tests/data/scripts/hf/accelerated.py``) under ``accelerate launch`` (2 ranks:
   torchrun's agent in accelerate's own process) and ``python -m
   accelerate.commands.launch --cpu`` (its simple launcher: one child process):
-  every rank profiled, a step an update (the loss line runs twice per step)."""
+  every rank profiled, a step an update (the loss line runs twice per step);
+* the forward and backward a closure runs inside ``optimizer.step(closure)``
+  (``tests/data/scripts/closure.py``, and Lightning's automatic optimization:
+  ``tests/data/scripts/lit.py``) are the model's lines' forward and backward,
+  and the optimizer's time is its own ops' alone."""
 
 from __future__ import annotations
 
@@ -157,3 +161,29 @@ def test_accelerate_launch_on_a_host_asks_for_python_m(tmp_path: Path) -> None:
         "give accelerate launch as python -m accelerate.commands.launch"
         in proc.stderr.strip().splitlines()[-1]
     )
+
+
+@pytest.mark.parametrize("script", ["closure.py", "lit.py"])
+def test_a_closures_forward_and_backward_are_not_optimizer_time(tmp_path: Path, script: str) -> None:
+    ws = project(tmp_path)
+    out = tmp_path / "out.json"
+    proc, _ = lens_run(
+        ws, tmp_path, "--no-store", "--steps", "3:3", "--json", str(out), "--", "python", script
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert doc["script"]["detector"] == "optimizer"
+    totals = doc["totals"]
+    (adamw,) = [o for o in doc["optimizers"] if o["name"] == "Optimizer.step#AdamW.step"]
+    # the optimizer's time is ops on its step's line alone (lit.py: trainer.fit(...), which
+    # holds Lightning's own ops too), none of the model's
+    step_line = next(ln for ln in doc["lines"] if (ln["file"], ln["line"]) == (adamw["file"], adamw["line"]))
+    assert totals["optimizer_time_us"] <= step_line["self_time_us"] + 0.01
+    assert adamw["self_time_us"] == pytest.approx(totals["optimizer_time_us"], rel=1e-6, abs=0.01)
+    # and the closure's forward and backward are the model's, on its lines
+    model = [ln for ln in doc["lines"] if ln["file"] == "tinylm/model.py"]
+    assert totals["forward_time_us"] > 0 and totals["backward_time_us"] > 0
+    assert sum(ln["self_time_us"] for ln in model) <= totals["forward_time_us"] + 0.01
+    assert sum(ln["backward_self_time_us"] for ln in model) <= totals["backward_time_us"] + 0.01
+    assert all(ln["backward_self_time_us"] > 0 for ln in model if "self.up(h)" in ln["text"])
+    assert "bwd self" in proc.stdout  # the table's backward columns

@@ -7,7 +7,9 @@
   and a step boundary there would cut that range in two, so from its first step
   on that optimizer's ``step`` gets an outer wrapper, on the instance (an LR
   scheduler's own wrapper is there), whose end is the boundary (the first step's
-  own boundary comes from the post-hook: it is never profiled).
+  own boundary comes from the post-hook: it is never profiled). A closure passed
+  to that ``step`` (Lightning's forward and backward run in it) is called in a
+  range of its own, so its ops are not counted as optimizer time.
 * ``forward``: with no optimizer, the outermost ``nn.Module`` forward whose
   output needs no grad (an inference or evaluation loop; a training forward is
   left to the optimizer that will follow it).
@@ -32,6 +34,7 @@ from typing import Any
 
 import torch
 
+from trainium_lens.harness.attribution.kinds import CLOSURE_RANGE
 from trainium_lens.harness.script.frameworks import unwatch_trainer, watch_trainer
 
 
@@ -118,6 +121,10 @@ class Detector:
         def step(opt: Any, *args: Any, **kwargs: Any) -> Any:
             depth = getattr(detector._inner, "depth", 0)
             detector._inner.depth = depth + 1
+            if args and callable(args[0]):
+                args = (_in_closure_range(args[0]), *args[1:])
+            elif callable(kwargs.get("closure")):
+                kwargs["closure"] = _in_closure_range(kwargs["closure"])
             try:
                 out = current(*args, **kwargs)
             finally:
@@ -207,6 +214,19 @@ class Detector:
                 frame.f_trace = local
             frame = frame.f_back
         sys.settrace(global_trace)
+
+
+def _in_closure_range(closure: Callable[[], Any]) -> Callable[[], Any]:
+    """The closure ``optimizer.step(closure)`` calls (Lightning's forward and
+    backward: inside torch's ``Optimizer.step#…`` range) in a range of its own, so
+    its ops are the model's, not optimizer time (``attribution/kinds.py``)."""
+
+    @functools.wraps(closure)
+    def ranged(*args: Any, **kwargs: Any) -> Any:
+        with torch.profiler.record_function(CLOSURE_RANGE):
+            return closure(*args, **kwargs)
+
+    return ranged
 
 
 def _resolve(target: str) -> tuple[Any, str]:
