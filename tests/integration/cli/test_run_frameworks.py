@@ -130,6 +130,8 @@ def test_accelerate_launch_profiles_every_rank_and_a_step_is_an_update(tmp_path:
     lines = _accelerated_lines(doc, ws)
     loss, step = lines.values()
     assert loss["hits"] == 2  # both micro-batches of the update inside its step
+    assert doc["script"]["micro_batches"] == 2  # AcceleratedOptimizer.step calls per update
+    assert "found by the optimizer detector, 2 micro-batches per step" in proc.stdout
     assert step["self_time_us"] > 0 and loss["backward_self_time_us"] > 0
     assert sorted(p["rank"] for p in loss["per_rank"]) == [0, 1]
     assert doc["script"]["data_file"] == "accelerate/data_loader.py"
@@ -149,6 +151,7 @@ def test_python_m_accelerate_launch_on_one_cpu_process(tmp_path: Path) -> None:
     assert doc["script"]["launcher"] == "accelerate" and not doc.get("ranks")
     loss, step = _accelerated_lines(doc, ws).values()
     assert loss["hits"] == 2 and step["self_time_us"] > 0
+    assert doc["script"]["micro_batches"] == 2
 
 
 def test_accelerate_launch_on_a_host_asks_for_python_m(tmp_path: Path) -> None:

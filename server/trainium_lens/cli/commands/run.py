@@ -156,8 +156,8 @@ def _header(result) -> str:  # type: ignore[no-untyped-def]
     found = f"found by the {s.detector} detector"
     if s.framework_steps:
         found += f" (its steps {s.framework_steps[0]}-{s.framework_steps[1]})"
-    if s.micro_batches:
-        found += f", {s.micro_batches} micro-batch{'es' if s.micro_batches > 1 else ''} per step"
+    if s.micro_batches and s.micro_batches > 1:  # gradient accumulation
+        found += f", {s.micro_batches} micro-batches per step"
     if s.skipped_steps:
         found += f", {s.skipped_steps} of them skipped by the optimizer (inf/NaN)"
     return f"{command}\n{steps}, {found}; {ref}\n"

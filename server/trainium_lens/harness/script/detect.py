@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from trainium_lens.harness.attribution.kinds import CLOSURE_RANGE
-from trainium_lens.harness.script.frameworks import unwatch_trainer, watch_trainer
+from trainium_lens.harness.script.frameworks import unwatch_frameworks, watch_frameworks
 
 
 class Detector:
@@ -60,6 +60,7 @@ class Detector:
         self.framework: str | None = None  # set at a framework's first step: its steps count
         self.step_info: dict | None = None  # the framework's word on the step that just ended
         self._micro = 0
+        self._calls = 0  # AcceleratedOptimizer.step calls since the last update (frameworks.py)
 
     def install(self) -> None:
         if self.step_on:
@@ -75,7 +76,7 @@ class Detector:
             mod.register_module_forward_hook(self._fwd_post, always_call=True),
         ]
         self.tried = ["optimizer step hooks", "outermost module forward (no grad)"]
-        watch_trainer(self)
+        watch_frameworks(self)
 
     def _drop_forward_hooks(self) -> None:
         """Global module hooks put every module call on torch's slow path (``_call_impl``
@@ -86,7 +87,7 @@ class Detector:
         self.forward_handles.clear()
 
     def remove(self) -> None:
-        unwatch_trainer()
+        unwatch_frameworks()
         for h in self.handles:
             h.remove()
         self.handles.clear()
@@ -103,7 +104,7 @@ class Detector:
 
     def _post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self.framework is None and optimizer is self.counted and not getattr(self._inner, "depth", 0):
-            self.boundary("optimizer")  # this call did not come through the wrapper
+            self._optimizer_boundary()  # this call did not come through the wrapper
 
     def _wrap(self, optimizer: Any) -> None:
         """The counted optimizer's ``step``, wrapped on the instance around whatever
@@ -130,11 +131,21 @@ class Detector:
             finally:
                 detector._inner.depth = depth
             if depth == 0 and opt is detector.counted and detector.framework is None:
-                detector.boundary("optimizer")  # after torch's Optimizer.step#… range closed
+                detector._optimizer_boundary()  # after torch's Optimizer.step#… range closed
             return out
 
         step._trainium_lens = True  # type: ignore[attr-defined]
         optimizer.step = types.MethodType(step, optimizer)
+
+    def _optimizer_boundary(self) -> None:
+        # accelerate's AcceleratedOptimizer.step, called on every micro-batch, steps the
+        # inner optimizer only when the gradients sync: the calls since the last update
+        self.step_info = {"micro_batches": self._calls} if self._calls else None
+        self._calls = 0
+        self.boundary("optimizer")
+
+    def accelerated_step_called(self) -> None:
+        self._calls += 1
 
     # -- a framework's own steps (frameworks.py) ----------------------------------
     def framework_step_begins(self, name: str) -> None:
@@ -150,6 +161,7 @@ class Detector:
         if self.framework != name:
             return
         self.step_info = {"framework_step": number, "micro_batches": self._micro, "skipped": skipped}
+        self._calls = 0
         self.boundary(name)
 
     # -- outermost forward ----------------------------------------------------

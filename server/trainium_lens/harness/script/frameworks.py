@@ -1,5 +1,7 @@
 """Where a training framework's steps are, told by the framework itself.
 
+* accelerate: ``AcceleratedOptimizer.step``'s calls counted, each a micro-batch
+  (the optimizer's hooks, which fire on updates only, end the steps).
 * Hugging Face ``Trainer`` (and every trainer built on transformers'
   ``CallbackHandler``): a callback is added to every handler the script's
   Trainers build (``CallbackHandler.__init__`` wrapped once
@@ -30,21 +32,46 @@ TRAINER_CALLBACKS = "transformers.trainer_callback"
 _watching: dict = {"detector": None}  # one per process: the callbacks report to it
 
 
-def watch_trainer(detector: Any) -> None:
-    """Add the step callback to every Trainer built from now on (``detector``: the
-    ``detect.Detector``, typed ``Any``: it imports this module)."""
+ACCELERATED_OPTIMIZER = "accelerate.optimizer"
+
+
+def watch_frameworks(detector: Any) -> None:
+    """Add the step callback to every Trainer built from now on, and count
+    accelerate's optimizer calls (``detector``: the ``detect.Detector``, typed
+    ``Any``: it imports this module)."""
     _watching["detector"] = detector
-    loaded = sys.modules.get(TRAINER_CALLBACKS)
-    if loaded is not None and hasattr(loaded, "CallbackHandler"):
-        _add_callback(loaded)
-    elif not any(isinstance(f, AfterImport) and f.name == TRAINER_CALLBACKS for f in sys.meta_path):
-        sys.meta_path.insert(0, AfterImport(TRAINER_CALLBACKS, _add_callback))
+    for name, then in ((TRAINER_CALLBACKS, _add_callback), (ACCELERATED_OPTIMIZER, _count_calls)):
+        loaded = sys.modules.get(name)
+        if loaded is not None:
+            then(loaded)
+        elif not any(isinstance(f, AfterImport) and f.name == name for f in sys.meta_path):
+            sys.meta_path.insert(0, AfterImport(name, then))
 
 
-def unwatch_trainer() -> None:
+def unwatch_frameworks() -> None:
     """The detector is gone: the callbacks already added say nothing more."""
     _watching["detector"] = None
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, AfterImport)]
+
+
+def _count_calls(module: Any) -> None:
+    """``AcceleratedOptimizer.step``: each call a micro-batch (``with
+    accelerator.accumulate(model):`` calls it on every one, and it steps the inner
+    optimizer only when the gradients sync, the update that ends the step)."""
+    cls = getattr(module, "AcceleratedOptimizer", None)
+    original = getattr(cls, "step", None)
+    if original is None or getattr(original, "_trainium_lens", False):
+        return
+
+    @functools.wraps(original)
+    def step(self: Any, *args: Any, **kwargs: Any) -> Any:
+        detector = _watching["detector"]
+        if detector is not None:
+            detector.accelerated_step_called()
+        return original(self, *args, **kwargs)
+
+    step._trainium_lens = True  # type: ignore[attr-defined]
+    cls.step = step  # type: ignore[union-attr]
 
 
 def _add_callback(module: Any) -> None:
