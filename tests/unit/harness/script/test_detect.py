@@ -91,3 +91,33 @@ def test_a_step_with_an_lr_scheduler_ends_where_the_optimizers_step_returns(buil
         assert opt.param_groups[0]["lr"] == 0.5 ** (3 if built == "after the first step" else 4)
     finally:
         d.remove()
+
+
+class _DictOut(torch.nn.Module):
+    """A model that returns a dict, as a Hugging Face model's ``ModelOutput`` is."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = _model()
+
+    def forward(self, x: torch.Tensor) -> dict:
+        logits = self.inner(x)
+        return {"loss": logits.sum(), "logits": logits}
+
+
+def test_a_dict_output_is_judged_by_its_first_tensor():
+    """A training forward that returns a dict (its loss needs grad) ends no step; an
+    evaluation forward of the same model (no grad) does."""
+    seen: list[str] = []
+    d = Detector(seen.append, None, "/nowhere")
+    d.install()
+    try:
+        model = _DictOut()
+        model(torch.randn(2, 4))["loss"].backward()
+        assert seen == []  # a training forward: the optimizer that follows will end the step
+        d.training_forward = False
+        with torch.no_grad():
+            model(torch.randn(2, 4))
+        assert seen == ["forward"]
+    finally:
+        d.remove()
