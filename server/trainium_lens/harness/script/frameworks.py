@@ -27,12 +27,8 @@ import sys
 from typing import Any
 
 TRAINER_CALLBACKS = "transformers.trainer_callback"
-
-
-_watching: dict = {"detector": None}  # one per process: the callbacks report to it
-
-
 ACCELERATED_OPTIMIZER = "accelerate.optimizer"
+_watching: dict = {"detector": None}  # one per process: the callbacks report to it
 
 
 def watch_frameworks(detector: Any) -> None:
@@ -43,7 +39,10 @@ def watch_frameworks(detector: Any) -> None:
     for name, then in ((TRAINER_CALLBACKS, _add_callback), (ACCELERATED_OPTIMIZER, _count_calls)):
         loaded = sys.modules.get(name)
         if loaded is not None:
-            then(loaded)
+            try:
+                then(loaded)
+            except Exception:  # a version this does not know: the optimizer's hooks count
+                pass
         elif not any(isinstance(f, AfterImport) and f.name == name for f in sys.meta_path):
             sys.meta_path.insert(0, AfterImport(name, then))
 
@@ -149,7 +148,10 @@ class AfterImport(importlib.abc.MetaPathFinder):
 
             def exec_module(self, module: Any) -> None:
                 loader.exec_module(module)
-                then(module)
+                try:
+                    then(module)
+                except Exception:  # never the script's import that fails: its steps go uncounted
+                    pass
 
         found.loader = _Loader()
         return found
