@@ -111,6 +111,9 @@ def boot() -> None:
             "torch.profiler cannot run together",
         )
         return
+    from trainium_lens.harness.runtime.quiet import quiet_kineto
+
+    quiet_kineto()  # before the script (or the harness) starts any profile
     if _may_be_xla(spec):
         # before torch_xla loads (the script's import, or the backend's right after
         # torch's): the HLO's source frames and torch-xla's device (xla/backend.py)
