@@ -156,7 +156,12 @@ export class ServerManager implements vscode.Disposable {
       options: { cwd: folder?.uri.fsPath, env: { ...process.env, PYTHONUNBUFFERED: "1" } },
     };
     const clientOptions: LanguageClientOptions = {
-      documentSelector: [{ scheme: "file", language: "python" }],
+      // files, and a notebook's Python cells (the server declares LSP 3.17 notebook sync;
+      // a cell's hints come from the results a kernel stored for its text: docs/notebooks.md)
+      documentSelector: [
+        { scheme: "file", language: "python" },
+        { notebook: "*", language: "python" },
+      ],
       outputChannel: this.output,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       initializationOptions: settingsPayload(this.settings()),

@@ -157,6 +157,18 @@ LAYER_BREAKS = [
         "The core's layers",
         "trainium_lens.model.leak -> trainium_lens.engine.runner",
     ),
+    (  # the notebook's in-process entry is the notebook's alone (notebook/run.py)
+        "server/trainium_lens/engine/leak.py",
+        "from trainium_lens.harness.eager import in_process\n\nRUN = in_process\n",
+        "The core imports from the harness only its contract modules",
+        "trainium_lens.engine.leak -> trainium_lens.harness.eager.in_process",
+    ),
+    (  # the notebook is the top layer: nothing below imports it
+        "server/trainium_lens/cli/leak.py",
+        "from trainium_lens.notebook import run\n\nRUN = run\n",
+        "The core's layers",
+        "trainium_lens.cli.leak -> trainium_lens.notebook.run",
+    ),
     (
         "server/trainium_lens/engine/leak.py",
         "from trainium_lens.targets.ssh.target import SshTarget\n\nTARGET = SshTarget\n",

@@ -90,7 +90,7 @@ def test_the_docs_that_comments_point_to_exist():
 #: dotted module (``trainium_lens.engine.runner``) a comment or docstring names.
 PATH_NAME = re.compile(r"(?<![\w./<>*-])((?:[A-Za-z_][\w-]*/)*[A-Za-z_]\w*\.(?:py|ts|mjs))\b")
 DOTTED_NAME = re.compile(r"\btrainium_lens(?:\.\w+)+")
-#: Paths that are not this repository's: torch's, torch-xla's and transformers' files,
+#: Paths that are not this repository's: torch's, torch-xla's, transformers' and accelerate's files,
 #: a user's file named as an example (``file.py`` the placeholder of a label), a
 #: benchmark's generated workspace, the harness's layout on a host's work dir.
 NOT_OURS = (
@@ -99,6 +99,7 @@ NOT_OURS = (
         "torch_xla/",
         "test/test_hlo_metadata.py",
         "transformers/",
+        "accelerate/",
         "modeling_llama.py",
         "modeling_gpt2.py",
     ),

@@ -147,6 +147,9 @@ def main() -> int:
     # stay ours, and go when the run does: at the end, on SIGTERM, on the lifeline.
     reaper.become_subreaper()
     signal.signal(signal.SIGTERM, _stopped)
+    from trainium_lens.harness.runtime.quiet import quiet_kineto
+
+    quiet_kineto()  # before any profile starts: kineto reads it once
     from trainium_lens.harness.events import HarnessError, internal_failure, open_event_stream
 
     events = open_event_stream()

@@ -217,7 +217,7 @@ def nproc_for(nproc: int | None, chosen: list[Marked], rel_file: str) -> int:
 #: harness it copies to a host ship together, so any change to the keys, their types
 #: or their meaning bumps it (docs/protocol.md, "The script spec").
 SCRIPT_SPEC_VERSION = 1
-LAUNCHERS = ("python", "torchrun")  # what runs the script on each node
+LAUNCHERS = ("python", "torchrun", "accelerate")  # what runs the script on each node
 WRAPPERS = ("srun",)  # what runs the launcher on an allocation's nodes
 _SCRIPT_REQUIRED = ("batch_id", "workspace_root", "run_dir", "command")
 

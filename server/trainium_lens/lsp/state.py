@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -27,6 +28,7 @@ from trainium_lens.lsp import library_files
 from trainium_lens.lsp.protocol import LensProtocol
 from trainium_lens.lsp.runs import Annotations, DocumentRuns, RunIndex
 from trainium_lens.lsp.settings import Settings
+from trainium_lens.model.cells import cell_file
 from trainium_lens.model.codec import visible
 
 if TYPE_CHECKING:
@@ -51,6 +53,10 @@ class Closeable(Protocol):
     def close(self) -> None: ...
 
 
+#: The scheme of a notebook cell's text document (VS Code's; LSP 3.17 notebook sync).
+CELL_SCHEME = "vscode-notebook-cell"
+
+
 class LensServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
@@ -58,6 +64,15 @@ class LensServer(LanguageServer):
             __version__,
             protocol_cls=LensProtocol,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            # LSP 3.17: a notebook's Python cells arrive as text documents of their own
+            # (``vscode-notebook-cell:`` URIs, cell-local positions; docs/notebooks.md)
+            notebook_document_sync=types.NotebookDocumentSyncOptions(
+                notebook_selector=[
+                    types.NotebookDocumentFilterWithCells(
+                        cells=[types.NotebookCellLanguage(language="python")], notebook="*"
+                    )
+                ]
+            ),
         )
         self.settings = Settings()
         self.indexes: dict[Path, RunIndex] = {}
@@ -153,8 +168,10 @@ class LensServer(LanguageServer):
         return index
 
     def document_runs(self, uri: str) -> DocumentRuns | None:
-        """Run state of a ``file:`` document (created on first use)."""
+        """Run state of a ``file:`` document or a notebook cell (created on first use)."""
         runs = self.documents.get(uri)
+        if uri.startswith(CELL_SCHEME + ":"):
+            return self._cell_runs(uri, runs)
         if runs is not None:
             return runs
         path_str = to_fs_path(uri) if uri.startswith("file:") else None
@@ -177,6 +194,56 @@ class LensServer(LanguageServer):
         index.refresh()
         runs = self.documents[uri] = DocumentRuns(uri, rel, index)
         return runs
+
+    def _cell_runs(self, uri: str, runs: DocumentRuns | None) -> DocumentRuns | None:
+        """A cell's results are those of its text (``model/cells.py``): the name its text
+        gives it now, or, once edited, the name its text gave it before, while no result
+        knows the new text (its lines then read stale, as an edited file's do). Never a
+        path from the cell's URI but the notebook's, for its workspace."""
+        try:
+            text = self.workspace.get_text_document(uri).source
+        except Exception:  # noqa: BLE001 - a cell this server was never sent
+            return runs
+        file = cell_file(text)
+        if runs is not None and (runs.file == file or not runs.index.current_touching(file)):
+            return runs
+        notebook = Path(unquote(urlparse(uri).path) or "/").resolve()
+        index = runs.index if runs is not None else self.index_for(self.workspace_for(notebook))
+        index.refresh()
+        runs = self.documents[uri] = DocumentRuns(uri, file, index)
+        runs.replace_all(self.doc_lines(uri)[0])
+        return runs
+
+    def document_opened(self, uri: str) -> None:
+        """A document (or a notebook cell) opened: its stored runs placed on its lines."""
+        runs = self.document_runs(uri)
+        if runs is None:
+            return
+        if runs.index.refresh():  # runs added outside this server (the CLI, a kernel)
+            for other in self.documents.values():
+                other.invalidate()
+        lines, _ = self.doc_lines(uri)
+        runs.replace_all(lines)
+        self.views_changed([uri])
+
+    def document_changed(self, uri: str, changes: Sequence[types.TextDocumentContentChangeEvent]) -> None:
+        """Edits: the annotations move with their lines."""
+        runs = self.documents.get(uri)
+        if runs is None:
+            return
+        for change in changes:
+            if isinstance(change, types.TextDocumentContentChangePartial):
+                r = change.range
+                runs.apply_change(
+                    (r.start.line, r.start.character), (r.end.line, r.end.character), change.text
+                )
+            else:
+                runs.replace_all(self.doc_lines(uri)[0])
+        self.views_changed_soon(uri)
+
+    def document_closed(self, uri: str) -> None:
+        self.documents.pop(uri, None)
+        self._lines.pop(uri, None)
 
     def doc_lines(self, uri: str) -> tuple[list[str], int | None]:
         """The document's lines (no line ends), cached per version."""

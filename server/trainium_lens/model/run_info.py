@@ -88,7 +88,13 @@ class ScriptRun:
     launcher: str = "python"  # "python" | "torchrun"
     steps: list[int] = field(default_factory=list)  # [N, M]: the measured steps asked for
     profiled_steps: list[int] = field(default_factory=list)  # [first, last] recorded (cpu: with twins)
-    detector: str = ""  # "optimizer" | "forward" | "step-on": what found the steps
+    detector: str = ""  # "optimizer" | "forward" | "step-on" | "trainer": what found the steps
+    # what a framework's detector (``harness/script/frameworks.py``) said of the window's
+    # steps: its own step numbers (the Trainer's ``global_step``) of the first and last,
+    # the micro-batches each step held (gradient accumulation), the updates it skipped
+    framework_steps: list[int] = field(default_factory=list)
+    micro_batches: int | None = None
+    skipped_steps: int = 0
     reference_before: int = 0  # unprofiled steps timed before the window (the reference)
     reference_after: int = 0  # and after it
     # the step's wait for data: a DataLoader's __next__ per step (median over the

@@ -2,11 +2,12 @@
 
 ``parse_command`` tells a Python (``python [-m] SCRIPT|MODULE …``, any interpreter
 by name or path) from torchrun (``torchrun …`` or ``python -m
-torch.distributed.run …``), finds the script the steps run in (its workspace,
-its ``if __name__ == "__main__":`` line), and refuses, in one line each, what
-the harness cannot be injected into: a command that is not Python, and
-``-I``/``-E``/``-S``, which make Python ignore ``PYTHONPATH`` or ``site`` (the
-harness would never arm).
+torch.distributed.run …``) and accelerate's launcher (``accelerate launch …`` or
+``python -m accelerate.commands.launch …``: torchrun underneath), finds the
+script the steps run in (its workspace, its ``if __name__ == "__main__":``
+line), and refuses, in one line each, what the harness cannot be injected
+into: a command that is not Python, and ``-I``/``-E``/``-S``, which make
+Python ignore ``PYTHONPATH`` or ``site`` (the harness would never arm).
 
 ``srun [its options] COMMAND`` wraps either (a job across nodes, docs/nodes.md):
 srun exports the caller's environment to every task by default, so the same
@@ -25,6 +26,15 @@ from trainium_lens.errors import UsageError
 PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[a-z]?(\.exe)?$")
 _TORCHRUN = re.compile(r"^torchrun(\.exe)?$")
 _TORCHRUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
+_ACCELERATE_MODULE = "accelerate.commands.launch"
+# ``accelerate launch``'s options that take no value (its parser, accelerate 1.16.0;
+# each also spelled with ``-`` for ``_``)
+_ACCELERATE_FLAGS = frozenset(
+    "--cpu --debug --downcast_bf16 --dynamo_use_dynamic --dynamo_use_fullgraph "
+    "--dynamo_use_regional_compilation --enable_cpu_affinity --fp8_use_autocast_during_eval --help "
+    "--module --multi_gpu --no_python --no_tpu_cluster --quiet --same_network --tpu --tpu_cluster "
+    "--tpu_use_sudo --use_deepspeed --use_fsdp --use_megatron_lm --use_parallelism_config -h -m -q".split()
+)
 # Python's own options that take a value (as a separate word or attached)
 _PY_VALUE = frozenset("cmWX")
 _PY_NO_ARM = {
@@ -62,10 +72,10 @@ _SRUN_FLAGS = frozenset(
 @dataclass
 class ScriptCommand:
     argv: list[str]
-    launcher: str  # "python" | "torchrun": what runs on each node
+    launcher: str  # "python" | "torchrun" | "accelerate": what runs on each node
     script: Path | None = None  # the file the steps run in (absolute), when known
     module: str | None = None  # python -m MODULE
-    nproc: int | None = None  # torchrun --nproc-per-node N
+    nproc: int | None = None  # torchrun --nproc-per-node N (accelerate launch --num_processes N)
     notes: list[str] = field(default_factory=list)
     wrapper: str | None = None  # "srun": the command's tasks run on the allocation's nodes
     inner: int = 0  # argv[inner] is the Python or torchrun (after the wrapper and its options)
@@ -105,10 +115,15 @@ def parse_command(argv: list[str], cwd: Path) -> ScriptCommand:
         return _srun(argv, cwd)
     if _TORCHRUN.match(name):
         return _torchrun(argv, argv[1:], cwd)
+    if name in ("accelerate", "accelerate.exe") and argv[1:2] == ["launch"]:
+        return _accelerate(argv, argv[2:], cwd)
+    if name in ("accelerate-launch", "accelerate-launch.exe"):
+        return _accelerate(argv, argv[1:], cwd)
     if not PYTHON.match(name):
         raise UsageError(
             f"{argv[0]} is not a Python command: run takes python [-m] SCRIPT|MODULE …, "
-            "torchrun … SCRIPT … or python -m torch.distributed.run …, or either behind srun …"
+            "torchrun … SCRIPT …, python -m torch.distributed.run …, accelerate launch … SCRIPT …, "
+            "or python or torchrun behind srun …"
         )
     i = 1
     while i < len(argv):
@@ -132,6 +147,8 @@ def parse_command(argv: list[str], cwd: Path) -> ScriptCommand:
                 if letter == "m":
                     if value in _TORCHRUN_MODULES:
                         return _torchrun(argv, argv[i + 1 :], cwd)
+                    if value == _ACCELERATE_MODULE:
+                        return _accelerate(argv, argv[i + 1 :], cwd)
                     return ScriptCommand(list(argv), "python", _module_file(value, cwd), module=value)
                 break
         i += 1
@@ -209,6 +226,43 @@ def _torchrun(argv: list[str], rest: list[str], cwd: Path) -> ScriptCommand:
     if not script.is_file():
         raise UsageError(f"no such script: {target}")
     return ScriptCommand(list(argv), "torchrun", script, nproc=nproc)
+
+
+def _accelerate(argv: list[str], rest: list[str], cwd: Path) -> ScriptCommand:
+    """``accelerate launch [its options] SCRIPT ARGS…``: one process (its simple
+    launcher: ``python SCRIPT`` as its child) or torchrun's agent in the launcher's
+    own process (``--multi_gpu``, ``--use_fsdp``, …: the workers its children)."""
+    i, nproc, module = 0, None, False
+    while i < len(rest) and rest[i].startswith("-"):
+        key, eq, value = rest[i].partition("=")
+        if not key.startswith("--") or len(key) == 2:
+            norm = key
+        else:
+            norm = "--" + key[2:].replace("-", "_")
+        if norm == "--no_python":
+            raise UsageError(
+                "accelerate launch --no_python runs no Python: run needs the script to be Python"
+            )
+        if norm in ("-m", "--module"):
+            module = True
+        if norm in _ACCELERATE_FLAGS or eq:
+            i += 1
+        else:
+            value = rest[i + 1] if i + 1 < len(rest) else ""
+            i += 2
+        if norm == "--num_processes" and value.isdigit():
+            nproc = int(value)
+    if i >= len(rest):
+        raise UsageError(
+            "accelerate launch names no script: run takes accelerate launch [its options] SCRIPT ARGS…"
+        )
+    target = rest[i]
+    if module:
+        return ScriptCommand(list(argv), "accelerate", _module_file(target, cwd), module=target, nproc=nproc)
+    script = (cwd / target).resolve()
+    if not script.is_file():
+        raise UsageError(f"no such script: {target}")
+    return ScriptCommand(list(argv), "accelerate", script, nproc=nproc)
 
 
 def _module_file(module: str, cwd: Path) -> Path | None:

@@ -18,8 +18,9 @@ p.add_argument("--block-size", type=int, default=64)
 p.add_argument("--grad-accum", type=int, default=1)
 # how a step ends, each as torch-xla's docs write it: torch_xla.sync() after the optimizer's
 # step; the loop body inside `with torch_xla.step():`; xm.optimizer_step + xm.mark_step();
-# the loss read in an xm.add_step_closure
-p.add_argument("--loop", choices=["sync", "step", "mark_step", "closure"], default="sync")
+# the loss read in an xm.add_step_closure; NxD's: batches from a MpDeviceLoader (a sync at each
+# batch), xm.mark_step() before the optimizer steps (its graph runs at the loader's next batch)
+p.add_argument("--loop", choices=["sync", "step", "mark_step", "closure", "nxd"], default="sync")
 args = p.parse_args()
 
 device = torch_xla.device()
@@ -40,6 +41,53 @@ model = GPT(
 model.to(device)
 optimizer = model.configure_optimizers(0.1, 6e-4, (0.9, 0.95), "cpu")
 X, Y = get_batch()
+
+
+class StandInNxDOptimizer(torch.optim.Optimizer):
+    """A stand-in for NxD's ``NxDOptimizer``: an ``Optimizer`` subclass that wraps the
+    inner one and never runs ``Optimizer.__init__`` (so torch's step hooks are the inner one's)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    @property
+    def param_groups(self):
+        return self.inner.param_groups
+
+    def step(self, closure=None):
+        return self.inner.step(closure)
+
+    def zero_grad(self, set_to_none=True):
+        self.inner.zero_grad(set_to_none=set_to_none)
+
+
+def nxd_batches():
+    """Synthetic token batches from a CPU DataLoader, moved by a MpDeviceLoader (NxD's)."""
+    from torch.utils.data import DataLoader, TensorDataset
+    from torch_xla.distributed.parallel_loader import MpDeviceLoader
+
+    n = args.max_iters * args.grad_accum * args.batch_size
+    ix = torch.randint(len(data) - args.block_size, (n,))
+    x = torch.stack([data[i : i + args.block_size] for i in ix])
+    y = torch.stack([data[i + 1 : i + 1 + args.block_size] for i in ix])
+    loader = DataLoader(TensorDataset(x, y), batch_size=args.batch_size)
+    return MpDeviceLoader(loader, device)
+
+
+def nxd_loop():
+    """NxD's loop: one optimizer update per ``grad_accum`` batches, each batch a graph of its
+    own (the loader syncs), and ``xm.mark_step()`` before the optimizer's step."""
+    wrapped = StandInNxDOptimizer(optimizer)
+    for step, (x, y) in enumerate(nxd_batches()):
+        logits, loss = model(x, y)
+        loss = loss / args.grad_accum
+        loss.backward()
+        if (step + 1) % args.grad_accum == 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            xm.mark_step()
+            wrapped.step()
+            wrapped.zero_grad(set_to_none=True)
+            report(step // args.grad_accum, loss)
 
 
 def train_step():
@@ -69,7 +117,9 @@ def report(iter_num, loss):
 if args.loop != "sync":
     import torch_xla.core.xla_model as xm
 t0 = time.time()
-for iter_num in range(args.max_iters):
+if args.loop == "nxd":
+    nxd_loop()
+for iter_num in range(0 if args.loop == "nxd" else args.max_iters):
     if args.loop == "step":
         with torch_xla.step():
             loss = train_step()

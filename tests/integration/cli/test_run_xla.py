@@ -91,11 +91,14 @@ def test_the_loss_read_after_the_sync_is_a_wait_on_its_line(xla_run) -> None:
     assert "waits for the device" in sync["message"]
 
 
-@pytest.fixture(scope="module", params=["step", "mark_step"])
+@pytest.fixture(scope="module", params=["step", "mark_step", "nxd"])
 def loop_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple:
     """The same loop ending its steps another way torch-xla's docs write: the body inside
-    ``with torch_xla.step():`` (which syncs on entry and on exit), or data-parallel as
-    ``xm.optimizer_step(optimizer)`` + ``xm.mark_step()`` under ``torchrun --nproc-per-node 2``."""
+    ``with torch_xla.step():`` (which syncs on entry and on exit), data-parallel as
+    ``xm.optimizer_step(optimizer)`` + ``xm.mark_step()`` under ``torchrun --nproc-per-node 2``,
+    or NxD's: a ``MpDeviceLoader`` syncing at each batch, 2 batches per update, ``xm.mark_step()``
+    before the optimizer's step (its graph runs at the loader's next batch), the optimizer
+    wrapped by a stand-in for NxD's ``NxDOptimizer`` (never ran ``Optimizer.__init__``)."""
     tmp = tmp_path_factory.mktemp(f"xla-{request.param}")
     ws = tmp / "nanogpt"
     shutil.copytree(NANOGPT, ws)
@@ -105,6 +108,7 @@ def loop_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     launch = [str(XLA_PY)]
     if request.param == "mark_step":
         launch = [str(XLA_PY.parent / "torchrun"), "--nproc-per-node", "2"]
+    accumulate = ["--grad-accum", "2"] if request.param == "nxd" else []
     proc = subprocess.run(
         [
             sys.executable,
@@ -118,7 +122,7 @@ def loop_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
             "--json",
             str(out),
         ]
-        + ["--", *launch, "train_xla.py", "--max-iters", "8", "--loop", request.param],
+        + ["--", *launch, "train_xla.py", "--max-iters", "8", "--loop", request.param, *accumulate],
         cwd=ws,
         env=env,
         capture_output=True,
@@ -134,19 +138,29 @@ def test_every_step_shape_is_profiled_and_the_script_trains_to_its_end(loop_run)
     # the script's own output to its last step, its own status: the tool broke nothing
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     ranks = 2 if loop == "mark_step" else 1
-    assert proc.stdout.count("iter 7: loss") == ranks
+    assert proc.stdout.count("iter 7: loss") == ranks  # nxd: iter counts updates, 16 batches
     assert "calls no torch_xla.sync()" not in proc.stderr  # its own syncs end its steps
     doc = json.loads(out.read_text())
     r = doc["results"][0] if "results" in doc else doc
     assert r["script"]["detector"] == "optimizer" and r["script"]["profiled_steps"] == [3, 5]
-    assert r["signals"]["graphs_per_step"] == 1
+    # a step is an update: nxd's two micro-batch graphs and the optimizer's, run at the next batch
+    assert r["totals"]["steps"] == 3
+    assert r["signals"]["graphs_per_step"] == (3 if loop == "nxd" else 1)
     lines = {(s["file"], s["line"]): s for s in r["lines"]}
     c_fc = lines[(MODEL, line_of(ws / MODEL, "x = self.c_fc(x)"))]
     assert c_fc["self_time_us"] > 0 and c_fc["backward_self_time_us"] > 0
+    if ranks == 1:  # every micro-batch's forward in its update: 2·m·k·n per linear, two layers
+        assert c_fc["flops"] == (2 if loop == "nxd" else 1) * 2 * (2 * 256 * 128 * 512)
     if ranks > 1:  # each worker its own capture, merged per line per rank
         assert [p["rank"] for p in c_fc["per_rank"]] == [0, 1]
         assert all(p["self_time_us"] > 0 for p in c_fc["per_rank"])
-    stepping = "xm.optimizer_step(optimizer)" if loop == "mark_step" else "optimizer.step()"
-    assert lines[("train_xla.py", line_of(ws / "train_xla.py", stepping))]["self_time_us"] > 0
+    # the loss's .item() is the script's one host sync: the graphs its syncs sent run after
+    # they returned (nxd: at each batch), never counted on the call the host traced next
+    item = ("train_xla.py", line_of(ws / "train_xla.py", "lossf = loss.item()"))
+    assert {(s["file"], s["line"]) for s in r["signals"]["host_syncs"]} <= {item}
+    stepping = {"mark_step": "xm.optimizer_step(optimizer)", "nxd": "return self.inner.step(closure)"}
+    # nxd: on the stand-in wrapper's call of the inner optimizer, its innermost frame in the workspace
+    line = line_of(ws / "train_xla.py", stepping.get(loop, "optimizer.step()"))
+    assert lines[("train_xla.py", line)]["self_time_us"] > 0
     assert r["totals"]["optimizer_time_us"] > 0
     assert not left_running(str(out.parent / "cache"))

@@ -87,7 +87,7 @@ def test_an_unknown_key_is_named() -> None:
         ("batch_id", "", "a non-empty string"),
         ("command", [], "a non-empty list of strings"),
         ("command", "python t.py", "a non-empty list of strings"),
-        ("launcher", "mpirun", "one of python, torchrun"),
+        ("launcher", "mpirun", "one of python, torchrun, accelerate"),
         ("wrapper", "salloc", "null or one of srun"),
         ("script_rel", 3, "null or a non-empty string"),
         ("main_line", 0, "a 1-based line number"),

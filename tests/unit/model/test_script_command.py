@@ -32,6 +32,27 @@ def cwd(tmp_path: Path) -> Path:
         ),
         (["torchrun", "--nproc_per_node=2", "train.py"], "torchrun", "train.py"),
         (["python", "-m", "torch.distributed.run", "--nnodes", "1", "train.py"], "torchrun", "train.py"),
+        (
+            [
+                "accelerate",
+                "launch",
+                "--num_processes",
+                "2",
+                "--cpu",
+                "--mixed-precision=no",
+                "train.py",
+                "-x",
+            ],
+            "accelerate",
+            "train.py",
+        ),
+        (["accelerate-launch", "--multi-gpu", "train.py"], "accelerate", "train.py"),
+        (
+            ["python", "-m", "accelerate.commands.launch", "--num-processes", "2", "train.py"],
+            "accelerate",
+            "train.py",
+        ),
+        (["accelerate", "launch", "-m", "pkg.run"], "accelerate", "pkg/run.py"),
     ],
 )
 def test_launchers(cwd: Path, argv: list[str], launcher: str, script: str) -> None:
@@ -45,6 +66,7 @@ def test_torchrun_nproc_and_main_line(cwd: Path) -> None:
     cmd = parse_command(["torchrun", "--nproc-per-node", "4", "train.py"], cwd)
     assert cmd.nproc == 4
     assert cmd.main_line() == 4
+    assert parse_command(["accelerate", "launch", "--num-processes=3", "train.py"], cwd).nproc == 3
 
 
 @pytest.mark.parametrize(
@@ -58,6 +80,9 @@ def test_torchrun_nproc_and_main_line(cwd: Path) -> None:
         (["python", "missing.py"], "no such script"),
         (["torchrun", "--nproc-per-node", "2"], "names no script"),
         (["torchrun", "--no-python", "echo"], "--no-python"),
+        (["accelerate", "launch", "--num_processes", "2"], "names no script"),
+        (["accelerate", "launch", "--no-python", "echo"], "--no_python"),
+        (["accelerate", "env"], "not a Python command"),
         ([], "no command"),
     ],
 )

@@ -83,8 +83,14 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--env takes K=V, got {item!r}")
         env[key] = value
     cwd = Path.cwd()
+    parsed = parse_command(command, cwd)
+    if args.host and parsed.launcher == "accelerate" and not _names_python(command[0]):
+        # the host's Python replaces the local interpreter word; accelerate's own script has none
+        raise UsageError(
+            "--host runs the host's Python: give accelerate launch as python -m accelerate.commands.launch …"
+        )
     req = engine.ScriptRequest(
-        command=parse_command(command, cwd),
+        command=parsed,
         cwd=cwd,
         steps=parse_steps(args.steps),
         exit_after=args.exit_after,
@@ -129,6 +135,10 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
+def _names_python(word: str) -> bool:
+    return os.path.basename(word).startswith(("python", "pypy"))
+
+
 def _header(result) -> str:  # type: ignore[no-untyped-def]
     s = result.script
     if s is None:
@@ -138,7 +148,14 @@ def _header(result) -> str:  # type: ignore[no-untyped-def]
         steps += f" (recorded {s.profiled_steps[0]}-{s.profiled_steps[1]}: each with its unlabelled twin)"
     ref = f"reference: {s.reference_before} unprofiled steps before, {s.reference_after} after"
     command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(s.command))
-    return f"{command}\n{steps}, found by the {s.detector} detector; {ref}\n"
+    found = f"found by the {s.detector} detector"
+    if s.framework_steps:
+        found += f" (its steps {s.framework_steps[0]}-{s.framework_steps[1]})"
+    if s.micro_batches and s.micro_batches > 1:  # gradient accumulation
+        found += f", {s.micro_batches} micro-batches per step"
+    if s.skipped_steps:
+        found += f", {s.skipped_steps} of them skipped by the optimizer (inf/NaN)"
+    return f"{command}\n{steps}, {found}; {ref}\n"
 
 
 def _progress(progress: Progress, exit_after: bool):  # type: ignore[no-untyped-def]

@@ -8,6 +8,7 @@ steps divided by their number; spreads are over the active steps.
 
 from __future__ import annotations
 
+import linecache
 import os
 import re
 import statistics
@@ -58,11 +59,12 @@ class SourceText:
     def line(self, rel: str, line: int) -> str:
         lines = self._cache.get(rel)
         if lines is None:
+            path = self.locate(rel) if self.locate else os.path.join(self.root, rel)
             try:
-                path = self.locate(rel) if self.locate else os.path.join(self.root, rel)
                 lines = source_lines(read_source(path))  # its coding declaration honoured
             except (OSError, UnicodeDecodeError, SyntaxError):
-                lines = []
+                # a notebook cell is on no disk: its kernel keeps its text in linecache
+                lines = source_lines("".join(linecache.getlines(path)))
             self._cache[rel] = lines
         return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 

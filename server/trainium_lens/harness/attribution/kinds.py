@@ -4,7 +4,7 @@ goes to. ``tree.py`` (the pass's entry) and ``walk.py`` (the pass) read them."""
 
 from __future__ import annotations
 
-OTHER, OP, REGION, STEP, LABEL, BACKWARD, OPTIM = 0, 1, 2, 3, 4, 5, 6
+OTHER, OP, REGION, STEP, LABEL, BACKWARD, OPTIM, CLOSURE = 0, 1, 2, 3, 4, 5, 6, 7
 FWD, BWD, RECOMPUTE, OPTIMIZER = 0, 1, 2, 3  # phases (OPTIMIZER: totals only)
 PHASES = ("forward", "backward", "recompute", "optimizer")
 MAX_WINDOWS = 256  # per line: enough to place a line on the timeline, bounded memory
@@ -15,6 +15,10 @@ REGION_PREFIX = "Torch-Compiled Region"
 COMPILED_BACKWARD = "CompiledFunctionBackward"
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 OPTIM_PREFIXES = ("Optimizer.step#", "Optimizer.zero_grad#")
+# the closure an optimizer's step calls (``optimizer.step(closure)``: Lightning's
+# forward and backward, LBFGS's re-evaluations), in a range of the harness's own
+# (``script/detect.py``): its ops are the model's, not the optimizer's
+CLOSURE_RANGE = "trainium_lens: optimizer closure"
 _NOT_OPS = frozenset({"profiler", "torch", "autograd"})
 
 
@@ -29,6 +33,8 @@ def classify(name: str, labels: dict) -> int:
         return BACKWARD
     if name.startswith(OPTIM_PREFIXES):
         return OPTIM
+    if name == CLOSURE_RANGE:
+        return CLOSURE
     i = name.find("::")
     if i > 0 and " " not in name[:i] and name[:i] not in _NOT_OPS:
         return OP

@@ -25,7 +25,9 @@ Definitions (docs/harness.md, "Line attribution" and "Backward"):
   ``Function.backward``); unlabelled ops with a ``sequence_nr`` there are
   recompute too, on the node's line (where torch gave no hook to label them);
 * ops under ``Optimizer.step#…``/``Optimizer.zero_grad#…`` are forward ops of
-  their line, and also counted as optimizer time;
+  their line, and also counted as optimizer time, except those of the closure the
+  step called (``kinds.CLOSURE_RANGE``: Lightning's forward and backward), which
+  are the model's own;
 * events with no line: ``unattributed``. The sums reconcile by construction.
 
 Calibration (cpu clock): an event at nesting depth d loses ``per_depth × d``,

@@ -10,6 +10,7 @@ from trainium_lens.harness.attribution.kinds import (
     BACKWARD,
     BACKWARD_PREFIX,
     BWD,
+    CLOSURE,
     FWD,
     LABEL,
     MAX_WINDOWS,
@@ -168,6 +169,8 @@ class Walk:
                     opt = out.optimizers[name] = OptimizerFigures(chain[-1] if chain else None)
                 opt.calls += 1
                 ctx = _copy(ctx, opt=opt)
+            elif kind == CLOSURE:
+                ctx = _copy(ctx, opt=None)  # the closure's forward and backward: no optimizer time
             elif kind == OP or kind == REGION:
                 te = next(twin) if twin is not None else e  # the plain twin's event: its time
                 tr = te.time_range

@@ -41,7 +41,14 @@ class Session:
     """State shared by the functions of one batch."""
 
     def __init__(
-        self, spec: Spec, events: EventStream, backend: Any, module: Any, user: UserCode, rel_file: str
+        self,
+        spec: Spec,
+        events: EventStream,
+        backend: Any,
+        module: Any,
+        user: UserCode,
+        rel_file: str,
+        watch: CompileWatch | None = None,  # a kernel's one watch: it patches dynamo once per process
     ):
         self.spec = spec
         self.events = events
@@ -49,7 +56,7 @@ class Session:
         self.module = module
         self.user = user
         self.rel_file = rel_file
-        self.watch = CompileWatch(user)
+        self.watch = watch or CompileWatch(user)
         self.watch.install()
         self.labeler = LineLabeler(user, invoke.__code__, device_backend=backend.device != "cpu")
         self.include_hooks = IncludeHooks(user, self.labeler.mode)  # --include: inside F.* too
@@ -80,11 +87,16 @@ class Session:
 
 def profile_function(s: Session, marked: Marked, index: int, protocol: dict) -> dict:
     """inputs → first calls → profiled steps → attribution → trace → timing → result."""
-    run_id = f"{s.spec.batch_id}-{index}"
     fn = marked_function(s, marked)
     s.events.stage("inputs", marked.name, "preparing inputs")
     args, kwargs = inputs(s, marked, fn)
-    call = Call(s, fn, args, kwargs, marked.name)
+    return profile_call(s, marked, index, protocol, Call(s, fn, args, kwargs, marked.name))
+
+
+def profile_call(s: Session, marked: Marked, index: int, protocol: dict, call: Call) -> dict:
+    """The protocol on a function already found with its inputs (a marked function, or
+    a notebook cell in its own kernel: eager/in_process.py)."""
+    run_id = f"{s.spec.batch_id}-{index}"
     first_output, compiles_from = _first_calls(
         call, lambda first: output(s, marked.name, first, variant_key(marked))
     )

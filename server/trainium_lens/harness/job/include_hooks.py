@@ -99,6 +99,16 @@ class IncludeHooks:
     def suspended(self) -> Iterator[None]:
         """The originals back while the unprofiled wall is timed: the user's code
         runs without the checks it would never have without the harness."""
+        patched = self.restore()
+        try:
+            yield
+        finally:
+            for names, name in patched:
+                names[name] = self.replacements[name]
+
+    def restore(self) -> list[tuple[dict, str]]:
+        """The originals back in every module patched (for good at the end of a run in
+        a process that lives on: a notebook's kernel); what was put back."""
         patched = []
         for module in list(sys.modules.values()):
             names = getattr(module, "__dict__", None)
@@ -108,11 +118,8 @@ class IncludeHooks:
                 if names.get(name) is self.replacements[name]:
                     names[name] = self.checks.originals[name]
                     patched.append((names, name))
-        try:
-            yield
-        finally:
-            for names, name in patched:
-                names[name] = self.replacements[name]
+        self._seen = 0
+        return patched
 
     def _included(self, file: str) -> bool:
         path = os.path.realpath(file)

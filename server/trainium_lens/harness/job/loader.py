@@ -40,6 +40,10 @@ class UserCode:
         self._files: dict[str, str | None] = {}
         self.include = list(include or [])
         self.library_files: dict[str, str] = {}  # module path -> absolute path (included files)
+        # A notebook kernel's cells: a file name the kernel compiled a cell under, to the
+        # name results give it (eager/in_process.py); their text lives in linecache.
+        self.cell_name: Callable[[str], str | None] | None = None
+        self.cell_files: dict[str, str] = {}  # name in results -> the kernel's file name
 
     def _included(self, path: str) -> str | None:
         for location, root in self.include:
@@ -51,7 +55,8 @@ class UserCode:
 
     def abspath(self, rel: str) -> str:
         """Where a result's file lies on this host."""
-        return self.library_files.get(rel) or os.path.join(self.root, *rel.split("/"))
+        found = self.library_files.get(rel) or self.cell_files.get(rel)
+        return found or os.path.join(self.root, *rel.split("/"))
 
     def relpath(self, filename: str) -> str | None:
         """The workspace-relative POSIX path of a user file, else None (cached)."""
@@ -60,6 +65,11 @@ class UserCode:
         except KeyError:
             pass
         rel = None
+        cell = self.cell_name(filename) if self.cell_name and filename else None
+        if cell is not None:
+            self.cell_files[cell] = filename
+            self._files[filename] = cell
+            return cell
         if filename and not filename.startswith("<"):
             path = os.path.realpath(filename)
             if self.include:

@@ -2,8 +2,9 @@
 dies with its starter), the warm fork server (``worker``), calling the user's
 code (``call``), which backend a run gets (``choose``), what the host did to the
 process while it was measured (``host``: ``HostWindow``) and torch.profiler
-started without importing inductor (``lazy_inductor``). ``eager/``, ``work/``,
-``xla/``, ``script/`` and ``torchrun/`` import ``call``, ``host``, ``lifeline``
-and ``lazy_inductor``, which import none of them; ``choose`` (it picks among the
+started without importing inductor (``lazy_inductor``), kineto's log lines kept
+off the terminal (``quiet``). ``eager/``, ``work/``, ``xla/``, ``script/`` and
+``torchrun/`` import ``call``, ``host``, ``lifeline``, ``lazy_inductor`` and
+``quiet``, which import none of them; ``choose`` (it picks among the
 backends) and ``worker`` (it runs whole jobs) sit above the protocols.
 """

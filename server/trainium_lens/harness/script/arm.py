@@ -6,7 +6,9 @@ while ``TRAINIUM_LENS_RUN`` names a spec. Which one is armed:
 * ``python SCRIPT``: the first Python (the command itself). It removes the
   variable from its environment at once, so nothing it starts (DataLoader
   workers, compile workers, ``subprocess`` children) ever arms.
-* ``torchrun``: the first Python is the agent: it only records its pid
+* ``torchrun`` (and ``accelerate launch``, torchrun's agent in its own process
+  or, for one process, the parent of ``python SCRIPT`` without ``LOCAL_RANK``,
+  armed as its one worker): the first Python is the agent: it only records its pid
   (``AGENT_ENV``) and the exception that ends it, if one does
   (``launcher_error``), and stays unarmed; its direct children that carry
   ``LOCAL_RANK`` are the workers, each armed (and each clears the variable).
@@ -111,6 +113,9 @@ def boot() -> None:
             "torch.profiler cannot run together",
         )
         return
+    from trainium_lens.harness.runtime.quiet import quiet_kineto
+
+    quiet_kineto()  # before the script (or the harness) starts any profile
     if _may_be_xla(spec):
         # before torch_xla loads (the script's import, or the backend's right after
         # torch's): the HLO's source frames and torch-xla's device (xla/backend.py)
@@ -136,13 +141,15 @@ def _may_be_xla(spec: ScriptSpec) -> bool:
 
 
 def _role(spec: ScriptSpec) -> str:
-    if spec.launcher != "torchrun":
+    if spec.launcher not in ("torchrun", "accelerate"):
         return "main"
     agent = os.environ.get(AGENT_ENV)
     if not agent:
         os.environ[AGENT_ENV] = str(os.getpid())
         return "agent"
-    if agent == str(os.getppid()) and "LOCAL_RANK" in os.environ:
+    # accelerate launch: torchrun's agent in its own process (its workers carry
+    # LOCAL_RANK), or its simple launcher, whose one child runs the script without it
+    if agent == str(os.getppid()) and ("LOCAL_RANK" in os.environ or spec.launcher == "accelerate"):
         return "worker"
     return "other"
 

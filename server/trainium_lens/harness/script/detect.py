@@ -5,11 +5,18 @@
   One optimizer counts, the first that steps: several per step do not multiply
   the steps. The hooks run *inside* torch's ``Optimizer.step#…`` profiler range,
   and a step boundary there would cut that range in two, so from its first step
-  on the optimizer's class gets an outer wrapper whose end is the boundary (the
-  first step's own boundary comes from the post-hook: it is never profiled).
+  on that optimizer's ``step`` gets an outer wrapper, on the instance (an LR
+  scheduler's own wrapper is there), whose end is the boundary (the first step's
+  own boundary comes from the post-hook: it is never profiled). A closure passed
+  to that ``step`` (Lightning's forward and backward run in it) is called in a
+  range of its own, so its ops are not counted as optimizer time.
 * ``forward``: with no optimizer, the outermost ``nn.Module`` forward whose
   output needs no grad (an inference or evaluation loop; a training forward is
   left to the optimizer that will follow it).
+* a framework's own steps (``frameworks.py``: the Hugging Face Trainer's
+  callbacks), from its first step on: the optimizer's hooks and the forward's
+  then end no step; ``step_info`` holds what the framework said of the step
+  (its own step number, its micro-batches, whether the update was skipped).
 * ``step-on``: ``--step-on module.function`` (each call one step, its return
   the boundary) or ``--step-on FILE:LINE`` (each execution of the line one step,
   found with ``sys.settrace`` on that file's frames only).
@@ -21,14 +28,24 @@ import functools
 import os
 import sys
 import threading
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 
+from trainium_lens.harness.attribution.kinds import CLOSURE_RANGE
+from trainium_lens.harness.script.frameworks import unwatch_frameworks, watch_frameworks
+
 
 class Detector:
-    def __init__(self, boundary: Callable[[str], None], step_on: str | None, root: str):
+    def __init__(
+        self,
+        boundary: Callable[[str], None],
+        step_on: str | None,
+        root: str,
+        warn: Callable[[str], None] | None = None,
+    ):
         self.boundary = boundary  # called with the detector's name after each step
         self.step_on = step_on
         self.root = root
@@ -39,6 +56,11 @@ class Detector:
         self._inner = threading.local()
         self._depth = 0
         self.tried: list[str] = []
+        self.warn = warn or (lambda _message: None)
+        self.framework: str | None = None  # set at a framework's first step: its steps count
+        self.step_info: dict | None = None  # the framework's word on the step that just ended
+        self._micro = 0
+        self._calls = 0  # AcceleratedOptimizer.step calls since the last update (frameworks.py)
 
     def install(self) -> None:
         if self.step_on:
@@ -54,6 +76,7 @@ class Detector:
             mod.register_module_forward_hook(self._fwd_post, always_call=True),
         ]
         self.tried = ["optimizer step hooks", "outermost module forward (no grad)"]
+        watch_frameworks(self)
 
     def _drop_forward_hooks(self) -> None:
         """Global module hooks put every module call on torch's slow path (``_call_impl``
@@ -64,6 +87,7 @@ class Detector:
         self.forward_handles.clear()
 
     def remove(self) -> None:
+        unwatch_frameworks()
         for h in self.handles:
             h.remove()
         self.handles.clear()
@@ -75,34 +99,70 @@ class Detector:
     def _pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self.counted is None:
             self.counted = optimizer
-            self._wrap(type(optimizer))
+            self._wrap(optimizer)
             self._drop_forward_hooks()
 
     def _post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if optimizer is self.counted and not getattr(self._inner, "on", False):
-            self.boundary("optimizer")  # this call did not come through the wrapper
+        if self.framework is None and optimizer is self.counted and not getattr(self._inner, "depth", 0):
+            self._optimizer_boundary()  # this call did not come through the wrapper
 
-    def _wrap(self, cls: type) -> None:
-        original = cls.__dict__.get("step")
-        if original is None or getattr(original, "_trainium_lens", False):
+    def _wrap(self, optimizer: Any) -> None:
+        """The counted optimizer's ``step``, wrapped on the instance around whatever
+        ``optimizer.step`` is now: the class's method, or an LR scheduler's wrapper
+        (torch's ``torch/optim/lr_scheduler.py``, ``patch_track_step_called``, sets one on the instance
+        when the scheduler is built, calling the class's step as it was then, so a
+        wrapper put on the class later would never run). A bound method, so a
+        scheduler built later wraps it in turn (it takes ``opt.step.__func__``)."""
+        current = optimizer.step
+        if getattr(current, "_trainium_lens", False):
             return
         detector = self
 
-        @functools.wraps(original)
+        @functools.wraps(getattr(current, "__func__", current))
         def step(opt: Any, *args: Any, **kwargs: Any) -> Any:
-            if opt is not detector.counted:
-                return original(opt, *args, **kwargs)
-            detector._inner.on = True
+            depth = getattr(detector._inner, "depth", 0)
+            detector._inner.depth = depth + 1
+            if args and callable(args[0]):
+                args = (_in_closure_range(args[0]), *args[1:])
+            elif callable(kwargs.get("closure")):
+                kwargs["closure"] = _in_closure_range(kwargs["closure"])
             try:
-                out = original(opt, *args, **kwargs)
+                out = current(*args, **kwargs)
             finally:
-                detector._inner.on = False
-            detector.boundary("optimizer")
+                detector._inner.depth = depth
+            if depth == 0 and opt is detector.counted and detector.framework is None:
+                detector._optimizer_boundary()  # after torch's Optimizer.step#… range closed
             return out
 
         step._trainium_lens = True  # type: ignore[attr-defined]
-        step.hooked = True  # type: ignore[attr-defined]  # torch must not wrap it again
-        setattr(cls, "step", step)  # noqa: B010  (the class's own step, replaced)
+        optimizer.step = types.MethodType(step, optimizer)
+
+    def _optimizer_boundary(self) -> None:
+        # accelerate's AcceleratedOptimizer.step, called on every micro-batch, steps the
+        # inner optimizer only when the gradients sync: the calls since the last update
+        self.step_info = {"micro_batches": self._calls} if self._calls else None
+        self._calls = 0
+        self.boundary("optimizer")
+
+    def accelerated_step_called(self) -> None:
+        self._calls += 1
+
+    # -- a framework's own steps (frameworks.py) ----------------------------------
+    def framework_step_begins(self, name: str) -> None:
+        if self.framework is None:
+            self.framework = name
+            self._drop_forward_hooks()
+        self._micro = 1
+
+    def micro_batch_ends(self) -> None:
+        self._micro += 1
+
+    def framework_step_ends(self, name: str, number: int | None, skipped: bool) -> None:
+        if self.framework != name:
+            return
+        self.step_info = {"framework_step": number, "micro_batches": self._micro, "skipped": skipped}
+        self._calls = 0
+        self.boundary(name)
 
     # -- outermost forward ----------------------------------------------------
     def _fwd_pre(self, module: Any, args: Any) -> None:
@@ -110,9 +170,11 @@ class Detector:
 
     def _fwd_post(self, module: Any, args: Any, output: Any) -> None:
         self._depth = max(0, self._depth - 1)
-        if self._depth or self.counted is not None:
+        if self._depth or self.counted is not None or self.framework is not None:
             return
         out = output[0] if isinstance(output, (tuple, list)) and output else output
+        if isinstance(out, Mapping):  # a Hugging Face ModelOutput: its loss or logits
+            out = next((v for v in out.values() if isinstance(v, torch.Tensor)), None)
         if getattr(out, "requires_grad", False):
             self.training_forward = True
             return
@@ -164,6 +226,19 @@ class Detector:
                 frame.f_trace = local
             frame = frame.f_back
         sys.settrace(global_trace)
+
+
+def _in_closure_range(closure: Callable[[], Any]) -> Callable[[], Any]:
+    """The closure ``optimizer.step(closure)`` calls (Lightning's forward and
+    backward: inside torch's ``Optimizer.step#…`` range) in a range of its own, so
+    its ops are the model's, not optimizer time (``attribution/kinds.py``)."""
+
+    @functools.wraps(closure)
+    def ranged(*args: Any, **kwargs: Any) -> Any:
+        with torch.profiler.record_function(CLOSURE_RANGE):
+            return closure(*args, **kwargs)
+
+    return ranged
 
 
 def _resolve(target: str) -> tuple[Any, str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 from typing import Any
 
 from trainium_lens.harness.attribution import build
@@ -110,9 +111,33 @@ def add_script_fields(run: Any, doc: dict) -> None:
         "reference_before": len(run.before),
         "reference_after": len(run.after),
     }
+    doc["script"].update(framework_fields(run.samples))
     if run.data_site is not None and run.data_waits:
         file, line = run.data_site
-        root = os.path.abspath(run.spec.workspace_root)
-        if os.path.abspath(file).startswith(root + os.sep):
-            file = os.path.relpath(os.path.abspath(file), root).replace(os.sep, "/")
+        file = _shown(file, os.path.abspath(run.spec.workspace_root))
         doc["script"].update(data_wait_us=statistics.median(run.data_waits), data_file=file, data_line=line)
+
+
+def framework_fields(samples: list[dict]) -> dict:
+    """What a framework said of the window's steps (``frameworks.py``): its own step
+    numbers, the micro-batches each step held, the updates it skipped (fp16 inf/NaN)."""
+    numbers = [s["framework_step"] for s in samples if s.get("framework_step") is not None]
+    micro = [s["micro_batches"] for s in samples if s.get("micro_batches")]
+    out: dict = {}
+    if numbers:
+        out["framework_steps"] = [numbers[0], numbers[-1]]
+    if micro:
+        out["micro_batches"] = statistics.median_low(micro)
+        out["skipped_steps"] = sum(1 for s in samples if s.get("skipped"))
+    return out
+
+
+def _shown(file: str, root: str) -> str:
+    """A file as the result names it: relative to the workspace, else to the
+    ``sys.path`` entry it was imported from (a framework's loader:
+    ``accelerate/data_loader.py``), else as it is."""
+    path = os.path.abspath(file)
+    for base in [root] + sorted((os.path.abspath(p) for p in sys.path if p), key=len, reverse=True):
+        if path.startswith(base + os.sep):
+            return os.path.relpath(path, base).replace(os.sep, "/")
+    return file

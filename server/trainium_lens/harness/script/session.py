@@ -91,7 +91,7 @@ class ScriptRun:
         self._prepare()
         measured = self.last_measured - self.first + 1
         self.window_last = self.first + measured * (2 if self.paired else 1) - 1
-        self.detector = Detector(self._boundary, self.spec.step_on, self.user.root)
+        self.detector = Detector(self._boundary, self.spec.step_on, self.user.root, self.events.warning)
         try:
             self.detector.install()
         except ValueError as exc:  # a --step-on that names nothing: the script runs on, unprofiled
@@ -147,6 +147,7 @@ class ScriptRun:
         wall = (now - self.t_last) * 1e6 if self.t_last is not None else None
         if self.first <= k <= self.window_last:
             d = self.delay.read_us()
+            self.samples[-1].update(self.detector.step_info or {})  # a framework's word on it
             self.samples[-1]["wall_us"] = wall
             self.samples[-1]["delay_us"] = None if d is None or self.d0 is None else d - self.d0
         elif wall is not None and 2 <= k < self.first:

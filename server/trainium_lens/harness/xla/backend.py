@@ -143,10 +143,11 @@ class XlaBackend(Backend):
         return int(data[0]) if data else 0
 
     def executions(self) -> int:
-        """Graphs torch-xla has executed so far (its ``ExecuteComputation`` counter)."""
-        from trainium_lens.harness.xla.syncs import EXECUTE
+        """Graphs torch-xla has executed so far, counted when the host hands them to the
+        runtime: at the sync that ends a step, not when they run (``xla/syncs.py``)."""
+        from trainium_lens.harness.xla.syncs import scheduled
 
-        return int(self.met.counter_value(EXECUTE) or 0)
+        return int(scheduled(self.met.counter_value))
 
     def artifacts(self, run_dir: str) -> dict:
         """On Neuron: the NEFFs this run compiled (the fresh cache holds only them;

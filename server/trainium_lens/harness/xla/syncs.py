@@ -4,10 +4,16 @@ CPU, in the middle of a step.
 ``xla/tags.py``'s mode calls ``SyncCounter`` around each torch call of a measured
 step: counters before, the call, counters after (``torch_xla.debug.metrics``, read
 through ``torch_xla._XLAC._xla_counter_value``: under a microsecond a read). A
-call that made torch-xla execute a graph (``ExecuteComputation``) or copy to the
-host (``xla::_to_cpu``; ``.item()`` bumps ``aten::_local_scalar_dense``) is a
+call that made torch-xla execute a graph (``SCHEDULED``) or copy to the host
+(``xla::_to_cpu``; ``.item()`` bumps ``aten::_local_scalar_dense``) is a
 host–device sync on its line; one that bumped another ``aten::*`` counter ran that
 op on the CPU (torch-xla's fallback).
+
+A graph is counted where the host handed it to the runtime (its compile or cache
+lookup, on the calling thread), not by ``ExecuteComputation``: the runtime bumps
+that one when the graph runs, after a ``torch_xla.sync()`` has returned, so it
+lands in whatever call the host traces next (after a ``MpDeviceLoader``'s sync at
+each batch: the forward's first op, reported as a sync it never made).
 """
 
 from __future__ import annotations
@@ -16,12 +22,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-EXECUTE = "ExecuteComputation"
+# every graph the host executes is compiled or found compiled first, synchronously
+SCHEDULED = ("UncachedCompile", "CachedCompile")
 TO_CPU = "xla::_to_cpu"
 LOCAL_SCALAR = "aten::_local_scalar_dense"  # .item(): counted as a fallback by torch-xla, a sync here
 
 Place = tuple[str, int, str]  # (workspace-relative file, line, function)
 Counts = tuple[int, int, dict[str, int]]  # executions, transfers, fallback op -> runs
+
+
+def scheduled(counter: Callable[[str], Any]) -> int:
+    """Graphs the host has handed to the runtime so far (``counter``: a counter's value by name)."""
+    return sum(counter(name) or 0 for name in SCHEDULED)
 
 
 @dataclass
@@ -46,7 +58,7 @@ class SyncCounter:
     def counts(self) -> Counts:
         count = self._counter
         fallbacks = {n: count(n) or 0 for n in self._fallback_names()}
-        return count(EXECUTE) or 0, count(TO_CPU) or 0, fallbacks
+        return scheduled(count), count(TO_CPU) or 0, fallbacks
 
     def note(self, place: Place, name: str, before: Counts) -> None:
         """After the call ``name`` on ``place``: what moved since ``before``."""

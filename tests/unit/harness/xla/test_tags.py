@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from trainium_lens.harness.xla.syncs import EXECUTE, LOCAL_SCALAR
+from trainium_lens.harness.xla.syncs import LOCAL_SCALAR
 from trainium_lens.harness.xla.tags import DEPTH, TAG_PREFIX, StepTagger, tag_of
 
 
@@ -100,7 +100,7 @@ def test_syncs_and_fallbacks_are_counted_per_line_from_the_counters():
     tagger = StepTagger(relpath, None, xla=xlac)
     place = ("m.py", 7, "step")
     before = tagger.syncs.counts()
-    xlac.bump(EXECUTE)  # what .item() does mid-step: run the graph so far...
+    xlac.bump("CachedCompile")  # what .item() does mid-step: run the graph so far...
     xlac.bump(LOCAL_SCALAR)  # ...and copy one scalar (a "fallback" to torch-xla's counters)
     xlac.bump("xla::_to_cpu")
     tagger.syncs.note(place, "item", before)
@@ -109,6 +109,11 @@ def test_syncs_and_fallbacks_are_counted_per_line_from_the_counters():
     tagger.syncs.note(("m.py", 9, "step"), "nonzero", before)
     before = tagger.syncs.counts()
     tagger.syncs.note(("m.py", 11, "step"), "add", before)  # nothing moved: nothing noted
+    before = tagger.syncs.counts()
+    # the runtime running the graph an earlier sync sent (a MpDeviceLoader's, at each batch)
+    # bumps ExecuteComputation during whatever call comes next: not a sync of that call
+    xlac.bump("ExecuteComputation")
+    tagger.syncs.note(("m.py", 13, "step"), "arange", before)
     signals = tagger.syncs.signals(steps=2)
     [sync] = signals["host_syncs"]
     assert sync == {

@@ -1,0 +1,116 @@
+"""Benchmark: ``%%trainium_lens`` on a training-step cell in a real kernel (nbclient),
+against a plain ``time.perf_counter`` timing of the same cell body in the same kernel,
+timed just before and just after the magic (their mean cancels a steady drift).
+
+    .venv/bin/python bench/notebook_bench.py [--rounds 3]
+
+Prints per round: the cell's profiled figure per call (ops + host, the result's
+reconciliation) and its unprofiled wall median, each over the plain median; and the
+magic's own cost: the magic cell's whole time over (plain median × the runs it made).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "server"))
+sys.path.insert(0, str(ROOT))
+
+import nbformat  # noqa: E402
+from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402
+from jupyter_client.manager import KernelManager  # noqa: E402
+from nbclient import NotebookClient  # noqa: E402
+
+from trainium_lens.model.store import RunStore  # noqa: E402
+
+SETUP = """\
+import time, statistics, torch
+from torch import nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 256))
+x, y = torch.randn(64, 256), torch.randn(64, 256)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)"""
+BODY = """\
+out = model(x)
+loss = ((out - y) ** 2).mean()
+opt.zero_grad()
+loss.backward()
+opt.step()"""
+PLAIN = f"""\
+_code = compile({BODY!r}, "<plain>", "exec")
+for _ in range(30):
+    exec(_code)
+_t = []
+for _ in range(400):
+    _s = time.perf_counter(); exec(_code); _t.append(time.perf_counter() - _s)
+print("PLAIN", statistics.median(_t) * 1e6)"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="nb-bench-"))
+    work, kernels = root / "work", root / "kernels" / "lens"
+    work.mkdir()
+    kernels.mkdir(parents=True)
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "lens",
+        "language": "python",
+        "env": {
+            "PYTHONPATH": str(ROOT / "server"),
+            "TRAINIUM_LENS_CACHE": str(root / "cache"),
+            "OMP_NUM_THREADS": "1",  # one intra-op thread: a busy host's OpenMP barriers are not the cell
+        },
+    }
+    (kernels / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
+    cells = ["%load_ext trainium_lens", SETUP]
+    for _ in range(args.rounds):
+        cells += [
+            PLAIN,
+            "_t0 = time.perf_counter()",
+            "%%trainium_lens\n" + BODY,
+            'print("WHOLE", (time.perf_counter() - _t0) * 1e6)',
+            PLAIN,
+        ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    km = KernelManager(
+        kernel_name="lens", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(root / "kernels")])
+    )
+    NotebookClient(nb, km=km, timeout=900, resources={"metadata": {"path": str(work)}}).execute()
+    text = ["".join(o.get("text", "") for o in c.outputs) for c in nb.cells]
+    plain = [float(m) for t in text for m in re.findall(r"PLAIN ([\d.]+)", t)]
+    whole = [float(m) for t in text for m in re.findall(r"WHOLE ([\d.]+)", t)]
+    calls = [int(m) for t in text for m in re.findall(r"the cell ran (\d+) times", t)]
+    results = sorted(RunStore(work).load_all(), key=lambda r: r.run_id)
+    print("round  plain µs (before/after)  profiled/plain  wall/plain  runs  magic whole / (plain × runs)")
+    for i, r in enumerate(results):
+        before, after = plain[2 * i], plain[2 * i + 1]
+        base = (before + after) / 2
+        rec = r.reconciliation
+        print(
+            f"{i + 1:5}  {before:8.1f} / {after:8.1f}     {rec.profiled_us / base:13.3f}  "
+            f"{rec.reference_us / base:10.3f}  {calls[i]:4}  {whole[i] / (base * calls[i]):6.2f}"
+        )
+    print(
+        "median profiled/plain",
+        round(
+            statistics.median(
+                r.reconciliation.profiled_us / ((plain[2 * i] + plain[2 * i + 1]) / 2)
+                for i, r in enumerate(results)
+            ),
+            3,
+        ),
+    )
+
+
+if __name__ == "__main__":
+    main()

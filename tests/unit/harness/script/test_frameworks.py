@@ -1,0 +1,50 @@
+"""``harness/script/frameworks.py``: the step callback every Trainer's
+``CallbackHandler`` gets once the script has imported transformers' callbacks; a
+step ends at ``on_step_end``, its micro-batches counted, an update the optimizer
+skipped (fp16 inf/NaN: ``AcceleratedOptimizer.step_was_skipped``) still a step;
+and from the framework's first step on the optimizer's hooks end no step."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+
+from trainium_lens.harness.script.detect import Detector
+
+
+@pytest.fixture
+def detector():
+    seen: list[tuple[str, dict | None]] = []
+    d = Detector(lambda name: seen.append((name, d.step_info)), None, "/nowhere")
+    d.install()
+    yield d, seen
+    d.remove()
+
+
+def test_a_trainers_callbacks_end_its_steps_with_their_micro_batches_and_skips(detector):
+    d, seen = detector
+    from transformers.trainer_callback import CallbackHandler, TrainerControl, TrainerState
+
+    model = torch.nn.Linear(4, 1)
+    inner = torch.optim.SGD(model.parameters(), lr=0.1)
+    handler = CallbackHandler([], model, None, inner, None)
+    assert [type(c).__name__ for c in handler.callbacks][-1] == "TrainiumLensSteps"
+    state, control = TrainerState(), TrainerControl()
+    args: Any = SimpleNamespace()
+    for number, skipped in ((1, False), (2, True), (3, False)):
+        handler.on_step_begin(args, state, control)
+        handler.on_substep_end(args, state, control)  # the first of 2 micro-batches
+        model(torch.randn(2, 4)).sum().backward()
+        if not skipped:  # a skipped fp16 update never reaches the optimizer (nor its hooks)
+            inner.step()
+        state.global_step = number
+        handler.optimizer = SimpleNamespace(step_was_skipped=skipped)
+        handler.on_step_end(args, state, control)
+    assert seen == [
+        ("trainer", {"framework_step": 1, "micro_batches": 2, "skipped": False}),
+        ("trainer", {"framework_step": 2, "micro_batches": 2, "skipped": True}),
+        ("trainer", {"framework_step": 3, "micro_batches": 2, "skipped": False}),
+    ]
