@@ -31,7 +31,6 @@ Stdlib only until then.
 
 from __future__ import annotations
 
-import importlib.abc
 import json
 import os
 import socket
@@ -40,6 +39,7 @@ import time
 from typing import Any
 
 from trainium_lens.harness.events import HarnessError
+from trainium_lens.harness.script.after_import import AfterImport
 from trainium_lens.harness.spec import ScriptSpec, parse_script_spec
 
 RUN_ENV = "TRAINIUM_LENS_RUN"
@@ -125,7 +125,7 @@ def boot() -> None:
     if "torch" in sys.modules:  # imported already (by the user's own sitecustomize, a .pth)
         _install(spec, events)
     else:
-        sys.meta_path.insert(0, _AfterTorch(lambda: _install(spec, events)))
+        sys.meta_path.insert(0, AfterImport("torch", lambda _torch: _install(spec, events)))
 
 
 def _may_be_xla(spec: ScriptSpec) -> bool:
@@ -223,37 +223,3 @@ def _install(spec: ScriptSpec, events: Events) -> None:
 
         kind, message = internal_failure(exc)
         events.emit("error", kind=kind, message=message, traceback=traceback.format_exc())
-
-
-class _AfterTorch(importlib.abc.MetaPathFinder):
-    """Runs ``then`` once ``import torch`` has finished (first import only)."""
-
-    def __init__(self, then: Any):
-        self.then = then
-        self.busy = False
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "torch" or self.busy:
-            return None
-        self.busy = True
-        try:
-            from importlib.machinery import PathFinder
-
-            found = PathFinder.find_spec(name, path)
-        finally:
-            self.busy = False
-        if found is None or found.loader is None:
-            return None
-        sys.meta_path.remove(self)
-        loader, then = found.loader, self.then
-
-        class _Loader(importlib.abc.Loader):
-            def create_module(self, spec: Any) -> Any:
-                return loader.create_module(spec)
-
-            def exec_module(self, module: Any) -> None:
-                loader.exec_module(module)
-                then()
-
-        found.loader = _Loader()
-        return found

@@ -22,9 +22,10 @@ step on: the optimizer's hooks and the forward's then end no step.
 from __future__ import annotations
 
 import functools
-import importlib.abc
 import sys
 from typing import Any
+
+from trainium_lens.harness.script.after_import import AfterImport
 
 TRAINER_CALLBACKS = "transformers.trainer_callback"
 ACCELERATED_OPTIMIZER = "accelerate.optimizer"
@@ -50,7 +51,8 @@ def watch_frameworks(detector: Any) -> None:
 def unwatch_frameworks() -> None:
     """The detector is gone: the callbacks already added say nothing more."""
     _watching["detector"] = None
-    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, AfterImport)]
+    watched = (TRAINER_CALLBACKS, ACCELERATED_OPTIMIZER)
+    sys.meta_path[:] = [f for f in sys.meta_path if not (isinstance(f, AfterImport) and f.name in watched)]
 
 
 def _count_calls(module: Any) -> None:
@@ -117,41 +119,3 @@ def _wrap_handler(module: Any) -> None:
 
     init._trainium_lens = True  # type: ignore[attr-defined]
     handler.__init__ = init
-
-
-class AfterImport(importlib.abc.MetaPathFinder):
-    """Runs ``then(module)`` once the module ``name`` has been imported (first import only)."""
-
-    def __init__(self, name: str, then: Any):
-        self.name, self.then = name, then
-        self.busy = False
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != self.name or self.busy:
-            return None
-        self.busy = True
-        try:
-            import importlib.util
-
-            found = importlib.util.find_spec(name)  # the rest of sys.meta_path, as without us
-        finally:
-            self.busy = False
-        if found is None or found.loader is None:
-            return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-        loader, then = found.loader, self.then
-
-        class _Loader(importlib.abc.Loader):
-            def create_module(self, spec: Any) -> Any:
-                return loader.create_module(spec)
-
-            def exec_module(self, module: Any) -> None:
-                loader.exec_module(module)
-                try:
-                    then(module)
-                except Exception:  # never the script's import that fails: its steps go uncounted
-                    pass
-
-        found.loader = _Loader()
-        return found
