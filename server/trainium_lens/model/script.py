@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -202,67 +203,103 @@ def _exports_all(value: str) -> bool:
 
 
 def _torchrun(argv: list[str], rest: list[str], cwd: Path) -> ScriptCommand:
-    i, nproc, module = 0, None, False
-    while i < len(rest) and rest[i].startswith("-"):
-        word = rest[i]
-        key, eq, value = word.partition("=")
-        if key in ("--no-python", "--no_python"):
-            raise UsageError("torchrun --no-python runs no Python: run needs the workers to be Python")
-        if key in ("-m", "--module"):
-            module = True
-        if key in _TORCHRUN_FLAGS or eq:
-            i += 1
-        else:
-            value = rest[i + 1] if i + 1 < len(rest) else ""
-            i += 2
-        if key in ("--nproc-per-node", "--nproc_per_node", "--nproc-per_node") and value.isdigit():
-            nproc = int(value)
-    if i >= len(rest):
-        raise UsageError("torchrun names no script: run takes torchrun [its options] SCRIPT ARGS…")
-    target = rest[i]
-    if module:
-        return ScriptCommand(list(argv), "torchrun", _module_file(target, cwd), module=target, nproc=nproc)
-    script = (cwd / target).resolve()
-    if not script.is_file():
-        raise UsageError(f"no such script: {target}")
-    return ScriptCommand(list(argv), "torchrun", script, nproc=nproc)
+    i, module, values = _options(
+        rest,
+        _TORCHRUN_FLAGS,
+        lambda key: key,
+        ("--no-python", "--no_python"),
+        "torchrun --no-python runs no Python: run needs the workers to be Python",
+    )
+    nproc = next(
+        (
+            int(v)
+            for k in ("--nproc-per-node", "--nproc_per_node", "--nproc-per_node")
+            if (v := values.get(k, "")).isdigit()
+        ),
+        None,
+    )
+    return _launched(
+        argv,
+        "torchrun",
+        rest,
+        i,
+        module,
+        nproc,
+        cwd,
+        "torchrun names no script: run takes torchrun [its options] SCRIPT ARGS…",
+    )
 
 
 def _accelerate(argv: list[str], rest: list[str], cwd: Path) -> ScriptCommand:
     """``accelerate launch [its options] SCRIPT ARGS…``: one process (its simple
     launcher: ``python SCRIPT`` as its child) or torchrun's agent in the launcher's
     own process (``--multi_gpu``, ``--use_fsdp``, …: the workers its children)."""
-    i, nproc, module = 0, None, False
+    i, module, values = _options(
+        rest,
+        _ACCELERATE_FLAGS,
+        lambda key: key if not key.startswith("--") or len(key) == 2 else "--" + key[2:].replace("-", "_"),
+        ("--no_python",),
+        "accelerate launch --no_python runs no Python: run needs the script to be Python",
+    )
+    value = values.get("--num_processes", "")
+    return _launched(
+        argv,
+        "accelerate",
+        rest,
+        i,
+        module,
+        int(value) if value.isdigit() else None,
+        cwd,
+        "accelerate launch names no script: run takes accelerate launch [its options] SCRIPT ARGS…",
+    )
+
+
+def _options(
+    rest: list[str],
+    flags: frozenset[str],
+    norm: Callable[[str], str],
+    no_python: tuple[str, ...],
+    no_python_error: str,
+) -> tuple[int, bool, dict[str, str]]:
+    """A launcher's options up to its script: the script's index, whether ``-m`` names a
+    module, and each option's value by its key (``norm``'s spelling); ``flags`` take none."""
+    i, module, values = 0, False, {}
     while i < len(rest) and rest[i].startswith("-"):
-        key, eq, value = rest[i].partition("=")
-        if not key.startswith("--") or len(key) == 2:
-            norm = key
-        else:
-            norm = "--" + key[2:].replace("-", "_")
-        if norm == "--no_python":
-            raise UsageError(
-                "accelerate launch --no_python runs no Python: run needs the script to be Python"
-            )
-        if norm in ("-m", "--module"):
+        raw, eq, value = rest[i].partition("=")
+        key = norm(raw)
+        if key in no_python:
+            raise UsageError(no_python_error)
+        if key in ("-m", "--module"):
             module = True
-        if norm in _ACCELERATE_FLAGS or eq:
+        if key in flags or eq:
             i += 1
         else:
             value = rest[i + 1] if i + 1 < len(rest) else ""
             i += 2
-        if norm == "--num_processes" and value.isdigit():
-            nproc = int(value)
+        values[key] = value
+    return i, module, values
+
+
+def _launched(
+    argv: list[str],
+    launcher: str,
+    rest: list[str],
+    i: int,
+    module: bool,
+    nproc: int | None,
+    cwd: Path,
+    no_script: str,
+) -> ScriptCommand:
+    """The script (or ``-m`` module) a launcher's options end at, ``rest[i]``."""
     if i >= len(rest):
-        raise UsageError(
-            "accelerate launch names no script: run takes accelerate launch [its options] SCRIPT ARGS…"
-        )
+        raise UsageError(no_script)
     target = rest[i]
     if module:
-        return ScriptCommand(list(argv), "accelerate", _module_file(target, cwd), module=target, nproc=nproc)
+        return ScriptCommand(list(argv), launcher, _module_file(target, cwd), module=target, nproc=nproc)
     script = (cwd / target).resolve()
     if not script.is_file():
         raise UsageError(f"no such script: {target}")
-    return ScriptCommand(list(argv), "accelerate", script, nproc=nproc)
+    return ScriptCommand(list(argv), launcher, script, nproc=nproc)
 
 
 def _module_file(module: str, cwd: Path) -> Path | None:
