@@ -4,8 +4,10 @@ their parent is, and which TCP ports they listen on (Linux)."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import struct
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -95,3 +97,15 @@ def listening(pids: list[int]) -> list[tuple[int, str, int]]:
                 addr, port = cols[1].split(":")
                 found.append((owners[inode], _address(addr, v6), int(port, 16)))
     return found
+
+
+def stop_as(proc: subprocess.Popen, how: str) -> None:
+    """Stop a running CLI the way ``how`` names (``cancel``: Ctrl-C; ``timeout``: its
+    own ``--timeout`` ends it; ``kill -9``) and check the status that way gives."""
+    if how == "cancel":
+        proc.send_signal(signal.SIGINT)  # Ctrl-C
+    elif how == "kill -9":
+        proc.kill()
+    proc.wait(timeout=300)
+    expected = {"cancel": 130, "timeout": 124, "kill -9": -signal.SIGKILL}[how]
+    assert proc.returncode == expected, proc.stderr.read() if proc.stderr else ""

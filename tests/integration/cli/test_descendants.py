@@ -9,7 +9,6 @@ environment) and the children's own pids are gone."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.support.procs import left_running, wait_for
+from tests.support.procs import left_running, stop_as, wait_for
 
 SPAWNS = """\
 import os
@@ -155,13 +154,7 @@ def test_nothing_the_code_started_outlives_a_stopped_run(ws, tmp_path, how, npro
 
     try:
         wait_for(every_rank_started_its_helpers, 300, "the helpers started")
-        if how == "cancel":
-            proc.send_signal(signal.SIGINT)  # Ctrl-C
-        elif how == "kill -9":
-            proc.kill()
-        proc.wait(timeout=300)
-        expected = {"cancel": 130, "timeout": 124, "kill -9": -signal.SIGKILL}[how]
-        assert proc.returncode == expected, proc.stderr.read() if proc.stderr else ""
+        stop_as(proc, how)
         assert_none_left(marker, helper_pids(tmp_path))
         if how != "kill -9":  # a CLI killed outright removes nothing; the next prune does
             assert run_folders(tmp_path) == []

@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.integration.cli.test_descendants import alive, assert_none_left, helper_pids
-from tests.support.procs import wait_for
+from tests.support.procs import stop_as, wait_for
 
 SCRIPT = """\
 import os
@@ -117,13 +117,7 @@ def test_nothing_the_script_started_outlives_a_stopped_run(ws, tmp_path, how):
 
     try:
         wait_for(started, 300, "the helpers started")
-        if how == "cancel":
-            proc.send_signal(signal.SIGINT)  # Ctrl-C
-        elif how == "kill -9":
-            proc.kill()
-        proc.wait(timeout=300)
-        expected = {"cancel": 130, "timeout": 124, "kill -9": -signal.SIGKILL}[how]
-        assert proc.returncode == expected, proc.stderr.read() if proc.stderr else ""
+        stop_as(proc, how)
         assert_none_left(marker, helper_pids(tmp_path))
     finally:  # the helpers first: they hold the CLI's output, and the read would wait for them
         for pid in helper_pids(tmp_path):  # never leave a sleeper behind, even on failure
