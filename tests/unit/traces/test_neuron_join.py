@@ -220,3 +220,22 @@ def test_a_real_torch_trace_carries_the_keys_the_map_uses(tmp_path):
     report = join(ops, [Execution(1, ops[-1].end_ns + 1_000, ops[-1].end_ns + 3_000)], mapping)
     assert report.executions["exact"] == 1
     assert [ops[i].name for i in report.op_ns] == ["aten::relu"]
+
+
+def test_the_trn2_check_in_support_md_is_python_and_collects_what_the_join_assumes():
+    """docs/support.md's script cannot run here (no Trainium): it must at least be valid
+    Python and collect each assumption the join makes (keys, threads, map, schema)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[3] / "docs" / "support.md").read_text()
+    [code] = re.findall(r"```python\n(.*?)```", text, re.S)
+    compile(code, "trn_check.py", "exec")
+    for needed in (
+        "framework_mapping_",
+        "e.sequence_nr",
+        "e.thread",
+        "--show-profile-schema",
+        "--session-dir",
+    ):
+        assert needed in code, needed
