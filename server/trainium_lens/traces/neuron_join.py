@@ -38,7 +38,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainium_lens.harness.labels import PHASE_KEY, SOURCE_KEY, THREAD_KEY
-from trainium_lens.traces.neuron_mapping import Mapping, OpKey
+from trainium_lens.traces.neuron_mapping import Execution, Mapping, OpKey
+
+__all__ = ["Execution", "HostOp", "JoinReport", "host_ops", "join"]
 
 RULES = ("exact", "order", "time")
 Place = tuple[str, int]
@@ -54,17 +56,6 @@ class HostOp:
     place: Place | None = None  # the line its time counts on (the harness's tag)
     phase: str = "forward"
     leaf: bool = True  # no other op starts inside it on its thread
-
-
-@dataclass
-class Execution:
-    seq_id: int  # the runtime's nrta_seq_id
-    start_ns: int
-    end_ns: int
-
-    @property
-    def ns(self) -> int:
-        return max(0, self.end_ns - self.start_ns)
 
 
 @dataclass
@@ -100,12 +91,15 @@ class JoinReport:
 
 def host_ops(trace: dict[str, Any]) -> list[HostOp]:
     """The trace's ATen ops (``cpu_op``), in start order, with the harness's tags."""
-    base = trace.get("baseTimeNanoseconds") if isinstance(trace.get("baseTimeNanoseconds"), int) else 0
+    # torch writes ``ts`` in µs from ``baseTimeNanoseconds`` (absolute: base + ts)
+    found = trace.get("baseTimeNanoseconds")
+    base = found if isinstance(found, int) else 0
     ops: list[tuple[Any, HostOp]] = []
     for ev in trace.get("traceEvents", ()):
         if not isinstance(ev, dict) or ev.get("ph") != "X" or ev.get("cat") != "cpu_op":
             continue
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        raw = ev.get("args")
+        args: dict[str, Any] = raw if isinstance(raw, dict) else {}
         try:
             start = base + round(float(ev["ts"]) * 1000)
             end = start + round(float(ev.get("dur", 0)) * 1000)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainium_lens.traces.neuron_export import NeuronProfileError
+from trainium_lens.traces.neuron_export import TIME_UNITS, Export, NeuronProfileError
 
 PATTERN = "framework_mapping_*.json"
 VERSIONS = (1,)  # the schema versions read (TorchNeuron's source, docs/neuron.md)
@@ -40,6 +40,17 @@ class OpKey:
     seq_nr: int  # at::sequence_number::peek() when the op was submitted
     th_id: int  # RecordFunction::currentThreadId(): PyTorch's counter, 1 for the first thread
     stream_id: int = 0
+
+
+@dataclass
+class Execution:
+    seq_id: int  # the runtime's nrta_seq_id
+    start_ns: int
+    end_ns: int
+
+    @property
+    def ns(self) -> int:
+        return max(0, self.end_ns - self.start_ns)
 
 
 @dataclass
@@ -144,10 +155,8 @@ EXECUTION_TABLE = "ExecutionInfo"
 SEQ_COLUMNS = ("nrta_seq_id",)
 
 
-def executions(folder: str | Path) -> tuple[list[Any], str]:
+def executions(folder: str | Path) -> tuple[list[Execution], str]:
     """(executions with their runtime id and span, "") or ([], why there are none)."""
-    from trainium_lens.traces.neuron_export import TIME_UNITS, Export
-    from trainium_lens.traces.neuron_join import Execution
 
     export = Export(folder)
     if not export.has(EXECUTION_TABLE):
