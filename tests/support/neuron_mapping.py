@@ -84,3 +84,18 @@ def trace(*events: dict[str, Any]) -> dict[str, Any]:
         "schemaVersion": 1,
         "traceEvents": [{**e, "args": {**e["args"], "External id": k + 1}} for k, e in enumerate(events)],
     }
+
+
+def label(file: str, line: int, func: str, ts_us: float, dur_us: float, tid: int = OS_TID) -> dict[str, Any]:
+    """One user-line range as the harness records it (``<file>(<line>): <function>``)."""
+    name = f"{file}({line}): {func}"
+    return {
+        "ph": "X",
+        "cat": "user_annotation",
+        "name": name,
+        "pid": 1,
+        "tid": tid,
+        "ts": ts_us,
+        "dur": dur_us,
+        "args": {},
+    }

@@ -73,6 +73,12 @@ def _write(result: Result, report: JoinReport, ops: list[HostOp], steps: int) ->
     us = 1.0 / (1000.0 * steps)
     per: dict[tuple[str, int], dict[str, float]] = {}
     per_op: dict[tuple[str, int, str, str], float] = {}
+    total: dict[tuple[str, int], dict[str, float]] = {}
+    for ((file, line), phase), ns in report.total_ns.items():
+        key, side = (_rel(file, root), line), "backward" if phase == "backward" else "forward"
+        total.setdefault(key, {}).setdefault(side, 0.0)
+        total[key][side] += ns * us
+        per.setdefault(key, {})  # a caller with no op of its own still gets its line
     for i, ns in report.op_ns.items():
         op = ops[i]
         if op.place is None:
@@ -90,10 +96,10 @@ def _write(result: Result, report: JoinReport, ops: list[HostOp], steps: int) ->
     for key, stat in host.items():
         fwd, back = per.get(key, {}).get("forward", 0.0), per.get(key, {}).get("backward", 0.0)
         stat.self_time_us = stat.self_time_us_min = stat.self_time_us_max = stat.self_time_us_median = fwd
-        stat.total_time_us = max(stat.total_time_us, fwd)
+        stat.total_time_us = max(total.get(key, {}).get("forward", 0.0), fwd)
         stat.backward_self_time_us = stat.backward_self_time_us_min = back
         stat.backward_self_time_us_max = stat.backward_self_time_us_median = back
-        stat.backward_total_time_us = max(stat.backward_total_time_us, back)
+        stat.backward_total_time_us = max(total.get(key, {}).get("backward", 0.0), back)
         stat.step_us = [fwd + back]
         for lop in stat.ops:
             lop.self_time_us = per_op.get((*key, "forward", lop.name), 0.0)

@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainium_lens.harness.labels import PHASE_KEY, SOURCE_KEY, THREAD_KEY
+from trainium_lens.harness.labels import PHASE_KEY, SOURCE_KEY, THREAD_KEY, parse_label
 from trainium_lens.traces.neuron_mapping import Execution, Mapping, OpKey
 
 __all__ = ["Execution", "HostOp", "JoinReport", "host_ops", "join"]
@@ -56,6 +56,7 @@ class HostOp:
     place: Place | None = None  # the line its time counts on (the harness's tag)
     phase: str = "forward"
     leaf: bool = True  # no other op starts inside it on its thread
+    chain: tuple[Place, ...] = ()  # the user-line ranges open around it on its thread (totals)
 
 
 @dataclass
@@ -64,6 +65,8 @@ class JoinReport:
     reason: str = ""  # why the time-window join (no map, no ids, an untagged trace)
     op_ns: dict[int, float] = field(default_factory=dict)  # op index -> device ns
     line_ns: dict[tuple[Place, str], float] = field(default_factory=dict)  # (line, phase) -> ns
+    # through the stack: every line range around a forward op (a backward op: its own line)
+    total_ns: dict[tuple[Place, str], float] = field(default_factory=dict)
     executions: dict[str, int] = field(default_factory=lambda: dict.fromkeys(RULES, 0))
     ns: dict[str, float] = field(default_factory=lambda: dict.fromkeys(RULES, 0.0))
     unmatched: int = 0  # executions placed on no op
@@ -73,7 +76,7 @@ class JoinReport:
 
     def summary(self) -> str:
         total = sum(self.executions.values()) + self.unmatched
-        parts = [f"{self.executions[r]} {r}" for r in RULES if self.executions[r]]
+        parts = [f"{self.executions[r]} {r} ({self.ns[r] / 1e3:.1f} µs)" for r in RULES if self.executions[r]]
         placed = ", ".join(parts) if parts else "none placed"
         head = (
             "TorchNeuron's op map (framework_mapping)"
@@ -95,8 +98,18 @@ def host_ops(trace: dict[str, Any]) -> list[HostOp]:
     found = trace.get("baseTimeNanoseconds")
     base = found if isinstance(found, int) else 0
     ops: list[tuple[Any, HostOp]] = []
+    ranges: list[tuple[Any, int, int, Place]] = []  # the harness's user-line ranges
     for ev in trace.get("traceEvents", ()):
-        if not isinstance(ev, dict) or ev.get("ph") != "X" or ev.get("cat") != "cpu_op":
+        if not isinstance(ev, dict) or ev.get("ph") != "X":
+            continue
+        if ev.get("cat") == "user_annotation":
+            label = parse_label(str(ev.get("name", "")))
+            if label is not None and isinstance(ev.get("ts"), (int, float)):
+                start = base + round(float(ev["ts"]) * 1000)
+                end = start + round(float(ev.get("dur") or 0) * 1000)
+                ranges.append((ev.get("tid"), start, end, label[:2]))
+            continue
+        if ev.get("cat") != "cpu_op":
             continue
         raw = ev.get("args")
         args: dict[str, Any] = raw if isinstance(raw, dict) else {}
@@ -122,8 +135,27 @@ def host_ops(trace: dict[str, Any]) -> list[HostOp]:
             )
         )
     ops.sort(key=lambda p: (p[1].start_ns, -p[1].end_ns))
-    _mark_leaves([(tid, op) for tid, op in ops])
+    _mark_leaves(ops)
+    _chains(ops, ranges)
     return [op for _tid, op in ops]
+
+
+def _chains(ops: list[tuple[Any, HostOp]], ranges: list[tuple[Any, int, int, Place]]) -> None:
+    """Each op's enclosing user-line ranges on its thread (ranges and ops both in
+    start order: one sweep per thread with a stack of the open ranges)."""
+    by_tid: dict[Any, list[tuple[int, int, Place]]] = {}
+    for tid, start, end, place in sorted(ranges, key=lambda r: (r[1], -r[2])):
+        by_tid.setdefault(tid, []).append((start, end, place))
+    at: dict[Any, int] = {}
+    open_: dict[Any, list[tuple[int, int, Place]]] = {}
+    for tid, op in ops:
+        todo, k, stack = by_tid.get(tid, []), at.get(tid, 0), open_.setdefault(tid, [])
+        while k < len(todo) and todo[k][0] <= op.start_ns:
+            stack.append(todo[k])
+            k += 1
+        at[tid] = k
+        stack[:] = [r for r in stack if r[1] >= op.start_ns]
+        op.chain = tuple(r[2] for r in stack)
 
 
 def _place(ref: Any) -> Place | None:
@@ -133,7 +165,7 @@ def _place(ref: Any) -> Place | None:
     return (file, int(num)) if file and num.isdigit() else None
 
 
-def _mark_leaves(ops: list[tuple[Any, HostOp]]) -> None:
+def _mark_leaves(ops: list[tuple[Any, HostOp]]) -> None:  # in start order
     last: dict[Any, HostOp] = {}  # per thread: the op that began last
     for tid, op in ops:
         before = last.get(tid)
@@ -259,6 +291,9 @@ def _credit(
         op = ops[i]
         if op.place is None:
             report.unplaced_ns += share
-        else:
-            k = (op.place, op.phase)
-            report.line_ns[k] = report.line_ns.get(k, 0.0) + share
+            continue
+        k = (op.place, op.phase)
+        report.line_ns[k] = report.line_ns.get(k, 0.0) + share
+        through = {op.place, *op.chain} if op.phase == "forward" else {op.place}
+        for place in through:
+            report.total_ns[(place, op.phase)] = report.total_ns.get((place, op.phase), 0.0) + share

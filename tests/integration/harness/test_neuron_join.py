@@ -29,7 +29,7 @@ from tests.integration.harness.test_neuron_device import (
 )
 from tests.support.harness import HarnessStandIn
 from tests.support.neuron_explorer import install_standin
-from tests.support.neuron_mapping import op, trace, write_mapping
+from tests.support.neuron_mapping import label, op, trace, write_mapping
 from trainium_lens.engine.runner import profile
 from trainium_lens.model.job import Job
 from trainium_lens.traces.neuron_join import Execution, host_ops, join
@@ -47,9 +47,14 @@ def async_steps() -> tuple[dict, list[dict], list]:
     for k in range(STEPS):
         t, n, s = k * 100.0, 4 * k, k * 100_000
         events += [
+            label(REL, at["call1"], "two_calls", t + 0, 3.5),
+            label(REL, at["helper"], "project", t + 0, 3.2),
             op("aten::mm", t + 0, 3, at["helper"], seq=n, file=REL),
+            label(REL, at["call2"], "two_calls", t + 4, 5.5),
             op("aten::relu", t + 4, 2, at["call2"], seq=n + 1, file=REL),
+            label(REL, at["helper"], "project", t + 7, 2.2),
             op("aten::mm", t + 7, 2, at["helper"], seq=n + 2, file=REL),
+            label(REL, at["add"], "two_calls", t + 10, 1.5),
             op("aten::add", t + 10, 1, at["add"], seq=n + 3, file=REL),
         ]
         spans = [(5_000, 9_000), (9_000, 9_500), (10_500, 14_000), (14_000, 14_600)]
@@ -93,6 +98,11 @@ def test_the_map_places_each_execution_on_the_op_that_submitted_it(tmp_path, mon
     assert got[at["helper"]].self_time_us == pytest.approx(4.0 + 3.5)  # per step
     assert got[at["call2"]].self_time_us == pytest.approx(0.5)
     assert got[at["add"]].self_time_us == pytest.approx(0.6)
+    # through the stack: the line ranges open around each op (CALL-1 runs the first
+    # matmul, CALL-2 relu and the second)
+    assert got[at["call1"]].self_time_us == 0.0 and got[at["call1"]].total_time_us == pytest.approx(4.0)
+    assert got[at["call2"]].total_time_us == pytest.approx(0.5 + 3.5)
+    assert got[at["helper"]].total_time_us == pytest.approx(7.5)
     assert result.totals.self_time_us == pytest.approx(8.6) and result.unattributed_us == 0.0
     note = next(w for w in result.signals.warnings if "joined to ops" in w)
     assert "framework_mapping" in note and f"{4 * STEPS} executions, {4 * STEPS} exact" in note
