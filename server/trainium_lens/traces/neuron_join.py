@@ -197,9 +197,19 @@ class _Thread:
     def stretch(self, key: int) -> list[int]:
         """Op indices of what submitted under ``key``, in start order: the op that took
         ``key - 1`` (its kernel submits once), then the leaf ops after it up to the next
-        op that records ``key`` or later."""
+        op that records ``key`` or later. Empty when ``key`` lies outside the numbers the
+        trace saw on this thread (an execution of a warm-up step, or of one after the
+        profiled window). A thread that records no number (the autograd engine's, in
+        backward) is one stretch."""
         first = self.taker(key)
-        lo = first if first is not None else 0
+        if first is not None:
+            lo = first
+        elif not self.by_seq:
+            lo = 0
+        elif key <= min(self.by_seq) or key > max(self.by_seq) + 1:
+            return []
+        else:  # a number the trace did not record: from the op before the gap
+            lo = max(q for s, pos in self.by_seq.items() if s < key for q in pos) + 1
         later = [q for s, pos in self.by_seq.items() if s >= key for q in pos if q > lo]
         hi = min(later) if later else len(self.ops)
         out, after = [], -1
@@ -210,12 +220,16 @@ class _Thread:
         return out
 
 
-def _before(ops: list[HostOp], candidates: list[int], at_ns: int) -> int | None:
-    """The candidate op that began last at or before ``at_ns`` (else the first)."""
+def _before(ops: list[HostOp], candidates: list[int], at_ns: int, first: bool = False) -> int | None:
+    """The candidate op that began last at or before ``at_ns``; none began before it:
+    the first candidate when ``first`` (within a key's stretch the map already chose
+    these ops), else None (an execution before every op of the trace is not its)."""
     if not candidates:
         return None
     starts = [ops[i].start_ns for i in candidates]
     k = bisect.bisect_right(starts, at_ns) - 1
+    if k < 0 and not first:
+        return None
     return candidates[max(k, 0)]
 
 
@@ -272,7 +286,7 @@ def _resolve(
         return stretch[0], "exact"
     if len(stretch) == len(sharers) and stretch:
         return stretch[sharers.index(ex.seq_id)], "order"
-    return _before(ops, stretch, ex.start_ns), "time"
+    return _before(ops, stretch, ex.start_ns, first=True), "time"
 
 
 def _credit(

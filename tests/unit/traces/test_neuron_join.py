@@ -239,3 +239,24 @@ def test_the_trn2_check_in_support_md_is_python_and_collects_what_the_join_assum
         "--session-dir",
     ):
         assert needed in code, needed
+
+
+def test_executions_of_steps_outside_the_trace_are_unmatched_not_misplaced(tmp_path):
+    """The map spans the whole capture; the trace only the profiled steps (numbers 40-41
+    here). A warm-up execution (key 3), one after the window (key 99), and one the map
+    does not name that ran before every traced op are left unmatched."""
+    ops = host_ops(trace(op("aten::mm", 100, 5, 60, seq=40), op("aten::add", 106, 2, 61, seq=41)))
+    execs = [
+        Execution(1, 1_000, 2_000),  # warm-up: key 3
+        Execution(2, 110_000, 112_000),  # mm: key 41
+        Execution(3, 112_000, 113_000),  # add: key 42
+        Execution(4, 200_000, 210_000),  # after the window: key 99
+        Execution(5, 50_000, 51_000),  # not in the map, before every op
+    ]
+    report = join(
+        ops,
+        execs,
+        mapped(tmp_path, [(1, [(3, 1, 0)]), (2, [(41, 1, 0)]), (3, [(42, 1, 0)]), (4, [(99, 1, 0)])]),
+    )
+    assert lines(report) == {(60, "forward"): 2_000, (61, "forward"): 1_000}
+    assert report.executions["exact"] == 2 and report.unmatched == 3 and report.unmatched_ns == 12_000
