@@ -208,7 +208,7 @@ def test_a_real_torch_trace_carries_the_keys_the_map_uses(tmp_path):
     events = prof.events()
     att = SimpleNamespace(event_lines={e.id: ("k", 0) for e in events})
     path = tmp_path / "r.trace.json"
-    export_tagged(prof, str(path), att, {"k": (F, 7)})
+    export_tagged(prof, str(path), att, {"k": (F, 7)}, threads=True)
     data = json.loads(path.read_text())
     threads = {e.id: e.thread for e in events}
     cpu_ops = [e for e in data["traceEvents"] if e.get("cat") == "cpu_op"]

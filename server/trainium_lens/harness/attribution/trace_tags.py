@@ -9,9 +9,10 @@ re-attributing ops themselves:
 * ``Source line``: ``file:line`` the op's time counts on (for a backward op:
   the forward line that caused it);
 * ``Phase``: ``backward`` / ``recompute`` (absent: forward);
-* ``Torch thread``: PyTorch's own thread counter for the op (``FunctionEvent.thread``,
-  1 for the first thread), which torch's trace does not write (its ``tid`` is the OS
-  thread): TorchNeuron's op map keys executions by it (traces/neuron_join.py).
+* ``Torch thread`` (backend neuron): PyTorch's own thread counter for the op
+  (``FunctionEvent.thread``, 1 for the first thread), which torch's trace does not
+  write (its ``tid`` is the OS thread): TorchNeuron's op map keys executions by it
+  (traces/neuron_join.py).
 """
 
 from __future__ import annotations
@@ -25,13 +26,15 @@ from trainium_lens.harness.events import write_json_atomic
 from trainium_lens.harness.labels import PHASE_KEY, SOURCE_KEY, THREAD_KEY, source_ref
 
 
-def export_tagged(prof: Any, path: str, att: Any, labels: dict) -> None:
+def export_tagged(prof: Any, path: str, att: Any, labels: dict, threads: bool = False) -> None:
     """torch's Chrome trace of ``prof`` at ``path``, tagged; on any failure (a full
     disk in the middle of torch's own write, or of the tagging's) nothing is left at
-    ``path``: half a trace that no result names would only take the disk."""
+    ``path``: half a trace that no result names would only take the disk. ``threads``:
+    tag ``Torch thread`` too (TorchNeuron's join needs it; reading it costs about as
+    much as torch's own export, 0.7 s per 100k events, so only where it is used)."""
     try:
         prof.export_chrome_trace(path)
-        tag_trace(path, att, labels, torch_threads(prof))
+        tag_trace(path, att, labels, torch_threads(prof) if threads else None)
     except BaseException:
         try:
             os.unlink(path)
