@@ -27,6 +27,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from trainium_lens.engine import device_join
 from trainium_lens.engine.device_lines import Weighted, apply
 from trainium_lens.errors import LensError
 from trainium_lens.model.result import NeuronView, Result
@@ -64,26 +65,24 @@ def fill(result: Result, fetch: Fetch | None = None) -> bool:
         )
     root = (result.artifacts.source_root or "").rstrip("/")
     hlo_lines, phases = _host_names(result)
-    try:
-        with tempfile.TemporaryDirectory(prefix="trainium-lens-neuron-") as tmp:
-            read: list[tuple[NeuronView, list[nl.LineReport]]] = []
+    with tempfile.TemporaryDirectory(prefix="trainium-lens-neuron-") as tmp:
+        read: list[tuple[NeuronView, list[nl.LineReport]]] = []
+        folders = []
+        try:
             for k, view in enumerate(ready):
                 remote = str(view.parquet)
                 folder = Path(remote) if fetch is None or local else fetch(remote, Path(tmp) / str(k))
                 reports = [nl.line_times(p, hlo_lines, _user(root), phases) for p in npf.read_all(folder)]
                 read.append((view, reports))
-    except (LensError, OSError, ValueError, TypeError, KeyError) as exc:
-        # NeuronProfileError (a needed column missing) is a ValueError, as are pyarrow's
-        # ArrowInvalid (a damaged file); bad values inside the tables raise the others
-        text = str(exc).splitlines()[0] if str(exc) else ""
-        return _keep_host(
-            result,
-            text
-            if isinstance(exc, (npf.NeuronProfileError, LensError))
-            else f"cannot read the device profile: {type(exc).__name__}: {text}",
-        )
-    weighted, notes = _per_step(read)
-    apply(result, weighted, root, phases)
+                folders.append(folder)
+        except (LensError, OSError, ValueError, TypeError, KeyError) as exc:
+            # NeuronProfileError (a needed column missing) is a ValueError, as are pyarrow's
+            # ArrowInvalid (a damaged file); bad values inside the tables raise the others
+            return _keep_host(result, _why(exc))
+        weighted, notes = _per_step(read)
+        apply(result, weighted, root, phases)
+        if result.backend == "neuron":  # TorchNeuron's op map, where it wrote one
+            notes.append(_join(result, ready, folders, local, fetch, Path(tmp)))
     result.clock = "neuron"
     result.signals.device_time_reported = True
     result.signals.neuron_profile_error = None
@@ -159,6 +158,36 @@ def _per_step(read: list[tuple[NeuronView, list[nl.LineReport]]]) -> tuple[list[
     schemas = sorted({r.schema or "not stated" for _v, reports in read for r in reports})
     notes.append(f"device profile schema {', '.join(schemas)}; the self (cpu) columns keep the host time")
     return weighted, notes
+
+
+def _why(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    if isinstance(exc, (npf.NeuronProfileError, LensError)):
+        return text
+    return f"cannot read the device profile: {type(exc).__name__}: {text}"
+
+
+def _join(
+    result: Result, views: list[NeuronView], folders: list[Path], local: bool, fetch: Fetch | None, tmp: Path
+) -> str:
+    """TorchNeuron's exact join over the stack-frame figures; a map or trace it cannot
+    read leaves those figures and says why (never the run's loss)."""
+    steps = max(1, max((v.steps for v in views if v.mode == "session"), default=1))
+    try:
+        trace = _trace(result, local, fetch, tmp)
+        return device_join.place(result, [f for f in folders if f.is_dir()], steps, trace)
+    except (LensError, OSError, ValueError, TypeError, KeyError) as exc:
+        return f"TorchNeuron's op map not used ({_why(exc)}): device time through the stack frames"
+
+
+def _trace(result: Result, local: bool, fetch: Fetch | None, tmp: Path) -> Path | None:
+    """The run's tagged trace here (fetched from the run's host when remote)."""
+    where = result.artifacts.trace
+    if not where:
+        return None
+    if local or fetch is None:
+        return Path(where) if Path(where).is_file() else None
+    return fetch(where, tmp / "trace.json")
 
 
 def _user(root: str) -> Callable[[str], bool]:

@@ -13,6 +13,7 @@ import re
 #: ``attribution/trace_tags.py``, read by the core's trace reader).
 SOURCE_KEY = "Source line"
 PHASE_KEY = "Phase"
+THREAD_KEY = "Torch thread"  # PyTorch's thread counter of an op (attribution/trace_tags.py)
 
 _LABEL = re.compile(r"^(?P<file>[^()]+?)\((?P<line>\d+)\): (?P<func>.*)$")
 

@@ -308,3 +308,12 @@ def test_a_torchneuron_run_end_to_end_gets_device_time_per_line(tmp_path, monkey
     assert any(o["name"] == "aten::add" and o["calls"] >= 1 for o in got[at["add"]]["ops"])
     assert r["totals"]["self_time_us"] == pytest.approx(0.6 * per)
     assert "clock: Neuron device time" in printed
+    # backend neuron: each op of the trace carries PyTorch's thread counter (the op map's key)
+    ops = [
+        e
+        for e in json.loads(Path(r["artifacts"]["trace"]).read_text())["traceEvents"]
+        if e.get("cat") == "cpu_op"
+    ]
+    tagged = [e for e in ops if "Source line" in e["args"]]
+    assert tagged and all(isinstance(e["args"].get("Torch thread"), int) for e in tagged)
+    assert any("wrote no framework_mapping" in w for w in r["signals"]["warnings"])

@@ -187,6 +187,10 @@ def test_doctor_passes_on_a_stand_in_trainium_host(tmp_path, monkeypatch):
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text(STAND_IN_TORCH_NEURONX)
     (pkg / "profiling.py").write_text(STAND_IN_PROFILING)
+    # the package's metadata as pip leaves it: torch-neuronx of Neuron SDK 2.34
+    dist = tmp_path / "site" / "torch_neuronx-2.14.3.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: torch-neuronx\nVersion: 2.14.3.1\n")
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
     report = run_doctor(Where(work_dir=str(tmp_path)))
@@ -200,6 +204,9 @@ def test_doctor_passes_on_a_stand_in_trainium_host(tmp_path, monkeypatch):
     assert explorer.startswith(f"{bin_dir / 'neuron-explorer'}; writes profile schema 12.0.1")
     assert "TorchNeuron" in explorer
     assert status["profile_reader"] == "pass" and "pyarrow" in must(report, "profile_reader").detail
+    sdk = must(report, "neuron_sdk")
+    assert sdk.status == "pass" and sdk.detail.startswith("Neuron SDK 2.34 (torch-neuronx 2.14.3.1)")
+    assert "Parquet" in sdk.detail and "no longer maintained from 2.34" in sdk.detail
 
 
 def test_judging_the_older_xla_flavour_and_an_old_python():
@@ -283,3 +290,25 @@ def test_the_profile_reader_row_without_pyarrow(monkeypatch):
     status, detail, fix = doctor_neuron.judge_profile_reader(trainium=True)
     assert status == "warn" and "keep their host figures" in detail and "pip install pyarrow" in (fix or "")
     assert doctor_neuron.judge_profile_reader(trainium=False)[0] == "skip"
+
+
+@pytest.mark.parametrize(
+    "version, flavour, status, says",
+    [
+        ("2.13.3", "native", "pass", "Neuron SDK 2.33 (torch-neuronx 2.13.3)"),
+        ("2.14.3.0", "native", "pass", "Neuron SDK 2.33"),
+        ("2.13.3.1", "native", "pass", "Neuron SDK 2.34"),
+        ("2.14.3.1+ab12cd", "native", "pass", "Neuron SDK 2.34"),
+        ("2.15.0", "native", "warn", "not a release of a Neuron SDK this tool knows (2.33, 2.34)"),
+        ("installed", "native", "warn", "torch-neuronx installed is not a release"),
+        ("2.9.0.2.11", "xla", "pass", "XLA flavour (Trn1"),
+        (None, None, "skip", "no Neuron SDK found"),
+    ],
+)
+def test_the_neuron_sdk_row_names_the_release_and_its_reader(version, flavour, status, says):
+    """Judged alone on stand-in facts (the probe reads torch-neuronx's package metadata)."""
+    from trainium_lens.hosttools.doctor import neuron as doctor_neuron
+
+    got = doctor_neuron.judge_neuron_sdk({"torch_neuronx": version}, flavour)
+    assert got[0] == status and says in got[1], got
+    assert (got[2] is not None) == (status == "warn")

@@ -16,6 +16,7 @@ import inspect
 import logging
 import os
 import re
+import shutil
 import sys
 import warnings
 from collections.abc import Callable, Mapping
@@ -266,7 +267,9 @@ class NeuronBackend(Backend):
             view = {"neff": None, "ntff": folder, "parquet": None, "error": error}
             return {"neuron_views": [{**view, "mode": "session", "steps": steps}]}
         dest = os.path.join(run_dir, f"{run_id}.neuron-view")
-        return {"neuron_views": [view_session(folder, dest, steps)]}
+        view = view_session(folder, dest, steps)
+        carry_mappings(folder, view.get("parquet"))
+        return {"neuron_views": [view]}
 
     def environment(self) -> dict:
         env = super().environment()
@@ -283,6 +286,25 @@ class NeuronBackend(Backend):
             pass
         env["device_name"] = "neuron"
         return env
+
+
+def carry_mappings(folder: str, dest: str | None) -> list[str]:
+    """TorchNeuron's op maps (``framework_mapping_<ts>.json``, written beside its traces
+    when runtime and PyTorch profiling run together: docs/neuron.md, "The exact join")
+    copied into the processed view, so they travel with it to where the core reads it."""
+    if not dest or not os.path.isdir(dest) or not os.path.isdir(folder):
+        return []
+    copied = []
+    for where, _dirs, names in os.walk(folder):
+        for name in sorted(names):
+            if name.startswith("framework_mapping_") and name.endswith(".json"):
+                # one folder per process: its maps keep their folder and name
+                into = os.path.join(dest, "framework_mapping", os.path.relpath(where, folder))
+                os.makedirs(into, exist_ok=True)
+                target = os.path.join(into, name)
+                shutil.copyfile(os.path.join(where, name), target)
+                copied.append(target)
+    return copied
 
 
 def _files(root: str | None) -> list[str]:

@@ -314,7 +314,8 @@ def _export_trace(call: Call, prof: Any, run_id: str, att: Any) -> tuple[str | N
     path = os.path.join(s.spec.run_dir, f"{run_id}.trace.json")
     trace: str | None = path
     try:
-        export_tagged(prof, path, att, s.labeler.labels)
+        # PyTorch's thread counter on each op: TorchNeuron's op map is keyed by it
+        export_tagged(prof, path, att, s.labeler.labels, threads=s.backend.name == "neuron")
     except Exception as exc:
         s.events.warning(f"{call.name}: could not write the Chrome trace: {exc}")
         trace = None

@@ -210,8 +210,13 @@ def check_neuron_devices(report: Report, ctx: Facts) -> None:
 
 
 def check_neuron_explorer(report: Report, ctx: Facts) -> None:
-    from trainium_lens.hosttools.doctor.neuron import judge_neuron_explorer, judge_profile_reader
+    from trainium_lens.hosttools.doctor.neuron import (
+        judge_neuron_explorer,
+        judge_neuron_sdk,
+        judge_profile_reader,
+    )
 
+    add(report, "neuron_sdk", *judge_neuron_sdk(ctx.facts, ctx.flavour))
     add(report, "neuron_explorer", *judge_neuron_explorer(ctx.facts, ctx.flavour, ctx.not_here))
     add(report, "profile_reader", *judge_profile_reader(not ctx.not_here))
 

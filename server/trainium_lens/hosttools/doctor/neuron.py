@@ -13,6 +13,57 @@ from importlib import metadata
 
 DOCUMENTED = ("7.4.0", "12.0.1")  # SDK 2.31, SDK 2.33 (docs/neuron.md)
 
+# The Neuron SDK a TorchNeuron install belongs to, by its torch-neuronx release
+# (docs/neuron.md, "Neuron SDK releases": the 2.33 and 2.34 release notes).
+SDK_BY_TORCH_NEURONX = {
+    (2, 13, 3): "2.33",
+    (2, 14, 3): "2.33",
+    (2, 13, 3, 1): "2.34",
+    (2, 14, 3, 1): "2.34",
+}
+KNOWN_SDKS = ("2.33", "2.34")
+READER = {
+    "2.33": "neuron-explorer's Parquet export (its JSON, written up to 2.33, is read too)",
+    "2.34": "neuron-explorer's Parquet export (the full-profile JSON is no longer maintained from 2.34)",
+}
+
+
+def neuron_sdk(torch_neuronx: str | None) -> str | None:
+    """The SDK release of a TorchNeuron torch-neuronx version (None: not one listed)."""
+    parts = []
+    for token in str(torch_neuronx or "").split("+")[0].split("."):
+        if not token.isdigit():
+            break
+        parts.append(int(token))
+    while len(parts) > 3 and parts[-1] == 0:  # 2.14.3.0 is 2.14.3
+        parts.pop()
+    return SDK_BY_TORCH_NEURONX.get(tuple(parts))
+
+
+def judge_neuron_sdk(facts: dict, flavour: str | None) -> tuple[str, str, str | None]:
+    """(status, detail, fix) of the ``neuron_sdk`` row: which SDK, and which reader."""
+    version = facts.get("torch_neuronx")
+    if not version:
+        return "skip", "no torch-neuronx: no Neuron SDK found", None
+    if flavour == "xla":
+        return (
+            "pass",
+            f"torch-neuronx {version} is the XLA flavour (Trn1: SDK ≤ 2.29 for training); device "
+            f"profiles read from {READER['2.33']}",
+            None,
+        )
+    sdk = neuron_sdk(version)
+    if sdk is None:
+        return (
+            "warn",
+            f"torch-neuronx {version} is not a release of a Neuron SDK this tool knows "
+            f"({', '.join(KNOWN_SDKS)}): its device profiles are read as Parquet through their own "
+            f"SchemaFields, unchecked",
+            "run docs/support.md's check on this host and send its output back",
+        )
+    detail = f"Neuron SDK {sdk} (torch-neuronx {version}): device profiles read from {READER[sdk]}"
+    return "pass", detail, None
+
 
 def judge_neuron_explorer(facts: dict, flavour: str | None, not_here: str) -> tuple[str, str, str | None]:
     """(status, detail, fix) of the ``neuron_explorer`` row."""

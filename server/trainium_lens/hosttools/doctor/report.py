@@ -21,6 +21,7 @@ CHECKS = [
     ("torch_xla", "torch-xla (Trn1 path)"),
     ("profiling_api", "Neuron profiling API"),
     ("neuron_devices", "Neuron devices"),
+    ("neuron_sdk", "Neuron SDK"),
     ("neuron_explorer", "neuron-explorer"),
     ("profile_reader", "Neuron profile reader (here)"),
     ("disk", "free disk in work dir"),
