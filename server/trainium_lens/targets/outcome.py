@@ -23,6 +23,15 @@ class Outcome:
     stopped_waiting: bool = False  # stopped after its scripts ended, a launcher failed (``Waiting``)
 
 
+def slurm_ended(events: list[dict]) -> str | None:
+    """Under srun, the line saying SLURM ended the job (a scancel, a node lost, the time
+    limit: a ``slurm_end`` event, asked of SLURM when the command failed), else None."""
+    for event in events:
+        if event.get("event") == "slurm_end" and event.get("cause"):
+            return str(event["cause"])
+    return None
+
+
 class Waiting:
     """Whether the command only waits now: every armed process has ended its script
     (its ``exit``, keyed by rank and pid: a restarted worker is a new one) and a

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import IO
 
 from trainium_lens.errors import Cancelled, TargetError, TimedOut
+from trainium_lens.harness.nodes.slurm_end import end_events
 from trainium_lens.harness.reaper import scancel_jobs
 from trainium_lens.harness.spec import ScriptSpec
 from trainium_lens.targets.base import EventSink
@@ -178,6 +179,8 @@ def run_script(
         time.sleep(POLL_S)
         drain()
         outcome.returncode = code
+        if jobs and not outcome.stopped_waiting:  # under srun: did SLURM end the job?
+            outcome.events.extend(end_events(jobs, failed=code != 0))
         said = [e for e in outcome.events if e.get("event") == "cannot_start"]
         if said:
             raise TargetError(str(said[0].get("message"))[:300])
