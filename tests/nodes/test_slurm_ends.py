@@ -7,6 +7,7 @@ made before is kept, nothing of the job stays in squeue or on a node."""
 
 from __future__ import annotations
 
+import random
 import re
 import subprocess
 import time
@@ -14,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.nodes.test_across_nodes import SLOW, _job_left, _workspace
 from tests.nodes.test_across_nodes import _cli as _profile_cli
 from tests.nodes.test_script_nodes import _cli, _project
-from tests.support.lab import Lab
+from tests.support.lab import IFNAME, REPO_PYTHON, Lab
 from tests.support.procs import wait_for
 
 pytestmark = pytest.mark.nodes
@@ -199,3 +201,35 @@ def test_a_scancel_of_an_allocation_still_pending_is_named(lab: Lab, tmp_path: P
     ), log.read_text()[-2000:]
     assert code != 0
     wait_for(lambda: not lab.squeue(), 30, f"the job leaves squeue: {lab.squeue()}")
+
+
+def test_on_the_login_host_itself_a_scancel_is_named(lab: Lab, tmp_path: Path):
+    """``trainium-lens run -- srun …`` typed on the login host (no ``--host``): this CLI
+    runs srun itself and asks SLURM (targets/script.py)."""
+    ws = _project(tmp_path)
+    port = random.randint(20000, 40000)
+    launch = (
+        f"srun -N2 --ntasks-per-node=1 {REPO_PYTHON} -m torch.distributed.run --nnodes 2 --nproc-per-node 2 "
+        f"--rdzv-backend c10d --rdzv-endpoint node1:{port} --rdzv-id lens{port} train.py --steps 400000"
+    )
+    err, rc = tmp_path / "cli.err", tmp_path / "cli.rc"
+    lab.run(
+        "login",
+        f"cd {ws / 'tinylm'} && (GLOO_SOCKET_IFNAME={IFNAME} PYTHONPATH={ROOT / 'server'} setsid sh -c "
+        f"'{REPO_PYTHON} -m trainium_lens run --no-store --steps 300000:300000 --workspace {ws} -- {launch} "
+        f"</dev/null >/dev/null 2>{err}; echo $? > {rc}' >/dev/null 2>&1 &)",
+        check=True,
+    )
+    wait_for(lambda: err.is_file() and "steps found by the" in err.read_text(), 180, "the ranks are armed")
+    job = _job(lab)
+    lab.run("login", f"scancel {job}", check=True)
+    wait_for(rc.is_file, 90, "the CLI ends")
+    (line,) = _errors(err.read_text())
+    assert re.fullmatch(
+        rf"trainium-lens: the SLURM job {job} was cancelled at \S+ \(scancel\), before the window "
+        r"\(steps 300000:300000\) was complete \(exit status \d+ from srun; nothing stored\)",
+        line,
+    ), line
+    assert wait_for(lambda: rc.read_text().strip(), 10, "the status is written") != "0"
+    wait_for(lambda: not lab.squeue(), 30, f"the job leaves squeue: {lab.squeue()}")
+    wait_for(lambda: not _job_left(lab), 30, f"nothing of the job on the nodes: {_job_left(lab)}")

@@ -34,7 +34,7 @@ from trainium_lens.harness.nodes.slurm_end import end_events
 from trainium_lens.harness.reaper import scancel_jobs
 from trainium_lens.harness.spec import ScriptSpec
 from trainium_lens.targets.base import EventSink
-from trainium_lens.targets.outcome import Outcome, Waiting
+from trainium_lens.targets.outcome import Outcome, Waiting, killed_ranks
 from trainium_lens.targets.stream import PACKAGE_PARENT, kill_group
 
 BOOT_DIR = PACKAGE_PARENT / "trainium_lens" / "harness" / "script" / "boot"
@@ -180,7 +180,8 @@ def run_script(
         drain()
         outcome.returncode = code
         if jobs and not outcome.stopped_waiting:  # under srun: did SLURM end the job?
-            outcome.events.extend(end_events(jobs, failed=code != 0))
+            # srun may exit 0 when SLURM ended it (slurm_end.end_events): ranks killed say so
+            outcome.events.extend(end_events(jobs, failed=code != 0 or killed_ranks(outcome.events)))
         said = [e for e in outcome.events if e.get("event") == "cannot_start"]
         if said:
             raise TargetError(str(said[0].get("message"))[:300])
