@@ -23,6 +23,7 @@ HARNESS_KIND_CODES = {
     "inputs": EXIT_USER_CODE,
     "backend_unavailable": EXIT_CANNOT_RUN,
     "torch_missing": EXIT_CANNOT_RUN,
+    "cancelled": EXIT_CANCELLED,  # SLURM cancelled the job (a scancel from outside: harness/nodes/slurm.py)
 }
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +66,31 @@ class Lab:
                 continue  # gone meanwhile
             out[int(entry)] = raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()
         return out
+
+    def restart_slurmd(self, host: str, seconds: float = 60) -> None:
+        """Start ``host``'s slurmd again (after a test killed it) the way
+        scripts/lab-nodes.sh starts it, in that host's namespaces, and wait until the
+        controller has the node back (``ReturnToService=2``). The lab stays up: no
+        rebuild, so what the dead slurmd left is still there for the test to see go."""
+        lab_dir = self.ssh_config.parent
+        if not any(cmd.split()[:1] == ["slurmd"] for cmd in self.procs_on(host).values()):
+            holder = (lab_dir / "run" / f"holder-{host}.pid").read_text().strip()
+            with open(lab_dir / "log" / f"slurmd-{host}.out", "a") as out:
+                subprocess.run(
+                    ["nsenter", "--target", holder, "--net", "--uts", "--mount", "--", "slurmd"],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=out,
+                    check=True,
+                    timeout=seconds,
+                )
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            res = self.run(self.login, f"sinfo -h -N -n {host} -o %t", timeout=20)
+            if res.stdout.strip() in ("idle", "mix", "alloc"):
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"{host}'s slurmd did not come back within {seconds:g} s")
 
     def squeue(self) -> list[str]:
         """The jobs slurm knows of, one ``<id> <state> <name>`` line each."""

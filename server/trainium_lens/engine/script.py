@@ -22,7 +22,7 @@ from trainium_lens.model.result import Result
 from trainium_lens.model.script import ScriptCommand
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets.base import EventSink, Target
-from trainium_lens.targets.outcome import Outcome
+from trainium_lens.targets.outcome import Outcome, slurm_ended
 
 
 class ScriptFailed(LensError):
@@ -101,7 +101,8 @@ def run(
             source=None,  # no edits: ``fix`` measures one by running a marked function
             unstored="remove",  # the caller has the results; their traces go with the run
         )
-    return results, outcome.returncode
+    # srun may exit 0 when SLURM ended its job (script_exit.launcher_note): no success
+    return results, outcome.returncode or (1 if slurm_ended(outcome.events) else 0)
 
 
 def script_spec(req: ScriptRequest, root: Path, batch_id: str, host: str) -> ScriptSpec:
@@ -170,6 +171,15 @@ def explain(outcome: Outcome, req: ScriptRequest) -> ScriptFailed:
     by_kind: dict[str, dict] = {}
     for event in outcome.events:
         by_kind.setdefault(str(event.get("event")), event)
+    by_slurm = slurm_ended(outcome.events)
+    if by_slurm is not None:  # under srun, SLURM stopped the ranks: not the script's doing
+        ranks = any(e.get("event") == "hello" and e.get("role") in ("main", "worker") for e in outcome.events)
+        when = (
+            f"before the window (steps {req.steps[0]}:{req.steps[1]}) was complete"
+            if ranks
+            else "before any rank ran the script"
+        )
+        return ScriptFailed(f"{by_slurm}, {when} ({status} from srun; nothing stored)", code or 1)
     if "aside" in by_kind:
         return ScriptFailed(f"not profiled: {by_kind['aside'].get('why')} ({status}; nothing stored)", code)
     if "raised" in by_kind:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from trainium_lens.targets.outcome import Outcome
+from trainium_lens.targets.outcome import Outcome, slurm_ended
 
 #: The agent's errors that are its rendezvous store's, not the workers'.
 STORE_ERRORS = frozenset({"RendezvousConnectionError", "RendezvousClosedError"})
@@ -41,6 +41,14 @@ _ROOT = re.compile(
 
 def launcher_note(outcome: Outcome) -> str | None:
     """One line on a non-zero status when torchrun's agent raised, else None."""
+    by_slurm = slurm_ended(outcome.events)
+    if by_slurm is not None:  # under srun, SLURM stopped the ranks after the window: its cause, not torch's
+        status = (
+            "srun's exit status 0 (its tasks' statuses lost) is no success: the exit status is 1"
+            if outcome.returncode == 0
+            else f"srun ended with exit status {outcome.returncode} (the command's)"
+        )
+        return f"the window's result is complete; then {by_slurm}, and {status}"
     errors = sorted((e for e in outcome.events if e.get("event") == "launcher_error"), key=_node)
     if outcome.returncode == 0 or not errors:
         return None

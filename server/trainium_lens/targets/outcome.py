@@ -23,6 +23,32 @@ class Outcome:
     stopped_waiting: bool = False  # stopped after its scripts ended, a launcher failed (``Waiting``)
 
 
+def slurm_ended(events: list[dict]) -> str | None:
+    """Under srun, the line saying SLURM ended the job (a scancel, a node lost, the time
+    limit: a ``slurm_end`` event, asked of SLURM when the command failed), else None."""
+    for event in events:
+        if event.get("event") == "slurm_end" and event.get("cause"):
+            return str(event["cause"])
+    return None
+
+
+def _not_ended(events: list[dict]) -> tuple[bool, set]:
+    """(whether any process armed, those that never wrote their ``exit``): a process
+    writes it at its interpreter's exit, so one that was killed never does; keyed by
+    rank and pid (a restarted worker is a new one)."""
+    armed = {
+        (e.get("rank"), e.get("pid"))
+        for e in events
+        if e.get("event") == "hello" and e.get("role") in ("main", "worker")
+    }
+    return bool(armed), armed - {(e.get("rank"), e.get("pid")) for e in events if e.get("event") == "exit"}
+
+
+def killed_ranks(events: list[dict]) -> bool:
+    """Whether an armed process ended without its ``exit``: it was killed."""
+    return bool(_not_ended(events)[1])
+
+
 class Waiting:
     """Whether the command only waits now: every armed process has ended its script
     (its ``exit``, keyed by rank and pid: a restarted worker is a new one) and a
@@ -43,10 +69,5 @@ class Waiting:
     def _ended(events: list[dict]) -> bool:
         if not any(e.get("event") == "launcher_error" for e in events):
             return False
-        armed = {
-            (e.get("rank"), e.get("pid"))
-            for e in events
-            if e.get("event") == "hello" and e.get("role") in ("main", "worker")
-        }
-        ended = {(e.get("rank"), e.get("pid")) for e in events if e.get("event") == "exit"}
-        return bool(armed) and armed <= ended
+        armed, left = _not_ended(events)
+        return armed and not left

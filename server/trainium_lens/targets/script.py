@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import IO
 
 from trainium_lens.errors import Cancelled, TargetError, TimedOut
+from trainium_lens.harness.nodes.slurm_end import end_events
 from trainium_lens.harness.reaper import scancel_jobs
 from trainium_lens.harness.spec import ScriptSpec
 from trainium_lens.targets.base import EventSink
-from trainium_lens.targets.outcome import Outcome, Waiting
+from trainium_lens.targets.outcome import Outcome, Waiting, killed_ranks
 from trainium_lens.targets.stream import PACKAGE_PARENT, kill_group
 
 BOOT_DIR = PACKAGE_PARENT / "trainium_lens" / "harness" / "script" / "boot"
@@ -178,6 +179,9 @@ def run_script(
         time.sleep(POLL_S)
         drain()
         outcome.returncode = code
+        if jobs and not outcome.stopped_waiting:  # under srun: did SLURM end the job?
+            # srun may exit 0 when SLURM ended it (slurm_end.end_events): ranks killed say so
+            outcome.events.extend(end_events(jobs, failed=code != 0 or killed_ranks(outcome.events)))
         said = [e for e in outcome.events if e.get("event") == "cannot_start"]
         if said:
             raise TargetError(str(said[0].get("message"))[:300])

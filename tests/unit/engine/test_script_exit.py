@@ -5,9 +5,13 @@ waits (``targets/outcome.Waiting``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from trainium_lens.engine.script import ScriptRequest, explain
 from trainium_lens.engine.script_exit import launcher_note
+from trainium_lens.model.script import parse_command
 from trainium_lens.targets import outcome
 from trainium_lens.targets.outcome import Outcome, Waiting
 
@@ -111,3 +115,50 @@ def test_the_wait_is_given_its_seconds_first(monkeypatch: pytest.MonkeyPatch):
     waiting = Waiting()
     events = _events([0, 1, 2, 3], [("node2", "ChildFailedError", ABORTED)])
     assert not waiting.over(events) and waiting.since is not None
+
+
+def test_a_job_slurm_ended_is_named_before_torchruns_agent():
+    """srun's job cancelled after the window: torchrun's agents raise SignalException as
+    SLURM stops them; the note names SLURM's end (a ``slurm_end`` event the runner asked
+    of SLURM, harness/nodes/slurm_end.py), not the agents' exception."""
+    signal = ("node1", "SignalException", "Process 11886 got signal: 15")
+    cancelled = {
+        "event": "slurm_end",
+        "job": "12",
+        "state": "CANCELLED",
+        "cause": "the SLURM job 12 was cancelled",
+    }
+    run = _outcome(1, [], [signal])
+    run.events.append(cancelled)
+    assert launcher_note(run) == (
+        "the window's result is complete; then the SLURM job 12 was cancelled, "
+        "and srun ended with exit status 1 (the command's)"
+    )
+    run.returncode = 0  # srun's, once in the lab after a scancel: its tasks' statuses lost
+    assert str(launcher_note(run)).endswith(
+        "srun's exit status 0 (its tasks' statuses lost) is no success: the exit status is 1"
+    )
+    run.returncode = 1
+    run.events[-1] = {**cancelled, "state": "COMPLETED", "cause": None}  # the script's own end
+    assert "torchrun's agent raised (on node1: SignalException" in str(launcher_note(run))
+
+
+def test_a_job_slurm_ended_before_the_window_is_named_not_a_missing_step(tmp_path: Path) -> None:
+    """Cancelled while the ranks were armed: no rank wrote ``exit`` (they were stopped),
+    which the old explanation read as "the script never made a step"."""
+    (tmp_path / "train.py").write_text("")
+    req = ScriptRequest(command=parse_command(["python", "train.py"], tmp_path), cwd=tmp_path)
+    events = [
+        {"event": "hello", "role": "worker", "rank": 0, "pid": 100, "slurm_job": "12"},
+        {"event": "armed", "rank": 0, "window": [3, 5], "tried": ["optimizer step hooks"]},
+    ]
+    assert "never made a step" in str(explain(Outcome(returncode=1, events=events), req))
+    events.append(
+        {"event": "slurm_end", "job": "12", "state": "CANCELLED", "cause": "the SLURM job 12 was cancelled"}
+    )
+    failed = explain(Outcome(returncode=143, events=events), req)
+    assert str(failed) == (
+        "the SLURM job 12 was cancelled, before the window (steps 3:5) was complete "
+        "(exit status 143 from srun; nothing stored)"
+    )
+    assert failed.returncode == 143

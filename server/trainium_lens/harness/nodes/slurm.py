@@ -33,6 +33,7 @@ import time
 from typing import Any
 
 from trainium_lens.harness.events import HarnessError, write_json_atomic
+from trainium_lens.harness.nodes.slurm_end import SETTLE_S, cause, job_end
 from trainium_lens.harness.reaper import SPARE_ENV
 
 POLL_S = 1.0
@@ -128,7 +129,7 @@ def _follow(spec: Any, events: Any, srun: subprocess.Popen, name: str, run_dir: 
     offsets = [0] * nnodes
     partial = [b""] * nnodes
     results: dict[int, str] = {}
-    state, last_poll, nodelist = "", 0.0, ""
+    state, last_poll, nodelist, job = "", 0.0, "", ""
     waiting: set[int] = set()  # ranks whose watchdog said they wait in a collective
     nproc = int(spec.nproc or 1)
     beats: dict[int, tuple[str, float]] = {}  # node -> (its heartbeat's text, when it last changed)
@@ -156,6 +157,8 @@ def _follow(spec: Any, events: Any, srun: subprocess.Popen, name: str, run_dir: 
                         return 0
                     continue
                 if kind == "error":
+                    # a node stopped by SLURM (scancel, a node lost) may speak first
+                    _ended_by_slurm(job or _job_id(name), srun, results, nnodes, wait_s=0.0)
                     names = _hostnames(nodelist)
                     text = f"{_node_name(names, k)}: {event.get('message', '')}"
                     hung = _hung(waiting, nnodes, nproc, names)
@@ -179,6 +182,8 @@ def _follow(spec: Any, events: Any, srun: subprocess.Popen, name: str, run_dir: 
                 if kind == "stage" and "rank" not in event and k:
                     continue
                 events.emit(kind, **event)
+        if ended:
+            _ended_by_slurm(job or _job_id(name), srun, results, nnodes)
         if held is not None and (ended or time.monotonic() - held[1] > PEER_HOLD_S):
             events.emit("error", **held[0])  # no other cause showed: the peer's error it is
             return 1
@@ -189,6 +194,7 @@ def _follow(spec: Any, events: Any, srun: subprocess.Popen, name: str, run_dir: 
             last_poll = now
             seen = _squeue(name)
             if seen is not None:
+                job = seen[3] or job
                 text = f"pending ({seen[1]})" if seen[0] == "PENDING" else f"{seen[0].lower()} on {seen[2]}"
                 if seen[2]:
                     nodelist = seen[2]
@@ -207,6 +213,38 @@ def _follow(spec: Any, events: Any, srun: subprocess.Popen, name: str, run_dir: 
         f"srun ended (exit status {srun.returncode}) before node(s) {', '.join(missing)} "
         f"reported a result{' on ' + nodelist if nodelist else ''}" + (f": {why}" if why else ""),
     )
+
+
+def _ended_by_slurm(
+    job: str, srun: subprocess.Popen, results: dict[int, str], nnodes: int, wait_s: float = SETTLE_S
+) -> None:
+    """A node's error came, or srun ended, before every node reported: when SLURM ended
+    the job (a scancel, a node lost, the time limit: it records that before it signals
+    the tasks), that is the cause, not what torch printed as its ranks were stopped
+    (slurm_end.py)."""
+    end = job_end(job, wait_s) if job else None
+    why = cause(end)
+    if end is None or why is None:
+        return
+    missing = ", ".join(str(k) for k in range(nnodes) if k not in results)
+    ended = f"srun ended (exit status {srun.returncode})" if srun.poll() is not None else "srun was ending"
+    kind = "cancelled" if end["state"] == "CANCELLED" else "internal"
+    raise HarnessError(kind, f"{why}; {ended} before node(s) {missing} reported a result")
+
+
+def _job_id(name: str) -> str:
+    """The job's id by its name, from the controller's records of ended jobs too
+    (a job too short for a poll to see it running)."""
+    try:
+        out = subprocess.run(
+            ["squeue", "-h", "-t", "all", f"--name={name}", "-o", "%i"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.split()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out[0] if out else ""
 
 
 def _silent_node(
@@ -286,16 +324,20 @@ def _new_events(path: str, k: int, offsets: list[int], partial: list[bytes]):
             yield event
 
 
-def _squeue(name: str) -> tuple[str, str, str] | None:
+def _squeue(name: str) -> tuple[str, str, str, str] | None:
+    """(state, reason, node list, job id) of the job named ``name``."""
     try:
         out = subprocess.run(
-            ["squeue", "-h", f"--name={name}", "-o", "%T|%r|%N"], capture_output=True, text=True, timeout=10
+            ["squeue", "-h", f"--name={name}", "-o", "%T|%r|%N|%i"],
+            capture_output=True,
+            text=True,
+            timeout=10,
         ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
     line = out.strip().splitlines()[0] if out.strip() else ""
     parts = line.split("|")
-    return (parts[0], parts[1], parts[2]) if len(parts) == 3 else None
+    return (parts[0], parts[1], parts[2], parts[3]) if len(parts) == 4 else None
 
 
 def _scancel(name: str) -> None:

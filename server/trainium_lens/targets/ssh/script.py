@@ -28,7 +28,7 @@ from typing import Protocol
 from trainium_lens.errors import Cancelled, TargetError, TimedOut
 from trainium_lens.harness.spec import ScriptSpec
 from trainium_lens.targets.base import EventSink
-from trainium_lens.targets.outcome import Outcome, Waiting
+from trainium_lens.targets.outcome import Outcome, Waiting, slurm_ended
 from trainium_lens.targets.script import HELLO_S, hello_deadline, start_output_relay
 from trainium_lens.targets.ssh.conn import SshConnection
 from trainium_lens.targets.ssh.wrapper import EVENT_MARK, MARK
@@ -208,6 +208,11 @@ def run_script_remote(
         if unstarted:
             raise TargetError(f"{target.host}: {str(unstarted[0].get('message'))[:300]}")
         if not any(e.get("event") == "hello" for e in outcome.events):
+            ended = slurm_ended(outcome.events)
+            if ended:  # srun's job ended by SLURM before any task ran Python
+                raise TargetError(
+                    f"{ended} before any rank armed (srun's exit status {code}; nothing stored)"
+                )
             raise TargetError(
                 f"the harness never armed in {argv[0]} on {target.host} (it exited with status {code} "
                 "and no word from it)"

@@ -36,6 +36,7 @@ wrapper's exit status is the command's.
 import fcntl
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -46,6 +47,7 @@ import warnings
 # The harness's sweep of its descendants (the lens folder beside this file holds it).
 if not __package__:  # run as a script on the host
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from trainium_lens.harness.nodes.slurm_end import end_events  # noqa: E402
 from trainium_lens.harness.reaper import kill_descendants, scancel_jobs  # noqa: E402
 
 HEARTBEAT_S = 1.0
@@ -215,6 +217,21 @@ def describe_signal(code):
 EVENT_MARK = "\x1etrainium-lens-event: "
 
 
+# srun's own words on its job (before any task runs: a pending allocation), and on
+# a step it saw end under it (it may still exit 0: slurm_end.end_events).
+_SRUN_JOB = re.compile(rb"^srun: (?:job|Job allocation|Granted job allocation) (\d+)")
+_SRUN_ABORTED = (b"srun: Job step aborted", b"srun: error: Timed out waiting for job step")
+SRUN_SAID = {"aborted": False}
+
+
+def _note_srun_job(line):
+    found = _SRUN_JOB.match(line)
+    if found:
+        SLURM_JOBS.add(found.group(1).decode())
+    if line.startswith(_SRUN_ABORTED):
+        SRUN_SAID["aborted"] = True
+
+
 def _note_slurm_job(line):
     if b'"slurm_job"' not in line:
         return
@@ -317,10 +334,14 @@ def run_command(work_dir, spec, lifeline, wait_s):
     tail.start()
     assert proc.stderr is not None
     for line in iter(proc.stderr.readline, b""):
+        _note_srun_job(line)
         say(line)
     code = proc.wait()
     done.set()
     tail.join(timeout=5)
+    if SLURM_JOBS:  # under srun: did SLURM end the job (scancel, a node lost)?
+        for event in end_events(SLURM_JOBS, failed=code != 0 or SRUN_SAID["aborted"]):
+            say((EVENT_MARK + json.dumps(event) + "\n").encode())
     try:
         os.killpg(pgid, signal.SIGKILL)  # what the command left in its group
     except (ProcessLookupError, PermissionError):
