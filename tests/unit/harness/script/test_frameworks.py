@@ -58,7 +58,7 @@ def test_a_lightning_trainers_steps_are_its_updates_with_their_micro_batches(det
     d, seen = detector
     import importlib
 
-    pl = importlib.import_module(package)
+    pl: Any = importlib.import_module(package)
     from torch.utils.data import DataLoader, TensorDataset
 
     class Module(pl.LightningModule):
