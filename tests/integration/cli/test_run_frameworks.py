@@ -156,18 +156,6 @@ def test_python_m_accelerate_launch_on_one_cpu_process(tmp_path: Path) -> None:
     assert doc["script"]["micro_batches"] == 2
 
 
-def test_accelerate_launch_on_a_host_asks_for_python_m(tmp_path: Path) -> None:
-    ws = project(tmp_path)
-    proc, _ = lens_run(
-        ws, tmp_path, "--no-store", "--host", "nowhere", "--", "accelerate", "launch", "hf/accelerated.py"
-    )
-    assert proc.returncode != 0
-    assert (
-        "give accelerate launch as python -m accelerate.commands.launch"
-        in proc.stderr.strip().splitlines()[-1]
-    )
-
-
 @pytest.fixture(scope="module")
 def lightning(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, str]:
     tmp = tmp_path_factory.mktemp("lightning")
