@@ -7,9 +7,9 @@ the script's steady step:
 * step 2 still warms up (measured: Lightning's second batch 2.2× its steady one,
   ``tests/data/scripts/lit.py``, in the script's own timer without the tool);
 * the ``SETTLE`` steps right after the work step pay for the harness's own work at
-  the window's end (attribution, the work step's recording): measured on the same
-  script, its own timer showed them at 1.1–4.5× its steady step under the tool,
-  the steps after them as without it.
+  the window's end (attribution, the work step's recording): on the same script
+  (one run, load about 4.5 on 2 cores), its own timer showed them at 1.1–4.6× its
+  steady step under the tool, the steps after them as without it.
 
 So the reference is the steps before the window from step 3 on and the steps
 after the settling ones. A script too short for that (or ``--exit-after``, which
