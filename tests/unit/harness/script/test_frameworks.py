@@ -81,3 +81,31 @@ def test_a_lightning_trainers_steps_are_its_updates_with_their_micro_batches(det
     assert trainer.global_step == 3
     step = {"micro_batches": 2, "skipped": False}
     assert seen == [("lightning", {"framework_step": n, **step}) for n in (1, 2, 3)]
+
+
+def test_watching_imports_no_framework_and_wraps_lightning_once_the_script_does() -> None:
+    """A fresh interpreter: the detector's watch loads none of the frameworks; the
+    script's own ``import lightning`` is what wraps its Trainer."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    code = (
+        "import sys, torch\n"
+        "from trainium_lens.harness.script.detect import Detector\n"
+        "Detector(lambda name: None, None, '/').install()\n"
+        "names = ('lightning', 'pytorch_lightning', 'transformers', 'accelerate')\n"
+        "print(sorted(n for n in names if n in sys.modules))\n"
+        "import lightning.pytorch as pl\n"
+        "print(getattr(pl.Trainer.__init__, '_trainium_lens', False))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT / "server"), "PATH": "/usr/bin:/bin"},
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[:2] == ["[]", "True"]
