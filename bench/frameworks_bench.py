@@ -4,16 +4,20 @@ against each script's own step timer (docs/scripts.md, "Training frameworks").
 The scripts: the Hugging Face Trainer (``tests/data/scripts/hf/trainer.py``: a
 tiny random Llama, gradient accumulation 2, a ``TrainerCallback`` timing one
 step's end to the next) and Lightning (``tests/data/scripts/lit.py``: automatic
-optimization, AdamW, a ``Callback`` timing one batch's end to the next). Each
-prints ``median step X ms`` (its steps from the third on) at its end.
+optimization, AdamW, a ``Callback`` timing one update's last batch end to the
+next), alone (``lightning``) and with ``accumulate_grad_batches=2``
+(``lightning-acc2``). Each prints ``median step X ms`` (its steps from the
+fourth on) at its end.
 
 Rounds, alternated (the machine's load drifts): the script run plainly, its own
 median step; then ``run --json`` on the same command (default window), the
 tool's per-step figure (op time + host time between ops, per optimizer step)
 and its reference (the script's unprofiled steps, timed by the harness), each
 divided by the plain run's own median step. Within ±25% is the goal.
+``--old PATH``: a second checkout's server (e.g. a ``git worktree`` of an older
+commit) run the same way in each round, beside this one: its figures as ``old``.
 
-    .venv/bin/python bench/frameworks_bench.py [--rounds 5] [--steps 14]
+    .venv/bin/python bench/frameworks_bench.py [--rounds 5] [--steps 20] [--only NAME] [--old PATH]
 """
 
 from __future__ import annotations
@@ -31,7 +35,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "tests" / "data" / "scripts"
-FRAMEWORKS = {"trainer": "hf/trainer.py", "lightning": "lit.py"}
+FRAMEWORKS = {
+    "trainer": ["hf/trainer.py"],
+    "lightning": ["lit.py"],
+    "lightning-acc2": ["lit.py", "--accumulate", "2"],
+}
 MEDIAN = re.compile(r"median step ([\d.]+) ms")
 
 
@@ -42,13 +50,15 @@ def own_median_ms(stdout: str) -> float:
     return float(found.group(1))
 
 
-def once(script: str, steps: int, tool: bool, tmp: Path) -> tuple[float, dict | None]:
+def once(script: list[str], steps: int, server: Path | None, tmp: Path) -> tuple[float, dict | None]:
+    """The script plainly (``server`` None) or under ``run`` from that server tree."""
     out = tmp / "out.json"
+    tool = server is not None
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TRAINIUM_LENS_CACHE": str(tmp / "c")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    cmd = ["python", script, "--steps", str(steps)]
+    cmd = ["python", *script, "--steps", str(steps)]
     if tool:
-        env["PYTHONPATH"] = str(ROOT / "server")
+        env["PYTHONPATH"] = str(server)
         cmd = [sys.executable, "-m", "trainium_lens", "run", "--no-store", "--json", str(out), "--", *cmd]
     proc = subprocess.run(cmd, cwd=SCRIPTS, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -56,42 +66,53 @@ def once(script: str, steps: int, tool: bool, tmp: Path) -> tuple[float, dict | 
     return own_median_ms(proc.stdout), json.loads(out.read_text()) if tool else None
 
 
+def _row(own_ms: float, doc: dict) -> dict:
+    t = doc["totals"]
+    tool_ms = (t["self_time_us"] + (t.get("host_time_us") or 0.0)) / 1e3
+    ref_ms = (t.get("wall_us_median") or float("nan")) / 1e3
+    return {
+        "own_ms": own_ms,
+        "tool_ms": tool_ms,
+        "ref_ms": ref_ms,
+        "tool_ratio": tool_ms / own_ms,
+        "ref_ratio": ref_ms / own_ms,
+        "within": bool(doc.get("reconciliation", {}).get("within")),
+        "detector": doc["script"].get("detector"),
+        "micro": doc["script"].get("micro_batches"),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=14)
-    ap.add_argument("--only", choices=sorted(FRAMEWORKS), help="one framework only")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--only", choices=sorted(FRAMEWORKS), action="append", help="these frameworks only")
+    ap.add_argument("--old", type=Path, help="another checkout's server/ to run beside this one")
     args = ap.parse_args()
-    names = [args.only] if args.only else list(FRAMEWORKS)
-    rows: dict[str, list[dict]] = {n: [] for n in names}
+    names = args.only or list(FRAMEWORKS)
+    servers = {"new": ROOT / "server", **({"old": args.old} if args.old else {})}
+    rows: dict[str, list[dict]] = {f"{n} {s}": [] for n in names for s in servers}
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         for r in range(args.rounds):
             for name in names:
-                own_ms, _ = once(FRAMEWORKS[name], args.steps, False, tmp)
-                _, doc = once(FRAMEWORKS[name], args.steps, True, tmp)
-                assert doc is not None
-                t = doc["totals"]
-                tool_ms = (t["self_time_us"] + (t.get("host_time_us") or 0.0)) / 1e3
-                ref_ms = (t.get("wall_us_median") or float("nan")) / 1e3
-                row = {
-                    "own_ms": own_ms,
-                    "tool_ms": tool_ms,
-                    "ref_ms": ref_ms,
-                    "tool_ratio": tool_ms / own_ms,
-                    "ref_ratio": ref_ms / own_ms,
-                    "detector": doc["script"].get("detector"),
-                }
-                rows[name].append(row)
-                print(
-                    f"round {r + 1} {name:9} ({row['detector']}): own {own_ms:.2f} ms, "
-                    f"tool {tool_ms:.2f} ms ({row['tool_ratio']:.2f}x), "
-                    f"reference {ref_ms:.2f} ms ({row['ref_ratio']:.2f}x)",
-                    flush=True,
-                )
+                own_ms, _ = once(FRAMEWORKS[name], args.steps, None, tmp)
+                for which, server in servers.items():
+                    _, doc = once(FRAMEWORKS[name], args.steps, server, tmp)
+                    assert doc is not None
+                    row = _row(own_ms, doc)
+                    rows[f"{name} {which}"].append(row)
+                    print(
+                        f"round {r + 1} {name} {which} ({row['detector']}, {row['micro']} micro-batches): "
+                        f"own {own_ms:.2f} ms, tool {row['tool_ms']:.2f} ms ({row['tool_ratio']:.2f}x), "
+                        f"reference {row['ref_ms']:.2f} ms ({row['ref_ratio']:.2f}x), "
+                        f"flagged {not row['within']}, load {os.getloadavg()[0]:.1f}",
+                        flush=True,
+                    )
     print()
-    print(f"{'framework':10} {'rounds':>6} {'own ms':>8} {'tool/own':>18} {'reference/own':>18}")
+    head = f"{'framework':20} {'rounds':>6} {'own ms':>8} {'tool/own':>18} {'reference/own':>18}"
+    print(f"{head} {'flagged':>8}")
     for name, rs in rows.items():
 
         def spread(key: str, rs: list[dict] = rs) -> str:
@@ -99,7 +120,11 @@ def main() -> None:
             return f"{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})"
 
         own = statistics.median(x["own_ms"] for x in rs)
-        print(f"{name:10} {len(rs):>6} {own:>8.2f} {spread('tool_ratio'):>18} {spread('ref_ratio'):>18}")
+        flagged = sum(1 for x in rs if not x["within"])
+        print(
+            f"{name:20} {len(rs):>6} {own:>8.2f} {spread('tool_ratio'):>18} {spread('ref_ratio'):>18} "
+            f"{flagged:>8}"
+        )
     print(f"load average {os.getloadavg()}, {os.cpu_count()} cores; {time.monotonic() - t0:.0f} s")
 
 

@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.integration.cli.test_run import BIN, lens_run, project, stored
+from tests.integration.cli.test_run_frameworks import ACCELERATE_DEFAULTS
 from tests.support.procs import left_running
 
 pytestmark = pytest.mark.ssh
@@ -72,6 +73,28 @@ def test_run_over_ssh_per_line_on_the_model_file(sshd, ssh_control_dir, tmp_path
     assert any(ln["backward_self_time_us"] > 0 for ln in model)
     assert len(stored(ws)) == 1
     assert [p.name for p in (work / "runs").iterdir()] == [doc["batch_id"]]  # its stored result names it
+    assert left_running(str(work)) == []
+
+
+def test_accelerate_launch_runs_there_as_its_module_under_the_hosts_python(
+    sshd, ssh_control_dir, tmp_path: Path
+) -> None:
+    """``accelerate launch`` is a console script with no interpreter word for the host's
+    Python to replace: it runs there as ``python -m accelerate.commands.launch``."""
+    ws = project(tmp_path)
+    work = tmp_path / "work"
+    out = tmp_path / "out.json"
+    proc, _ = lens_run(
+        ws, tmp_path, *_host(sshd, work), "--no-store", "--steps", "3:3", "--json", str(out), "--",
+        "accelerate", "launch", "--cpu", "--num_processes", "1", *ACCELERATE_DEFAULTS, "hf/accelerated.py",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "12 updates on 1 processes" in proc.stdout
+    doc = json.loads(out.read_text())
+    assert doc["host"] == "lens-test" and doc["script"]["launcher"] == "accelerate"
+    # the host's python ran it (the stored command keeps the word it replaced)
+    assert doc["script"]["command"][:3] == ["python", "-m", "accelerate.commands.launch"]
+    assert doc["script"]["micro_batches"] == 2  # a step is an update, as here
     assert left_running(str(work)) == []
 
 

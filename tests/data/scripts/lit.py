@@ -1,6 +1,9 @@
 """A PyTorch Lightning script (automatic optimization, AdamW): Lightning calls
 ``optimizer.step(closure)`` and the forward and backward run inside it. Its own
-batch timer (a Callback, from one batch's end to the next) prints each step's time."""
+step timer (a Callback, from one update's last batch end to the next) prints each
+step's time. ``--accumulate k``: ``accumulate_grad_batches=k``, k micro-batches per
+update (the first k−1 run their forward and backward outside ``optimizer.step``).
+``--profiler pytorch``: Lightning's own torch.profiler (``PyTorchProfiler``)."""
 
 import argparse
 import statistics
@@ -30,8 +33,12 @@ class BatchTimer(L.Callback):
     def __init__(self):
         self.last = None
         self.times = []
+        self.updates = 0
 
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+        if trainer.global_step == self.updates:
+            return  # a micro-batch that did not update
+        self.updates = trainer.global_step
         now = time.perf_counter()
         if self.last is not None:
             self.times.append((now - self.last) * 1e3)
@@ -42,9 +49,12 @@ class BatchTimer(L.Callback):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=14)
+    p.add_argument("--accumulate", type=int, default=1)
+    p.add_argument("--profiler", default=None, help="Lightning's own profiler: simple, pytorch")
     args = p.parse_args()
     torch.manual_seed(0)
-    data = TensorDataset(torch.randn(32 * args.steps, 64), torch.randint(0, 10, (32 * args.steps,)))
+    n = 32 * args.steps * args.accumulate
+    data = TensorDataset(torch.randn(n, 64), torch.randint(0, 10, (n,)))
     timer = BatchTimer()
     trainer = L.Trainer(
         max_steps=args.steps,
@@ -55,6 +65,8 @@ def main():
         enable_progress_bar=False,
         enable_model_summary=False,
         callbacks=[timer],
+        accumulate_grad_batches=args.accumulate,
+        profiler=args.profiler,
     )
     trainer.fit(Module(), DataLoader(data, batch_size=32))
     print(f"trained {trainer.global_step} steps; median step {statistics.median(timer.times[2:]):.2f} ms")

@@ -18,7 +18,9 @@
 * the forward and backward a closure runs inside ``optimizer.step(closure)``
   (``tests/data/scripts/closure.py``, and Lightning's automatic optimization:
   ``tests/data/scripts/lit.py``) are the model's lines' forward and backward,
-  and the optimizer's time is its own ops' alone."""
+  and the optimizer's time is its own ops' alone;
+* Lightning's own steps (``lit.py --accumulate 2``): the lightning detector, each
+  step an update with its 2 micro-batches (the first outside ``optimizer.step``)."""
 
 from __future__ import annotations
 
@@ -154,28 +156,36 @@ def test_python_m_accelerate_launch_on_one_cpu_process(tmp_path: Path) -> None:
     assert doc["script"]["micro_batches"] == 2
 
 
-def test_accelerate_launch_on_a_host_asks_for_python_m(tmp_path: Path) -> None:
-    ws = project(tmp_path)
+@pytest.fixture(scope="module")
+def lightning(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, str]:
+    tmp = tmp_path_factory.mktemp("lightning")
+    ws = project(tmp)
+    out = tmp / "out.json"
     proc, _ = lens_run(
-        ws, tmp_path, "--no-store", "--host", "nowhere", "--", "accelerate", "launch", "hf/accelerated.py"
-    )
-    assert proc.returncode != 0
-    assert (
-        "give accelerate launch as python -m accelerate.commands.launch"
-        in proc.stderr.strip().splitlines()[-1]
-    )
-
-
-@pytest.mark.parametrize("script", ["closure.py", "lit.py"])
-def test_a_closures_forward_and_backward_are_not_optimizer_time(tmp_path: Path, script: str) -> None:
-    ws = project(tmp_path)
-    out = tmp_path / "out.json"
-    proc, _ = lens_run(
-        ws, tmp_path, "--no-store", "--steps", "3:3", "--json", str(out), "--", "python", script
-    )
+        ws, tmp, "--no-store", "--steps", "3:4", "--json", str(out), "--",
+        "python", "lit.py", "--steps", "12", "--accumulate", "2",
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    doc = json.loads(out.read_text())
-    assert doc["script"]["detector"] == "optimizer"
+    return ws, json.loads(out.read_text()), proc.stdout
+
+
+def test_lightnings_steps_are_its_updates_each_with_its_micro_batches(lightning) -> None:
+    ws, doc, stdout = lightning
+    assert "trained 12 steps" in stdout  # the script ran on to its end
+    s = doc["script"]
+    assert s["detector"] == "lightning"
+    assert s["framework_steps"] == [3, 6]  # Lightning's global_step of the recorded steps 3-6
+    assert s["micro_batches"] == 2 and s["skipped_steps"] == 0
+    assert "found by the lightning detector (its steps 3-6), 2 micro-batches per step" in stdout
+    src = (ws / "lit.py").read_text().splitlines()
+    loss_line = src.index("        return torch.nn.functional.cross_entropy(self.net(x), y)") + 1
+    (loss,) = [ln for ln in doc["lines"] if (ln["file"], ln["line"]) == ("lit.py", loss_line)]
+    assert loss["hits"] == 2  # both micro-batches' forward inside the step
+    assert loss["backward_self_time_us"] > 0
+    assert doc["reconciliation"]["reference_us"] == doc["totals"]["wall_us_median"] > 0
+
+
+def _closure_checks(doc: dict, stdout: str) -> None:
     totals = doc["totals"]
     (adamw,) = [o for o in doc["optimizers"] if o["name"] == "Optimizer.step#AdamW.step"]
     # the optimizer's time is ops on its step's line alone (lit.py: trainer.fit(...), which
@@ -189,4 +199,21 @@ def test_a_closures_forward_and_backward_are_not_optimizer_time(tmp_path: Path, 
     assert sum(ln["self_time_us"] for ln in model) <= totals["forward_time_us"] + 0.01
     assert sum(ln["backward_self_time_us"] for ln in model) <= totals["backward_time_us"] + 0.01
     assert all(ln["backward_self_time_us"] > 0 for ln in model if "self.up(h)" in ln["text"])
-    assert "bwd self" in proc.stdout  # the table's backward columns
+    assert "bwd self" in stdout  # the table's backward columns
+
+
+def test_a_closures_forward_and_backward_are_not_optimizer_time(tmp_path: Path) -> None:
+    ws = project(tmp_path)
+    out = tmp_path / "out.json"
+    proc, _ = lens_run(
+        ws, tmp_path, "--no-store", "--steps", "3:3", "--json", str(out), "--", "python", "closure.py"
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert doc["script"]["detector"] == "optimizer"
+    _closure_checks(doc, proc.stdout)
+
+
+def test_lightnings_closure_forward_and_backward_are_not_optimizer_time(lightning) -> None:
+    _, doc, stdout = lightning
+    _closure_checks(doc, stdout)

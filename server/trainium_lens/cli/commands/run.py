@@ -85,10 +85,10 @@ def run(args: argparse.Namespace) -> int:
     cwd = Path.cwd()
     parsed = parse_command(command, cwd)
     if args.host and parsed.launcher == "accelerate" and not _names_python(command[0]):
-        # the host's Python replaces the local interpreter word; accelerate's own script has none
-        raise UsageError(
-            "--host runs the host's Python: give accelerate launch as python -m accelerate.commands.launch …"
-        )
+        # the host's Python replaces the local interpreter word, and accelerate's console
+        # script has none: the same launcher run as its module, by the host's Python
+        command = _accelerate_as_module(command)
+        parsed = parse_command(command, cwd)
     req = engine.ScriptRequest(
         command=parsed,
         cwd=cwd,
@@ -133,6 +133,12 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         raise LensError(f"{not_stored} (the table above is not saved; --no-store skips saving)")
     return code
+
+
+def _accelerate_as_module(command: list[str]) -> list[str]:
+    """``accelerate launch …`` / ``accelerate-launch …`` → ``python -m accelerate.commands.launch …``."""
+    rest = command[2:] if command[1:2] == ["launch"] else command[1:]
+    return ["python", "-m", "accelerate.commands.launch", *rest]
 
 
 def _names_python(word: str) -> bool:

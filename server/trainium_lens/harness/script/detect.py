@@ -61,6 +61,7 @@ class Detector:
         self.step_info: dict | None = None  # the framework's word on the step that just ended
         self._micro = 0
         self._calls = 0  # AcceleratedOptimizer.step calls since the last update (frameworks.py)
+        self.active = True  # False once removed: the wrapper left on an optimizer passes calls through
 
     def install(self) -> None:
         if self.step_on:
@@ -87,6 +88,7 @@ class Detector:
         self.forward_handles.clear()
 
     def remove(self) -> None:
+        self.active = False
         unwatch_frameworks()
         for h in self.handles:
             h.remove()
@@ -122,7 +124,9 @@ class Detector:
         def step(opt: Any, *args: Any, **kwargs: Any) -> Any:
             depth = getattr(detector._inner, "depth", 0)
             detector._inner.depth = depth + 1
-            if args and callable(args[0]):
+            if not detector.active:
+                pass  # no range of the harness's in a trace of the script's own
+            elif args and callable(args[0]):
                 args = (_in_closure_range(args[0]), *args[1:])
             elif callable(kwargs.get("closure")):
                 kwargs["closure"] = _in_closure_range(kwargs["closure"])

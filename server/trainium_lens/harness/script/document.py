@@ -102,14 +102,15 @@ def add_script_fields(run: Any, doc: dict) -> None:
         for f, p in sorted(run.user.library_files.items())
         if any(line["file"] == f for line in doc["lines"])
     ]
+    before, after = run.reference_steps()
     doc["script"] = {
         "command": list(spec.command),
         "launcher": spec.launcher,
         "steps": [run.first, run.last_measured],
         "profiled_steps": [run.first, run.window_last],
         "detector": run.detector_name or "",
-        "reference_before": len(run.before),
-        "reference_after": len(run.after),
+        "reference_before": len(before),
+        "reference_after": len(after),
     }
     doc["script"].update(framework_fields(run.samples))
     if run.data_site is not None and run.data_waits:

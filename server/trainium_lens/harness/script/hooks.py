@@ -1,8 +1,9 @@
 """What a script's run puts into the script's own process beside its step hooks
 (``detect.py``): the DataLoader's timing, the excepthook that names the user line a
-script raised from, the clean exit of ``--exit-after``, and the code object the
-line labels end their chain at (``never``). ``run`` is the ``session.ScriptRun``
-(typed ``Any``: session imports this module)."""
+script raised from, the clean exit of ``--exit-after``, the watch on the script's
+own torch.profiler, and the code object the line labels end their chain at
+(``never``). ``run`` is the ``session.ScriptRun`` (typed ``Any``: session imports
+this module)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,36 @@ def time_data_loader(run: Any) -> None:
                 run.data_site = (caller.f_code.co_filename, caller.f_lineno)
 
     _BaseDataLoaderIter.__next__ = timed
+
+
+def watch_own_profilers(run: Any) -> None:
+    """Tell ``run.script_profiles()`` when the script starts a profiler of its own.
+
+    Kineto runs one profiler per process at a time: a second one's start fails, or
+    (torch 2.13) leaves the first's trace empty. Every profile the script can start
+    passes through one of two methods: ``torch.profiler.profile.start`` (``with
+    profile(schedule=…)`` enters it even while its schedule still waits, before it
+    records anything) and ``torch.autograd.profiler.profile._prepare_trace`` (the
+    kineto session itself: torch.profiler's warm-up, the legacy ``with
+    torch.autograd.profiler.profile()``; a disabled one never reaches it). The
+    harness's own profiles start at a step boundary (``run.busy``): not the script's."""
+    try:
+        import torch.autograd.profiler as autograd_profiler
+        import torch.profiler.profiler as kineto_profiler
+    except ImportError:
+        return
+    for cls, name in ((kineto_profiler.profile, "start"), (autograd_profiler.profile, "_prepare_trace")):
+        original = getattr(cls, name)
+        if getattr(original, "_trainium_lens", False):
+            continue
+
+        def starts(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            if os.getpid() == run.pid and not run.busy:
+                run.script_profiles()  # the harness's profilers stop before the script's starts
+            return _original(self, *args, **kwargs)
+
+        starts._trainium_lens = True  # type: ignore[attr-defined]
+        setattr(cls, name, starts)
 
 
 def exit_cleanly() -> None:

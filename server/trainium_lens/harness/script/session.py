@@ -3,7 +3,8 @@
 Steps are counted by ``detect.Detector``; at each boundary (after step k):
 
 * k < N−1: the step's wall is timed (the unprofiled reference, steps 2..N−1;
-  step 1 holds compiles and first-touch costs);
+  step 1 holds compiles and first-touch costs; ``reference.py`` says which of
+  the steps timed the reference uses);
 * k = N−1: calibrate the cpu clock, start the profiler (and the line labels):
   steps N.. are recorded. On the cpu clock each measured step is a labelled
   step followed by its plain twin (``attribution/tree.py`` says why), so the
@@ -13,8 +14,8 @@ Steps are counted by ``detect.Detector``; at each boundary (after step k):
 * the step after it is the work step (``work.py``: FLOPs, bytes, memory per
   line), left out of the reference; ``--exit-after`` ends the process at its
   end, cleanly;
-* the hooks go on timing up to ``AFTER`` unprofiled steps, the rest of the
-  reference. The batch is written then, at ``--exit-after``, or when the
+* the hooks go on timing up to ``SETTLE + AFTER`` unprofiled steps, the rest
+  of the reference. The batch is written then, at ``--exit-after``, or when the
   script ends.
 """
 
@@ -40,12 +41,17 @@ from trainium_lens.harness.job.loader import UserCode, resolve_include
 from trainium_lens.harness.runtime.host import HostWindow, RunQueueDelay
 from trainium_lens.harness.script.detect import Detector
 from trainium_lens.harness.script.document import profiled_document
-from trainium_lens.harness.script.hooks import chain_excepthook, exit_cleanly, never, time_data_loader
+from trainium_lens.harness.script.hooks import (
+    chain_excepthook,
+    exit_cleanly,
+    never,
+    time_data_loader,
+    watch_own_profilers,
+)
 from trainium_lens.harness.script.optimizers import ScriptOptimizers
+from trainium_lens.harness.script.reference import chosen, last_timed
 from trainium_lens.harness.script.work import ScriptWork
 from trainium_lens.harness.spec import ScriptSpec
-
-AFTER = 3  # unprofiled steps timed after the window (with those before it: the reference)
 
 
 class ScriptRun:
@@ -61,8 +67,9 @@ class ScriptRun:
         self.step = 0
         self.detector_name: str | None = None
         self.t_last: float | None = None
-        self.before: list[float] = []
-        self.after: list[float] = []
+        # (step, wall µs) of the unprofiled steps timed before and after the window
+        self.before: list[tuple[int, float]] = []
+        self.after: list[tuple[int, float]] = []
         self.prof: Any = None
         self.labelled_on = False
         self.doc: dict | None = None
@@ -71,6 +78,7 @@ class ScriptRun:
         self.pid = os.getpid()
         self.busy = False
         self.aside = False
+        self.own_profiler = False  # the script has started a torch.profiler of its own
         # a DataLoader's __next__ in each step (seconds) and the line it was called from:
         # the step's wait for data, timed in the unprofiled reference steps
         self.data_step = 0.0
@@ -101,6 +109,7 @@ class ScriptRun:
         if self.first <= 2:
             self.optimizers.watch()
         time_data_loader(self)
+        watch_own_profilers(self)
         atexit.register(self._at_exit)
         chain_excepthook(self)
         self.events.emit(
@@ -141,7 +150,8 @@ class ScriptRun:
         self.step += 1
         k = self.step
         sync = self.backend.sync
-        if k <= self.window_last + AFTER + 1:
+        last = last_timed(self.window_last)
+        if k <= last:
             sync()
         now = time.perf_counter()
         wall = (now - self.t_last) * 1e6 if self.t_last is not None else None
@@ -151,14 +161,10 @@ class ScriptRun:
             self.samples[-1]["wall_us"] = wall
             self.samples[-1]["delay_us"] = None if d is None or self.d0 is None else d - self.d0
         elif wall is not None and 2 <= k < self.first:
-            self.before.append(wall)
+            self.before.append((k, wall))
             self.data_waits.append(self.data_step * 1e6)
-        elif (
-            wall is not None
-            and self.window_last < k <= self.window_last + 1 + AFTER
-            and k > self.window_last + 1
-        ):
-            self.after.append(wall)
+        elif wall is not None and self.window_last + 1 < k <= last:
+            self.after.append((k, wall))
             self.data_waits.append(self.data_step * 1e6)
         self.data_step = 0.0
         if k == self.first - 2:
@@ -176,16 +182,48 @@ class ScriptRun:
             if self.spec.exit_after:
                 self._write()
                 exit_cleanly()
-        elif k == self.window_last + 1 + AFTER:
+        elif k == last:
             self._write()
             self.detector.remove()
         self.t_last = time.perf_counter()
 
+    def script_profiles(self) -> None:
+        """The script starts a torch.profiler of its own (``hooks.watch_own_profilers``):
+        kineto runs one at a time, and the script's must work as without the tool. Before
+        the window ends, the harness stands aside (its profiler, if recording, stopped
+        first; nothing is written); after it, only the work step's recording, if on, is
+        dropped and the result stands without its FLOP/byte/memory figures."""
+        self.own_profiler = True
+        if self.aside or self.written or os.getpid() != self.pid:
+            return
+        if self.doc is None:
+            if self.prof is not None:  # the window is recording
+                self._end_labels()
+                try:
+                    self.prof.stop()
+                except Exception:
+                    pass
+                self.prof = None
+            self._stand_aside()
+        elif getattr(self.work, "recorder", None) is not None:
+            self.work.abandon()
+            self.events.warning(
+                "the script started its own torch.profiler in the step after the window: "
+                "no FLOP/byte/memory figures (one profiler at a time)"
+            )
+
+    def _stand_aside(self) -> None:
+        self.aside = True
+        self.detector.remove()
+        self.events.emit(
+            "aside",
+            why="the script runs torch.profiler itself (one profiler at a time): trainium-lens stood aside, "
+            "the script's own profile is as without it",
+        )
+
     def _start_window(self) -> None:
-        if torch.autograd.profiler._is_profiler_enabled:
-            self.aside = True
-            self.detector.remove()
-            self.events.emit("aside", why="the script runs torch.profiler itself (one profiler at a time)")
+        if self.own_profiler or torch.autograd.profiler._is_profiler_enabled:
+            self._stand_aside()
             return
         ctx = SimpleNamespace(backend=self.backend)
         self.calibration = None
@@ -298,13 +336,18 @@ class ScriptRun:
         if self.written or self.doc is None:
             return
         self.written = True
-        wall = self.before + self.after
+        before, after = self.reference_steps()
+        wall = before + after
         doc = self._document(wall)
         doc["totals"]["wall_us_median"] = statistics.median(wall) if wall else None
         batch = build.batch_document(self.spec.batch_id, [doc])
         path = os.path.join(self.run_dir, "batch.json")
         write_json_atomic(path, batch, indent=1)
         self.events.emit("result", path=os.path.abspath(path), steps=self.step, **self.events.place)
+
+    def reference_steps(self) -> tuple[list[float], list[float]]:
+        """The walls (µs) of the reference's steps before and after the window."""
+        return chosen(self.before, self.after, self.window_last)
 
     def _at_exit(self) -> None:
         if os.getpid() != self.pid:

@@ -11,7 +11,7 @@ protocol is the xla backend's (``xla/backend.py``), on the script's own steps:
 * steps 1 and 2 trace with the HLO's source frames and the backward tags on
   (``xla/tags.py``): the graphs compiled then keep them (the first step's graph
   is not the steady one: an optimizer makes its state in it);
-* steps 3..N−1 and the ``AFTER`` steps after the window are the unprofiled
+* steps 3..N−1 and the steps after the window (``reference.py``) are the unprofiled
   reference, traced as the user's run traces them (no frames, no tags: the
   compiled executable is reused, its metadata is not part of the graph's hash);
   a reference step that compiled is left out of it;
