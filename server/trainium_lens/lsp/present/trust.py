@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from trainium_lens.lsp.present.markdown import escape
 from trainium_lens.model import figures
+from trainium_lens.model.fit import mostly_fit_text
 from trainium_lens.model.lines import LineStat
 from trainium_lens.model.result import Result
 
@@ -26,8 +27,9 @@ def reconciled(result: Result) -> str | None:
     tol = f"±{rec.tolerance:.0%}" if result.clock == "cpu" else f"at most +{rec.tolerance:.0%}"
     verdict = f"within {tol}" if rec.within else f"**outside** {tol}"
     note = f"; {escape(rec.note)}" if rec.note else ""
+    unfitted = "unfitted " if rec.shown_us is not None else ""  # the figure shown meets the wall by its fit
     return (
-        f"{figures.time_us(rec.profiled_us)} per {result.unit} = {figures.ratio(rec.ratio)} the {ref} "
+        f"{unfitted}{figures.time_us(rec.profiled_us)} per {result.unit} = {figures.ratio(rec.ratio)} the {ref} "
         f"{figures.time_us(rec.reference_us)} ({verdict}{note})"
     )
 
@@ -57,6 +59,9 @@ def hover_section(result: Result) -> str | None:
     for f in result.findings:
         if f.kind == NOISY:
             out.append(f"⚠ **Unreliable figures**: {escape(f.message)}")
+    fitted = mostly_fit_text(result.fit, result.unit)
+    if fitted:
+        out.append(f"⚠ **Mostly fitted**: {escape(fitted)}")
     rec = reconciled(result)
     if rec:
         out.append(f"function: {rec}")
