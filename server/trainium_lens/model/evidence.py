@@ -129,8 +129,9 @@ class Stability:
 class Reconciliation:
     """Schema 3: the result against an independent measurement on the same host
     (``analysis/reconcile.py``): the profiled figure per call, as the fit to the wall
-    left it untouched (``Result.fit``), over the unprofiled wall median (cpu clock), or the device time over the device-side span of an
-    unprofiled call (cuda), else over the wall (neuron, xla)."""
+    left it untouched (``Result.fit``), over the unprofiled wall median (cpu clock),
+    or the device time over the device-side span of an unprofiled call (cuda), else
+    over the wall (neuron, xla)."""
 
     reference: str  # "wall" | "device_span"
     reference_us: float

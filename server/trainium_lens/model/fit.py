@@ -61,7 +61,9 @@ def mostly_fit_text(fit: Fit | None, unit: str = "call") -> str | None:
     if fit is None or not fit.mostly:
         return None
     said = ", ".join(
-        f"{KINDS.get(p.kind, p.kind)} {'+' if p.us > 0 else ''}{figures.time_us(p.us)}" for p in fit.parts if p.us
+        f"{KINDS.get(p.kind, p.kind)} {'+' if p.us > 0 else ''}{figures.time_us(p.us)}"
+        for p in fit.parts
+        if p.us
     )
     return (
         f"mostly fitted to the wall: {figures.pct(100 * fit.share)} of the {figures.time_us(fit.fitted_us)} "

@@ -43,9 +43,9 @@ from trainium_lens.harness.spec import BACKENDS as SPEC_BACKENDS
 from trainium_lens.model.artifacts import Artifacts, LineWindows, NeffPair, NeuronView, Window
 from trainium_lens.model.codec import ResultError, build, refuse_constant
 from trainium_lens.model.evidence import Calibration, Memory, Reconciliation, Roof, Stability, Work
-from trainium_lens.model.fit import Fit
 from trainium_lens.model.files import write_file
 from trainium_lens.model.findings import Edit, Finding
+from trainium_lens.model.fit import Fit
 from trainium_lens.model.lines import LineStat, OpStat, Region
 from trainium_lens.model.optimizers import OptimizerStat, OptimizerTrial
 from trainium_lens.model.paths import is_run_id

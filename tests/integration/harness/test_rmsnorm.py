@@ -137,7 +137,9 @@ def test_reconciled_against_what_the_fit_did_not_use(rmsnorm, name):
     assert rec.profiled_us == pytest.approx(fit.unfitted_us)
     assert rec.ratio == pytest.approx(fit.unfitted_us / t.wall_us_median)
     if fit.parts:  # something was fitted: the figure compared is not the wall's by construction
-        assert rec.shown_us == pytest.approx(shown) and rec.profiled_us != pytest.approx(rec.reference_us, rel=1e-6)
+        assert rec.shown_us == pytest.approx(shown) and rec.profiled_us != pytest.approx(
+            rec.reference_us, rel=1e-6
+        )
 
 
 def test_fused_is_one_line(rmsnorm):

@@ -6,7 +6,10 @@ notebook."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from trainium_lens.analysis import reconcile as reconcile_module
+from trainium_lens.analysis.findings.analyze import analyze
 from trainium_lens.analysis.reconcile import reconcile
 from trainium_lens.cli.render.result import render_result
 from trainium_lens.lsp.present.trust import hover_section
@@ -14,14 +17,23 @@ from trainium_lens.model import fit as fit_module
 from trainium_lens.model.result import Result
 from trainium_lens.notebook.html import render_html
 
-QUIET = {"steps_wanted": 5, "steps_measured": 5, "steps_clean": 5, "steps_used": 5, "timing_calls": 20, "timing_clean": 20}
+QUIET = {
+    "steps_wanted": 5,
+    "steps_measured": 5,
+    "steps_clean": 5,
+    "steps_used": 5,
+    "timing_calls": 20,
+    "timing_clean": 20,
+}
 
 
 def _fitted(ops_read: float, host_read: float, ops: float, host: float, wall: float) -> Result:
     """A cpu result whose figure shown (ops + host) was fitted to ``wall``."""
-    parts = []
+    parts: list[dict[str, Any]] = []
     if ops != ops_read:
-        parts.append({"kind": "calibration_bounded" if ops > ops_read else "calibration_raised", "us": ops - ops_read})
+        parts.append(
+            {"kind": "calibration_bounded" if ops > ops_read else "calibration_raised", "us": ops - ops_read}
+        )
     if host != host_read:
         parts.append({"kind": "host_bounded", "us": host - host_read})
     fitted = ops + host
@@ -50,7 +62,7 @@ def _fitted(ops_read: float, host_read: float, ops: float, host: float, wall: fl
             "unfitted_us": ops_read + host_read,
             "fitted_us": fitted,
             "added_us": fitted - ops_read - host_read,
-            "share": sum(abs(p["us"]) for p in parts) / fitted,
+            "share": (abs(ops - ops_read) + abs(host - host_read)) / fitted,
             "parts": parts,
         },
     }
@@ -66,6 +78,8 @@ def test_a_figure_fitted_onto_its_wall_fails_when_the_unfitted_one_is_far_off():
     assert r.per_call_us == rec.reference_us  # before: compared, and "1×, within ±25%"
     assert rec.profiled_us == 25.0 and rec.shown_us == 15.0
     assert not rec.within and round(rec.ratio, 3) == 1.667
+    (note,) = [f for f in analyze(r) if f.kind == "unreconciled"]
+    assert "before its fit to the wall, is 1.67×" in note.message and "fitted to the wall" in note.message
 
 
 def test_a_figure_fitted_a_little_passes_and_the_note_says_what_was_fitted():

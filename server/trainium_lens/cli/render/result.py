@@ -179,7 +179,9 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
                 f"{fmt_us(fit.host_us, style)} (as read) = "
             )
         elif host is not None:
-            summed = f"ops {fmt_us(result.totals.self_time_us, style)} + host between ops {fmt_us(host, style)} = "
+            summed = (
+                f"ops {fmt_us(result.totals.self_time_us, style)} + host between ops {fmt_us(host, style)} = "
+            )
         else:
             summed = ""
         out.append(
@@ -189,7 +191,8 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
         )
         if fit is not None and fit.parts and not rec.within:  # within: the note says it
             said = ", ".join(
-                f"{KINDS.get(p.kind, p.kind)} {'+' if p.us > 0 else ''}{fmt_us(p.us, style)}" for p in fit.parts
+                f"{KINDS.get(p.kind, p.kind)} {'+' if p.us > 0 else ''}{fmt_us(p.us, style)}"
+                for p in fit.parts
             )
             out.append(
                 f"  fitted: the figures shown ({fmt_us(fit.fitted_us, style)} per {result.unit}) took "

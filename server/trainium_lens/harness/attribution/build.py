@@ -264,7 +264,9 @@ def fit_block(p: Profiled, figures: dict, host_read: float) -> dict:
     parts = []
     if abs(ops - ops_read) > 1e-9:
         # ops above as-read: less was subtracted (bounded); below: more (raised)
-        parts.append({"kind": "calibration_bounded" if ops > ops_read else "calibration_raised", "us": ops - ops_read})
+        parts.append(
+            {"kind": "calibration_bounded" if ops > ops_read else "calibration_raised", "us": ops - ops_read}
+        )
     if abs(host - read) > 1e-9:
         parts.append({"kind": "host_bounded", "us": host - read})
     fitted, unfitted = ops + host, ops_read + read

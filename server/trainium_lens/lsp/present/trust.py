@@ -29,8 +29,8 @@ def reconciled(result: Result) -> str | None:
     note = f"; {escape(rec.note)}" if rec.note else ""
     unfitted = "unfitted " if rec.shown_us is not None else ""  # the figure shown meets the wall by its fit
     return (
-        f"{unfitted}{figures.time_us(rec.profiled_us)} per {result.unit} = {figures.ratio(rec.ratio)} the {ref} "
-        f"{figures.time_us(rec.reference_us)} ({verdict}{note})"
+        f"{unfitted}{figures.time_us(rec.profiled_us)} per {result.unit} = {figures.ratio(rec.ratio)} "
+        f"the {ref} {figures.time_us(rec.reference_us)} ({verdict}{note})"
     )
 
 
