@@ -69,7 +69,7 @@ def headline(result: Result, style: Style = DEFAULT_STYLE) -> str:
     host = t.host_time_us if result.clock == "cpu" else None
     parts = [f"{fmt_us(result.per_call_us, style)} {clock} per {result.unit}"]
     rec = reconciled_text(result, style)
-    if host:
+    if not figures.is_zero_time(host):
         rec = f"ops {fmt_us(t.self_time_us, style)} + host {fmt_us(host, style)}" + (
             f"; {rec}" if rec else ""
         )
@@ -107,7 +107,8 @@ def render_result(result: Result, style: Style = DEFAULT_STYLE) -> str:
     out = [
         f"{f.name}  {f.file}:{f.line}",
         f"  backend {result.backend} · clock: {clock_text} · host {result.host}",
-        f"  {t.steps} measured steps (wait {p.wait}, warmup {p.warmup}, active {p.active}); "
+        f"  {figures.plural(t.steps, 'measured step')} "
+        f"(wait {p.wait}, warmup {p.warmup}, active {p.active}); "
         f"figures are per {result.unit}",
         f"  {headline(result, style)}",
         f"  unprofiled wall time {fmt_us(t.wall_us_median, style)} median over {_wall_counts(result)}"
@@ -212,7 +213,7 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
             f"{result.unit} subtracted (raw figures in the JSON: self_cpu_us)"
         )
     if st is not None and st.steps_measured:
-        parts = [f"{st.steps_clean} of {st.steps_measured} steps undisturbed"]
+        parts = [f"{st.steps_clean} of {figures.plural(st.steps_measured, 'step')} undisturbed"]
         if st.extra_steps:
             parts[0] += f" ({st.extra_steps} extra measured)"
         if st.calls_per_step > 1:
@@ -230,7 +231,9 @@ def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
     backward it caused and forward + backward; share and bar of the step."""
     train = result.totals.has_backward
     total = result.totals.self_time_us
-    host = result.totals.host_time_us is not None and any(s.host_time_us for s in result.lines)
+    host = result.totals.host_time_us is not None and any(
+        not figures.is_zero_time(s.host_time_us) for s in result.lines
+    )
     rows = []
     for s in sorted(result.lines, key=lambda s: (s.file != result.function.file, s.file, s.line)):
         cost = s.time_us if train else s.self_time_us
@@ -258,7 +261,7 @@ def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
                 fmt_us(cost, style),
             ]
         if host:
-            row.append(fmt_us(s.host_time_us, style) if s.host_time_us else "")
+            row.append("" if figures.is_zero_time(s.host_time_us) else fmt_us(s.host_time_us, style))
         rows.append(row + [fmt_pct(share), bar(share, style), fmt_count(s.calls), top])
     named = [(f"({b.name})", b.self_time_us) for b in result.buckets]  # xla: known, no line
     for name, time in [*named, ("(unattributed)", result.unattributed_us)]:

@@ -48,7 +48,11 @@ def raw_beside(stat: LineStat, result: Result) -> str:
 def host_text(stat: LineStat, result: Result) -> str | None:
     """``host before its ops 3.2 µs``: Python (or the autograd engine) this line
     spends between ops, in the wall but in no op's time (cpu clock)."""
-    if result.totals.host_time_us is None or stat.host_time_us <= 0:
+    if (
+        result.totals.host_time_us is None
+        or stat.host_time_us <= 0
+        or figures.is_zero_time(stat.host_time_us)
+    ):
         return None
     return f"host before its ops {figures.time_us(stat.host_time_us)} (Python between ops, in no op's time)"
 
