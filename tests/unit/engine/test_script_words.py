@@ -1,5 +1,5 @@
 """A script that stopped early is said in plain words: one step is "1 step"
-(issue 51: "after 1 steps")."""
+(an error once read "after 1 steps")."""
 
 from __future__ import annotations
 

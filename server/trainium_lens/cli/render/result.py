@@ -174,7 +174,7 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
         verdict += f"; {rec.note}" if rec.note else ""
         fit = result.fit if result.clock == "cpu" else None
         host = result.totals.host_time_us if result.clock == "cpu" else None
-        if fit is not None:  # what was compared: the figure the fit to the wall did not touch
+        if fit is not None and fit.parts:  # what was compared: the figure the fit to the wall did not touch
             summed = (
                 f"unfitted: ops {fmt_us(fit.ops_us, style)} (calibration as read) + host between ops "
                 f"{fmt_us(fit.host_us, style)} (as read) = "

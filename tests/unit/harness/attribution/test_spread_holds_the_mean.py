@@ -1,6 +1,6 @@
 """A line's per-step figure is the mean of its own spread: time walked outside every
 step (step -1: ops between ProfilerSteps, a script's data wait) is in the figure, so
-each step takes an even share of it (issue 51: a mean outside its own min–max)."""
+each step takes an even share of it (a line once read a mean above its own max)."""
 
 from __future__ import annotations
 
