@@ -251,7 +251,9 @@ def test_comparison_table(all_variants):
     # walls timed in turn (harness/eager/paired.py): named so, not as each function's own wall
     assert lines[0].startswith("comparison (speedup from the unprofiled walls timed in turn")
     assert lines[0].endswith("output against rms_norm_naive)")
-    assert "wall in turn" in lines[1] and "profiled (cpu, ops + host)" in lines[1] and "max |diff|" in lines[1]
+    assert (
+        "wall in turn" in lines[1] and "profiled (cpu, ops + host)" in lines[1] and "max |diff|" in lines[1]
+    )
     rows = {ln.split()[0]: ln for ln in lines[2:5]}
     for result in data:  # the profiled column holds the headline's figure: ops + host
         t = result["totals"]
