@@ -93,8 +93,7 @@ def render_comparison(comparison: Comparison, style: Style | None = None) -> str
         rows.append(row + [diff, _verdict(r, style)])
     basis = comparison.speedup_basis
     walls = (
-        "the unprofiled walls timed in turn, each variant called in rounds (medians; each "
-        "function's own wall is in its header)"
+        "the unprofiled walls timed in turn, the variants called in rounds"
         if comparison.walls_in_turn
         else "the unprofiled wall medians"
     )
