@@ -60,7 +60,8 @@ def tool(workspace: Path, file: str, function: str | None) -> list[dict]:
     proc = subprocess.run(argv, capture_output=True, text=True, cwd=str(workspace), env=env)
     if proc.returncode != 0:
         raise SystemExit(f"{file}: trainium-lens failed\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    return json.loads(out.read_text())
+    data = json.loads(out.read_text())
+    return data if isinstance(data, list) else [data]  # one function: its result alone
 
 
 CALLS = 200  # the independent timer's calls (--calls)
