@@ -199,6 +199,17 @@ test("the header says how the figures reconcile, and a noisy run says they are u
   };
   assert.match(renderBody({ result: clean }), /profiled 0\.88× the unprofiled wall \(within ±25%\)/);
   assert.ok(!renderBody({ result: clean }).includes('id="unreliable"'));
+  // a fitted figure: the ratio is the unfitted one's, and a mostly fitted one says so (server's words)
+  const fitted: ResultDoc = {
+    ...result,
+    reconciliation: { ...clean.reconciliation!, ratio: 1.36, within: false, shown_us: 21.4 },
+  };
+  const words =
+    "mostly fitted to the wall: 36% of the 21.4 µs per call (host time between ops bounded by the wall -7.63 µs); unfitted 29 µs";
+  const page = renderBody({ result: fitted, mostly_fit: words });
+  assert.match(page, /profiled unfitted 1\.36× the unprofiled wall \(outside ±25%/);
+  assert.match(page, /id="mostly-fit"[^>]*>⚠ mostly fitted to the wall: 36% of the 21\.4 µs/);
+  assert.ok(!renderBody({ result: clean }).includes('id="mostly-fit"'));
   // a device clock far under the wall says where the rest went (the server's note)
   const lazy: ResultDoc = {
     ...result,

@@ -307,7 +307,7 @@
   /** "4 ns", "2.5 µs", "1.16 ms", "2.4 s", "0 µs". */
   function formatUs(us) {
     if (us === null || us === undefined || !isFinite(us)) return "–";
-    if (us === 0) return "0 µs";
+    if (Math.abs(us) < 1e-6) return "0 µs"; // a residue under a picosecond (figures.py ZERO_US)
     if (us < 0) return "-" + formatUs(-us);
     if (round3(us / 1e6) >= 1) return number3(us / 1e6) + " s";
     if (round3(us / 1e3) >= 1) return number3(us / 1e3) + " ms";

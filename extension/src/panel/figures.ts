@@ -39,10 +39,13 @@ const TIME_UNITS: [number, string][] = [
   [1, "µs"],
 ];
 
+// below a picosecond: a subtraction's float residue, read as zero (model/figures.py ZERO_US)
+const ZERO_US = 1e-6;
+
 /** A time given in µs: "4 ns", "2.5 µs", "1.16 ms", "2.4 s", "0 µs". */
 export function timeUs(us: Num): string {
   if (missing(us)) return MISSING;
-  if (us === 0) return "0 µs";
+  if (Math.abs(us) < ZERO_US) return "0 µs";
   if (us < 0) return "-" + timeUs(-us);
   for (const [scale, unit] of TIME_UNITS) {
     if (round3(us / scale) >= 1) return `${number(us / scale)} ${unit}`;

@@ -84,6 +84,8 @@ export interface ResultDoc extends Shown {
         tolerance: number;
         within: boolean;
         note?: string;
+        // the figure shown, fitted to the wall, where the ratio is of the unfitted one
+        shown_us?: number | null;
       })
     | null;
 }
@@ -99,7 +101,9 @@ export function reconciledText(r: ResultDoc): string | null {
   const pct = Math.round(rec.tolerance * 100);
   const tol = r.clock === "cpu" ? `±${pct}%` : `at most +${pct}%`;
   const note = rec.note ? `; ${rec.note}` : "";
-  return `${shownText(rec, "ratio", ratio)} the ${ref} (${rec.within ? "within" : "outside"} ${tol}${note})`;
+  // the figure shown meets the wall by its fit: the ratio is the unfitted figure's (model/fit.py)
+  const unfitted = rec.shown_us !== undefined && rec.shown_us !== null ? "unfitted " : "";
+  return `${unfitted}${shownText(rec, "ratio", ratio)} the ${ref} (${rec.within ? "within" : "outside"} ${tol}${note})`;
 }
 
 /** What one figure is of (model/result.py `Result.unit`): a call, or a script's step. */
@@ -120,6 +124,8 @@ export interface RunData {
   diff?: unknown;
   // where each profiled line (1-based, as in the result) sits in the editor now (0-based)
   lines?: { line: number; current: number | null; stale: boolean }[];
+  // the server's words for a figure the fit to the wall supplied most of (model/fit.py)
+  mostly_fit?: string | null;
 }
 
 /** The editor line (0-based) to reveal for a result line: where it moved to, if it did. */

@@ -78,6 +78,8 @@ export function renderBody(data: RunData): string {
       (reconciledText(r) ? `<p id="reconciled">profiled ${escapeHtml(reconciledText(r))}</p>` : "") +
       `</header>`,
   );
+  if (data.mostly_fit)
+    parts.push(`<p id="mostly-fit" class="unreliable">⚠ ${escapeHtml(data.mostly_fit)}</p>`);
   const noisy = noisyFinding(r);
   if (noisy)
     parts.push(

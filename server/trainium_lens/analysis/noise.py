@@ -150,6 +150,15 @@ def with_noise_findings(result: Result, findings: list[Finding]) -> list[Finding
     if rec is None or rec.within:
         return findings
     raw = f" (raw {figures.ratio(rec.raw_us / rec.reference_us)})" if rec.raw_us else ""
+    # a fitted result shows figures that meet the wall by the fit (Result.fit): what is off
+    # is the measurement under them, not their sum
+    unfitted = ", before its fit to the wall," if rec.shown_us is not None else ""
+    consequence = (
+        "the per-line figures shown are fitted to the wall, so how the time splits between lines "
+        "is uncertain by about that much"
+        if rec.shown_us is not None
+        else "per-line figures are off by about that much"
+    )
     tolerance = f"±{rec.tolerance:.0%}" if result.clock == "cpu" else f"at most +{rec.tolerance:.0%}"
     return findings + [
         Finding(
@@ -157,8 +166,8 @@ def with_noise_findings(result: Result, findings: list[Finding]) -> list[Finding
             severity="info",
             file=file,
             line=line,
-            message=f"The profiled time per call is {figures.ratio(rec.ratio)}{raw} the unprofiled "
-            f"{_reference(rec.reference)} (tolerance {tolerance}): per-line figures "
-            f"are off by about that much" + (f": {rec.note}." if rec.note else "."),
+            message=f"The profiled time per {result.unit}{unfitted} is {figures.ratio(rec.ratio)}{raw} the "
+            f"unprofiled {_reference(rec.reference)} (tolerance {tolerance}): {consequence}"
+            + (f": {rec.note}." if rec.note else "."),
         )
     ]

@@ -3,11 +3,15 @@
 Every result carries one: the profiled time per call next to what the code
 costs without the profiler (docs/protocol.md, "Schema 3").
 
-* ``cpu`` clock: the calibrated per-call sum of the lines — op self time plus
-  the host time between ops (Python, the autograd engine: read from the gaps
-  in the unlabelled steps) — against the unprofiled wall median. Within
-  ``TOLERANCE`` (±25%) both ways. Results without the host time (before schema
-  3) compare op time alone, which reads low on Python-heavy code.
+* ``cpu`` clock: the per-call sum the fit to the wall did not touch — op self
+  time with the calibration as read plus the host time between ops as its gaps
+  read it (Python, the autograd engine: the unlabelled steps; ``Result.fit``) —
+  against the unprofiled wall median. Within ``TOLERANCE`` (±25%) both ways.
+  The figures shown are fitted to that wall (the calibration bounded or raised,
+  the host time bounded: ``harness/attribution/build.py``), so they would meet
+  it by construction; the unfitted sum can miss it, and its ratio varies from
+  run to run. Results without a fit block compare the figures shown; without
+  the host time (before schema 3), op time alone, which reads low on Python.
 * device clocks (``cuda``, ``neuron``) and ``xla-cpu``: kernel (or instruction)
   time against the device-side span of an unprofiled call (CUDA events) or,
   without one, the wall. Device time can only be *less* than either (the device
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 from trainium_lens.model import figures
 from trainium_lens.model.evidence import Reconciliation
+from trainium_lens.model.fit import KINDS
 from trainium_lens.model.result import Result
 
 TOLERANCE = 0.25
@@ -42,11 +47,12 @@ def reconcile(result: Result) -> Reconciliation | None:
         reference, ref_us = "wall", t.wall_us_median
     if not ref_us or ref_us <= 0 or t.self_time_us <= 0:
         return None
-    host = (t.host_time_us or 0.0) if two_sided else 0.0
-    profiled = t.self_time_us + host
+    ops, host = _compared(result)
+    profiled = ops + host
+    shown = t.self_time_us + ((t.host_time_us or 0.0) if two_sided else 0.0)
     ratio = profiled / ref_us
     within = abs(ratio - 1) <= TOLERANCE if two_sided else ratio <= 1 + TOLERANCE
-    raw = t.self_cpu_us + host if result.calibration is not None and t.self_cpu_us != t.self_time_us else None
+    raw = t.self_cpu_us + host if result.calibration is not None and t.self_cpu_us != ops else None
     return Reconciliation(
         reference=reference,
         reference_us=ref_us,
@@ -56,7 +62,22 @@ def reconcile(result: Result) -> Reconciliation | None:
         tolerance=TOLERANCE,
         within=within,
         note=_note(result, ratio, two_sided),
+        shown_us=shown if abs(shown - profiled) > 1e-9 * max(shown, 1.0) else None,
     )
+
+
+def _compared(result: Result) -> tuple[float, float]:
+    """(ops, host) per call as compared with the reference: on the cpu clock the figure
+    the fit to the wall did not touch (``Result.fit``: the calibration as read, the host
+    time as its gaps read it) — the figure shown meets the wall by that fit, so comparing
+    it would be a check that cannot fail; results before the fit block, and device
+    clocks, as shown."""
+    t = result.totals
+    if result.clock != "cpu":
+        return t.self_time_us, 0.0
+    if result.fit is not None:
+        return result.fit.ops_us, result.fit.host_us
+    return t.self_time_us, t.host_time_us or 0.0
 
 
 def _note(result: Result, ratio: float, two_sided: bool) -> str:
@@ -76,7 +97,8 @@ def _note(result: Result, ratio: float, two_sided: bool) -> str:
             )
         return f"{rest}: the device idles between kernels (the host launches them slower than they run)"
     if abs(ratio - 1) <= TOLERANCE:
-        return _bounded(result)
+        return _fitted(result) if result.fit is not None else _bounded(result)
+    ops, host = _compared(result)
     if ratio < 1 - TOLERANCE and result.totals.host_time_us is None:
         return "Python between the ops (module calls, loops) is in the wall but in no op's time"
     steps, wall = _spread(result.totals.samples), _wall_spread(result)
@@ -118,8 +140,8 @@ def _note(result: Result, ratio: float, two_sided: bool) -> str:
     if ratio > 1 + TOLERANCE and result.calibration is None:
         return "uncalibrated: the profiler's cost per op event is in the figures"
     gap_us = abs(ratio - 1) * (result.totals.wall_us_median or 0.0)
-    # what the calibration took off this function per call (raw op time less calibrated)
-    subtracted = max(0.0, result.totals.self_cpu_us - result.totals.self_time_us)
+    # what the calibration, as read, took off this function per call (raw op time less calibrated)
+    subtracted = max(0.0, result.totals.self_cpu_us - ops)
     if ratio > 1 + TOLERANCE and subtracted >= CALIBRATION_SHARE * gap_us:
         # the calibration is of the gap's size: a calibration off by that much would explain
         # it, but so would the host running only the steps slower (on a 2-core VM the bundled
@@ -131,7 +153,7 @@ def _note(result: Result, ratio: float, two_sided: bool) -> str:
             "left (a per-event cost read that far off would explain it: deeply nested or very many small "
             "ops), and this host's speed can change for the steps alone unseen; profile again"
         )
-    raw = result.totals.self_cpu_us + (result.totals.host_time_us or 0.0)
+    raw = result.totals.self_cpu_us + host
     wall = result.totals.wall_us_median or 0.0
     if ratio < 1 - TOLERANCE and subtracted >= CALIBRATION_SHARE * gap_us and raw >= (1 - TOLERANCE) * wall:
         # below the wall only after the calibration: uncalibrated, the figure is not low, and
@@ -163,7 +185,7 @@ def _speed_moved(result: Result) -> str:
     before, after = (st.wall_before_us if st is not None else None), t.wall_us_min or t.wall_us_median
     if not before or not after or max(before, after) <= (1 + TOLERANCE) * min(before, after):
         return ""
-    profiled = t.self_time_us + (t.host_time_us or 0.0)
+    profiled = sum(_compared(result))
     if not (1 - TOLERANCE) * min(before, after) <= profiled <= (1 + TOLERANCE) * max(before, after):
         # a move between two speeds explains a figure at one of them, not one beyond both
         # (seen: the bundled example's compiled variant at 1.6 ms per call profiled, its
@@ -187,10 +209,27 @@ def _speed_moved(result: Result) -> str:
     )
 
 
+def _fitted(result: Result) -> str:
+    """Within the tolerance, what the figures shown took from the wall besides: the
+    ratio is of the unfitted figure, the per-line figures are fitted (``Result.fit``)."""
+    fit = result.fit
+    if fit is None or not fit.parts:
+        return ""
+    said = ", ".join(
+        f"{KINDS.get(p.kind, p.kind)} {'+' if p.us > 0 else ''}{figures.time_us(p.us)}" for p in fit.parts
+    )
+    return (
+        f"the figures shown are fitted to the unprofiled wall ({said} per {result.unit}, "
+        f"{figures.pct(100 * fit.share)} of the {figures.time_us(fit.fitted_us)} shown); "
+        "this ratio is of the unfitted figure"
+    )
+
+
 def _bounded(result: Result) -> str:
-    """When the calibration or the host time between ops was bounded by the wall
-    (``per_depth_read_us``, ``host_scale`` < 1), say what was read: the sum then meets
-    the wall by that bound, and only the rest was measured against it."""
+    """A result written before the fit block (no ``Result.fit``): when the calibration or
+    the host time between ops was bounded by the wall (``per_depth_read_us``,
+    ``host_scale`` < 1), say what was read: its sum then meets the wall by that bound,
+    and only the rest was measured against it."""
     cal = result.calibration
     if cal is None:
         return ""

@@ -98,6 +98,8 @@ class VariantRow:
     rank: int | None = None  # 1 = fastest on the basis; None without a figure there
     wall_noisy: bool = False  # wall median over NOISY_WALL × the best call: a busy host
     profiled_speedup: float | None = None  # reference / this on the profiled clock: not a ranking
+    # the figure per call each result's headline shows (Result.per_call_us: cpu, ops + host)
+    per_call_us: float | None = None
 
 
 @dataclass
@@ -108,6 +110,9 @@ class Comparison:
     fastest: str | None = None  # on ``speedup_basis``; None when the walls were disturbed
     speedup_basis: str | None = None  # BASIS_DEVICE | BASIS_WALL; None: neither figure for all
     note: str | None = None  # why the basis is what it is, when it is not device time
+    # the wall figures are the variants' timed in turn (harness/eager/paired.py), not each
+    # one's own unprofiled wall (its header's): the table names them so
+    walls_in_turn: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -239,7 +244,9 @@ def compare_variants(results: list[Result]) -> Comparison:
     """One row per result; the first is the reference for speed and output."""
     if not results:
         return Comparison(clock="", reference=None)
-    results = paired(results)  # walls timed side by side, where the harness has them
+    in_turn = paired(results)  # walls timed side by side, where the harness has them
+    walls_in_turn = in_turn is not results
+    results = in_turn
     reference = results[0]
     clocks = {r.clock for r in results}
     basis, note = speedup_basis(results)
@@ -272,6 +279,7 @@ def compare_variants(results: list[Result]) -> Comparison:
                 wall_us_min=r.totals.wall_us_min,
                 wall_us_max=r.totals.wall_us_max,
                 wall_noisy=basis == BASIS_WALL and wall_noisy(r),
+                per_call_us=r.per_call_us,
                 profiled_speedup=(
                     reference.totals.self_time_us / r.totals.self_time_us
                     if same_clock and r.totals.self_time_us > 0
@@ -297,6 +305,7 @@ def compare_variants(results: list[Result]) -> Comparison:
         fastest=timed[0].variant if timed and not noisy else None,  # a busy host ranks nothing
         speedup_basis=basis,
         note=note,
+        walls_in_turn=walls_in_turn,
     )
 
 

@@ -17,6 +17,7 @@ from trainium_lens.engine.provenance import git_state
 from trainium_lens.engine.script_exit import launcher_note
 from trainium_lens.errors import LensError, TargetError
 from trainium_lens.harness.spec import ScriptSpec
+from trainium_lens.model import figures
 from trainium_lens.model.job import new_batch_id, workspace_root_for
 from trainium_lens.model.result import Result
 from trainium_lens.model.script import ScriptCommand
@@ -185,8 +186,9 @@ def explain(outcome: Outcome, req: ScriptRequest) -> ScriptFailed:
     if "raised" in by_kind:
         e = by_kind["raised"]
         where = f"{e.get('file')}:{e.get('line')}: " if e.get("file") else ""
+        made = figures.plural(int(e.get("steps") or 0), "step")
         return ScriptFailed(
-            f"{where}the script raised {e.get('message')} after {e.get('steps')} steps, before the "
+            f"{where}the script raised {e.get('message')} after {made}, before the "
             f"window (steps {req.steps[0]}:{req.steps[1]}) was complete ({status}; nothing stored)",
             code or 1,
             e.get("file"),
@@ -217,8 +219,9 @@ def explain(outcome: Outcome, req: ScriptRequest) -> ScriptFailed:
             code,
         )
     twins = "" if need == req.steps[1] else " (each measured step with its unlabelled twin on the cpu clock)"
+    detector = by_kind.get("detector", {}).get("name", "optimizer")
     return ScriptFailed(
-        f"the script ran {steps} {by_kind.get('detector', {}).get('name', 'optimizer')} steps; "
+        f"the script ran {figures.plural(steps, detector + ' step')}; "
         f"--steps {req.steps[0]}:{req.steps[1]} needs {need}{twins} ({status}; nothing stored)",
         code,
     )

@@ -128,15 +128,19 @@ class Stability:
 @dataclass
 class Reconciliation:
     """Schema 3: the result against an independent measurement on the same host
-    (``analysis/reconcile.py``): the profiled figure per call over the unprofiled
-    wall median (cpu clock), or the device time over the device-side span of an
-    unprofiled call (cuda), else over the wall (neuron, xla)."""
+    (``analysis/reconcile.py``): the profiled figure per call, as the fit to the wall
+    left it untouched (``Result.fit``), over the unprofiled wall median (cpu clock),
+    or the device time over the device-side span of an unprofiled call (cuda), else
+    over the wall (neuron, xla)."""
 
     reference: str  # "wall" | "device_span"
     reference_us: float
-    profiled_us: float  # the primary figure per call (cpu clock: calibrated, plus the host time between ops)
+    # the figure per call compared (cpu clock: ops with the calibration as read plus the host
+    # time between ops as read — unfitted, ``Result.fit`` — where the result has a fit block)
+    profiled_us: float
     raw_us: float | None  # the uncalibrated figure, where it differs
     ratio: float  # profiled / reference
     tolerance: float  # |ratio - 1| allowed (device clocks: only above 1)
     within: bool
     note: str = ""  # why a ratio outside the tolerance can be expected, when it can
+    shown_us: float | None = None  # the figure shown (fitted to the wall), where it differs from profiled_us

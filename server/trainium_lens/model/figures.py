@@ -44,7 +44,8 @@ def _missing(value: float | None) -> bool:
 def _fixed(value: float, decimals: int) -> str:
     """``value`` with ``decimals`` decimals, a tie rounded up (as JavaScript's ``toFixed``
     does on the same double, so the panel's few figures agree to the digit)."""
-    return str(Decimal(value).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP))
+    # format "f": never an exponent (str() of a Decimal under 1e-6 writes ``2.49E-11``)
+    return format(Decimal(value).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP), "f")
 
 
 def _round3(value: float) -> float:
@@ -74,12 +75,23 @@ def number(value: float) -> str:
     return _strip(_fixed(r, 2 - exponent))
 
 
+#: Below a picosecond a time is the float residue of a subtraction (the calibration's, the
+#: host time's bound by the wall), far under any clock's resolution: it reads as zero
+#: (a line's host time once read ``2.49E-11 ns``). ``is_zero_time`` is the one test for it.
+ZERO_US = 1e-6
+
+
+def is_zero_time(us: float | None) -> bool:
+    """Nothing to show: no time, or a residue that ``time_us`` writes ``0 µs``."""
+    return us is None or not math.isfinite(us) or abs(us) < ZERO_US
+
+
 def time_us(us: float | None) -> str:
     """A time given in µs: ``4 ns``, ``2.5 µs``, ``1.16 ms``, ``2.4 s``, ``0 µs``."""
     if _missing(us):
         return MISSING
     assert us is not None
-    if us == 0:
+    if abs(us) < ZERO_US:
         return "0 µs"
     if us < 0:
         return "-" + time_us(-us)
@@ -155,6 +167,12 @@ def count(value: float | None) -> str:
     if abs(value - round(value)) < 1e-6:
         return str(int(round(value)))
     return number(value)
+
+
+def plural(value: float, word: str, words: str | None = None) -> str:
+    """``1 step``, ``2 steps``, ``2.33 dispatches``: a count (``count``) and its noun,
+    singular for exactly one (every surface: "after 1 steps" read in an error)."""
+    return f"{count(value)} {word if abs(value - 1) < 1e-6 else (words or word + 's')}"
 
 
 def ratio(value: float | None) -> str:

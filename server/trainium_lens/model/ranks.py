@@ -104,6 +104,8 @@ def merge_results(entries: list[tuple[int, dict]], places: dict[int, dict] | Non
     base["ops"].sort(key=lambda op: -op["self_time_us"])
     base["totals"] = _merge_totals([res.get("totals") or {} for _r, res in entries])
     base["unattributed_us"] = _median([float(res.get("unattributed_us") or 0.0) for _r, res in entries])
+    if base.get("fit"):
+        base["fit"] = _merge_fit([res.get("fit") or {} for _r, res in entries], base["totals"])
     signals = dict(base.get("signals") or {})
     warnings: list[str] = []
     for rank, res in entries:
@@ -235,6 +237,30 @@ def _merge_totals(all_totals: list[dict]) -> dict:
     totals["self_time_us_min"] = min(per_step) if per_step else 0.0
     totals["self_time_us_max"] = max(per_step) if per_step else 0.0
     return totals
+
+
+def _merge_fit(fits: list[dict], totals: dict) -> dict:
+    """``Result.fit`` of the median rank, as its totals are: the unfitted ops and host
+    time and each kind of fit by their medians over the ranks, the figure shown the
+    merged totals' (model/fit.py) — not rank 0's block beside the ranks' medians."""
+    ops = _median([float(f.get("ops_us") or 0.0) for f in fits])
+    host = _median([float(f.get("host_us") or 0.0) for f in fits])
+    fitted = float(totals.get("self_time_us") or 0.0) + float(totals.get("host_time_us") or 0.0)
+    kinds = sorted({p["kind"] for f in fits for p in f.get("parts") or []})
+    parts = []
+    for kind in kinds:
+        us = _median([sum(p["us"] for p in f.get("parts") or [] if p["kind"] == kind) for f in fits])
+        if us:
+            parts.append({"kind": kind, "us": us})
+    return {
+        "ops_us": ops,
+        "host_us": host,
+        "unfitted_us": ops + host,
+        "fitted_us": fitted,
+        "added_us": fitted - ops - host,
+        "share": sum(abs(p["us"]) for p in parts) / fitted if fitted > 0 else 0.0,
+        "parts": parts,
+    }
 
 
 def _median_steps(samples: list[list[float]]) -> list[float]:

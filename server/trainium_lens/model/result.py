@@ -45,6 +45,7 @@ from trainium_lens.model.codec import ResultError, build, refuse_constant
 from trainium_lens.model.evidence import Calibration, Memory, Reconciliation, Roof, Stability, Work
 from trainium_lens.model.files import write_file
 from trainium_lens.model.findings import Edit, Finding
+from trainium_lens.model.fit import Fit
 from trainium_lens.model.lines import LineStat, OpStat, Region
 from trainium_lens.model.optimizers import OptimizerStat, OptimizerTrial
 from trainium_lens.model.paths import is_run_id
@@ -141,6 +142,7 @@ class Result:
     calibration: Calibration | None = None
     stability: Stability | None = None
     reconciliation: Reconciliation | None = None
+    fit: Fit | None = None  # cpu clock: what the figures took from the unprofiled wall (model/fit.py)
     script: ScriptRun | None = None  # a ``run`` of an unmodified script
 
     # -- conveniences used by every consumer --------------------------------

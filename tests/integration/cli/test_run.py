@@ -110,6 +110,17 @@ def test_training_script_per_line_and_reconciled(tmp_path: Path) -> None:
     assert total == pytest.approx(doc["totals"]["self_time_us"], rel=1e-6, abs=0.01)
     rec = doc["reconciliation"]
     assert rec["reference"] == "wall" and rec["reference_us"] == doc["totals"]["wall_us_median"] > 0
+    # the same contract as a marked function's: compared, the figure the fit did not touch (the
+    # calibration as read, the host time as its gaps read it, not bounded by the reference steps)
+    fit, t = doc["fit"], doc["totals"]
+    assert fit["ops_us"] == pytest.approx(t["self_time_us"])  # a script's calibration is applied as read
+    assert fit["host_us"] == pytest.approx(doc["calibration"]["host_read_us"])
+    assert fit["fitted_us"] == pytest.approx(t["self_time_us"] + (t["host_time_us"] or 0.0))
+    assert (
+        rec["profiled_us"]
+        == pytest.approx(fit["unfitted_us"])
+        == pytest.approx(fit["ops_us"] + fit["host_us"])
+    )
     assert doc["script"]["reference_before"] + doc["script"]["reference_after"] >= 2
     assert len(stored(ws)) == 1
     assert "tinylm/model.py" in proc.stdout  # the same table as profile

@@ -250,6 +250,7 @@ async def test_variants_of_a_file_compare_and_bad_requests_are_refused(workspace
         assert "fastest: **g** (unprofiled wall median)" in reply["markdown"]
         data = await request(client, "trainiumLens/runData", {"uri": uri, "function": "g"})
         assert data["result"]["function"]["name"] == "g" and data["diff"] is None
+        assert data["mostly_fit"] is None  # no fit block: nothing fitted to say (model/fit.py)
         assert len(data["comparison"]["rows"]) == 2
         # Requests that cannot run: answered with the reason, nothing started.
         for arg, words in (

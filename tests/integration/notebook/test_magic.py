@@ -177,6 +177,9 @@ def test_the_stored_result_has_each_phase_at_its_cell_line(executed: tuple[Any, 
     assert stepping[0].self_time_us > 0
     assert result.reconciliation is not None and result.reconciliation.reference == "wall"
     assert result.reconciliation.reference_us > 0
+    # the cell's figure against the wall as a marked function's: the one the fit did not touch
+    assert result.fit is not None
+    assert result.reconciliation.profiled_us == result.fit.unfitted_us
 
 
 def test_a_statement_is_profiled_through_the_cells_it_calls(executed: tuple[Any, Path]) -> None:

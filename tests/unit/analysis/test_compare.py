@@ -114,10 +114,33 @@ def test_comparison_table_heads_the_ranking_clock():
     lines = text.splitlines()
     assert lines[0] == "comparison (speedup from the unprofiled wall medians, output against naive)"
     assert lines[1].split()[:6] == ["variant", "line", "wall", "median", "min–max", "speedup"]
-    assert "profiled (cpu)" in lines[1]
+    assert "profiled (cpu, ops + host)" in lines[1]
     fused = next(ln for ln in lines if ln.split()[0] == "fused")
     assert "1.05×" in fused.split() and "93" in fused.split()
     assert "  fastest: fused (15.8 µs, unprofiled wall median)" in lines
+
+
+def test_comparison_columns_hold_what_they_are_named():
+    """The profiled column is the headline's figure (ops + host on the cpu clock), and walls
+    timed in turn are named so, not as the function's own wall (its header's)."""
+    from trainium_lens.cli.render.result import headline
+
+    variants = rmsnorm_variants()
+    for i, r in enumerate(variants):
+        r.totals.host_time_us = 2.0 + i
+        r.totals.paired_wall_us_median = r.totals.wall_us_median * 1.2  # in turn: another condition
+        r.totals.paired_wall_us_min = r.totals.wall_us_median
+        r.totals.paired_wall_us_max = r.totals.wall_us_median * 1.5
+    c = compare_variants(variants)
+    assert c.walls_in_turn
+    lines = render_comparison(c, Style()).splitlines()
+    assert "walls timed in turn" in lines[0] and lines[1].split()[2:4] == ["wall", "in"]
+    naive = next(ln for ln in lines if ln.split()[0] == "naive")
+    assert fmt_us(27.6 + 2.0) in naive and fmt_us(27.6) + " " not in naive  # ops + host, as the headline
+    assert fmt_us(27.6 + 2.0) in headline(variants[0])
+    assert "wall in turn)" in lines[-2] or any("wall in turn)" in ln for ln in lines)
+    alone = compare_variants(rmsnorm_variants())  # each one's own wall: named as the header's
+    assert not alone.walls_in_turn and "wall median" in render_comparison(alone, Style()).splitlines()[1]
 
 
 # -- one run against another: the whole step ------------------------------------------

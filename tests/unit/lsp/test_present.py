@@ -339,9 +339,18 @@ def test_diff_markdown_of_training_steps_shows_fwd_bwd_and_files():
     assert "step: forward" in text and "backward 1.4 ms → 4.4 ms" in text
     table = variants_markdown([before, after])
     assert (
-        table.splitlines()[0] == "| variant | wall median | speedup | profiled | dispatches | max abs diff |"
+        table.splitlines()[0]
+        == "| variant | wall median | speedup | profiled (ops + host) | dispatches | max abs diff |"
     )
     assert "speedups from the unprofiled wall medians" in table
+    # the profiled column holds the headline's figure (ops + host), the walls in turn are named so
+    before.totals.host_time_us, after.totals.host_time_us = 100.0, 50.0
+    for res in (before, after):
+        assert res.totals.wall_us_median
+        res.totals.paired_wall_us_median = res.totals.wall_us_median * 1.1
+    table = variants_markdown([before, after])
+    assert table.splitlines()[0].startswith("| variant | wall in turn | speedup | profiled (ops + host) |")
+    assert f"| {figures.time_us(before.per_call_us)} cpu |" in table
 
 
 def test_a_noisy_run_says_so_in_hints_hover_and_heat_and_escapes_stored_text():

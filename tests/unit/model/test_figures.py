@@ -60,3 +60,24 @@ def test_shown_puts_the_text_beside_each_figure_and_keeps_the_payload():
     assert out["roof"]["shown"] == {"bytes_per_s": "18.4 GB/s"}
     assert out["roof"]["flops"][0]["shown"] == {"flops_per_s": "91.8 TFLOP/s"}
     assert "shown" not in out and out["lines"][0]["line"] == 3  # a line number is no figure
+
+
+def test_zero_has_one_path_and_no_figure_reads_with_an_exponent():
+    # a line's host time bounded by the wall left a float residue: it read "host 2.49E-11 ns"
+    assert figures.time_us(2.49e-14) == figures.time_us(-3e-15) == figures.time_us(0) == "0 µs"
+    assert figures.is_zero_time(2.49e-14) and figures.is_zero_time(None) and not figures.is_zero_time(0.0004)
+    for value in (1e-7, 2.49e-11, 3.3e-9):
+        assert "E" not in figures.number(value) and "e" not in figures.number(value)
+    assert figures.number(1e-7) == "0.0000001"
+
+
+def test_a_residue_of_host_time_is_not_shown_as_host_time():
+    from tests.unit.analysis.test_noise_and_reconcile import QUIET, _result
+    from trainium_lens.cli.render.result import render_result
+    from trainium_lens.lsp.present.trust import host_text
+
+    r = _result(13.9, 16.1, stability=QUIET, host=2.49e-14)
+    r.lines[0].host_time_us = 2.49e-14
+    assert host_text(r.lines[0], r) is None
+    text = render_result(r)
+    assert "E-" not in text and "host" not in text.split("\n  line ")[1].splitlines()[0]

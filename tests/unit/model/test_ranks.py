@@ -323,3 +323,28 @@ def test_the_root_cause_of_torchruns_report_names_the_rank_that_died():
 
     assert _root_cause(TORCHRUN_FAILURE.splitlines(keepends=True)) == (1, 7)
     assert _root_cause(["Traceback (most recent call last):\n", "ValueError: x\n"]) is None
+
+
+def test_the_fit_block_is_the_median_ranks_not_rank_zeros():
+    results = [_result(0, 100.0, 200.0), _result(1, 300.0, 0.0), _result(2, 110.0, 190.0)]
+    for k, r in enumerate(results):
+        ops = r["totals"]["self_time_us"]
+        r["totals"]["host_time_us"] = 5.0
+        bound = -(10.0 + 5 * k)  # the host time each rank's gaps read, less its wall's bound
+        r["fit"] = {
+            "ops_us": ops,
+            "host_us": 5.0 - bound,
+            "unfitted_us": ops + 5.0 - bound,
+            "fitted_us": ops + 5.0,
+            "added_us": bound,
+            "share": -bound / (ops + 5.0),
+            "parts": [{"kind": "host_bounded", "us": bound}],
+        }
+    (merged,) = merge_document(_document(results))["results"]
+    res = Result.from_dict(merged)
+    assert res.fit is not None
+    shown = res.totals.self_time_us + (res.totals.host_time_us or 0.0)
+    assert res.fit.fitted_us == shown  # the merged totals' figure, not rank 0's
+    assert res.fit.ops_us == results[2]["fit"]["ops_us"]  # the median rank's ops (320 µs)
+    assert [(p.kind, p.us) for p in res.fit.parts] == [("host_bounded", -15.0)]
+    assert res.fit.unfitted_us == res.fit.ops_us + res.fit.host_us

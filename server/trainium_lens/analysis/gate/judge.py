@@ -304,7 +304,7 @@ def _judge(
         item.status = REGRESSED
         item.reason = (
             f"slower than {against} + {opts.max_regression:.0%} beyond the noise (rank test p={item.p:.2g}, "
-            f"fastest {len(kept_b)} vs {len(kept_a)} steps)"
+            f"fastest {len(kept_b)} vs {figures.plural(len(kept_a), 'step')})"
         )
     else:
         item.status = WITHIN_NOISE

@@ -54,11 +54,13 @@ def render_comparison(comparison: Comparison, style: Style | None = None) -> str
     if device:
         headers += [f"time ({clock})", "speedup"]
     else:
+        # named for what they hold: the walls timed in turn are not the header's own wall,
+        # and the profiled figure is the headline's (ops + host on the cpu clock)
         headers += [
-            "wall median",
+            "wall in turn" if comparison.walls_in_turn else "wall median",
             "min–max" if style.unicode else "min-max",
             "speedup",
-            f"profiled ({clock})",
+            f"profiled ({clock}, ops + host)" if clock == "cpu" else f"profiled ({clock})",
         ]
     if train:  # a training step: where the (profiled) time went
         headers += ["fwd", "bwd", "optimizer"]
@@ -79,7 +81,8 @@ def render_comparison(comparison: Comparison, style: Style | None = None) -> str
                 if r.wall_us_min is not None and r.wall_us_max is not None
                 else ""
             )
-            row += [fmt_us(r.wall_us_median, style), spread, speed, fmt_us(r.time_us, style)]
+            shown = r.per_call_us if r.per_call_us is not None else r.time_us
+            row += [fmt_us(r.wall_us_median, style), spread, speed, fmt_us(shown, style)]
         if train:
             row += [fmt_us(r.forward_us, style), fmt_us(r.backward_us, style), fmt_us(r.optimizer_us, style)]
         if device:
@@ -89,7 +92,12 @@ def render_comparison(comparison: Comparison, style: Style | None = None) -> str
         diff = "-" if r.max_abs_diff is None else f"{r.max_abs_diff:.3g}"
         rows.append(row + [diff, _verdict(r, style)])
     basis = comparison.speedup_basis
-    on = {BASIS_DEVICE: f"{CLOCK_NAMES.get(clock, clock)}", BASIS_WALL: "the unprofiled wall medians"}
+    walls = (
+        "the unprofiled walls timed in turn, the variants called in rounds"
+        if comparison.walls_in_turn
+        else "the unprofiled wall medians"
+    )
+    on = {BASIS_DEVICE: f"{CLOCK_NAMES.get(clock, clock)}", BASIS_WALL: walls}
     head = (
         f"comparison (speedup from {on[basis]}, output against {comparison.reference})"
         if basis
@@ -100,7 +108,8 @@ def render_comparison(comparison: Comparison, style: Style | None = None) -> str
     fastest = next((r for r in comparison.rows if r.variant == comparison.fastest), None)
     if fastest is not None and len(comparison.rows) > 1:
         figure = fmt_us(fastest.time_us if device else fastest.wall_us_median, style)
-        out.append(f"  fastest: {fastest.variant} ({figure}, {basis})")
+        named = "wall in turn" if comparison.walls_in_turn and basis == BASIS_WALL else basis
+        out.append(f"  fastest: {fastest.variant} ({figure}, {named})")
     elif any(r.wall_noisy for r in comparison.rows):
         out.append("  fastest: not judged (the host was busy during the wall timing)")
     if comparison.note:

@@ -30,6 +30,7 @@ from trainium_lens.cli.render.text import (
     truncate,
 )
 from trainium_lens.model import figures
+from trainium_lens.model.fit import KINDS, mostly_fit_text
 from trainium_lens.model.result import Result
 
 TOP_OPS = 3
@@ -55,7 +56,9 @@ def reconciled_text(result: Result, style: Style = DEFAULT_STYLE) -> str | None:
         return None
     ref = "device span" if rec.reference == "device_span" else "wall"
     mark = "" if rec.within else " !"
-    return f"{figures.number(rec.ratio)}{style.times} {ref}{mark}"
+    # a fitted result's figure meets the wall by its fit: the ratio is the unfitted one's
+    unfitted = "unfitted " if rec.shown_us is not None else ""
+    return f"{unfitted}{figures.number(rec.ratio)}{style.times} {ref}{mark}"
 
 
 def headline(result: Result, style: Style = DEFAULT_STYLE) -> str:
@@ -66,7 +69,7 @@ def headline(result: Result, style: Style = DEFAULT_STYLE) -> str:
     host = t.host_time_us if result.clock == "cpu" else None
     parts = [f"{fmt_us(result.per_call_us, style)} {clock} per {result.unit}"]
     rec = reconciled_text(result, style)
-    if host:
+    if not figures.is_zero_time(host):
         rec = f"ops {fmt_us(t.self_time_us, style)} + host {fmt_us(host, style)}" + (
             f"; {rec}" if rec else ""
         )
@@ -74,6 +77,9 @@ def headline(result: Result, style: Style = DEFAULT_STYLE) -> str:
         parts[0] += f" ({rec})"
     if noisy(result):
         parts.append("NOISY: figures unreliable")
+    fitted = mostly_fit_text(result.fit, result.unit)
+    if fitted:
+        parts.append(fitted.replace("mostly fitted", "MOSTLY FITTED", 1))
     graphs = result.signals.graphs_per_step
     if graphs:
         parts.append(f"{fmt_count(graphs)} graph{'s' if graphs != 1 else ''} per step")
@@ -101,7 +107,8 @@ def render_result(result: Result, style: Style = DEFAULT_STYLE) -> str:
     out = [
         f"{f.name}  {f.file}:{f.line}",
         f"  backend {result.backend} · clock: {clock_text} · host {result.host}",
-        f"  {t.steps} measured steps (wait {p.wait}, warmup {p.warmup}, active {p.active}); "
+        f"  {figures.plural(t.steps, 'measured step')} "
+        f"(wait {p.wait}, warmup {p.warmup}, active {p.active}); "
         f"figures are per {result.unit}",
         f"  {headline(result, style)}",
         f"  unprofiled wall time {fmt_us(t.wall_us_median, style)} median over {_wall_counts(result)}"
@@ -165,17 +172,33 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
         tol = f"±{rec.tolerance:.0%}" if result.clock == "cpu" else f"at most +{rec.tolerance:.0%}"
         verdict = f"within {tol}" if rec.within else f"OUTSIDE {tol}"
         verdict += f"; {rec.note}" if rec.note else ""
+        fit = result.fit if result.clock == "cpu" else None
         host = result.totals.host_time_us if result.clock == "cpu" else None
-        summed = (
-            f"ops {fmt_us(result.totals.self_time_us, style)} + host between ops {fmt_us(host, style)} = "
-            if host is not None
-            else ""
-        )
+        if fit is not None and fit.parts:  # what was compared: the figure the fit to the wall did not touch
+            summed = (
+                f"unfitted: ops {fmt_us(fit.ops_us, style)} (calibration as read) + host between ops "
+                f"{fmt_us(fit.host_us, style)} (as read) = "
+            )
+        elif host is not None:
+            summed = (
+                f"ops {fmt_us(result.totals.self_time_us, style)} + host between ops {fmt_us(host, style)} = "
+            )
+        else:
+            summed = ""
         out.append(
             f"  reconciled: {summed}{fmt_us(rec.profiled_us, style)} per {result.unit} = "
             f"{figures.number(rec.ratio)}{style.times} "
             f"the {ref} {fmt_us(rec.reference_us, style)}{raw} ({verdict})"
         )
+        if fit is not None and fit.parts and not rec.within:  # within: the note says it
+            said = ", ".join(
+                f"{KINDS.get(p.kind, p.kind)} {'+' if p.us > 0 else ''}{fmt_us(p.us, style)}"
+                for p in fit.parts
+            )
+            out.append(
+                f"  fitted: the figures shown ({fmt_us(fit.fitted_us, style)} per {result.unit}) took "
+                f"{figures.pct(100 * fit.share)} from the wall: {said}"
+            )
     if cal is not None:
         out.append(
             f"  calibrated: the profiler's cost, {figures.time_us(cal.per_depth_us)} per op event per "
@@ -190,7 +213,7 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
             f"{result.unit} subtracted (raw figures in the JSON: self_cpu_us)"
         )
     if st is not None and st.steps_measured:
-        parts = [f"{st.steps_clean} of {st.steps_measured} steps undisturbed"]
+        parts = [f"{st.steps_clean} of {figures.plural(st.steps_measured, 'step')} undisturbed"]
         if st.extra_steps:
             parts[0] += f" ({st.extra_steps} extra measured)"
         if st.calls_per_step > 1:
@@ -208,7 +231,9 @@ def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
     backward it caused and forward + backward; share and bar of the step."""
     train = result.totals.has_backward
     total = result.totals.self_time_us
-    host = result.totals.host_time_us is not None and any(s.host_time_us for s in result.lines)
+    host = result.totals.host_time_us is not None and any(
+        not figures.is_zero_time(s.host_time_us) for s in result.lines
+    )
     rows = []
     for s in sorted(result.lines, key=lambda s: (s.file != result.function.file, s.file, s.line)):
         cost = s.time_us if train else s.self_time_us
@@ -236,7 +261,7 @@ def _lines_table(result: Result, clock: str, style: Style) -> list[str]:
                 fmt_us(cost, style),
             ]
         if host:
-            row.append(fmt_us(s.host_time_us, style) if s.host_time_us else "")
+            row.append("" if figures.is_zero_time(s.host_time_us) else fmt_us(s.host_time_us, style))
         rows.append(row + [fmt_pct(share), bar(share, style), fmt_count(s.calls), top])
     named = [(f"({b.name})", b.self_time_us) for b in result.buckets]  # xla: known, no line
     for name, time in [*named, ("(unattributed)", result.unattributed_us)]:

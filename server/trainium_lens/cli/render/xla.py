@@ -10,6 +10,7 @@ the JSON (``--json``) always keeps them all.
 from __future__ import annotations
 
 from trainium_lens.cli.render.text import Style, fmt_count, fmt_pct, fmt_us, spans, table, truncate
+from trainium_lens.model import figures
 from trainium_lens.model.lines import Region
 from trainium_lens.model.result import Result
 
@@ -28,7 +29,11 @@ def regions_section(result: Result, clock: str, style: Style) -> list[str]:
     for region in result.regions:
         by_line.setdefault((region.file, region.line), []).append(region)
     groups = sorted(by_line.items(), key=lambda kv: -sum(r.self_time_us for r in kv[1]))
-    out = ["", f"  compiled regions: {len(result.regions)} fusions on {len(groups)} lines (--verbose: each)"]
+    out = [
+        "",
+        f"  compiled regions: {figures.plural(len(result.regions), 'fusion')} on "
+        f"{figures.plural(len(groups), 'line')} (--verbose: each)",
+    ]
     for (file, line), regions in groups[:TOP_REGION_LINES]:
         regions.sort(key=lambda r: -r.self_time_us)
         where = str(line) if file == result.function.file else f"{file}:{line}"

@@ -112,6 +112,9 @@ class Profiled:
     calibration: dict | None = None  # cpu clock: the profiler's cost per event (calibrate.py)
     stability: dict | None = None  # what the host did during the run (steady.py, host.py)
     device_span_us: list[float] | None = None  # per unprofiled call, device-side elapsed (CUDA events)
+    # cpu clock: the op self time per call with the calibration as read, before the wall
+    # bounded or raised it (eager/run.py ``_within_wall``); None: the calibration was not fitted
+    unfitted_ops_us: float | None = None
 
 
 def document(
@@ -245,7 +248,37 @@ def result_document(p: Profiled) -> dict:
         optimizers=optimizers(att, labels, fallback),
         calibration=_calibration(p.calibration, att, host_read, scale),
         stability=p.stability,
+        fit=fit_block(p, figures, host_read) if p.calibration is not None else None,
     )
+
+
+def fit_block(p: Profiled, figures: dict, host_read: float) -> dict:
+    """``Result.fit`` (model/fit.py): the per-call figure shown (``figures``, after the
+    fit) against the one the fit did not touch — the ops with the calibration as read,
+    the host time as its gaps read it — and what each fit changed. The reconciliation
+    compares the unfitted figure with the wall: the fitted one meets it by construction."""
+    host = figures["host_time_us"] if figures["host_measured"] else 0.0
+    read = host_read if figures["host_measured"] else 0.0
+    ops = figures["self_time_us"]
+    ops_read = ops if p.unfitted_ops_us is None else p.unfitted_ops_us
+    parts = []
+    if abs(ops - ops_read) > 1e-9:
+        # ops above as-read: less was subtracted (bounded); below: more (raised)
+        parts.append(
+            {"kind": "calibration_bounded" if ops > ops_read else "calibration_raised", "us": ops - ops_read}
+        )
+    if abs(host - read) > 1e-9:
+        parts.append({"kind": "host_bounded", "us": host - read})
+    fitted, unfitted = ops + host, ops_read + read
+    return {
+        "ops_us": ops_read,
+        "host_us": read,
+        "unfitted_us": unfitted,
+        "fitted_us": fitted,
+        "added_us": fitted - unfitted,
+        "share": sum(abs(x["us"]) for x in parts) / fitted if fitted > 0 else 0.0,
+        "parts": parts,
+    }
 
 
 def host_scale(figures: dict, wall_us: list[float], stability: dict | None) -> float:

@@ -42,14 +42,24 @@ class _Sums:
         self.steps = steps
         self.by_key: dict[tuple, float] = {}
         self.per_step: dict[tuple, list[float]] = {}
+        outside: dict[tuple, float] = {}
         for (step, key, phase), value in values.items():
             k = (key, phase)
             self.by_key[k] = self.by_key.get(k, 0.0) + value
+            row = self.per_step.get(k)
+            if row is None:
+                row = self.per_step[k] = [0.0] * steps
             if 0 <= step < steps:
-                row = self.per_step.get(k)
-                if row is None:
-                    row = self.per_step[k] = [0.0] * steps
                 row[step] += value / calls
+            else:
+                outside[k] = outside.get(k, 0.0) + value
+        # Time between the steps (walked as step -1: ops outside every ProfilerStep, a
+        # script's data wait) is in the per-step figure (the sum over ``steps``) but in no
+        # step: each step takes an even share of it, so the figure is the mean of its own
+        # spread (without it a line read a mean above its own max).
+        for k, value in outside.items():
+            share = value / (max(steps, 1) * calls)
+            self.per_step[k] = [v + share for v in self.per_step[k]]
 
     def get(self, key: Any, phase: int) -> float:
         return self.by_key.get((key, phase), 0.0)
@@ -154,10 +164,14 @@ def lines_and_ops(att: Attribution, labels: dict, source: Any) -> dict:
     ops.sort(key=lambda o: (-o["self_time_us"], o["name"]))
     per_step = [0.0] * att.steps
     phases = [0.0, 0.0, 0.0, 0.0]
+    between = 0.0  # outside every step: an even share to each (as _Sums does)
     for (step, phase), value in att.phase_time.items():
         phases[phase] += value
         if 0 <= step < att.steps:
             per_step[step] += value / m
+        else:
+            between += value
+    per_step = [v + between / n for v in per_step]
     unattributed = sum(v for (k, _p), v in self_s.by_key.items() if k is None)
     return {
         "lines": lines,

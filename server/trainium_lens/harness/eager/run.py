@@ -115,7 +115,10 @@ def profile_call(s: Session, marked: Marked, index: int, protocol: dict, call: C
     att, clock, device_reported = _attribute(call, steps, marked, calibration)
     trace, offset = _export_trace(call, steps.prof, run_id, att)
     wall, overhead, timing = measure.time_unprofiled(call, protocol, per_step)
+    unfitted_ops = None
     if clock == "cpu" and calibration is not None:
+        # the ops with the calibration as read: what the reconciliation holds against the wall
+        unfitted_ops = build.lines_and_ops(att, s.labeler.labels, s.source)["self_time_us"]
         att, calibration = _within_wall(call, steps, marked, calibration, att, wall, timing, before)
     span = timing.pop("device_span_us", None)
     trials = _optimizer_trials(call)
@@ -161,6 +164,7 @@ def profile_call(s: Session, marked: Marked, index: int, protocol: dict, call: C
             calibration=calibration if clock == "cpu" and s.backend.name == "cpu" else None,
             stability=stability,
             device_span_us=span,
+            unfitted_ops_us=unfitted_ops,
         )
     )
     add_hits(doc["lines"], s.labeler.labels, steps.hits, steps.labelled_calls)  # hits.py

@@ -49,7 +49,7 @@ def markdown(uri: str, a: Annotation, annotations: Annotations, history: list[Re
     out += [h] if (h := trust.host_text(s, r)) else []
     if r.totals.steps > 1 and (s.self_time_us_max or s.self_time_us_min):
         out.append(
-            f"spread over {r.totals.steps} steps: {figures.time_us(s.self_time_us_min)}"
+            f"spread over {fmt.plural(r.totals.steps, 'step')}: {figures.time_us(s.self_time_us_min)}"
             f"–{figures.time_us(s.self_time_us_max)} (median "
             f"{figures.time_us(s.self_time_us_median or s.self_time_us)})"
         )

@@ -27,6 +27,7 @@ from typing import Any
 from trainium_lens.lsp.present import compare, roofline_chart
 from trainium_lens.lsp.state import LensServer, param
 from trainium_lens.model import figures
+from trainium_lens.model.fit import mostly_fit_text
 
 REQUEST = "trainiumLens/runData"
 
@@ -82,6 +83,8 @@ def run_data(ls: LensServer, params: Any) -> Callable[[], dict]:
                 "diff": compare.diff(before, result) if before else None,
                 "lines": lines,
                 "roofline": roofline_chart.chart(result),  # the roofline chart and the memory view
+                # a figure the fit to the wall supplied most of: the CLI's and the hover's words
+                "mostly_fit": mostly_fit_text(result.fit, result.unit),
                 "markdown": {
                     "comparison": compare.variants_markdown(variants) if len(variants) > 1 else None,
                     "diff": compare.diff_markdown(before, result) if before else None,

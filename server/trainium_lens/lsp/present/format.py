@@ -10,9 +10,7 @@ from __future__ import annotations
 from trainium_lens.model import figures
 from trainium_lens.model.result import Result
 
-
-def plural(value: float, word: str, words: str | None = None) -> str:
-    return f"{figures.count(value)} {word if abs(value - 1) < 1e-6 else (words or word + 's')}"
+plural = figures.plural  # one rule for every surface (model/figures.py)
 
 
 def clock_suffix(result: Result) -> str:

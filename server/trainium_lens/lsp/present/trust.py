@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from trainium_lens.lsp.present.markdown import escape
 from trainium_lens.model import figures
+from trainium_lens.model.fit import mostly_fit_text
 from trainium_lens.model.lines import LineStat
 from trainium_lens.model.result import Result
 
@@ -26,9 +27,10 @@ def reconciled(result: Result) -> str | None:
     tol = f"±{rec.tolerance:.0%}" if result.clock == "cpu" else f"at most +{rec.tolerance:.0%}"
     verdict = f"within {tol}" if rec.within else f"**outside** {tol}"
     note = f"; {escape(rec.note)}" if rec.note else ""
+    unfitted = "unfitted " if rec.shown_us is not None else ""  # the figure shown meets the wall by its fit
     return (
-        f"{figures.time_us(rec.profiled_us)} per {result.unit} = {figures.ratio(rec.ratio)} the {ref} "
-        f"{figures.time_us(rec.reference_us)} ({verdict}{note})"
+        f"{unfitted}{figures.time_us(rec.profiled_us)} per {result.unit} = {figures.ratio(rec.ratio)} "
+        f"the {ref} {figures.time_us(rec.reference_us)} ({verdict}{note})"
     )
 
 
@@ -46,7 +48,11 @@ def raw_beside(stat: LineStat, result: Result) -> str:
 def host_text(stat: LineStat, result: Result) -> str | None:
     """``host before its ops 3.2 µs``: Python (or the autograd engine) this line
     spends between ops, in the wall but in no op's time (cpu clock)."""
-    if result.totals.host_time_us is None or stat.host_time_us <= 0:
+    if (
+        result.totals.host_time_us is None
+        or stat.host_time_us <= 0
+        or figures.is_zero_time(stat.host_time_us)
+    ):
         return None
     return f"host before its ops {figures.time_us(stat.host_time_us)} (Python between ops, in no op's time)"
 
@@ -57,6 +63,9 @@ def hover_section(result: Result) -> str | None:
     for f in result.findings:
         if f.kind == NOISY:
             out.append(f"⚠ **Unreliable figures**: {escape(f.message)}")
+    fitted = mostly_fit_text(result.fit, result.unit)
+    if fitted:
+        out.append(f"⚠ **Mostly fitted**: {escape(fitted)}")
     rec = reconciled(result)
     if rec:
         out.append(f"function: {rec}")
