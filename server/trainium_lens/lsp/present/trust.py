@@ -10,6 +10,7 @@ from trainium_lens.model.lines import LineStat
 from trainium_lens.model.result import Result
 
 NOISY = "noisy_measurement"
+OUTSIDE_LOAD = "outside_load"  # analysis/noise.py: measured under another job's load
 
 
 def unreliable(result: Result) -> bool:
@@ -57,6 +58,8 @@ def hover_section(result: Result) -> str | None:
     for f in result.findings:
         if f.kind == NOISY:
             out.append(f"⚠ **Unreliable figures**: {escape(f.message)}")
+        elif f.kind == OUTSIDE_LOAD:
+            out.append(f"⚠ **Under outside load**: {escape(f.message)}")
     rec = reconciled(result)
     if rec:
         out.append(f"function: {rec}")
