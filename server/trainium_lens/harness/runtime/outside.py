@@ -12,7 +12,8 @@ belongs to the job when
   the tool's run spec, its ranks' spec file, SLURM's job and step, torchrun's
   run id with its master address and port; the environment as the process was
   started, ``/proc/<pid>/environ``: the harness pops its own marker later), or
-* it is an ancestor of this process (the launcher, the owner, the CLI), or
+* it is an ancestor of this process up to the first one without the marker (the
+  agent, the owner, and the launcher that started them: the CLI, the harness), or
 * it descends from one that carries the marker or from this process (a sibling
   rank's DataLoader workers, our own).
 
@@ -113,10 +114,14 @@ def job_pids(procs: dict[int, Proc], me: int, markers: list, environ=_environ) -
             if env is not None and any(all(env.get(n) == v for n, v in m) for m in markers):
                 job.add(pid)
     roots = set(job) | {me}
+    marked = set(job)
     up, seen = procs.get(me), {me}
     while up is not None and up.ppid > 1 and up.ppid not in seen:
         seen.add(up.ppid)
-        job.add(up.ppid)  # the launcher, the owner, the CLI: they wait on us
+        job.add(up.ppid)  # the agent, the owner, the CLI that started them: they wait on us
+        if up.ppid not in marked:
+            break  # the first ancestor without the marker started the job; above it: the
+            # user's shell, an editor's other processes, none of them this job
         up = procs.get(up.ppid)
     children: dict[int, list[int]] = {}
     for pid, p in procs.items():
@@ -175,16 +180,26 @@ class Outside:
     mem0: dict | None = None
     steal0: int | None = None
 
+    envs: dict = field(default_factory=dict)  # pid → environ read at start: read once
+
+    def _environ(self, pid: int) -> dict[str, str] | None:
+        if pid not in self.envs:
+            self.envs[pid] = _environ(pid)
+        return self.envs[pid]
+
     def start(self) -> Outside:
         self.procs0 = snapshot()
-        self.job0 = job_pids(self.procs0, self.me, self.markers)
+        self.job0 = job_pids(self.procs0, self.me, self.markers, self._environ)
         self.cpu0, self.mem0, self.steal0 = _pressure("cpu"), _pressure("memory"), _steal_ticks()
         return self
 
     def stop(self, wall_s: float) -> dict:
         """``job_s``: CPU seconds of the job's other processes; the rest as shares."""
         procs = snapshot()
-        job = self.job0 | job_pids(procs, self.me, self.markers)
+        for pid, p in procs.items():  # a pid reused since start is another process
+            if pid in self.procs0 and self.procs0[pid].start != p.start:
+                self.envs.pop(pid, None)
+        job = self.job0 | job_pids(procs, self.me, self.markers, self._environ)
         tick = os.sysconf("SC_CLK_TCK")
         used: dict[int, float] = {}
         for pid, p in procs.items():

@@ -83,11 +83,17 @@ def test_ancestors_and_descendants_are_the_job_unrelated_processes_are_not():
     """A rank's launcher chain (agent, owner, CLI) and its own children (DataLoader workers)."""
     procs = {
         1: outside.Proc(0, 0, 0, "init"),
-        5: outside.Proc(1, 0, 0, "cli"),
+        4: outside.Proc(1, 0, 0, "shell"),
+        5: outside.Proc(4, 0, 0, "cli"),
         6: outside.Proc(5, 0, 0, "agent"),
         7: outside.Proc(6, 0, 0, "rank0"),
         8: outside.Proc(7, 0, 0, "worker"),
         9: outside.Proc(1, 0, 0, "other"),
         10: outside.Proc(9, 0, 0, "its child"),
     }
-    assert outside.job_pids(procs, 7, [], environ=lambda pid: None) == {5, 6, 8}
+    # no marker: the parent started this process, the ancestors above it are not the job
+    assert outside.job_pids(procs, 7, [], environ=lambda pid: None) == {6, 8}
+    # the agent carries the job's marker: the launcher that started it (the CLI) is the job's too
+    marker = [(("TRAINIUM_LENS_RUN", "/r/spec.json"),)]
+    envs = {6: {"TRAINIUM_LENS_RUN": "/r/spec.json"}}
+    assert outside.job_pids(procs, 7, marker, environ=envs.get) == {5, 6, 8}
