@@ -15,12 +15,22 @@ outcome, from the run's own evidence only:
     ``SPREAD``× or the profiled time is ``RATIO``× off the unprofiled wall.
 
   A busy machine alone is not noise: a run whose steps stayed clean and agree
-  with the wall is reported as it is (on the shared development machines other
-  processes use a core or more most of the time). A noisy result gets a
+  with the wall keeps its findings (on the shared development machines other
+  processes use a core or more most of the time) — but see *outside load*. A noisy result gets a
   ``noisy_measurement`` warning with its evidence, its timing-based findings
   (fuse hints, dispatch counts, the labelling note, roofline verdicts, the
   optimizer choice) are withheld, and the editor tints its hints as unreliable.
   A straggler (ranks of one run against each other) is kept with a caution.
+* **outside_load** (warning, findings kept) when processes outside the job used
+  ``OTHERS_CORES`` cores or more (``harness/runtime/outside.py`` tells the job's own
+  apart), or the kernel says the host was contended (memory pressure, steal time):
+  a load that slows the steps and the unprofiled wall alike (memory bandwidth,
+  caches) leaves them agreeing with each other, so no check of the figures
+  against the wall can see it; the run says it was measured under that load and
+  names it (the processes that used the most, the evidence that fired).
+* **shared_cores** (info): the job's own processes (sibling ranks, the launcher)
+  shared the cores and our threads waited for them, with no outside load. That
+  is the job's shape, not noise: the waits are not held against the run.
 * **unreconciled** (info) when a result that is not noisy still falls outside
   the reconciliation tolerance (``reconcile.py``), with the likely reason.
 """
@@ -31,12 +41,19 @@ import dataclasses
 import math
 
 from trainium_lens.model import figures
+from trainium_lens.model.evidence import Stability
 from trainium_lens.model.result import Finding, Result
 
 KIND = "noisy_measurement"
 UNRECONCILED = "unreconciled"
 FIX_OFFERED = "fix_offered"
-OTHERS_CORES = 0.5
+OUTSIDE_LOAD = "outside_load"
+SHARED_CORES = "shared_cores"
+OTHERS_CORES = 0.5  # or a tenth of the CPUs, if more: other processes' CPU that marks a busy host
+JOB_CORES = 0.5  # the job's other processes used this much: they shared the cores
+MEMORY_PRESSURE = 0.05  # share of the window some task stalled on memory (PSI)
+CPU_PRESSURE = 0.10  # share of the window some task waited for a CPU (PSI): named beside the load
+STEAL_CORES = 0.10
 DELAY_SHARE = 0.10
 SPREAD = 3.0
 RATIO = 2.0
@@ -59,26 +76,52 @@ TIMING_KINDS = frozenset(
 )
 
 
+def outside_load(st: Stability) -> list[str]:
+    """What outside the job loaded the host while the run was measured, each piece of
+    evidence that fired in words (empty: nothing did)."""
+    out = []
+    if st.others_cores is not None and st.others_cores >= max(OTHERS_CORES, 0.1 * (st.cpus or 1)):
+        of = f" of {st.cpus}" if st.cpus else ""
+        top = f": {', '.join(st.outside_top)}" if st.outside_top else ""
+        out.append(f"processes outside this job used {st.others_cores:.1f}{of} cores during the run{top}")
+        if st.cpu_pressure_some is not None and st.cpu_pressure_some >= CPU_PRESSURE:
+            out.append(
+                f"runnable tasks waited for a CPU {figures.pct(100 * st.cpu_pressure_some)} of it (PSI)"
+            )
+    if st.memory_pressure_some is not None and st.memory_pressure_some >= MEMORY_PRESSURE:
+        out.append(f"tasks stalled on memory {figures.pct(100 * st.memory_pressure_some)} of the run (PSI)")
+    if st.steal_cores is not None and st.steal_cores >= STEAL_CORES:
+        out.append(f"the hypervisor ran others on {st.steal_cores:.1f} of this VM's cores (steal time)")
+    return out
+
+
+def _job_shape(st: Stability, outside: list[str]) -> bool:
+    """The job's own processes shared the cores and nothing outside loaded the host:
+    our threads' waits for a CPU are the job's shape, not noise."""
+    return not outside and st.job_cores is not None and st.job_cores >= JOB_CORES
+
+
 def evidence(result: Result) -> list[str]:
     """Why the run is noisy (empty: it is not)."""
     st = result.stability
     if st is None:
         return []
-    host = []
-    if st.others_cores is not None and st.others_cores >= OTHERS_CORES:
-        host.append(f"other processes used {st.others_cores:.1f} cores during the run")
-    if st.run_delay_share is not None and st.run_delay_share >= DELAY_SHARE:
+    host = outside_load(st)
+    own = _job_shape(st, host)
+    if not own and st.run_delay_share is not None and st.run_delay_share >= DELAY_SHARE:
         host.append(f"its threads waited for a CPU {figures.pct(100 * st.run_delay_share)} of the step time")
-    if st.step_switches is not None and st.step_switches >= 1:
+    if not own and st.step_switches is not None and st.step_switches >= 1:
         host.append(f"{st.step_switches:g} involuntary context switches per step")
     failed = []
-    if st.steps_wanted and st.steps_clean < math.ceil(st.steps_wanted / 2):
+    if own:
+        pass  # steps that waited for a sibling rank are the job's steps as they run
+    elif st.steps_wanted and st.steps_clean < math.ceil(st.steps_wanted / 2):
         failed.append(
             f"{st.steps_measured - st.steps_clean} of {st.steps_measured} measured steps were "
             f"disturbed (only {st.steps_clean} clean, {st.steps_wanted} wanted)"
         )
     wanted = result.function.protocol.timing_calls
-    if st.timing_calls and st.timing_clean < math.ceil(wanted / 2):
+    if not own and st.timing_calls and st.timing_clean < math.ceil(wanted / 2):
         disturbed = st.timing_calls - st.timing_clean
         failed.append(f"{disturbed} of {st.timing_calls} unprofiled calls were disturbed")
     if host:
@@ -146,6 +189,7 @@ def with_noise_findings(result: Result, findings: list[Finding]) -> list[Finding
                 )
             ]
         )
+    findings = findings + _load_notes(result)
     rec = result.reconciliation
     if rec is None or rec.within:
         return findings
@@ -169,5 +213,52 @@ def with_noise_findings(result: Result, findings: list[Finding]) -> list[Finding
             message=f"The profiled time per {result.unit}{unfitted} is {figures.ratio(rec.ratio)}{raw} the "
             f"unprofiled {_reference(rec.reference)} (tolerance {tolerance}): {consequence}"
             + (f": {rec.note}." if rec.note else "."),
+        )
+    ]
+
+
+def _load_notes(result: Result) -> list[Finding]:
+    """A run not judged noisy: the outside load it was measured under (warning), or
+    the job's own processes sharing the cores (info)."""
+    st = result.stability
+    if st is None:
+        return []
+    file, line = result.function.file, result.function.line
+    outside = outside_load(st)
+    if outside:
+        return [
+            Finding(
+                kind=OUTSIDE_LOAD,
+                severity="warning",
+                file=file,
+                line=line,
+                message="Measured under outside load: " + "; ".join(outside) + ". A load that slows the "
+                "profiled steps and the unprofiled wall alike (memory bandwidth, caches) leaves them "
+                "agreeing with each other: the figures can be off by what it took from this run.",
+                fix="profile again when the host is quieter",
+            )
+        ]
+    waited = (st.run_delay_share or 0.0) >= DELAY_SHARE or (st.step_switches or 0.0) >= 1
+    waited = waited or bool(st.steps_wanted and st.steps_clean < math.ceil(st.steps_wanted / 2))
+    if not _job_shape(st, outside) or not waited:
+        return []
+    ranks = (
+        f"{result.world_size} ranks" if result.world_size and result.world_size > 1 else "the job's processes"
+    )
+    cores = f" on {st.cpus} cores" if st.cpus else ""
+    delay = (
+        f" (run-queue wait {figures.pct(100 * st.run_delay_share)} of the step time)"
+        if st.run_delay_share is not None
+        else ""
+    )
+    return [
+        Finding(
+            kind=SHARED_CORES,
+            severity="info",
+            file=file,
+            line=line,
+            message=f"{ranks}{cores}: the ranks share the cores (the job's other processes used "
+            f"{st.job_cores:.1f} cores during the run). Its threads' waits for a CPU{delay} are the "
+            "job's own shape, not outside load: they are in the figures, as they are in the job.",
         )
     ]

@@ -108,7 +108,20 @@ class Stability:
     run_delay_share: float | None = None  # run-queue delay / wall over the measured steps
     step_switches: float | None = None  # involuntary context switches per measured step
     window_s: float | None = None  # from settling to the last timing call
-    others_cores: float | None = None  # CPU of other processes in that window, in cores
+    others_cores: float | None = None  # CPU of processes outside the job in that window, in cores
+    # the job's own other processes (sibling ranks, launcher: harness/runtime/outside.py),
+    # counted apart: they share the cores, but they are the job's shape, not outside load
+    job_cores: float | None = None
+    job_processes: int | None = None
+    cpus: int | None = None  # the CPUs this process may run on
+    outside_top: list[str] = field(default_factory=list)  # "comm (pid N) 0.98 cores", most first
+    # pressure stall information over the window (/proc/pressure), share of its wall; and
+    # the hypervisor's steal time, in cores. None: the host does not provide it
+    cpu_pressure_some: float | None = None
+    cpu_pressure_full: float | None = None
+    memory_pressure_some: float | None = None
+    memory_pressure_full: float | None = None
+    steal_cores: float | None = None
     involuntary_switches: int | None = None  # in that window
     settle_calls: int = 0
     # cpu clock: the unprofiled wall just before the profiled steps (the fastest of 5

@@ -293,7 +293,7 @@ def test_a_noisy_measurement_is_measured_again_and_said():
     report = gate.judge(base, disturbed(same))
     assert report.noisy and needs_another(report) and report.judgeable and not report.failed
     [note] = [n for n in report.notes if "disturbed host" in n]
-    assert note.startswith("this measurement") and "other processes used 1.6 cores" in note
+    assert note.startswith("this measurement") and "processes outside this job used 1.6 cores" in note
     assert "within 1.5× of the fastest" in note
     on_noisy_base = gate.judge(disturbed(run(base_lines(rng), "b-1")), run(base_lines(rng), "r-2"))
     assert any(n.startswith("the baseline was measured on a disturbed host") for n in on_noisy_base.notes)

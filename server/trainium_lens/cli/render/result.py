@@ -219,7 +219,10 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
         if st.calls_per_step > 1:
             parts.append(f"{st.calls_per_step} calls per step")
         if st.others_cores is not None:
-            parts.append(f"other processes used {st.others_cores:.1f} cores")
+            of = f" of {st.cpus}" if st.cpus else ""
+            parts.append(f"processes outside the job used {st.others_cores:.1f}{of} cores")
+        if st.job_cores:
+            parts.append(f"the job's other processes {st.job_cores:.1f}")
         if st.run_delay_share is not None:
             parts.append(f"run-queue wait {figures.pct(100 * st.run_delay_share)} of step time")
         out.append("  machine: " + ", ".join(parts))

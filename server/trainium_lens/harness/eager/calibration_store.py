@@ -25,7 +25,7 @@ from typing import Any
 
 from trainium_lens.harness.eager.calibrate import calibrate, start_profiler
 from trainium_lens.harness.events import write_json_atomic
-from trainium_lens.harness.runtime.host import HostWindow
+from trainium_lens.harness.runtime.host import HostWindow, load_cores
 
 ENV = "TRAINIUM_LENS_CALIBRATION"
 BUSY_CORES = 0.5  # other processes' CPU while measuring: such a calibration is not reused
@@ -99,7 +99,7 @@ def shared_or_measured(torch: Any, backend: str, activities: list, kwargs: dict)
             }
     window = HostWindow().start()
     cal = calibrate(torch, activities, kwargs)
-    others = window.stop()["others_cores"]
+    others = load_cores(window.stop())
     busy = others is None or others >= BUSY_CORES
     try:  # a read-only or vanished folder: this run keeps its own, nothing is stored
         _store(path, k, cal, others)
@@ -136,7 +136,7 @@ def main() -> int:
     readings = sorted(
         (calibrate(torch, activities, kwargs) for _ in range(3)), key=lambda c: c["per_depth_us"]
     )
-    others = window.stop()["others_cores"]
+    others = load_cores(window.stop())
     cal = readings[1]
     try:
         _store(path, k, cal, others, readings_per_depth_us=[c["per_depth_us"] for c in readings])

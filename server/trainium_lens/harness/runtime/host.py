@@ -11,7 +11,9 @@ nothing in the profiler's trace says so. Three observations tell it apart
   region's barrier, and neither thread is *switched out* while it waits;
 * **involuntary context switches** of the process (``getrusage``);
 * **CPU time of other processes**: the machine's busy time (``/proc/stat``)
-  minus this process's own, over a window, in cores.
+  minus this process's own and its job's (sibling ranks, launcher:
+  ``outside.py``), over a window, in cores; beside it the job's own, the
+  outside processes that used the most, pressure stall and steal time.
 
 Each is ``None`` where the host does not provide it (not Linux, no schedstat);
 the judgement then rests on what is left.
@@ -21,7 +23,9 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from trainium_lens.harness.runtime.outside import Outside
 
 try:
     import resource
@@ -122,22 +126,43 @@ class HostWindow:
     cpu0: float = 0.0
     busy0: float | None = None
     switches0: int | None = None
+    outside: Outside = field(default_factory=Outside)
 
     MIN_WINDOW_S = 0.25  # /proc/stat counts in ticks (10 ms): shorter windows say nothing
 
     def start(self) -> HostWindow:
         self.t0, self.cpu0 = time.perf_counter(), _own_cpu_s()
         self.busy0, self.switches0 = _machine_busy_s(), involuntary_switches()
+        self.outside.start()
         return self
 
     def stop(self) -> dict:
         wall = time.perf_counter() - self.t0
         own = _own_cpu_s() - self.cpu0
         busy1, switches1 = _machine_busy_s(), involuntary_switches()
-        others = None
+        seen = self.outside.stop(wall)
+        job_s = seen.pop("job_s")
+        others = job = None
         if self.busy0 is not None and busy1 is not None and wall >= self.MIN_WINDOW_S:
-            others = round(max(0.0, (busy1 - self.busy0) - own) / wall, 3)
+            # the job's processes are counted in the machine's busy time too: not outside
+            job = round(min(job_s, max(0.0, busy1 - self.busy0 - own)) / wall, 3)
+            others = round(max(0.0, (busy1 - self.busy0) - own - job_s) / wall, 3)
+        else:
+            seen = {k: v for k, v in seen.items() if k in ("cpus", "job_processes")}
         switches = None
         if self.switches0 is not None and switches1 is not None:
             switches = switches1 - self.switches0
-        return {"window_s": round(wall, 3), "others_cores": others, "involuntary_switches": switches}
+        return {
+            "window_s": round(wall, 3),
+            "others_cores": others,
+            "job_cores": job,
+            "involuntary_switches": switches,
+            **seen,
+        }
+
+
+def load_cores(stopped: dict) -> float | None:
+    """Every other process's CPU in a stopped window, the job's own included: what a
+    measurement of the host itself (its roof, the profiler's cost) shares the cores with."""
+    others = stopped.get("others_cores")
+    return None if others is None else round(others + (stopped.get("job_cores") or 0.0), 3)

@@ -11,6 +11,7 @@ from trainium_lens.model.lines import LineStat
 from trainium_lens.model.result import Result
 
 NOISY = "noisy_measurement"
+OUTSIDE_LOAD = "outside_load"  # analysis/noise.py: measured under another job's load
 
 
 def unreliable(result: Result) -> bool:
@@ -63,6 +64,8 @@ def hover_section(result: Result) -> str | None:
     for f in result.findings:
         if f.kind == NOISY:
             out.append(f"⚠ **Unreliable figures**: {escape(f.message)}")
+        elif f.kind == OUTSIDE_LOAD:
+            out.append(f"⚠ **Under outside load**: {escape(f.message)}")
     fitted = mostly_fit_text(result.fit, result.unit)
     if fitted:
         out.append(f"⚠ **Mostly fitted**: {escape(fitted)}")
