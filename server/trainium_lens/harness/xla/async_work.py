@@ -1,0 +1,100 @@
+"""The untraced part of an asynchronous instruction's work on XLA's CPU runtime.
+
+The thunk runtime traces each instruction with one event around its thunk's
+``Execute``. A ``dot`` (and a ``convolution``) only *dispatches* there: its
+Eigen contraction runs afterwards as tasks on the intra-op pool, with no event
+of its own, and the runtime marks its completion with an ``end: <op>`` event
+(docs/xla.md, "Asynchronous instructions"). Timed by its event alone, a 25
+MFLOP dot read 54 µs (468 GFLOP/s on two cores: 2.7× the measured roof) while
+its contraction ran, untraced, for the next 170 µs; backward lines, mostly
+dots, read above 100 % of the FLOP/s peak.
+
+So the work the pool's threads (``tf_XLAEigen``) did inside their task regions
+(``ThreadpoolListener::StartRegion``..``StopRegion``) outside any traced
+instruction and outside the thunk executor is given to the asynchronous
+instruction in flight then (dispatched, its ``end:`` not yet seen); when several
+are, to the one that completes first (the pool runs tasks in the order they
+came). Work no instruction was in flight for stays untraced. An instruction's
+time is then its event plus those pieces (a union, as its partitions' time).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+
+from trainium_lens.harness.xla.xplane import Capture, Executed
+
+# the intra-op pool's workers (the PjRt client's threads hold a region while they wait
+# for a whole execution: not work)
+POOL_THREAD = "tf_XLAEigen"
+# an instruction is asynchronous when its work ends this long after its event (ns): a
+# synchronous thunk's "end:" is emitted inside its event
+ASYNC_AFTER_NS = 1000.0
+
+Span = tuple[float, float]
+
+
+def _subtract(spans: list[Span], holes: Iterable[Span]) -> list[Span]:
+    """``spans`` less ``holes`` (each list sorted by start)."""
+    out = list(spans)
+    for hs, he in sorted(holes):
+        nxt: list[Span] = []
+        for s, e in out:
+            if he <= s or hs >= e:
+                nxt.append((s, e))
+                continue
+            if s < hs:
+                nxt.append((s, hs))
+            if he < e:
+                nxt.append((he, e))
+        out = nxt
+    return out
+
+
+def untraced(cap: Capture, events: list[Executed]) -> list[Span]:
+    """Per thread, its task regions less its traced instructions and executor spans."""
+    traced: dict[str, list[Span]] = {}
+    for e in events:
+        traced.setdefault(e.thread, []).append((e.start_ns, e.end_ns))
+    pieces: list[Span] = []
+    for thread, regions in cap.regions.items():
+        if not thread.startswith(POOL_THREAD):
+            continue
+        holes = traced.get(thread, []) + cap.executors.get(thread, [])
+        pieces += _subtract(sorted(regions), holes)
+    return sorted(p for p in pieces if p[1] > p[0])
+
+
+def completions(cap: Capture, events: list[Executed]) -> dict[int, float]:
+    """Event index -> when its work completed, for the asynchronous ones."""
+    out: dict[int, float] = {}
+    for i, e in enumerate(events):
+        ends = cap.ends.get(e.hlo_op)
+        if not ends:
+            continue
+        k = bisect.bisect_left(ends, e.start_ns)
+        if k < len(ends) and ends[k] > e.end_ns + ASYNC_AFTER_NS:
+            out[i] = ends[k]
+    return out
+
+
+def assign(cap: Capture, events: list[Executed]) -> dict[int, list[Span]]:
+    """Event index -> the untraced pieces of work it gets."""
+    done = completions(cap, events)
+    flights = sorted((events[i].start_ns, end, i) for i, end in done.items())
+    out: dict[int, list[Span]] = {}
+    todo = untraced(cap, events) if flights else []
+    while todo:
+        s, e = todo.pop()
+        live = [(end, i, start) for start, end, i in flights if start < e and end > s]
+        if not live:
+            continue
+        end, i, start = min(live)  # the first to complete
+        a, b = max(s, start), min(e, end)
+        out.setdefault(i, []).append((a, b))
+        if s < a:
+            todo.append((s, a))
+        if b < e:
+            todo.append((b, e))
+    return out
