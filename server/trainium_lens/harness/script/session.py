@@ -41,6 +41,7 @@ from trainium_lens.harness.runtime.host import HostWindow, RunQueueDelay
 from trainium_lens.harness.script.detect import Detector
 from trainium_lens.harness.script.document import profiled_document
 from trainium_lens.harness.script.hooks import chain_excepthook, exit_cleanly, never, time_data_loader
+from trainium_lens.harness.script.on_xla import HINT, runs_on_xla
 from trainium_lens.harness.script.optimizers import ScriptOptimizers
 from trainium_lens.harness.script.work import ScriptWork
 from trainium_lens.harness.spec import ScriptSpec
@@ -140,6 +141,9 @@ class ScriptRun:
             self.events.emit("detector", name=detector)
         self.step += 1
         k = self.step
+        if k == 1 and self.backend.name != "xla" and runs_on_xla(self.detector):
+            self._stand_aside(HINT)  # the CPU clock would time its tracing only (on_xla.py)
+            return
         sync = self.backend.sync
         if k <= self.window_last + AFTER + 1:
             sync()
@@ -183,9 +187,7 @@ class ScriptRun:
 
     def _start_window(self) -> None:
         if torch.autograd.profiler._is_profiler_enabled:
-            self.aside = True
-            self.detector.remove()
-            self.events.emit("aside", why="the script runs torch.profiler itself (one profiler at a time)")
+            self._stand_aside("the script runs torch.profiler itself (one profiler at a time)")
             return
         ctx = SimpleNamespace(backend=self.backend)
         self.calibration = None
@@ -203,6 +205,12 @@ class ScriptRun:
         )
         self.prof.start()
         self._begin_step(self.first)
+
+    def _stand_aside(self, why: str) -> None:
+        """Stop profiling; the script runs on, unprofiled, to its end."""
+        self.aside = True
+        self.detector.remove()
+        self.events.emit("aside", why=why)
 
     def _begin_step(self, k: int) -> None:
         labelled = not self.paired or (k - self.first) % 2 == 0
