@@ -21,6 +21,7 @@ time is then its event plus those pieces (a union, as its partitions' time).
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections.abc import Iterable
 
 from trainium_lens.harness.xla.xplane import Capture, Executed
@@ -35,20 +36,30 @@ ASYNC_AFTER_NS = 1000.0
 Span = tuple[float, float]
 
 
+def _merged(spans: Iterable[Span]) -> list[Span]:
+    out: list[Span] = []
+    for s, e in sorted(spans):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
 def _subtract(spans: list[Span], holes: Iterable[Span]) -> list[Span]:
-    """``spans`` less ``holes`` (each list sorted by start)."""
-    out = list(spans)
-    for hs, he in sorted(holes):
-        nxt: list[Span] = []
-        for s, e in out:
-            if he <= s or hs >= e:
-                nxt.append((s, e))
-                continue
-            if s < hs:
-                nxt.append((s, hs))
-            if he < e:
-                nxt.append((he, e))
-        out = nxt
+    """Disjoint ``spans`` less ``holes``, in one sweep over both in time order."""
+    gaps, out, j = _merged(holes), [], 0
+    for s, e in sorted(spans):
+        while j < len(gaps) and gaps[j][1] <= s:
+            j += 1
+        at, k = s, j
+        while k < len(gaps) and gaps[k][0] < e:
+            if gaps[k][0] > at:
+                out.append((at, gaps[k][0]))
+            at = max(at, gaps[k][1])
+            k += 1
+        if at < e:
+            out.append((at, e))
     return out
 
 
@@ -79,22 +90,39 @@ def completions(cap: Capture, events: list[Executed]) -> dict[int, float]:
     return out
 
 
-def assign(cap: Capture, events: list[Executed]) -> dict[int, list[Span]]:
-    """Event index -> the untraced pieces of work it gets."""
-    done = completions(cap, events)
-    flights = sorted((events[i].start_ns, end, i) for i, end in done.items())
-    out: dict[int, list[Span]] = {}
-    todo = untraced(cap, events) if flights else []
+def _split(piece: Span, live: list[tuple[float, float, int]], out: dict[int, list[Span]]) -> None:
+    """Give ``piece`` to the instructions of ``live`` (start, end, index) in flight over it."""
+    todo = [piece]
     while todo:
         s, e = todo.pop()
-        live = [(end, i, start) for start, end, i in flights if start < e and end > s]
-        if not live:
+        flying = [(end, i, start) for start, end, i in live if start < e and end > s]
+        if not flying:
             continue
-        end, i, start = min(live)  # the first to complete
+        end, i, start = min(flying)  # the first to complete
         a, b = max(s, start), min(e, end)
         out.setdefault(i, []).append((a, b))
         if s < a:
             todo.append((s, a))
         if b < e:
             todo.append((b, e))
+
+
+def assign(cap: Capture, events: list[Executed]) -> dict[int, list[Span]]:
+    """Event index -> the untraced pieces of work it gets. One sweep in time: the
+    instructions in flight at a piece are few, whatever the number of pieces."""
+    done = completions(cap, events)
+    flights = sorted((events[i].start_ns, end, i) for i, end in done.items())
+    out: dict[int, list[Span]] = {}
+    if not flights:
+        return out
+    heap: list[tuple[float, float, int]] = []  # (end, start, index) of those dispatched
+    k = 0
+    for s, e in untraced(cap, events):  # by start
+        while k < len(flights) and flights[k][0] < e:
+            start, end, i = flights[k]
+            heapq.heappush(heap, (end, start, i))
+            k += 1
+        while heap and heap[0][0] <= s:  # completed before this piece: before every later one too
+            heapq.heappop(heap)
+        _split((s, e), [(start, end, i) for end, start, i in heap], out)
     return out
