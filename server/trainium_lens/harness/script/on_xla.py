@@ -3,7 +3,7 @@
 On torch.profiler's CPU clock a torch-xla step only *traces* lazy tensors: its
 graph runs later, at the script's sync, outside every op the profiler sees. So the
 figures would be the tracing's (a 369 ms "wall" against 14 ms real, lines at 1034 %
-of the peak, measured on nanoGPT's loop): wrong, with nothing to say so. Switching
+of the peak, reported on nanoGPT's loop): wrong, with nothing to say so. Switching
 to the xla backend there is too late: it needs ``XLA_IR_DEBUG``/``XLA_HLO_DEBUG``
 set before ``torch_xla`` is imported and the backward tags on from the first
 compile (docs/xla.md), and the backend is chosen at ``import torch``, before the
