@@ -42,6 +42,22 @@ ABOVE_ROOF_NOTE = (
     "cache moves faster than memory bandwidth), or a measured roof was taken on a busy host "
     "(delete cpu-roof.json in the cache folder to measure it again)"
 )
+# FLOPs are counted from shapes, not estimated: above the peak, the time or the roof is off
+ABOVE_FLOPS_NOTE = (
+    "above 100% of the FLOP/s peak: the FLOPs are exact counts from the ops' shapes, so either the "
+    "measured roof is low (taken on a busy host: delete cpu-roof.json in the cache folder to measure "
+    "it again) or the line's time missed part of its work (the run's warnings name which)"
+)
+
+
+def above_notes(points: list[LineRoof]) -> list[str]:
+    """The notes for the points above 100%, each naming the measure that can be off."""
+    notes = []
+    if any(p.bound == "compute" and p.flops_pct > 100 for p in points):
+        notes.append(ABOVE_FLOPS_NOTE)
+    if any(p.bound == "memory" and p.bytes_pct > 100 for p in points):
+        notes.append(ABOVE_ROOF_NOTE)
+    return notes
 
 
 @dataclass

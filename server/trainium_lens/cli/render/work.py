@@ -6,7 +6,7 @@ roof and its source come first: a % is only as good as its peak."""
 from __future__ import annotations
 
 from trainium_lens.analysis.roofline.peaks import resolve
-from trainium_lens.analysis.roofline.points import ABOVE_ROOF_NOTE, function_mfu, has_work, step_roof
+from trainium_lens.analysis.roofline.points import above_notes, function_mfu, has_work, step_roof
 from trainium_lens.cli.render.text import SOURCE_WIDTH, Style, finish, line_ref, table, truncate
 from trainium_lens.model import figures
 from trainium_lens.model.result import Result
@@ -34,10 +34,10 @@ def render_work(result: Result, style: Style | None = None) -> str:
             f"{figures.flops(mfu.flops)} per {result.unit} over the {mfu.basis}"
         )
     rows = []
-    above = False
+    points = []
     for s in sorted(lines, key=lambda s: (s.file != result.function.file, s.file, s.line)):
         r = step_roof(result, s, roof)
-        above = above or (r is not None and r.pct_of_peak > 100)
+        points += [r] if r is not None else []
         flops = (s.flops or 0.0) + (s.backward_flops or 0.0)
         bytes_ = (s.bytes or 0.0) + (s.backward_bytes or 0.0)
         rows.append(
@@ -62,8 +62,7 @@ def render_work(result: Result, style: Style | None = None) -> str:
             shrink={1: 16},
             ellipsis=style.ellipsis,
         )
-    if above:
-        out.append(f"  % peak {ABOVE_ROOF_NOTE}")
+    out += [f"  % peak {note}" for note in above_notes(points)]
     mem = result.memory
     if mem is not None:
         if mem.available:

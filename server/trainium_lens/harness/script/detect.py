@@ -59,6 +59,7 @@ class Detector:
         self.warn = warn or (lambda _message: None)
         self.framework: str | None = None  # set at a framework's first step: its steps count
         self.step_info: dict | None = None  # the framework's word on the step that just ended
+        self.output_device: str | None = None  # the last outermost forward's (on_xla.py)
         self._micro = 0
         self._calls = 0  # AcceleratedOptimizer.step calls since the last update (frameworks.py)
         self.active = True  # False once removed: the wrapper left on an optimizer passes calls through
@@ -179,6 +180,8 @@ class Detector:
         out = output[0] if isinstance(output, (tuple, list)) and output else output
         if isinstance(out, Mapping):  # a Hugging Face ModelOutput: its loss or logits
             out = next((v for v in out.values() if isinstance(v, torch.Tensor)), None)
+        if isinstance(out, torch.Tensor):
+            self.output_device = out.device.type
         if getattr(out, "requires_grad", False):
             self.training_forward = True
             return

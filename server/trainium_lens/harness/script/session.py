@@ -48,11 +48,18 @@ from trainium_lens.harness.script.hooks import (
     time_data_loader,
     watch_own_profilers,
 )
+from trainium_lens.harness.script.on_xla import HINT, runs_on_xla
 from trainium_lens.harness.script.optimizers import ScriptOptimizers
 from trainium_lens.harness.script.reference import chosen, last_timed
 from trainium_lens.harness.script.work import ScriptWork
 from trainium_lens.harness.spec import ScriptSpec
 
+
+# why the harness stands aside when the script starts a torch.profiler of its own
+OWN_PROFILER = (
+    "the script runs torch.profiler itself (one profiler at a time): trainium-lens stood aside, "
+    "the script's own profile is as without it"
+)
 
 class ScriptRun:
     """The profiled window on the torch.profiler backends (cpu, cuda, neuron);
@@ -149,6 +156,9 @@ class ScriptRun:
             self.events.emit("detector", name=detector)
         self.step += 1
         k = self.step
+        if k == 1 and self.backend.name != "xla" and runs_on_xla(self.detector):
+            self._stand_aside(HINT)  # the CPU clock would time its tracing only (on_xla.py)
+            return
         sync = self.backend.sync
         last = last_timed(self.window_last)
         if k <= last:
@@ -212,14 +222,11 @@ class ScriptRun:
                 "no FLOP/byte/memory figures (one profiler at a time)"
             )
 
-    def _stand_aside(self) -> None:
+    def _stand_aside(self, why: str = OWN_PROFILER) -> None:
+        """Stop profiling; the script runs on, unprofiled, to its end."""
         self.aside = True
         self.detector.remove()
-        self.events.emit(
-            "aside",
-            why="the script runs torch.profiler itself (one profiler at a time): trainium-lens stood aside, "
-            "the script's own profile is as without it",
-        )
+        self.events.emit("aside", why=why)
 
     def _start_window(self) -> None:
         if self.own_profiler or torch.autograd.profiler._is_profiler_enabled:

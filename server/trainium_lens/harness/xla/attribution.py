@@ -12,7 +12,9 @@ the profiler saw run.
 CPU runtime splits a big instruction into partitions on worker threads (union,
 not sum), and a ``call`` (or ``while``) event encloses the events of the
 instructions it runs on the same thread, so their time is taken off it (else
-both would count). Lines' self times, the buckets and what is unattributed add
+both would count). An asynchronous instruction (a ``dot``: its event only
+dispatches the work) also gets the untraced work done while it was in flight
+(``xla/async_work.py``). Lines' self times, the buckets and what is unattributed add
 up to the sum of every executed instruction's own time.
 """
 
@@ -22,6 +24,7 @@ import bisect
 from collections.abc import Callable
 
 from trainium_lens.harness.intervals import union_length
+from trainium_lens.harness.xla.async_work import assign
 from trainium_lens.harness.xla.credit import (
     FORWARD,
     Credit,
@@ -107,7 +110,10 @@ def attribute(
     intervals: dict[tuple[int, tuple[str, str]], list[tuple[float, float]]] = {}
     runs: dict[tuple[int, tuple[str, str]], int] = {}
     events = [ev for ev in cap.executed if bisect.bisect_right(step_starts, ev.start_ns) > 0]
-    for ev, own in zip(events, own_intervals(events), strict=True):
+    owns = own_intervals(events)
+    for i, pieces in assign(cap, events).items():  # an async dot's untraced contraction
+        owns[i] = owns[i] + pieces
+    for ev, own in zip(events, owns, strict=True):
         step = bisect.bisect_right(step_starts, ev.start_ns) - 1
         module = cap.modules.get(ev.program_id) if ev.program_id is not None else None
         module = module or by_name.get(ev.hlo_module)

@@ -187,6 +187,18 @@ def _line(
     }
 
 
+def line_phases(line: dict) -> list[tuple[float, float]]:
+    """A line's (FLOPs, time µs) forward and backward, by the median time over the
+    measured steps (what the roofline shows: analysis/roofline/points.py)."""
+    return [
+        (line.get("flops") or 0.0, line.get("self_time_us_median") or line.get("self_time_us") or 0.0),
+        (
+            line.get("backward_flops") or 0.0,
+            line.get("backward_self_time_us_median") or line.get("backward_self_time_us") or 0.0,
+        ),
+    ]
+
+
 def _regions(att: XlaAttribution, per_key: dict, n: int) -> list[dict[str, Any]]:
     """One per fusion credited to a line (the JSON keeps them all; the CLI and the
     editor group them per line)."""

@@ -16,7 +16,7 @@ from typing import Any
 
 from trainium_lens.harness.attribution import build
 from trainium_lens.harness.events import HarnessError
-from trainium_lens.harness.xla import run_warnings
+from trainium_lens.harness.xla import roof, run_warnings
 from trainium_lens.harness.xla.attribution import attribute
 from trainium_lens.harness.xla.figures import figures
 from trainium_lens.harness.xla.trace import write_trace
@@ -33,6 +33,7 @@ class Window:
     fig: dict  # xla/figures.py
     work: dict  # xla/work.py: FLOPs, bytes, HLO buffers per line
     trace: str | None  # the Chrome trace of the executed instructions
+    roof: dict | None = None  # xla/roof.py, once the lines' work is known (warnings_of)
 
 
 def read_window(
@@ -70,9 +71,14 @@ def device_views(device: Any, out_dir: str) -> list[dict]:
 
 
 def warnings_of(w: Window, views: list[dict], backend: Any, tagger: Any, name: str) -> list[str]:
-    return run_warnings.after_capture(
-        views, w.att, w.cap, backend.device_type, tagger.error
-    ) + run_warnings.reused_graphs(w.att.graphs, name)
+    """The run's warnings; measures the roof first (a line faster than the cached one
+    measures it again), then names the lines still above it."""
+    w.roof = roof.cpu_roof(backend, w.fig["lines"])
+    return (
+        run_warnings.after_capture(views, w.att, w.cap, backend.device_type, tagger.error)
+        + run_warnings.reused_graphs(w.att.graphs, name)
+        + roof.above(w.fig["lines"], w.roof)
+    )
 
 
 def document(
@@ -155,35 +161,5 @@ def document(
         buckets=fig["buckets"],
         optimizers=fig["optimizers"],
         **w.work,
-        roof=cpu_roof(backend),
+        roof=w.roof,
     )
-
-
-def cpu_roof(backend: Any) -> dict | None:
-    """On torch-xla's CPU device the instructions run on this host's CPU: its measured
-    roof, with as many threads as XLA's CPU runtime uses. Its Eigen pool takes every
-    CPU this process may run on, whatever torch's own thread count (the harness runs
-    with OMP_NUM_THREADS=1 on busy hosts): a roof of torch's one thread is too low for
-    an instruction that ran on every core (docs/xla.md)."""
-    if backend.device_type.upper() != "CPU":
-        return None
-    from trainium_lens.harness.work.calibrate import best_of
-    from trainium_lens.harness.work.calibrate import cpu_roof as measured
-
-    torch = backend.torch
-    threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    before = torch.get_num_threads()
-    roof = measured(torch)
-    if threads > before:
-        # more threads never lower the peak: the one-thread roof is a floor for a busy
-        # moment (OpenMP's barriers stall on a loaded host and read a fraction of it)
-        torch.set_num_threads(threads)
-        try:
-            roof = best_of(roof, measured(torch))
-        finally:
-            torch.set_num_threads(before)
-    roof["source"] += (
-        f" (torch's CPU kernels on {threads} threads, as many as XLA's CPU runtime uses: "
-        f"it runs its own kernels, a roof of the same host)"
-    )
-    return roof

@@ -58,6 +58,12 @@ class Capture:
     modules: dict[int, HloModule] = field(default_factory=dict)  # program id -> optimized HLO
     markers: list[tuple[str, float, float]] = field(default_factory=list)  # (name, start, end) ns
     path: str = ""
+    # the CPU runtime's own events (xla/async_work.py): "end: <op>" when an instruction's
+    # work completed, per op name (ns, sorted); the thread pool's task regions and the
+    # thunk executor's spans, per thread
+    ends: dict[str, list[float]] = field(default_factory=dict)
+    regions: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    executors: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
 
 
 def _stat_value(buf: bytes, names: dict[int, str]) -> tuple[int, int | float | str | bytes | None]:
@@ -152,6 +158,7 @@ def _read_line(
     marker_prefix: str,
 ) -> None:
     base_ns, thread, events = 0, "", []
+    marks: list[tuple[float, bool]] = []
     decoded: dict[int, dict[str, object]] = {}
     for n, v in fields(line):
         if n == 3 and isinstance(v, int):
@@ -198,6 +205,35 @@ def _read_line(
             )
         elif ev_name.startswith(marker_prefix):
             cap.markers.append((ev_name, start, end))
+        else:
+            _runtime_event(cap, thread, ev_name, start, end, marks)
+    for k in cap.ends:
+        cap.ends[k].sort()
+    opened: float | None = None
+    for at, stop in sorted(marks):  # a region is a start and the next stop on this thread
+        if not stop:
+            opened = at
+        elif opened is not None:
+            cap.regions.setdefault(thread, []).append((opened, at))
+            opened = None
+
+
+# the CPU runtime's events that say where untraced work ran (xla/async_work.py)
+END_PREFIX = "end: "
+REGION_START, REGION_STOP = "ThreadpoolListener::StartRegion", "ThreadpoolListener::StopRegion"
+EXECUTOR = "ThunkExecutor::Execute"
+
+
+def _runtime_event(
+    cap: Capture, thread: str, name: str, start: float, end: float, marks: list[tuple[float, bool]]
+) -> None:
+    """``marks``: this thread's task region starts (False) and stops (True), paired once sorted."""
+    if name.startswith(END_PREFIX):
+        cap.ends.setdefault(name[len(END_PREFIX) :], []).append(start)
+    elif name in (REGION_START, REGION_STOP):
+        marks.append((start, name == REGION_STOP))
+    elif name == EXECUTOR:
+        cap.executors.setdefault(thread, []).append((start, end))
 
 
 def find_xplanes(log_dir: str) -> list[str]:

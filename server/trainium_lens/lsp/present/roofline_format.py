@@ -12,7 +12,7 @@ forward and backward points, and its memory.
 from __future__ import annotations
 
 from trainium_lens.analysis.roofline.peaks import resolve
-from trainium_lens.analysis.roofline.points import ABOVE_ROOF_NOTE, line_roofs, step_roof
+from trainium_lens.analysis.roofline.points import above_notes, line_roofs, step_roof
 from trainium_lens.lsp.present import format as fmt
 from trainium_lens.lsp.present.markdown import escape
 from trainium_lens.model import figures
@@ -86,8 +86,7 @@ def hover_section(result: Result, s: LineStat) -> str | None:
                 f"{figures.pct(p.pct_of_peak)} {'FLOP/s' if p.bound == 'compute' else 'BW'} | {p.verdict} |"
             )
         out.append("\n".join(rows))
-        if any(p.pct_of_peak > 100 for p in points):
-            out.append(f"_{ABOVE_ROOF_NOTE}_")
+        out += [f"_{note}_" for note in above_notes(points)]
     elif has_work:
         out.append(
             f"forward {figures.flops(s.flops or 0)}, {figures.nbytes(s.bytes or 0)} · backward "
