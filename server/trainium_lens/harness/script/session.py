@@ -54,12 +54,12 @@ from trainium_lens.harness.script.reference import chosen, last_timed
 from trainium_lens.harness.script.work import ScriptWork
 from trainium_lens.harness.spec import ScriptSpec
 
-
 # why the harness stands aside when the script starts a torch.profiler of its own
 OWN_PROFILER = (
     "the script runs torch.profiler itself (one profiler at a time): trainium-lens stood aside, "
     "the script's own profile is as without it"
 )
+
 
 class ScriptRun:
     """The profiled window on the torch.profiler backends (cpu, cuda, neuron);
