@@ -33,7 +33,7 @@ from trainium_lens.cli.console import Progress
 from trainium_lens.cli.outputs import write_json
 from trainium_lens.cli.pipes import emit
 from trainium_lens.cli.where import add_host_arguments, where_from_args
-from trainium_lens.engine.fixes import Measured, checked_edit, current_text, measure
+from trainium_lens.engine.fixes import NOT_MEASURABLE, Measured, checked_edit, current_text, measure
 from trainium_lens.errors import LensError, UsageError
 from trainium_lens.harness.markers import source_lines
 from trainium_lens.model.codec import one_line
@@ -43,6 +43,8 @@ from trainium_lens.model.result import Edit, Finding
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets.make import make_target
 from trainium_lens.targets.where import Where
+
+NOT_MEASURABLE_EXIT = 1  # a fix measured without a verdict: nothing of it applied
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -120,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
     emit("\n".join(_row(m, args.apply) for m in measured))
     if args.json:
         write_json(args.json, [_json(m) for m in measured])
-    return 0
+    # no verdict is an answer a script must not read as "measured, not faster" (docs/cli.md)
+    return NOT_MEASURABLE_EXIT if any(m.verdict == NOT_MEASURABLE for m in measured) else 0
 
 
 def measured_where(args: argparse.Namespace, host: str) -> Where:
