@@ -125,7 +125,7 @@ def checked_edit(workspace: Path, result: Result, finding: Finding) -> Edit:
     return edit
 
 
-def driver(result: Result, edit: Edit, folder: Path, source_dir: Path) -> str:
+def driver(result: Result, edit: Edit, folder: Path, source_dir: Path, paired_s: int = PAIRED_S) -> str:
     """The driver file: two marked functions, one per copy. Its paths are its own
     folder's and the profiled file's folder relative to it, so it runs wherever the
     workspace is copied (a host's work dir: ``measure`` ships the folder with the job)."""
@@ -135,7 +135,7 @@ def driver(result: Result, edit: Edit, folder: Path, source_dir: Path) -> str:
     wait, active = (0, 1) if result.backend == "cpu" else (p.wait, p.active)
     options = (
         f"wait={wait} warmup={max(p.warmup, 1)} active={active} timing_calls={timing} compare=lens_fix"
-        f" paired_s={PAIRED_S}"
+        f" paired_s={paired_s}"
     )
     inputs = result.function.inputs
     head = [
@@ -194,6 +194,7 @@ def measure(
     cancel: threading.Event | None = None,
     timeout: float | None = None,
     profile: Callable = runner.profile,
+    paired_s: int = PAIRED_S,
 ) -> Measured:
     """Run the original and the edited function as variants; never writes the user's file."""
     text = current_text(workspace, edit)
@@ -208,7 +209,8 @@ def measure(
         (folder / "before.py").write_bytes(source_bytes(text, source, edit.file))
         (folder / "after.py").write_bytes(source_bytes(apply(text, edit), source, edit.file))
         (folder / "lens_fix.py").write_text(
-            driver(result, edit, folder, (workspace / result.function.file).parent), encoding="utf-8"
+            driver(result, edit, folder, (workspace / result.function.file).parent, paired_s),
+            encoding="utf-8",
         )
         job = make_job(folder / "lens_fix.py", backend=result.backend, workspace=workspace)
         job.ships = [f"{PurePosixPath(job.file).parent}/{name}" for name in COPIES]
