@@ -68,6 +68,8 @@ def test_a_fix_offered_on_a_noisy_run_is_built_again_as_its_finding(ws):
     stored = _finding()
     offered = Finding("fix_offered", "hint", FILE, 4, "m", edit=stored.edit)
     assert checked_edit(ws, stored_result(), offered) == stored.edit
-    forged = Finding("fix_offered", "hint", FILE, 4, "m", edit=dataclasses.replace(stored.edit, replacement="x"))
+    assert stored.edit is not None
+    other = dataclasses.replace(stored.edit, replacement="x")
+    forged = Finding("fix_offered", "hint", FILE, 4, "m", edit=other)
     with pytest.raises(UsageError):
         checked_edit(ws, stored_result(), forged)
