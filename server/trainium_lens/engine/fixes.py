@@ -83,6 +83,7 @@ class Measured:
     speedup_high: float | None = None
     pairs: int = 0
     paired_s: float | None = None
+    precise: bool = False  # the interval within ±15 % of the speedup: its size is one figure
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -315,9 +316,15 @@ def _verdict(base: dict, results: list[Result]) -> Measured:
         )
         took = f" in {seconds:.3g} s" if seconds else ""
         measured = f"({per}{ci}, {v.pairs} pairs{took})"
+        wide = (
+            ""
+            if v.precise or v.low is None or v.high is None
+            else f", by {_x(v.low)}–{_x(v.high)} (median {_x(v.ratio)}; its size not measurable to ±15% "
+            f"on this host now)"
+        )
         words = {
-            FASTER: f"{_x(v.ratio)} faster",
-            SLOWER: f"{_x(1 / v.ratio)} slower",
+            FASTER: f"{_x(v.ratio)} faster" if not wide else f"faster{wide}",
+            SLOWER: f"{_x(1 / v.ratio)} slower" if not wide else f"slower{wide}",
             SAME: f"the same within ±{(MIN_GAIN - 1) * 100:.0f}% ({_x(v.ratio)})",
             UNDECIDED: f"not measurable on this host now ({_x(v.ratio)}, undecided)",
         }
@@ -345,6 +352,7 @@ def _verdict(base: dict, results: list[Result]) -> Measured:
         speedup_high=v.high,
         pairs=v.pairs,
         paired_s=seconds,
+        precise=v.precise,
     )
 
 

@@ -30,6 +30,11 @@ The verdict (``judge``) with ``gain`` g (1.05: a fix must be 5 % faster):
   differently over time (the ratio itself drifts) pools into a narrow interval
   around a figure neither half saw.
 
+A verdict's **size** is stated as one figure only when the interval lies within
+±15 % of the median (``precise``); else as the interval ("faster, by 1.1–2.8×": the
+size not measurable to ±15 % on this host now). The rounds go on for that too, to
+the time bound.
+
 ``CONFIDENCE`` is 99 %, not 95 %: the interval is looked at after every round
 (``eager/paired.py`` stops at the first verdict), and each look is another chance
 of a wrong one.
@@ -48,6 +53,7 @@ UNDECIDED = "undecided"
 
 GAIN = 1.05  # faster by less is within what two runs of the same code differ by (docs/fixes.md)
 CONFIDENCE = 0.99
+PRECISION = 1.15  # a size is one figure when the interval is within ±15 % of it
 MIN_PAIRS = 20  # fewer: the halves' medians are too coarse to tell drift from noise
 _EXACT_UP_TO = 120  # the binomial exactly (integers); above it, its normal approximation
 
@@ -60,6 +66,18 @@ class Verdict:
     pairs: int
     verdict: str  # FASTER | SLOWER | SAME | UNDECIDED
     halves: tuple[float, float] | None = None  # the first and second halves' medians
+
+    @property
+    def precise(self) -> bool:
+        """The interval within ``PRECISION`` of the median, both ways."""
+        if self.ratio is None or self.low is None or self.high is None or self.low <= 0:
+            return False
+        return self.high <= self.ratio * PRECISION and self.low * PRECISION >= self.ratio
+
+    @property
+    def settled(self) -> bool:
+        """Nothing more to time for: a verdict, and its size to ±15 %."""
+        return self.verdict != UNDECIDED and self.precise
 
 
 def interval(values: list[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:

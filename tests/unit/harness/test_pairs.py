@@ -65,3 +65,9 @@ def test_too_few_pairs_or_an_interval_across_the_threshold_is_undecided():
     wide = judge(noisy(1.05, 60, spread=0.3))
     assert wide.verdict == UNDECIDED and wide.low < GAIN < wide.high
     assert judge([0.0, math.inf, -1.0]).pairs == 0  # no ratio of a zero or broken sample
+
+
+def test_a_size_is_one_figure_only_within_15_percent():
+    assert judge(noisy(1.30, 400)).precise and judge(noisy(1.30, 400)).settled
+    wide = judge(noisy(2.0, 40, spread=0.6))
+    assert wide.verdict == FASTER and not wide.precise and not wide.settled

@@ -30,7 +30,7 @@ while the best step is what the implementation costs when it runs.
 
 from __future__ import annotations
 
-from trainium_lens.harness.pairs import FASTER, UNDECIDED
+from trainium_lens.harness.pairs import FASTER, UNDECIDED, Verdict
 from trainium_lens.model import figures
 from trainium_lens.model.result import Finding, OptimizerStat, OptimizerTrial, Result
 
@@ -150,6 +150,9 @@ def _paired(opt: OptimizerStat) -> Finding | None:
     )
     device = f" on {opt.trials_device}" if opt.trials_device else ""
     steps = min(t.steps for t in timed)
+    low, high = fastest.paired_low or 0.0, fastest.paired_high or 0.0
+    precise = Verdict(gain, fastest.paired_low, fastest.paired_high, steps, FASTER).precise  # the one rule
+    size = f"{gain:.2f}× faster" if precise else f"faster by {low:.2f}–{high:.2f}× (median {gain:.2f}×)"
     return Finding(
         kind=KIND if loop else KIND_CHOICE,
         severity="warning" if loop else "info",
@@ -157,8 +160,8 @@ def _paired(opt: OptimizerStat) -> Finding | None:
         line=opt.line,
         message=f"{what}. Measured per step on copies of its parameters, gradients and state{device} "
         f"(unprofiled, in turn, {steps} rounds; best steps {', '.join(_trial_text(t) for t in opt.trials)}): "
-        f"{fastest.config} is fastest, {gain:.2f}× faster than now (the median of the rounds' ratios, "
-        f"99% interval {fastest.paired_low or 0:.2f}–{fastest.paired_high or 0:.2f}×).",
+        f"{fastest.config} is fastest, {size} than now (the median of the rounds' ratios, 99% interval "
+        f"{low:.2f}–{high:.2f}×{'' if precise else '; its size not measurable to ±15% on this host now'}).",
         fix=f"{cls}(..., {fastest.config})",
     )
 

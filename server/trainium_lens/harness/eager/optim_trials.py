@@ -51,7 +51,7 @@ from typing import Any
 
 import torch
 
-from trainium_lens.harness.pairs import UNDECIDED, judge, pair_ratios
+from trainium_lens.harness.pairs import judge, pair_ratios
 
 CONFIGS: tuple[tuple[str, dict[str, bool]], ...] = (
     ("foreach=False", {"foreach": False, "fused": False}),
@@ -304,6 +304,6 @@ def _decided(times: dict, trials: dict) -> bool:
     current = next((label for label, t in trials.items() if t["current"]), None)
     for label in times:
         ratios = _ratios(times, trials, current, label)
-        if ratios is not None and judge(ratios).verdict == UNDECIDED:
+        if ratios is not None and not judge(ratios).settled:
             return False
     return True

@@ -19,8 +19,8 @@ Each variant after the first also gets its **per-pair ratios** against the first
 in which no thread waited for a CPU when there are enough of them) and what they
 say (``pairs.judge``: the median ratio, its 99 % interval, faster / slower / same /
 undecided). With ``paired_s=N`` on the markers (``fix`` writes it) the rounds go
-on, ``ROUND`` at a time, until every variant's verdict is decided (after ``MIN_S``
-at least) or ``N`` seconds
+on, ``ROUND`` at a time, until every variant's verdict is decided and its size known
+to ±15 % (``Verdict.settled``; after ``MIN_S`` at least) or ``N`` seconds
 of timing (or ``MAX_PAIRS``) have passed; undecided then is the verdict
 ("not measurable on this host now", docs/fixes.md).
 """
@@ -34,7 +34,7 @@ from typing import Any
 
 from trainium_lens.harness.eager.measure import loop_overhead_us, plain_calls, plain_sample, timed_once
 from trainium_lens.harness.markers import variant_group
-from trainium_lens.harness.pairs import UNDECIDED, judge, pair_ratios
+from trainium_lens.harness.pairs import judge, pair_ratios
 
 ROUND = 20  # pairs between two looks at the verdict
 # with a bound, time at least this long (or the bound, if shorter) before a verdict: pairs
@@ -88,7 +88,7 @@ def _time_group(s: Any, members: list[tuple[dict, Any, int, int, int]]) -> None:
             if not bound or elapsed >= bound or done >= MAX_PAIRS:
                 break
             if elapsed >= min(MIN_S, bound) and all(
-                judge(_ratios(times, clean, i)).verdict != UNDECIDED for i in range(1, len(members))
+                judge(_ratios(times, clean, i)).settled for i in range(1, len(members))
             ):
                 break
             rounds = min(ROUND, MAX_PAIRS - done)
