@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import math
 import statistics
 import sys
 import time
@@ -51,6 +52,7 @@ from typing import Any
 
 import torch
 
+from trainium_lens.harness.eager import steady
 from trainium_lens.harness.pairs import judge, pair_ratios
 
 CONFIGS: tuple[tuple[str, dict[str, bool]], ...] = (
@@ -122,8 +124,17 @@ class OptimizerWatch:
         return "", 0
 
 
-def measure(watch: OptimizerWatch, sync: Callable[[], None], budget_s: float = BUDGET_S) -> list[dict]:
-    """One entry per optimizer seen: ``{name, file, line, device, trials}``."""
+Delay = Callable[[], "float | None"]  # this process's run-queue delay so far (µs), or None
+
+
+def measure(
+    watch: OptimizerWatch, sync: Callable[[], None], budget_s: float = BUDGET_S, delay: Delay | None = None
+) -> list[dict]:
+    """One entry per optimizer seen: ``{name, file, line, device, trials}``. ``delay``
+    (``runtime/host.RunQueueDelay.read_us``): rounds in which a step waited for a CPU
+    are left out of the paired ratios when at least half are clean — a longer step
+    (the loop's) is hit by more of a busy host's preemptions, which would read as a
+    speedup of the shorter one."""
     out = []
     for seen in watch.seen.values():
         optimizer = seen.optimizer
@@ -137,7 +148,7 @@ def measure(watch: OptimizerWatch, sync: Callable[[], None], budget_s: float = B
                 "file": seen.file,
                 "line": seen.line,
                 "device": str(params[0].device),
-                "trials": _trials(optimizer, params, grads, sync, budget_s),
+                "trials": _trials(optimizer, params, grads, sync, budget_s, delay),
             }
         )
         seen.grads = {}  # the copies are made: let the snapshot go
@@ -211,7 +222,12 @@ def _bytes(optimizer: Any, params: list) -> int:
 
 
 def _trials(
-    optimizer: Any, params: list, grads: dict[int, Any], sync: Callable[[], None], budget_s: float
+    optimizer: Any,
+    params: list,
+    grads: dict[int, Any],
+    sync: Callable[[], None],
+    budget_s: float,
+    delay: Delay | None = None,
 ) -> list[dict]:
     cls = type(optimizer)
     accepted = inspect.signature(cls.__init__).parameters
@@ -233,28 +249,36 @@ def _trials(
                 copies[label] = _copy(optimizer, flags, grads)
             except Exception as exc:
                 trials[label]["error"] = _one_line(exc)
-        _time(copies, trials, sync, budget_s * len(group) / max(len(runnable), 1))
+        _time(copies, trials, sync, budget_s * len(group) / max(len(runnable), 1), delay)
         copies.clear()
     return [trials[label] for label, _ in CONFIGS]
 
 
-def _time(copies: dict, trials: dict, sync: Callable[[], None], budget_s: float) -> None:
+def _time(
+    copies: dict, trials: dict, sync: Callable[[], None], budget_s: float, delay: Delay | None = None
+) -> None:
     """Round-robin steps of ``copies``, the order rotated each round, after ``WARMUP``
     rounds: for ``budget_s`` or ``ENOUGH_STEPS`` rounds (at least ``MIN_STEPS``), and on,
     up to ``BOUND`` × the budget and ``MAX_STEPS`` rounds, while the per-round ratios
-    to the current implementation (``pairs.judge``) have not decided every other one."""
+    to the current implementation (``pairs.judge``) have not settled every other one."""
     times: dict[str, list[float]] = {label: [] for label in copies}
+    rounds_of: dict[str, list[int]] = {label: [] for label in copies}  # the round of each time
+    clean: list[bool] = []  # per round: no step of it waited for a CPU
+    read = delay or (lambda: None)
 
-    def step(label: str) -> float | None:
+    def step(label: str) -> tuple[float | None, bool]:
         try:
+            d0 = read()
             t0 = time.perf_counter()
             copies[label].step()
             sync()
-            return (time.perf_counter() - t0) * 1e6
+            us = (time.perf_counter() - t0) * 1e6
+            d1 = read()
+            return us, steady.clean(us, None if d0 is None or d1 is None else d1 - d0)
         except Exception as exc:
             trials[label]["error"] = _one_line(exc)
             del copies[label]
-            return None
+            return None, True
 
     for _ in range(WARMUP):
         for label in list(copies):
@@ -265,15 +289,19 @@ def _time(copies: dict, trials: dict, sync: Callable[[], None], budget_s: float)
         elapsed = time.perf_counter() - start
         if rounds >= MIN_STEPS and (
             elapsed >= BOUND * budget_s
-            or ((elapsed >= budget_s or rounds >= ENOUGH_STEPS) and _decided(times, trials))
+            or ((elapsed >= budget_s or rounds >= ENOUGH_STEPS) and _decided(times, rounds_of, clean, trials))
         ):
             break
         labels = list(copies)
         shift = rounds % len(labels)
+        undisturbed = True
         for label in labels[shift:] + labels[:shift]:  # no implementation always first
-            us = step(label)
+            us, ok = step(label)
             if us is not None:
                 times[label].append(us)
+                rounds_of[label].append(rounds)
+            undisturbed = undisturbed and ok
+        clean.append(undisturbed)
         rounds += 1
     current = next((label for label, t in trials.items() if t["current"]), None)
     for label, values in times.items():
@@ -284,7 +312,7 @@ def _time(copies: dict, trials: dict, sync: Callable[[], None], budget_s: float)
                 time_us_max=max(values),
                 steps=len(values),
             )
-            ratios = _ratios(times, trials, current, label)
+            ratios = _ratios(times, rounds_of, clean, trials, current, label)
             if ratios is not None:
                 v = judge(ratios)
                 trials[label].update(
@@ -292,18 +320,26 @@ def _time(copies: dict, trials: dict, sync: Callable[[], None], budget_s: float)
                 )
 
 
-def _ratios(times: dict, trials: dict, current: str | None, label: str) -> list[float] | None:
-    """The current implementation's step / this one's, round by round; None for the
-    current one itself, or when the current one was not timed."""
+def _ratios(
+    times: dict, rounds_of: dict, clean: list[bool], trials: dict, current: str | None, label: str
+) -> list[float] | None:
+    """The current implementation's step / this one's, round by round (the clean rounds
+    when at least half are); None for the current one itself, or when it was not timed."""
     if current is None or label == current or not times.get(current) or "error" in trials[current]:
         return None
-    return pair_ratios(times[current], times[label])
+    kept = {r for r, ok in enumerate(clean) if ok}
+    if len(kept) < math.ceil(len(clean) / 2):
+        kept = set(range(len(clean)))
+    now = dict(zip(rounds_of[current], times[current], strict=True))
+    mine = dict(zip(rounds_of[label], times[label], strict=True))
+    both = [r for r in sorted(kept) if r in now and r in mine]
+    return pair_ratios([now[r] for r in both], [mine[r] for r in both])
 
 
-def _decided(times: dict, trials: dict) -> bool:
+def _decided(times: dict, rounds_of: dict, clean: list[bool], trials: dict) -> bool:
     current = next((label for label, t in trials.items() if t["current"]), None)
     for label in times:
-        ratios = _ratios(times, trials, current, label)
+        ratios = _ratios(times, rounds_of, clean, trials, current, label)
         if ratios is not None and not judge(ratios).settled:
             return False
     return True

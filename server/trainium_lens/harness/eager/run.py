@@ -333,7 +333,7 @@ def _optimizer_trials(call: Call) -> list[dict]:
     if not s.optimizers.seen:
         return []
     s.events.stage("timing", call.name, "optimizer step: loop, foreach and fused timed on copies")
-    return measure_optimizers(s.optimizers, s.backend.sync)
+    return measure_optimizers(s.optimizers, s.backend.sync, delay=s.run_delay.read_us)
 
 
 def _signals(
