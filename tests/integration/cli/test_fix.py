@@ -58,7 +58,9 @@ def test_fix_measures_and_leaves_the_file_alone(ws):
     (row,) = json.loads(out.read_text())
     assert row["title"] == "torch.nn.functional.rms_norm" and row["line"] == 14 and row["applied"] is False
     assert row["outputs_equal"] is True and row["max_abs_diff"] is not None  # the same math
-    assert row["speedup"] and row["before_us"] and row["after_us"] and row["basis"] == "paired unprofiled wall"
+    assert (
+        row["speedup"] and row["before_us"] and row["after_us"] and row["basis"] == "paired unprofiled wall"
+    )
     assert row["speedup_low"] <= row["speedup"] <= row["speedup_high"] and row["pairs"] >= 20
     assert f"1. model.py:14 torch.nn.functional.rms_norm: {row['text']}" in proc.stdout
     # the whole replacement, each of its lines, before anything ran
