@@ -32,7 +32,8 @@ from trainium_lens.errors import LensError
 #: Every command's ``--help`` ends with this (README's table says the same).
 EXIT_CODES = """exit codes:
   0    ok
-  1    a regression (check) or a failed finding gate, nothing else
+  1    a regression (check), a failed finding gate, or a fix not measurable
+       on this host now (fix): nothing else
   2    usage: an unknown function, no marker, a file that does not parse,
        a missing baseline or result file, bad options, an output path that cannot be written
   3    your code failed (the message names its file:line)

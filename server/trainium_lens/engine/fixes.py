@@ -38,6 +38,7 @@ from trainium_lens.analysis.fixes.source import apply, holds
 from trainium_lens.analysis.variants import BASIS_DEVICE, compare_variants
 from trainium_lens.engine import runner
 from trainium_lens.errors import Cancelled, LensError, UsageError
+from trainium_lens.harness.pairs import FASTER, GAIN, SAME, SLOWER, UNDECIDED, judge
 from trainium_lens.model import figures
 from trainium_lens.model.codec import ResultError
 from trainium_lens.model.files import decode_source, source_bytes
@@ -46,8 +47,10 @@ from trainium_lens.model.paths import UnsafePath, in_workspace_folder
 from trainium_lens.model.result import Edit, Finding, Result, read_regular
 from trainium_lens.targets.base import EventSink, Target
 
-MIN_GAIN = 1.05  # faster by less is within what two runs of the same code differ by here
+MIN_GAIN = GAIN  # faster by less is within what two runs of the same code differ by here
 MIN_TIMING_CALLS = 50  # unprofiled calls per variant: a steadier median than the run's default 20
+PAIRED_S = 30  # the bound on the rounds in turn (paired_s=): then "not measurable on this host now"
+NOT_MEASURABLE = "not measurable"
 SCRATCH = ".trainium-lens/fixes"
 COPIES = ("before.py", "after.py", "lens_fix.py")  # a scratch folder's files: shipped to a host
 MAX_SOURCE_BYTES = 16 << 20  # a source file an edit may name: far above any real one
@@ -66,13 +69,21 @@ class Measured:
     speedup: float | None  # before / after on ``basis``; None: not measured
     before_us: float | None
     after_us: float | None
-    basis: str | None  # "best unprofiled wall" | "device time"
+    basis: str | None  # "paired unprofiled wall" | "device time"
     outputs_equal: bool | None
     max_abs_diff: float | None
     held: bool
     text: str  # the one-line verdict
     applied: bool = False
     error: str | None = None
+    # the paired verdict (cpu clock, harness/pairs.py): "faster" | "slower" | "same" |
+    # "not measurable"; the speedup's interval at 99 %, the pairs and seconds it took
+    verdict: str | None = None
+    speedup_low: float | None = None
+    speedup_high: float | None = None
+    pairs: int = 0
+    paired_s: float | None = None
+    precise: bool = False  # the interval within ±15 % of the speedup: its size is one figure
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -115,7 +126,7 @@ def checked_edit(workspace: Path, result: Result, finding: Finding) -> Edit:
     return edit
 
 
-def driver(result: Result, edit: Edit, folder: Path, source_dir: Path) -> str:
+def driver(result: Result, edit: Edit, folder: Path, source_dir: Path, paired_s: int = PAIRED_S) -> str:
     """The driver file: two marked functions, one per copy. Its paths are its own
     folder's and the profiled file's folder relative to it, so it runs wherever the
     workspace is copied (a host's work dir: ``measure`` ships the folder with the job)."""
@@ -123,7 +134,10 @@ def driver(result: Result, edit: Edit, folder: Path, source_dir: Path) -> str:
     timing = max(p.timing_calls, MIN_TIMING_CALLS)
     # on the cpu clock the verdict is the unprofiled walls': one profiled step is enough
     wait, active = (0, 1) if result.backend == "cpu" else (p.wait, p.active)
-    options = f"wait={wait} warmup={max(p.warmup, 1)} active={active} timing_calls={timing} compare=lens_fix"
+    options = (
+        f"wait={wait} warmup={max(p.warmup, 1)} active={active} timing_calls={timing} compare=lens_fix"
+        f" paired_s={paired_s}"
+    )
     inputs = result.function.inputs
     head = [
         '"""Written by trainium-lens fix: the function before and after one edit, as variants."""',
@@ -181,6 +195,7 @@ def measure(
     cancel: threading.Event | None = None,
     timeout: float | None = None,
     profile: Callable = runner.profile,
+    paired_s: int = PAIRED_S,
 ) -> Measured:
     """Run the original and the edited function as variants; never writes the user's file."""
     text = current_text(workspace, edit)
@@ -195,7 +210,8 @@ def measure(
         (folder / "before.py").write_bytes(source_bytes(text, source, edit.file))
         (folder / "after.py").write_bytes(source_bytes(apply(text, edit), source, edit.file))
         (folder / "lens_fix.py").write_text(
-            driver(result, edit, folder, (workspace / result.function.file).parent), encoding="utf-8"
+            driver(result, edit, folder, (workspace / result.function.file).parent, paired_s),
+            encoding="utf-8",
         )
         job = make_job(folder / "lens_fix.py", backend=result.backend, workspace=workspace)
         job.ships = [f"{PurePosixPath(job.file).parent}/{name}" for name in COPIES]
@@ -273,67 +289,115 @@ def _verdict(base: dict, results: list[Result]) -> Measured:
         return _failed(base, "the measurement returned no result for both versions")
     cmp = compare_variants([by["before"], by["after"]])
     ref, row = cmp.rows
-    before_us: float | None
-    after_us: float | None
-    if cmp.speedup_basis == BASIS_DEVICE:
-        basis, before_us, after_us = "device time", ref.time_us, row.time_us
-    else:
-        # the best unprofiled call of each: on a busy host a median is mostly other
-        # processes' time (the optimizer trials choose by their best step for the same reason)
-        basis, before_us, after_us = "best unprofiled wall", ref.wall_us_min, row.wall_us_min
-    speed = before_us / after_us if before_us and after_us else None
     equal = row.verdict == "ok" if row.verdict in ("ok", "differs", "shape differs") else None
-    diff = row.max_abs_diff
+    check = _output_check(row.verdict, equal, row.max_abs_diff, row.tolerance)
     backend = base["backend"]
-    if speed is None or before_us is None or after_us is None:
-        timing = f"no figure to compare on {backend}"
+    if cmp.speedup_basis == BASIS_DEVICE:
+        return _device_verdict(base, ref.time_us, row.time_us, equal, row.max_abs_diff, check)
+    totals, after = by["before"].totals, by["after"].totals
+    v = judge(after.paired_ratios)
+    st = by["after"].stability
+    seconds = st.paired_s if st is not None else None
+    before_us, after_us = totals.paired_wall_us_median, after.paired_wall_us_median
+    verdict = NOT_MEASURABLE if v.verdict == UNDECIDED else v.verdict
+    held = bool(v.verdict == FASTER and equal)
+    if v.ratio is None:
+        timing = f"no paired figure on {backend}: not measurable on this host now"
     else:
-        medians = (
-            f"; medians {figures.time_us(ref.wall_us_median)} → {figures.time_us(row.wall_us_median)}"
-            if basis != "device time" and ref.wall_us_median and row.wall_us_median
+        ci = (
+            f"99% interval {_x(v.low)}–{_x(v.high)}"
+            if v.low is not None and v.high is not None
+            else "too few pairs for an interval"
+        )
+        per = (
+            f"{figures.time_us(before_us)} → {figures.time_us(after_us)} per call, paired medians; "
+            if before_us and after_us
             else ""
         )
-        measured = f"({figures.time_us(before_us)} → {figures.time_us(after_us)} per call, {basis}{medians})"
-        word = "faster" if speed >= 1 else "slower"
-        factor = speed if speed >= 1 else 1 / speed
-        timing = f"{figures.ratio(factor)} {word}"
-        timing += f" on {backend} {measured}"
-    if equal is None:
-        check = (
-            "outputs not compared (no tensor returned)" if row.verdict == "n/a" else f"outputs {row.verdict}"
+        took = f" in {seconds:.3g} s" if seconds else ""
+        measured = f"({per}{ci}, {v.pairs} pairs{took})"
+        wide = (
+            ""
+            if v.precise or v.low is None or v.high is None
+            else f", by {_x(v.low)}–{_x(v.high)} (median {_x(v.ratio)}; its size not measurable to ±15% "
+            f"on this host now)"
         )
-    elif equal:
-        check = f"outputs equal (max |diff| {diff:.1g})" if diff is not None else "outputs equal"
-    else:
-        check = f"outputs differ (max |diff| {diff:.2g}, tolerance {row.tolerance or 0:.2g})"
-    # the verdict rests on the unprofiled walls (or device time) alone, never on profiled
-    # figures; on the walls the medians must not say slower (the bundled RMSNorm in bf16:
-    # best calls 1.06x faster, medians 0.97x): a fix that held is faster both ways
-    median_speed = (
-        ref.wall_us_median / row.wall_us_median
-        if basis != "device time" and ref.wall_us_median and row.wall_us_median
-        else None
-    )
-    disagree = median_speed is not None and median_speed < 1.0
-    held = bool(speed is not None and speed >= MIN_GAIN and equal and not disagree)
+        words = {
+            FASTER: f"{_x(v.ratio)} faster" if not wide else f"faster{wide}",
+            SLOWER: f"{_x(1 / v.ratio)} slower" if not wide else f"slower{wide}",
+            SAME: f"the same within ±{(MIN_GAIN - 1) * 100:.0f}% ({_x(v.ratio)})",
+            UNDECIDED: f"not measurable on this host now ({_x(v.ratio)}, undecided)",
+        }
+        timing = f"{words[v.verdict]} on {backend} {measured}"
     why = ""
     if not held:
-        if speed is not None and speed >= MIN_GAIN and disagree:
-            why = "; the medians say slower: not applied"
-        elif speed is not None and speed < MIN_GAIN:
-            why = "; not faster: not applied" if speed >= 1 else "; slower: not applied"
-        elif equal is False:
-            why = "; outputs differ: not applied"
+        if v.verdict == FASTER and not equal:
+            why = "; outputs differ: not applied" if equal is False else "; not applied"
+        elif v.verdict == UNDECIDED:
+            why = "; nothing applied"
         else:
-            why = "; not applied"
+            why = "; not faster: not applied" if v.verdict == SAME else "; slower: not applied"
+    return Measured(
+        **base,
+        speedup=v.ratio,
+        before_us=before_us,
+        after_us=after_us,
+        basis="paired unprofiled wall",
+        outputs_equal=equal,
+        max_abs_diff=row.max_abs_diff,
+        held=held,
+        text=f"{timing}, {check}{why}",
+        verdict=verdict,
+        speedup_low=v.low,
+        speedup_high=v.high,
+        pairs=v.pairs,
+        paired_s=seconds,
+        precise=v.precise,
+    )
+
+
+def _x(value: float) -> str:
+    """A paired ratio to two places: ``1.02×`` (three significant digits would print ``1×``
+    for 1.0016, and the verdict's edge is at 1.05)."""
+    return f"{value:.2f}×"
+
+
+def _output_check(verdict: str, equal: bool | None, diff: float | None, tolerance: float | None) -> str:
+    if equal is None:
+        return "outputs not compared (no tensor returned)" if verdict == "n/a" else f"outputs {verdict}"
+    if equal:
+        return f"outputs equal (max |diff| {diff:.1g})" if diff is not None else "outputs equal"
+    return f"outputs differ (max |diff| {diff:.2g}, tolerance {tolerance or 0:.2g})"
+
+
+def _device_verdict(
+    base: dict, before_us: float, after_us: float, equal: bool | None, diff: float | None, check: str
+) -> Measured:
+    """cuda/neuron: device time, which other processes' load on the host does not reach."""
+    speed = before_us / after_us if before_us and after_us else None
+    backend = base["backend"]
+    if speed is None:
+        timing, verdict = f"no figure to compare on {backend}", NOT_MEASURABLE
+    else:
+        word, factor = ("faster", speed) if speed >= 1 else ("slower", 1 / speed)
+        per = f"({figures.time_us(before_us)} → {figures.time_us(after_us)} per call, device time)"
+        timing = f"{figures.ratio(factor)} {word} on {backend} {per}"
+        verdict = FASTER if speed >= MIN_GAIN else (SLOWER if speed <= 1 / MIN_GAIN else SAME)
+    held = bool(verdict == FASTER and equal)
+    why = (
+        ""
+        if held
+        else ("; outputs differ: not applied" if verdict == FASTER else "; not faster: not applied")
+    )
     return Measured(
         **base,
         speedup=speed,
         before_us=before_us,
         after_us=after_us,
-        basis=basis,
+        basis="device time",
         outputs_equal=equal,
         max_abs_diff=diff,
         held=held,
         text=f"{timing}, {check}{why}",
+        verdict=verdict,
     )

@@ -38,7 +38,29 @@ def source_lines(text: str, keepends: bool = False) -> list[str]:
 MARKER_RE = re.compile(r"^\s*#\s*trainium:\s*profile\b(?P<rest>.*)$")
 
 #: Option keys the harness understands (everything else is reported at run time).
-KNOWN_OPTIONS = ("inputs", "wait", "warmup", "active", "timing_calls", "include", "compare", "nproc")
+KNOWN_OPTIONS = (
+    "inputs",
+    "wait",
+    "warmup",
+    "active",
+    "timing_calls",
+    "include",
+    "compare",
+    "nproc",
+    "paired_s",
+)
+MAX_PAIRED_S = 600  # paired_s=: seconds a comparison may time its variants in turn (eager/paired.py)
+
+
+def paired_seconds(options: dict[str, str]) -> int:
+    """``paired_s=`` as a number of seconds (0: the fixed rounds, no verdict sought);
+    ``ValueError`` for anything but an integer 0 … ``MAX_PAIRED_S``."""
+    raw = options.get("paired_s")
+    if raw is None:
+        return 0
+    if not raw.isdigit() or int(raw) > MAX_PAIRED_S:
+        raise ValueError(f"paired_s must be a whole number of seconds, 0 to {MAX_PAIRED_S}, got {raw!r}")
+    return int(raw)
 
 
 @dataclass

@@ -168,6 +168,14 @@ def protocol_for(marked: Marked, spec: Spec, rel_file: str) -> dict[str, int]:
             )
         if key == "nproc":  # read by the launcher (spec.nproc_for)
             continue
+        if key == "paired_s":  # read when the variants are timed in turn (eager/paired.py)
+            try:
+                markers.paired_seconds(marked.options)
+            except ValueError as exc:
+                raise HarnessError(
+                    "parse", f"marker of {marked.name}: {exc}", rel_file, marked.marker_line
+                ) from None
+            continue
         if key in ("inputs", "compare"):
             if not value.isidentifier():
                 what = "a function name" if key == "inputs" else "a group name"

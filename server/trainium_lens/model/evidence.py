@@ -136,6 +136,8 @@ class Stability:
     # variants of one comparison timed in turn after the batch (harness/eager/paired.py)
     paired_rounds: int = 0
     paired_clean: int = 0
+    paired_s: float = 0.0  # seconds of timing in turn
+    paired_bound_s: int = 0  # the marker's paired_s=: rounds until a verdict or this (0: fixed rounds)
 
 
 @dataclass

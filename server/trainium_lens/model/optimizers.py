@@ -22,6 +22,13 @@ class OptimizerTrial:
     time_us_max: float | None = None
     steps: int = 0
     error: str | None = None  # why it could not run (unsupported here, out of memory...)
+    # the current implementation's step / this one's, round by round (harness/pairs.py):
+    # their median, its 99 % interval, "faster" | "slower" | "same" | "undecided".
+    # None on the current one, or in a result from before they were taken
+    paired_ratio: float | None = None
+    paired_low: float | None = None
+    paired_high: float | None = None
+    paired_verdict: str | None = None
 
 
 @dataclass

@@ -47,6 +47,14 @@ class Totals:
     paired_wall_us_median: float | None = None
     paired_wall_us_min: float | None = None
     paired_wall_us_max: float | None = None
+    # a variant after a comparison's first: per round, the first's sample / this one's
+    # (the pairs the harness used), and what they say (harness/pairs.py): the median ratio,
+    # its 99 % interval, "faster" | "slower" | "same" | "undecided". None: not paired
+    paired_ratios: list[float] = field(default_factory=list)
+    paired_ratio: float | None = None
+    paired_ratio_low: float | None = None
+    paired_ratio_high: float | None = None
+    paired_verdict: str | None = None
 
     @property
     def has_backward(self) -> bool:

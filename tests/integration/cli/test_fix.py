@@ -53,19 +53,23 @@ def ws(tmp_path_factory) -> Path:
 def test_fix_measures_and_leaves_the_file_alone(ws):
     out = ws / "fix.json"
     proc = cli("fix", str(ws / "model.py"), "infer", "--workspace", str(ws), "--json", str(out))
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode in (0, 1), proc.stderr  # 1: not measurable on this host now
     assert (ws / "model.py").read_text() == FILE  # measured, not written
     (row,) = json.loads(out.read_text())
     assert row["title"] == "torch.nn.functional.rms_norm" and row["line"] == 14 and row["applied"] is False
     assert row["outputs_equal"] is True and row["max_abs_diff"] is not None  # the same math
-    assert row["speedup"] and row["before_us"] and row["after_us"] and row["basis"] == "best unprofiled wall"
+    assert (
+        row["speedup"] and row["before_us"] and row["after_us"] and row["basis"] == "paired unprofiled wall"
+    )
+    assert row["speedup_low"] <= row["speedup"] <= row["speedup_high"] and row["pairs"] >= 20
     assert f"1. model.py:14 torch.nn.functional.rms_norm: {row['text']}" in proc.stdout
     # the whole replacement, each of its lines, before anything ran
     (stored,) = [f.edit for f in RunStore(ws).load_all()[-1].findings if f.edit]
     shown = proc.stdout.split("\n1. model.py:14")[0]
     assert "fix 1: torch.nn.functional.rms_norm replaces model.py line" in shown
     assert all(f"    {line}" in shown for line in stored.replacement.splitlines())
-    assert ("faster on cpu" in row["text"]) == (row["speedup"] >= 1)
+    assert row["held"] == (row["verdict"] == "faster")  # outputs equal: the verdict decides
+    assert proc.returncode == (1 if row["verdict"] == "not measurable" else 0)
     assert not list((ws / ".trainium-lens" / "fixes").iterdir())  # the copies are gone
 
 

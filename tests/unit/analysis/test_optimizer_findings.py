@@ -105,3 +105,30 @@ def test_a_disturbed_but_decisive_measurement_still_names_the_winner():
         f.fix == "AdamW(..., fused=True)"
         and "even its median step, 802 µs, beats the current best" in f.message
     )
+
+
+def paired_step(fused: tuple, foreach: tuple = (1.20, 1.05, 1.40, "undecided")):
+    """The loop now; foreach/fused with their paired (ratio, low, high, verdict)."""
+    result = with_step(ISSUE)
+    for t in result.optimizers[0].trials:
+        got = {"foreach=True": foreach, "fused=True": fused}.get(t.config)
+        if got:
+            t.paired_ratio, t.paired_low, t.paired_high, t.paired_verdict = got
+    return result
+
+
+def test_the_speedup_named_is_the_paired_one_not_the_ratio_of_best_steps():
+    # best steps 1160 / 354 µs say 3.3x; the rounds' ratios say 2.4x: the figure is 2.4x
+    (f,) = [f for f in analyze(paired_step((2.40, 2.30, 2.50, "faster"))) if f.kind == "optimizer_loop"]
+    assert f.fix == "AdamW(..., fused=True)" and "2.40× faster than now" in f.message
+    assert "99% interval 2.30–2.50×" in f.message and "3.3×" not in f.message
+
+
+def test_a_wide_interval_gives_the_range_not_one_figure():
+    (f,) = [f for f in analyze(paired_step((1.75, 1.11, 2.81, "faster"))) if f.kind == "optimizer_loop"]
+    assert "faster by 1.11–2.81× (median 1.75×)" in f.message and "not measurable to ±15%" in f.message
+
+
+def test_an_undecided_paired_trial_names_nothing_and_says_not_measurable():
+    (f,) = [f for f in analyze(paired_step((1.30, 0.90, 1.90, "undecided"))) if f.kind == "optimizer_loop"]
+    assert "not measurable on this host now" in f.message and "whichever measures faster" in f.fix

@@ -60,3 +60,16 @@ def test_a_stored_edit_that_differs_is_refused_with_one_line(ws, changes):
         checked_edit(ws, stored_result(), _finding(**changes))
     assert "not the edit Trainium Lens builds" in str(err.value) and "\n" not in str(err.value)
     assert (ws / FILE).read_text() == SRC
+
+
+def test_a_fix_offered_on_a_noisy_run_is_built_again_as_its_finding(ws):
+    # a noisy run withholds the optimizer finding and offers its edit (analysis/noise.py);
+    # on a busy host that is most runs, and fix refused every one as "not the edit"
+    stored = _finding()
+    offered = Finding("fix_offered", "hint", FILE, 4, "m", edit=stored.edit)
+    assert checked_edit(ws, stored_result(), offered) == stored.edit
+    assert stored.edit is not None
+    other = dataclasses.replace(stored.edit, replacement="x")
+    forged = Finding("fix_offered", "hint", FILE, 4, "m", edit=other)
+    with pytest.raises(UsageError):
+        checked_edit(ws, stored_result(), forged)

@@ -30,6 +30,7 @@ while the best step is what the implementation costs when it runs.
 
 from __future__ import annotations
 
+from trainium_lens.harness.pairs import FASTER, UNDECIDED, Verdict
 from trainium_lens.model import figures
 from trainium_lens.model.result import Finding, OptimizerStat, OptimizerTrial, Result
 
@@ -82,6 +83,8 @@ def _trial_text(t: OptimizerTrial) -> str:
 
 
 def _measured(opt: OptimizerStat) -> Finding | None:
+    if any(t.paired_verdict for t in opt.trials):
+        return _paired(opt)
     timed = [t for t in opt.trials if _best(t)]
     current = next((t for t in timed if t.current), None)
     if current is None:
@@ -124,20 +127,75 @@ def _measured(opt: OptimizerStat) -> Finding | None:
     )
 
 
-def _unmeasured(opt: OptimizerStat, disturbed: float | None = None) -> Finding | None:
-    """The loop's hint without a measured choice: none was taken, or the host
-    disturbed it (``disturbed``: the worst median / best of the trials)."""
+def _paired(opt: OptimizerStat) -> Finding | None:
+    """From the per-round ratios to what runs now (``OptimizerTrial.paired_*``): the
+    implementation with the highest paired ratio, named only when its verdict is
+    faster (the interval clear of ``pairs.GAIN``) and the ratio at least ``MIN_GAIN``;
+    an undecided one is "not measurable on this host now", never a figure."""
+    timed = [t for t in opt.trials if _best(t)]
+    current = next((t for t in timed if t.current), None)
+    others = [t for t in opt.trials if t.paired_ratio and not t.current]
+    if current is None or not others:
+        return None
+    fastest = max(others, key=lambda t: t.paired_ratio or 0.0)
+    gain = fastest.paired_ratio or 0.0
+    if fastest.paired_verdict != FASTER or gain < MIN_GAIN:
+        undecided = [t for t in others if t.paired_verdict == UNDECIDED]
+        return _unmeasured(opt, undecided=undecided) if undecided else None
+    cls, loop = _class(opt), _loop(opt)
+    what = (
+        f"{cls}.step dispatched {opt.ops:g} ops per step in per-parameter loops (no _foreach_/_fused_ op)"
+        if loop
+        else f"{cls}.step runs {current.config}"
+    )
+    device = f" on {opt.trials_device}" if opt.trials_device else ""
+    steps = min(t.steps for t in timed)
+    low, high = fastest.paired_low or 0.0, fastest.paired_high or 0.0
+    precise = Verdict(gain, fastest.paired_low, fastest.paired_high, steps, FASTER).precise  # the one rule
+    size = f"{gain:.2f}× faster" if precise else f"faster by {low:.2f}–{high:.2f}× (median {gain:.2f}×)"
+    return Finding(
+        kind=KIND if loop else KIND_CHOICE,
+        severity="warning" if loop else "info",
+        file=opt.file,
+        line=opt.line,
+        message=f"{what}. Measured per step on copies of its parameters, gradients and state{device} "
+        f"(unprofiled, in turn, {steps} rounds; best steps {', '.join(_trial_text(t) for t in opt.trials)}): "
+        f"{fastest.config} is fastest, {size} than now (the median of the rounds' ratios, 99% interval "
+        f"{low:.2f}–{high:.2f}×{'' if precise else '; its size not measurable to ±15% on this host now'}).",
+        fix=f"{cls}(..., {fastest.config})",
+    )
+
+
+def _unmeasured(
+    opt: OptimizerStat, disturbed: float | None = None, undecided: list[OptimizerTrial] | None = None
+) -> Finding | None:
+    """The loop's hint without a measured choice: none was taken, the host disturbed
+    it (``disturbed``: the worst median / best of the trials), or the paired verdicts
+    of ``undecided`` were not reached."""
     if not _loop(opt):
         return None
     cls = _class(opt)
     time = f", {figures.time_us(opt.self_time_us)}" if opt.self_time_us else ""
-    why = (
-        f"The measurement on this run was disturbed (a median step {disturbed:.3g}× the best: the host "
-        f"was busy), so no implementation is named; profile again on a quieter machine."
-        if disturbed
-        else "Not measured on this run: which is faster depends on the device (on CPUs "
-        "foreach=True can be slower)."
-    )
+    if undecided:
+        spans = ", ".join(
+            f"{t.config} {t.paired_low or 0:.2f}–{t.paired_high or 0:.2f}×" if t.paired_low else f"{t.config}"
+            for t in undecided
+        )
+        why = (
+            f"Timed in turn, the implementations were not measurable on this host now (the 99% intervals "
+            f"of their speedups, {spans}, allow no verdict), so none is named; profile again on a quieter "
+            f"machine."
+        )
+    elif disturbed:
+        why = (
+            f"The measurement on this run was disturbed (a median step {disturbed:.3g}× the best: the host "
+            f"was busy), so no implementation is named; profile again on a quieter machine."
+        )
+    else:
+        why = (
+            "Not measured on this run: which is faster depends on the device (on CPUs "
+            "foreach=True can be slower)."
+        )
     return Finding(
         kind=KIND,
         severity="warning",

@@ -13,6 +13,7 @@ from trainium_lens.analysis.findings.ops import direct_ops, op_base
 from trainium_lens.analysis.findings.patterns import PATTERNS, judged
 from trainium_lens.analysis.fixes.optimizer import optimizer_edit
 from trainium_lens.analysis.fixes.rmsnorm import rms_norm_edit
+from trainium_lens.analysis.noise import FIX_OFFERED
 from trainium_lens.model.result import Edit, Finding, Result
 
 Reader = Callable[[str], "str | None"]  # a workspace-relative file → its text (None: unreadable)
@@ -54,6 +55,13 @@ def rederived(result: Result, finding: Finding, text: str) -> Edit | None:
         return None
     file = finding.edit.file
     bare = dataclasses.replace(finding, edit=None)
+    if finding.kind == FIX_OFFERED:
+        # a noisy run withholds the finding and offers its edit (analysis/noise.py): built
+        # again as the finding it stands for (a candidate: the RMSNorm's; else the
+        # optimizer's, whose fix the edit's title names)
+        bare = dataclasses.replace(
+            bare, kind="fused_op" if finding.candidate else OPTIMIZER_KINDS[0], fix=finding.edit.title
+        )
     (out,) = with_edits(result, [bare], lambda rel: text if rel == file else None)
     return out.edit
 

@@ -1,4 +1,4 @@
-"""``trainium-lens fix FILE [FUNCTION] [--only N] [--apply] [--json PATH]``: measure
+"""``trainium-lens fix FILE [FUNCTION] [--only N] [--apply] [--json PATH] [--seconds S]``: measure
 the fixes the latest stored run of a function offers as edits, and apply the ones
 that held.
 
@@ -33,9 +33,16 @@ from trainium_lens.cli.console import Progress
 from trainium_lens.cli.outputs import write_json
 from trainium_lens.cli.pipes import emit
 from trainium_lens.cli.where import add_host_arguments, where_from_args
-from trainium_lens.engine.fixes import Measured, checked_edit, current_text, measure
+from trainium_lens.engine.fixes import (
+    NOT_MEASURABLE,
+    PAIRED_S,
+    Measured,
+    checked_edit,
+    current_text,
+    measure,
+)
 from trainium_lens.errors import LensError, UsageError
-from trainium_lens.harness.markers import source_lines
+from trainium_lens.harness.markers import MAX_PAIRED_S, source_lines
 from trainium_lens.model.codec import one_line
 from trainium_lens.model.files import check_target, source_bytes, write_file
 from trainium_lens.model.job import workspace_root_for
@@ -43,6 +50,8 @@ from trainium_lens.model.result import Edit, Finding
 from trainium_lens.model.store import RunStore
 from trainium_lens.targets.make import make_target
 from trainium_lens.targets.where import Where
+
+NOT_MEASURABLE_EXIT = 1  # a fix measured without a verdict: nothing of it applied
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -66,6 +75,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="with --apply, also replace a read-only or hard-linked FILE (its other names keep the old text)",
     )
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="stop one measurement after SECONDS")
+    p.add_argument(
+        "--seconds",
+        type=int,
+        default=PAIRED_S,
+        metavar="S",
+        help=f"time the two versions in turn until the paired verdict is reached, for at most S seconds "
+        f"(1 to {MAX_PAIRED_S}; default {PAIRED_S}); then 'not measurable on this host now' (exit 1)",
+    )
     add_host_arguments(p, "measure on")
     add_workspace_argument(p)
     p.set_defaults(handler=run)
@@ -79,6 +96,8 @@ def offered(findings: list[Finding]) -> list[Finding]:
 def run(args: argparse.Namespace) -> int:
     if args.timeout is not None and not 0 < args.timeout < float("inf"):
         raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
+    if not 1 <= args.seconds <= MAX_PAIRED_S:
+        raise UsageError(f"--seconds must be 1 to {MAX_PAIRED_S}, got {args.seconds}")
     path = Path(args.file).expanduser()
     root = (
         Path(args.workspace).expanduser().resolve() if args.workspace else workspace_root_for(path.resolve())
@@ -110,7 +129,19 @@ def run(args: argparse.Namespace) -> int:
         for n, f in numbered:
             assert f.edit is not None
             progress.status(f"measuring fix {n}: {f.edit.title} ({f.file}:{f.edit.start_line})")
-            measured.append(measure(result, f.edit, n, f.line, root, target, progress, timeout=args.timeout))
+            measured.append(
+                measure(
+                    result,
+                    f.edit,
+                    n,
+                    f.line,
+                    root,
+                    target,
+                    progress,
+                    timeout=args.timeout,
+                    paired_s=args.seconds,
+                )
+            )
     finally:
         progress.close()
         target.close()
@@ -120,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
     emit("\n".join(_row(m, args.apply) for m in measured))
     if args.json:
         write_json(args.json, [_json(m) for m in measured])
-    return 0
+    # no verdict is an answer a script must not read as "measured, not faster" (docs/cli.md)
+    return NOT_MEASURABLE_EXIT if any(m.verdict == NOT_MEASURABLE for m in measured) else 0
 
 
 def measured_where(args: argparse.Namespace, host: str) -> Where:

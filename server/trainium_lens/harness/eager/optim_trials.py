@@ -18,8 +18,14 @@ not assumed:
    implementation, a new optimizer of the same class and hyperparameters over
    **copies** of its parameters, gradients and state (``state_dict`` deep-copied,
    its groups' ``foreach``/``fused`` set), on the same device, and times
-   ``step()`` (synchronized, no profiler) round-robin — A B C A B C … — so a
-   busy host's drift falls on all three alike. The user's optimizer, parameters
+   ``step()`` (synchronized, no profiler) round-robin — A B C, B C A, C A B … —
+   so a busy host's drift falls on all three alike. Each round's step of the
+   current implementation over each other's is one **paired ratio**; their median,
+   its 99 % interval and verdict (``harness/pairs.py``) go on the trial
+   (``paired_ratio``/``_low``/``_high``/``_verdict``), and the rounds go on past the
+   budget (up to ``BOUND`` × it) while a verdict is undecided. A best step of each
+   read SGD's ``foreach=True`` 3× faster where a paired timer read 2.3–2.5×: the two
+   bests come from different moments of the host. The user's optimizer, parameters
    and state are never touched.
 3. ``attach`` puts the figures on the result's ``optimizers[]`` entry
    (``OptimizerStat.trials``); ``analysis/findings/optimizer.py`` names the fastest.
@@ -35,6 +41,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import math
 import statistics
 import sys
 import time
@@ -45,15 +52,20 @@ from typing import Any
 
 import torch
 
+from trainium_lens.harness.eager import steady
+from trainium_lens.harness.pairs import judge, pair_ratios
+
 CONFIGS: tuple[tuple[str, dict[str, bool]], ...] = (
     ("foreach=False", {"foreach": False, "fused": False}),
     ("foreach=True", {"foreach": True, "fused": False}),
     ("fused=True", {"foreach": False, "fused": True}),
 )
 BUDGET_S = 1.5
+BOUND = 3.0  # × the budget: the most a trial goes on for an undecided paired verdict
 WARMUP = 2
-MIN_STEPS = 10  # the best of ten is the step undisturbed even on a busy host
-MAX_STEPS = 50
+MIN_STEPS = 20  # pairs.MIN_PAIRS: fewer rounds give no paired verdict
+ENOUGH_STEPS = 50  # rounds that end a decided trial before its budget (a fast step)
+MAX_STEPS = 400
 ROUND_ROBIN_BYTES = 1 << 30
 
 
@@ -112,8 +124,17 @@ class OptimizerWatch:
         return "", 0
 
 
-def measure(watch: OptimizerWatch, sync: Callable[[], None], budget_s: float = BUDGET_S) -> list[dict]:
-    """One entry per optimizer seen: ``{name, file, line, device, trials}``."""
+Delay = Callable[[], "float | None"]  # this process's run-queue delay so far (µs), or None
+
+
+def measure(
+    watch: OptimizerWatch, sync: Callable[[], None], budget_s: float = BUDGET_S, delay: Delay | None = None
+) -> list[dict]:
+    """One entry per optimizer seen: ``{name, file, line, device, trials}``. ``delay``
+    (``runtime/host.RunQueueDelay.read_us``): rounds in which a step waited for a CPU
+    are left out of the paired ratios when at least half are clean — a longer step
+    (the loop's) is hit by more of a busy host's preemptions, which would read as a
+    speedup of the shorter one."""
     out = []
     for seen in watch.seen.values():
         optimizer = seen.optimizer
@@ -127,7 +148,7 @@ def measure(watch: OptimizerWatch, sync: Callable[[], None], budget_s: float = B
                 "file": seen.file,
                 "line": seen.line,
                 "device": str(params[0].device),
-                "trials": _trials(optimizer, params, grads, sync, budget_s),
+                "trials": _trials(optimizer, params, grads, sync, budget_s, delay),
             }
         )
         seen.grads = {}  # the copies are made: let the snapshot go
@@ -201,7 +222,12 @@ def _bytes(optimizer: Any, params: list) -> int:
 
 
 def _trials(
-    optimizer: Any, params: list, grads: dict[int, Any], sync: Callable[[], None], budget_s: float
+    optimizer: Any,
+    params: list,
+    grads: dict[int, Any],
+    sync: Callable[[], None],
+    budget_s: float,
+    delay: Delay | None = None,
 ) -> list[dict]:
     cls = type(optimizer)
     accepted = inspect.signature(cls.__init__).parameters
@@ -223,38 +249,61 @@ def _trials(
                 copies[label] = _copy(optimizer, flags, grads)
             except Exception as exc:
                 trials[label]["error"] = _one_line(exc)
-        _time(copies, trials, sync, budget_s * len(group) / max(len(runnable), 1))
+        _time(copies, trials, sync, budget_s * len(group) / max(len(runnable), 1), delay)
         copies.clear()
     return [trials[label] for label, _ in CONFIGS]
 
 
-def _time(copies: dict, trials: dict, sync: Callable[[], None], budget_s: float) -> None:
-    """Round-robin steps of ``copies`` until ``budget_s`` has passed (at least
-    ``MIN_STEPS`` rounds, at most ``MAX_STEPS``), after ``WARMUP`` rounds."""
+def _time(
+    copies: dict, trials: dict, sync: Callable[[], None], budget_s: float, delay: Delay | None = None
+) -> None:
+    """Round-robin steps of ``copies``, the order rotated each round, after ``WARMUP``
+    rounds: for ``budget_s`` or ``ENOUGH_STEPS`` rounds (at least ``MIN_STEPS``), and on,
+    up to ``BOUND`` × the budget and ``MAX_STEPS`` rounds, while the per-round ratios
+    to the current implementation (``pairs.judge``) have not settled every other one."""
     times: dict[str, list[float]] = {label: [] for label in copies}
+    rounds_of: dict[str, list[int]] = {label: [] for label in copies}  # the round of each time
+    clean: list[bool] = []  # per round: no step of it waited for a CPU
+    read = delay or (lambda: None)
 
-    def step(label: str) -> float | None:
+    def step(label: str) -> tuple[float | None, bool]:
         try:
+            d0 = read()
             t0 = time.perf_counter()
             copies[label].step()
             sync()
-            return (time.perf_counter() - t0) * 1e6
+            us = (time.perf_counter() - t0) * 1e6
+            d1 = read()
+            return us, steady.clean(us, None if d0 is None or d1 is None else d1 - d0)
         except Exception as exc:
             trials[label]["error"] = _one_line(exc)
             del copies[label]
-            return None
+            return None, True
 
     for _ in range(WARMUP):
         for label in list(copies):
             step(label)
     start = time.perf_counter()
     rounds = 0
-    while copies and rounds < MAX_STEPS and (rounds < MIN_STEPS or time.perf_counter() - start < budget_s):
-        for label in list(copies):
-            us = step(label)
+    while copies and rounds < MAX_STEPS:
+        elapsed = time.perf_counter() - start
+        if rounds >= MIN_STEPS and (
+            elapsed >= BOUND * budget_s
+            or ((elapsed >= budget_s or rounds >= ENOUGH_STEPS) and _decided(times, rounds_of, clean, trials))
+        ):
+            break
+        labels = list(copies)
+        shift = rounds % len(labels)
+        undisturbed = True
+        for label in labels[shift:] + labels[:shift]:  # no implementation always first
+            us, ok = step(label)
             if us is not None:
                 times[label].append(us)
+                rounds_of[label].append(rounds)
+            undisturbed = undisturbed and ok
+        clean.append(undisturbed)
         rounds += 1
+    current = next((label for label, t in trials.items() if t["current"]), None)
     for label, values in times.items():
         if values and "error" not in trials[label]:
             trials[label].update(
@@ -263,3 +312,34 @@ def _time(copies: dict, trials: dict, sync: Callable[[], None], budget_s: float)
                 time_us_max=max(values),
                 steps=len(values),
             )
+            ratios = _ratios(times, rounds_of, clean, trials, current, label)
+            if ratios is not None:
+                v = judge(ratios)
+                trials[label].update(
+                    paired_ratio=v.ratio, paired_low=v.low, paired_high=v.high, paired_verdict=v.verdict
+                )
+
+
+def _ratios(
+    times: dict, rounds_of: dict, clean: list[bool], trials: dict, current: str | None, label: str
+) -> list[float] | None:
+    """The current implementation's step / this one's, round by round (the clean rounds
+    when at least half are); None for the current one itself, or when it was not timed."""
+    if current is None or label == current or not times.get(current) or "error" in trials[current]:
+        return None
+    kept = {r for r, ok in enumerate(clean) if ok}
+    if len(kept) < math.ceil(len(clean) / 2):
+        kept = set(range(len(clean)))
+    now = dict(zip(rounds_of[current], times[current], strict=True))
+    mine = dict(zip(rounds_of[label], times[label], strict=True))
+    both = [r for r in sorted(kept) if r in now and r in mine]
+    return pair_ratios([now[r] for r in both], [mine[r] for r in both])
+
+
+def _decided(times: dict, rounds_of: dict, clean: list[bool], trials: dict) -> bool:
+    current = next((label for label, t in trials.items() if t["current"]), None)
+    for label in times:
+        ratios = _ratios(times, rounds_of, clean, trials, current, label)
+        if ratios is not None and not judge(ratios).settled:
+            return False
+    return True

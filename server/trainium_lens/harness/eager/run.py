@@ -23,7 +23,7 @@ from trainium_lens.harness.eager.origin import add_origins
 from trainium_lens.harness.events import EventStream
 from trainium_lens.harness.job.include_hooks import IncludeHooks
 from trainium_lens.harness.job.loader import UserCode
-from trainium_lens.harness.markers import Marked
+from trainium_lens.harness.markers import Marked, paired_seconds
 from trainium_lens.harness.runtime.call import (
     function_record,
     inputs,
@@ -63,8 +63,8 @@ class Session:
         self.optimizers = OptimizerWatch(user)  # optimizers stepped in the first call (optim_trials.py)
         self.inputs: dict[str, tuple[tuple, dict]] = {}
         self.pristine: dict[str, Any] = {}  # call.inputs: compared variants start alike
-        # function -> (variant group, call, calls per sample, timing calls): paired.py
-        self.timed: dict[str, tuple[str, Any, int, int]] = {}
+        # function -> (variant group, call, calls per sample, timing calls, paired_s): paired.py
+        self.timed: dict[str, tuple[str, Any, int, int, int]] = {}
         # per group of variants (see variant_key): (function, first output tensor)
         self.references: dict[str, tuple[str, Any]] = {}
         self.source = build.SourceText(user.root, user.abspath)
@@ -177,7 +177,8 @@ def profile_call(s: Session, marked: Marked, index: int, protocol: dict, call: C
     ]
     # FLOPs, bytes, memory: one more call, after everything timed (work/step.py says why)
     add_work(doc, s, call, s.labeler.label(s.rel_file, marked.def_line, marked.name))
-    s.timed[marked.name] = (variant_key(marked), call, max(1, per_step), protocol["timing_calls"])
+    bound = paired_seconds(marked.options)  # checked by spec.protocol_for
+    s.timed[marked.name] = (variant_key(marked), call, max(1, per_step), protocol["timing_calls"], bound)
     return doc
 
 
@@ -337,7 +338,7 @@ def _optimizer_trials(call: Call) -> list[dict]:
     if not s.optimizers.seen:
         return []
     s.events.stage("timing", call.name, "optimizer step: loop, foreach and fused timed on copies")
-    return measure_optimizers(s.optimizers, s.backend.sync)
+    return measure_optimizers(s.optimizers, s.backend.sync, delay=s.run_delay.read_us)
 
 
 def _signals(

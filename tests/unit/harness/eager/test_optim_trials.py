@@ -139,3 +139,24 @@ def test_gradients_cleared_after_the_step_are_the_ones_it_stepped_with():
     copy = T._copy(opt, dict(T.CONFIGS)["fused=True"], x.grads)
     for q, g in zip(copy.param_groups[0]["params"], grads, strict=True):
         assert torch.equal(q.grad, g)
+
+
+def test_each_other_implementation_gets_its_paired_ratio_to_what_runs_now():
+    model, opt = trained(torch.optim.SGD, momentum=0.9, foreach=False)
+    watch, _line = watched(opt)
+    (m,) = T.measure(watch, lambda: None, budget_s=0.05, delay=lambda: 0.0)
+    now, *others = m["trials"]
+    assert now["current"] and now.get("paired_ratio") is None  # no ratio to itself
+    for t in others:
+        assert t["paired_verdict"] in ("faster", "slower", "same", "undecided")
+        assert t["paired_ratio"] > 0 and (t["paired_low"] is None or t["paired_low"] <= t["paired_ratio"])
+
+
+def test_rounds_in_which_a_step_waited_for_a_cpu_are_left_out_of_the_ratios():
+    trials = {"a": {"current": True}, "b": {"current": False}}
+    times = {"a": [100.0, 900.0, 100.0, 100.0], "b": [50.0, 60.0, 50.0, 50.0]}
+    rounds_of = {"a": [0, 1, 2, 3], "b": [0, 1, 2, 3]}
+    # round 1: the loop ("a") was preempted; its 15x ratio is no speedup of "b"
+    assert T._ratios(times, rounds_of, [True, False, True, True], trials, "a", "b") == [2.0, 2.0, 2.0]
+    # most rounds disturbed: all of them, as the unprofiled wall does
+    assert len(T._ratios(times, rounds_of, [False, False, True, False], trials, "a", "b") or []) == 4
