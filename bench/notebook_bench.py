@@ -7,6 +7,12 @@ timed just before and just after the magic (their mean cancels a steady drift).
 Prints per round: the cell's profiled figure per call (ops + host, the result's
 reconciliation) and its unprofiled wall median, each over the plain median; and the
 magic's own cost: the magic cell's whole time over (plain median × the runs it made).
+
+Then the same for a cell that loops over its own steps (the body in a ``for`` of
+``LOOP_STEPS``, run once, steps 3..5 profiled as ``run`` does): its figure per step
+and its unprofiled reference steps' median against a ``perf_counter`` median of the
+same loop's steps run plain in the same kernel (steps 6.. of a plain run of the same
+loop, before and after), and the magic cell's whole time over the plain loop's.
 """
 
 from __future__ import annotations
@@ -51,6 +57,14 @@ _t = []
 for _ in range(400):
     _s = time.perf_counter(); exec(_code); _t.append(time.perf_counter() - _s)
 print("PLAIN", statistics.median(_t) * 1e6)"""
+LOOP_STEPS = 40
+LOOP = f"for _i in range({LOOP_STEPS}):\n" + "".join(f"    {ln}\n" for ln in BODY.splitlines())
+PLAIN_LOOP = f"""\
+_t, _w = [], time.perf_counter()
+for _i in range({LOOP_STEPS}):
+    _s = time.perf_counter()
+{"".join(f"    {ln}{chr(10)}" for ln in BODY.splitlines())}    _t.append(time.perf_counter() - _s)
+print("LOOPPLAIN", statistics.median(_t[5:]) * 1e6, (time.perf_counter() - _w) * 1e6)"""
 
 
 def main() -> None:
@@ -80,17 +94,27 @@ def main() -> None:
             "%%trainium_lens\n" + BODY,
             'print("WHOLE", (time.perf_counter() - _t0) * 1e6)',
             PLAIN,
+            PLAIN_LOOP,
+            "_t0 = time.perf_counter()",
+            "%%trainium_lens --steps 3:5\n" + LOOP,
+            'print("LOOPWHOLE", (time.perf_counter() - _t0) * 1e6)',
+            PLAIN_LOOP,
         ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     km = KernelManager(
         kernel_name="lens", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(root / "kernels")])
     )
     NotebookClient(nb, km=km, timeout=900, resources={"metadata": {"path": str(work)}}).execute()
-    text = ["".join(o.get("text", "") for o in c.outputs) for c in nb.cells]
+    # what each cell printed, and the magic's table (displayed, its plain-text form)
+    text = [
+        "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "") for o in c.outputs)
+        for c in nb.cells
+    ]
     plain = [float(m) for t in text for m in re.findall(r"PLAIN ([\d.]+)", t)]
     whole = [float(m) for t in text for m in re.findall(r"WHOLE ([\d.]+)", t)]
     calls = [int(m) for t in text for m in re.findall(r"the cell ran (\d+) times", t)]
-    results = sorted(RunStore(work).load_all(), key=lambda r: r.run_id)
+    everything = sorted(RunStore(work).load_all(), key=lambda r: r.run_id)
+    results = [r for r in everything if r.script is None]
     print("round  plain µs (before/after)  profiled/plain  wall/plain  runs  magic whole / (plain × runs)")
     for i, r in enumerate(results):
         before, after = plain[2 * i], plain[2 * i + 1]
@@ -110,6 +134,27 @@ def main() -> None:
             3,
         ),
     )
+    loop_report(text, [r for r in everything if r.script is not None])
+
+
+def loop_report(text: list[str], results: list) -> None:
+    """The loop cell's rounds: figure per step and reference against the plain loop's steps."""
+    plain = [(float(a), float(b)) for t in text for a, b in re.findall(r"LOOPPLAIN ([\d.]+) ([\d.]+)", t)]
+    whole = [float(m) for t in text for m in re.findall(r"LOOPWHOLE ([\d.]+)", t)]
+    print(f"\nloop cell ({LOOP_STEPS} steps, run once, steps 3..5 profiled)")
+    print("round  plain step µs (before/after)  profiled/plain  reference/plain  magic whole / plain loop")
+    ratios = []
+    for i, r in enumerate(results):
+        (before, loop_before), (after, loop_after) = plain[2 * i], plain[2 * i + 1]
+        base = (before + after) / 2
+        rec = r.reconciliation
+        ratios.append(rec.profiled_us / base)
+        print(
+            f"{i + 1:5}  {before:8.1f} / {after:8.1f}          {rec.profiled_us / base:13.3f}  "
+            f"{rec.reference_us / base:15.3f}  {whole[i] / ((loop_before + loop_after) / 2):8.2f}"
+        )
+    if ratios:
+        print("median loop profiled/plain", round(statistics.median(ratios), 3))
 
 
 if __name__ == "__main__":
