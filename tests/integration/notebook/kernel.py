@@ -19,11 +19,16 @@ from trainium_lens.model.result import Result
 from trainium_lens.model.store import RunStore
 
 
-def execute(root: Path, cells: list[str], env: dict[str, str] | None = None) -> tuple[Any, Path]:
+def execute(
+    root: Path, cells: list[str], env: dict[str, str] | None = None, work: Path | None = None
+) -> tuple[Any, Path]:
     """``cells`` executed in order in a fresh kernel running this interpreter, its
-    working folder ``root/work``; the executed notebook and that folder."""
-    work, kernels = root / "work", root / "kernels" / "lens"
-    work.mkdir()
+    working folder ``work`` (default: a new ``root/work``); the executed notebook and
+    that folder."""
+    kernels = root / "kernels" / "lens"
+    if work is None:
+        work = root / "work"
+        work.mkdir()
     kernels.mkdir(parents=True)
     spec = {
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
