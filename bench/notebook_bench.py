@@ -110,7 +110,7 @@ def main() -> None:
         "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "") for o in c.outputs)
         for c in nb.cells
     ]
-    plain = [float(m) for t in text for m in re.findall(r"PLAIN ([\d.]+)", t)]
+    plain = [float(m) for t in text for m in re.findall(r"(?m)^PLAIN ([\d.]+)", t)]
     whole = [float(m) for t in text for m in re.findall(r"WHOLE ([\d.]+)", t)]
     calls = [int(m) for t in text for m in re.findall(r"the cell ran (\d+) times", t)]
     everything = sorted(RunStore(work).load_all(), key=lambda r: r.run_id)

@@ -20,8 +20,8 @@ from tests.integration.notebook.kernel import (
     results_for,
     text_of,
 )
-from trainium_lens.model.store import RunStore
 from tests.integration.notebook.test_magic import MODEL, OPTIMIZER
+from trainium_lens.model.store import RunStore
 
 # the model's parameters before the loop, and a twin trained by the same loop
 # without the magic: the loop cell must leave the model as that one run would

@@ -13,7 +13,8 @@ from trainium_lens.notebook.options import parse
 LOOPS = [
     "for i in range(20):\n    loss = model(x).sum(); loss.backward(); opt.step(); opt.zero_grad()",
     "while step < 100:\n    train_step(batch)\n    step += 1",
-    "for batch in loader:\n    with torch.autocast('cpu'):\n        loss = f(batch)\n    if ok:\n        xm.optimizer_step(opt)",
+    "for batch in loader:\n    with torch.autocast('cpu'):\n        loss = f(batch)\n"
+    "    if ok:\n        xm.optimizer_step(opt)",
     "model.train()\nfor epoch in range(2):\n    for b in loader:\n        sched.step()",
 ]
 ONE_STEP = [
