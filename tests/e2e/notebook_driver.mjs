@@ -6,7 +6,7 @@
 //
 //   node tests/e2e/notebook_driver.mjs CONFIG.json OUT.json
 //
-// CONFIG: {url, notebook, hoverText, magicText, shots}
+// CONFIG: {url, notebook, hoverText, shots}
 import { join } from "node:path";
 import { EXPLORER_ROW, settled, startDriver, waitForHint } from "./workbench.mjs";
 

@@ -9,6 +9,7 @@ line; a screenshot goes to test-results/e2e/notebook.png (docs/notebooks.md)."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 
 import nbformat
@@ -19,10 +20,12 @@ from tests.integration.notebook.test_loop_cell import LOOP
 from tests.integration.notebook.test_magic import MODEL, OPTIMIZER
 
 from . import test_vscode
-from .test_vscode import RESULTS, drive, installed_server, prepare
+from .test_vscode import DOC_IMAGES, RESULTS, drive, installed_server, prepare
 
 pytestmark = test_vscode.pytestmark  # the e2e marker; skipped without code-server
 
+#: this session's screenshot, the one docs/notebooks.md shows (as test_vscode's DOC_SHOTS)
+DOC_SHOT = ("notebook.png", "notebook-cells.png")
 # the magic's cell last: its output (the table) is tall, and the cells above it stay in view
 CELLS = ["%load_ext trainium_lens", MODEL, OPTIMIZER, LOOP]
 NOTEBOOK = "train.ipynb"
@@ -40,16 +43,25 @@ def notebook_session(tmp_path_factory):
     assert not [o for c in nb.cells for o in c.outputs if o.output_type == "error"]
     nbformat.write(nb, workspace / NOTEBOOK)
     result = result_for(workspace, LOOP)
+    # the user's settings prepare() wrote, and .ipynb files in VS Code's notebook editor
+    # (code-server's built-in ipynb serializer; without the association it opened as JSON)
+    user = json.loads((tmp / "user-data" / "User" / "settings.json").read_text())
+    user["workbench.editorAssociations"] = {"*.ipynb": "jupyter-notebook"}
+
+    def start(home):
+        (home / "user-data" / "User").mkdir(parents=True)
+        (home / "user-data" / "User" / "settings.json").write_text(json.dumps(user))
+        return installed_server(home, workspace)[0], {
+            "notebook": NOTEBOOK,
+            "hoverText": "h = torch.relu(self.fc(x))",
+        }
+
+    (RESULTS / DOC_SHOT[0]).unlink(missing_ok=True)  # an earlier run's is never published as this one's
     obs, _ = drive(
-        tmp_path_factory,
-        "vscode-notebook-server",
-        "notebook_driver.mjs",
-        "notebook-observed.json",
-        lambda home: (
-            installed_server(home, workspace)[0],
-            {"notebook": NOTEBOOK, "hoverText": "h = torch.relu(self.fc(x))", "magicText": "%%trainium_lens"},
-        ),
+        tmp_path_factory, "vscode-notebook-server", "notebook_driver.mjs", "notebook-observed.json", start
     )
+    DOC_IMAGES.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(RESULTS / DOC_SHOT[0], DOC_IMAGES / DOC_SHOT[1])
     return obs, result
 
 
