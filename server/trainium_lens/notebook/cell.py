@@ -119,3 +119,34 @@ def _compile(shell: Any, cell: Cell, text: str, shift: int) -> CodeType:
         raise
     ast.increment_lineno(tree, shift)
     return compile(tree, cell.filename, "exec", flags=flags, dont_inherit=True)
+
+
+#: What a loop's body calls to make a step: ``opt.step()``, ``scheduler.step()``,
+#: ``train_step(batch)``, ``xm.optimizer_step(opt)``.
+def _is_step_call(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+    return name == "step" or name.endswith("_step")
+
+
+def loops_over_steps(body: str) -> bool:
+    """Whether the cell loops over its own steps, read from its text (it runs once,
+    so the rule cannot ask a trial run): a ``for``/``while`` loop among the cell's own
+    statements (not in a ``def``/``class`` body, which the cell only defines) that
+    calls ``step`` or a ``*_step`` anywhere inside it. ``--loop``/``--one-step`` say
+    otherwise where the rule is wrong (docs/notebooks.md)."""
+    try:
+        tree = ast.parse(body)
+    except SyntaxError:
+        return False  # compiled later, where the error is the user's, at its line
+
+    def visit(node: ast.AST, in_loop: bool) -> bool:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            return False
+        if in_loop and _is_step_call(node):
+            return True
+        inside = in_loop or isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+        return any(visit(child, inside) for child in ast.iter_child_nodes(node))
+
+    return visit(tree, False)

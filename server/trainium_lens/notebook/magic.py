@@ -48,7 +48,12 @@ def magic(line: str, body: str | None = None) -> None:
         else:
             code = cells.compile_statement(shell, cell, statement)
             what = f"`{statement.strip()}`"
-        run = profile_cell(shell, cell, code, options)
+        loop = (
+            options.loop
+            if options.loop is not None
+            else statement is None and cells.loops_over_steps(body or "")
+        )
+        run = profile_cell(shell, cell, code, options, loop=bool(loop))
     except UserCodeFailed as failed:
         raise _as_users(shell, failed.error, failed.cell_file) from None
     except SyntaxError as exc:

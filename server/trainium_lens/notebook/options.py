@@ -12,8 +12,8 @@ from trainium_lens.harness.spec import BACKENDS
 from trainium_lens.model.script import parse_steps
 
 USAGE = (
-    "%%trainium_lens [--steps N:M] [--backend auto|neuron|cuda|cpu|xla] [--include PKG] "
-    "[--json PATH] [--no-store]"
+    "%%trainium_lens [--steps N:M] [--loop|--one-step] [--backend auto|neuron|cuda|cpu|xla] "
+    "[--include PKG] [--json PATH] [--no-store]"
 )
 
 
@@ -24,6 +24,8 @@ class CellOptions:
     json: str | None = None
     no_store: bool = False
     include: list[str] = field(default_factory=list)  # installed packages whose lines count
+    steps: tuple[int, int] | None = None  # --steps as given (a loop cell's own steps N..M)
+    loop: bool | None = None  # --loop / --one-step: the cell's kind as the user says; None: detected
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,6 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="PATH")
     p.add_argument("--no-store", action="store_true")
     p.add_argument("--include", action="append", default=[], metavar="PKG")
+    kind = p.add_mutually_exclusive_group()
+    kind.add_argument("--loop", dest="loop", action="store_const", const=True)
+    kind.add_argument("--one-step", dest="loop", action="store_const", const=False)
     return p
 
 
@@ -68,5 +73,11 @@ def parse(line: str) -> CellOptions:
     if bad:
         raise UsageError(f"--include takes a dotted package name, got {bad[0]!r}; usage: {USAGE}")
     return CellOptions(
-        backend=args.backend, protocol=protocol, json=args.json, no_store=args.no_store, include=args.include
+        backend=args.backend,
+        protocol=protocol,
+        json=args.json,
+        no_store=args.no_store,
+        include=args.include,
+        steps=parse_steps(args.steps) if args.steps else None,
+        loop=args.loop,
     )

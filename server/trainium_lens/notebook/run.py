@@ -27,8 +27,10 @@ from trainium_lens.harness.eager.in_process import (
     CellCall,
     CollectedEvents,
     InProcessJob,
+    LoopJob,
     ProfilerInCell,
     profile_callable,
+    profile_loop,
 )
 from trainium_lens.harness.events import HarnessError
 from trainium_lens.model.job import Job, new_batch_id, workspace_root_for
@@ -54,6 +56,8 @@ class UserCodeFailed(Exception):
 class CellRun:
     results: list[Result]
     calls: int  # how many times the cell's code ran
+    loop: tuple[int, int] | None  # a cell that loops over its steps: the steps N..M profiled
+    steps_made: int  # the steps its loop made (0 for a cell run as one step)
     workspace: Path
     stored: bool
     not_stored: str | None  # why the store refused, if it did
@@ -72,8 +76,14 @@ def workspace_of(shell: Any) -> Path:
 
 
 #: What torch's profiler library prints on the process's stderr at each start and stop
-#: (``USDT:… profiler_start``): a dozen lines under the cell that say nothing to the user.
-_PROFILER_LINE = re.compile(r"^(USDT|STAGE):\d{4}-\d\d-\d\d .*\.cpp:\d+\]")
+#: (``USDT:… profiler_start``): a dozen lines under the cell that say nothing to the user;
+#: and c10's note when the work step's memory recording starts inside a loop cell with
+#: tensors already allocated (``CPUAllocator.cpp``: their frees are not recorded, which
+#: the work figures do not need).
+_PROFILER_LINE = re.compile(
+    r"^(USDT|STAGE):\d{4}-\d\d-\d\d .*\.cpp:\d+\]"
+    r"|^\[W\d{4} [\d:.]+ CPUAllocator\.cpp:\d+\] Memory block of unknown size was allocated before"
+)
 
 
 @contextlib.contextmanager
@@ -104,8 +114,9 @@ def profiler_lines_dropped() -> Iterator[None]:
                 sys.stderr.write("".join(kept))
 
 
-def profile_cell(shell: Any, cell: Cell, code: CodeType, options: CellOptions) -> CellRun:
-    """The cell's code run repeatedly in ``shell.user_ns`` under the protocol; the
+def profile_cell(shell: Any, cell: Cell, code: CodeType, options: CellOptions, loop: bool = False) -> CellRun:
+    """The cell's code in ``shell.user_ns``: run repeatedly under the protocol (a cell
+    that is one step), or once with its loop's steps N..M profiled (``loop``); the
     analysed results, stored unless ``--no-store``. Raises ``UserCodeFailed`` with the
     user's exception when the cell raises, ``LensError`` for anything else."""
     workspace = workspace_of(shell)
@@ -114,26 +125,31 @@ def profile_cell(shell: Any, cell: Cell, code: CodeType, options: CellOptions) -
     run_dir = target.run_dir(Job(workspace=workspace, file=cell.rel, batch_id=batch_id))
     events = CollectedEvents()
     call = CellCall(code, shell.user_ns)
-    job = InProcessJob(
-        batch_id=batch_id,
-        workspace_root=str(workspace),
-        run_dir=str(run_dir),
-        rel_file=cell.rel,
-        name=CELL_FUNCTION,
-        first_line=cell.first,
-        last_line=cell.last,
-        backend=options.backend,
-        protocol=options.protocol,
-        cell_name=cell_names(cell.filename),
-        include=options.include,
-    )
+    steps = options.steps or (3, 5)  # ``run``'s default window
+    made = 0
     git = git_state(workspace)
     store = None if options.no_store else RunStore(workspace)
     not_stored = None
     with run_folder_removed_on_failure(target, workspace, batch_id):
         try:
             with profiler_lines_dropped():
-                document = profile_callable(call, job, events)
+                if loop:
+                    job = LoopJob(
+                        batch_id=batch_id,
+                        workspace_root=str(workspace),
+                        run_dir=str(run_dir),
+                        rel_file=cell.rel,
+                        first_line=cell.first,
+                        steps=steps,
+                        cell_name=cell_names(cell.filename),
+                        backend=options.backend,
+                        include=options.include,
+                    )
+                    document, made = profile_loop(code, shell.user_ns, job, events)
+                else:
+                    document = profile_callable(
+                        call, _job(cell, options, batch_id, workspace, run_dir), events
+                    )
         except HarnessError as exc:
             cause = exc.__context__
             if isinstance(cause, ProfilerInCell):
@@ -160,11 +176,29 @@ def profile_cell(shell: Any, cell: Cell, code: CodeType, options: CellOptions) -
         write_json(options.json, data)
     return CellRun(
         results,
-        call.calls,
+        1 if loop else call.calls,
+        steps if loop else None,
+        made,
         workspace,
         store is not None and not_stored is None,
         not_stored,
         events.warnings(),
+    )
+
+
+def _job(cell: Cell, options: CellOptions, batch_id: str, workspace: Path, run_dir: Path) -> InProcessJob:
+    return InProcessJob(
+        batch_id=batch_id,
+        workspace_root=str(workspace),
+        run_dir=str(run_dir),
+        rel_file=cell.rel,
+        name=CELL_FUNCTION,
+        first_line=cell.first,
+        last_line=cell.last,
+        backend=options.backend,
+        protocol=options.protocol,
+        cell_name=cell_names(cell.filename),
+        include=options.include,
     )
 
 
@@ -179,10 +213,19 @@ def _tables(run: CellRun) -> list[str]:
 
 
 def header(run: CellRun, what: str) -> list[str]:
-    head = [
-        f"trainium-lens: {what} ran {run.calls} times under the profiler's protocol "
-        f"(its side effects happened {run.calls} times; its variables are in the namespace)"
-    ]
+    if run.loop is not None:
+        n, m = run.loop
+        detector = next((r.script.detector for r in run.results if r.script is not None), "") or "optimizer"
+        head = [
+            f"trainium-lens: {what} ran once, its loop's own steps {n}..{m} profiled as `run` profiles "
+            f"a script's ({run.steps_made} {detector} steps made; its side effects happened once; "
+            "its variables are in the namespace)"
+        ]
+    else:
+        head = [
+            f"trainium-lens: {what} ran {run.calls} times under the profiler's protocol "
+            f"(its side effects happened {run.calls} times; its variables are in the namespace)"
+        ]
     if run.stored:
         head.append(f"stored in {run.workspace / '.trainium-lens' / 'runs'}")
     elif run.not_stored:

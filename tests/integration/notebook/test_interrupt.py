@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
@@ -45,7 +46,22 @@ def reply_to(kc: Any, msg_id: str, timeout: float = 120) -> dict:
             return msg["content"]
 
 
-def test_an_interrupt_stops_the_run_and_keeps_the_kernel(tmp_path: Path) -> None:
+# a loop cell interrupted inside its window (--steps 3:400: ~800 steps of 20 ms on the cpu clock)
+SLOW_LOOP = """\
+%%trainium_lens --steps 3:400
+for i in range(2000):
+    (x @ w).sum().backward()
+    opt.step()
+    time.sleep(0.02)"""
+LEFT = (
+    "from torch.optim import optimizer as _o\n"
+    "hooks = len(_o._global_optimizer_pre_hooks) + len(_o._global_optimizer_post_hooks)\n"
+    "print('step' in opt.__dict__, hooks)"
+)
+
+
+@pytest.mark.parametrize(("cell", "left"), [(SLOW, None), (SLOW_LOOP, "False 0\n")], ids=["one-step", "loop"])
+def test_an_interrupt_stops_the_run_and_keeps_the_kernel(tmp_path: Path, cell: str, left: str | None) -> None:
     work, kernels, cache = tmp_path / "work", tmp_path / "kernels" / "lens", tmp_path / "cache"
     work.mkdir()
     kernels.mkdir(parents=True)
@@ -64,9 +80,13 @@ def test_an_interrupt_stops_the_run_and_keeps_the_kernel(tmp_path: Path) -> None
     kc.start_channels()
     try:
         kc.wait_for_ready(timeout=120)
-        reply, _ = run(kc, "%load_ext trainium_lens\nimport sys, torch\nx = torch.randn(64, 64)")
+        reply, _ = run(
+            kc,
+            "%load_ext trainium_lens\nimport sys, time, torch\nx = torch.randn(64, 64)\n"
+            "w = torch.randn(64, 64, requires_grad=True)\nopt = torch.optim.SGD([w], lr=1e-3)",
+        )
         assert reply["status"] == "ok", reply
-        msg_id = kc.execute(SLOW)  # dozens of runs of 200 ms: ten seconds of protocol
+        msg_id = kc.execute(cell)  # ten seconds and more of protocol, or of the loop's window
         time.sleep(3.0)
         km.interrupt_kernel()
         reply = reply_to(kc, msg_id)
@@ -78,6 +98,9 @@ def test_an_interrupt_stops_the_run_and_keeps_the_kernel(tmp_path: Path) -> None
             "print(enabled, sys.getprofile(), float((x @ x).sum()) != 0)",
         )
         assert reply["status"] == "ok" and printed == "False None True\n", (reply, printed)
+        if left is not None:  # nothing of the loop's run left on the optimizer or in torch's hooks
+            reply, printed = run(kc, LEFT)
+            assert reply["status"] == "ok" and printed == left, (reply, printed)
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)

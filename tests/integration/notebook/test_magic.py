@@ -6,19 +6,20 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
-from ipykernel.compiler import get_tmp_hash_seed, murmur2_x86
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
-from nbclient import NotebookClient
 
-from tests.conftest import SERVER
-from trainium_lens.model.result import Result
+from tests.integration.notebook.kernel import (
+    cell_rel,
+    errors_of,
+    execute,
+    html_of,
+    line,
+    result_for,
+    text_of,
+)
 from trainium_lens.model.store import RunStore
 
 # A notebook as a user writes one: the model in one cell, its optimizer in the next,
@@ -78,66 +79,10 @@ CELLS = [
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def cell_rel(source: str) -> str:
-    """The name a result gives a cell: ipykernel's file name for its text (compiler.py)."""
-    return f"ipykernel-cell/{murmur2_x86(source, get_tmp_hash_seed())}.py"
-
-
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
     """The notebook executed once in a kernel running this interpreter."""
-    root = tmp_path_factory.mktemp("notebook")
-    work, kernels = root / "work", root / "kernels" / "lens"
-    work.mkdir()
-    kernels.mkdir(parents=True)
-    spec = {
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "lens",
-        "language": "python",
-        "env": {"PYTHONPATH": str(SERVER), "TRAINIUM_LENS_CACHE": str(root / "cache")},
-    }
-    (kernels / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
-    km = KernelManager(
-        kernel_name="lens", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(root / "kernels")])
-    )
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
-    client = NotebookClient(
-        nb, km=km, timeout=600, allow_errors=True, resources={"metadata": {"path": str(work)}}
-    )
-    client.execute()
-    return nb, work
-
-
-def text_of(nb: Any, source: str, name: str = "stdout") -> str:
-    """What the cell printed on ``name``; on stdout, its displayed plain text too."""
-    cell = next(c for c in nb.cells if c.source == source)
-    out = []
-    for o in cell.outputs:
-        if o.output_type == "stream" and o.name == name:
-            out.append(o.text)
-        elif o.output_type == "display_data" and name == "stdout":
-            out.append(o.data.get("text/plain", ""))
-    return "".join(out)
-
-
-def html_of(nb: Any, source: str) -> str:
-    cell = next(c for c in nb.cells if c.source == source)
-    return "".join(o.data.get("text/html", "") for o in cell.outputs if o.output_type == "display_data")
-
-
-def errors_of(nb: Any, source: str) -> list[Any]:
-    cell = next(c for c in nb.cells if c.source == source)
-    return [o for o in cell.outputs if o.output_type == "error"]
-
-
-def result_for(work: Path, source: str) -> Result:
-    found = [r for r in RunStore(work).load_all() if r.function.file == cell_rel(source)]
-    assert len(found) == 1, [r.function.file for r in RunStore(work).load_all()]
-    return found[0]
-
-
-def line(result: Result, file: str, number: int) -> Any:
-    return next(ln for ln in result.lines if ln.file == file and ln.line == number)
+    return execute(tmp_path_factory.mktemp("notebook"), CELLS)
 
 
 def test_the_cell_prints_its_table_and_how_many_times_it_ran(executed: tuple[Any, Path]) -> None:

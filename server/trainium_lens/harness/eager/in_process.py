@@ -9,10 +9,11 @@ uses; a subprocess would have none of them (docs/notebooks.md).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,18 +139,115 @@ class CellCall:
         if self.calls > 1:
             exec(self.code, self.namespace)
             return
-        from torch.autograd import profiler
-
-        start = profiler.profile._prepare_trace  # what every torch profiler's start runs
-
-        def refuse(*_args: Any, **_kwargs: Any) -> None:
-            raise ProfilerInCell(
-                "the cell starts torch.profiler itself: profile it without the magic, or "
-                "without its own profiler (two profilers at once end the kernel)"
-            )
-
-        profiler.profile._prepare_trace = refuse
-        try:
+        with profiler_refused(lambda: False):
             exec(self.code, self.namespace)
-        finally:
-            profiler.profile._prepare_trace = start
+
+
+@contextlib.contextmanager
+def profiler_refused(ours: Callable[[], bool]) -> Iterator[None]:
+    """Any torch profiler the cell starts raises ``ProfilerInCell`` before it starts,
+    unless ``ours()`` (the harness's own, started from a step boundary)."""
+    from torch.autograd import profiler
+
+    start = profiler.profile._prepare_trace  # what every torch profiler's start runs
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        if ours():
+            return start(*args, **kwargs)
+        raise ProfilerInCell(
+            "the cell starts torch.profiler itself: profile it without the magic, or "
+            "without its own profiler (two profilers at once end the kernel)"
+        )
+
+    profiler.profile._prepare_trace = refuse
+    try:
+        yield
+    finally:
+        profiler.profile._prepare_trace = start
+
+
+@dataclass
+class LoopJob:
+    """What a script spec would say, for a cell that loops over its own steps."""
+
+    batch_id: str
+    workspace_root: str
+    run_dir: str
+    rel_file: str  # the cell's name in results
+    first_line: int  # the magic's line: the result's function line
+    steps: tuple[int, int]  # the measured steps N..M of the cell's loop
+    cell_name: Callable[[str], str | None]
+    backend: str = "auto"
+    include: list[str] = field(default_factory=list)
+
+
+def profile_loop(code: Any, namespace: dict, job: LoopJob, events: CollectedEvents) -> tuple[dict, int]:
+    """The cell's code run once, its loop's steps N..M profiled as ``run`` profiles a
+    script's (``script/in_cell.py``); the batch document and the steps it made. The
+    user's error raises ``HarnessError`` (kind ``user_code``, its ``__context__`` the
+    user's exception); a loop with too few steps, ``HarnessError`` kind ``too_few_steps``."""
+    import sys
+
+    try:
+        import torch
+    except ImportError as exc:
+        raise HarnessError(
+            "torch_missing", f"torch is not importable in this kernel ({sys.executable}): {exc}"
+        ) from None
+
+    from trainium_lens.harness.runtime.choose import choose
+    from trainium_lens.harness.script.hooks import time_data_loader
+    from trainium_lens.harness.script.in_cell import CellLoopRun, run_cell
+    from trainium_lens.harness.spec import ScriptSpec
+
+    backend = choose(torch, job.backend)
+    if backend.name == "xla":  # torch-xla's window (script/xla_run.py) is not armed in a kernel yet
+        raise HarnessError("unsupported", "a cell that loops over its own steps is not profiled on xla yet")
+    for note in backend.notes:
+        events.warning(note)
+    spec = ScriptSpec(
+        batch_id=job.batch_id,
+        workspace_root=os.path.realpath(job.workspace_root),
+        run_dir=job.run_dir,
+        command=("%%trainium_lens",),
+        script_rel=job.rel_file,
+        main_line=job.first_line,
+        steps=job.steps,
+        backend=job.backend,
+        include=tuple(job.include),
+    )
+    os.makedirs(job.run_dir, exist_ok=True)
+    run = CellLoopRun(spec, events, backend, job.cell_name)
+    if not run.arm():
+        raise HarnessError("aside", "the cell's steps could not be watched")
+    run.say_armed()
+    undo = time_data_loader(run)
+    try:
+        with profiler_refused(lambda: run.busy):
+            try:
+                run_cell(code, namespace)
+            except Exception as exc:
+                run.stop(keep=False)
+                raise run.user.error_from(exc, "user_code", "the cell") from None
+            except BaseException:  # a kernel interrupt: the profiler stopped, nothing kept
+                run.stop(keep=False)
+                raise
+        run.stop(keep=True)
+    finally:
+        undo()
+    if run.batch is None:
+        raise HarnessError("too_few_steps", _too_few(run))
+    # as the harness's batch.json reads back (torch's version string is a str subclass)
+    return json.loads(json.dumps(run.batch)), run.step
+
+
+def _too_few(run: Any) -> str:
+    n, m = run.first, run.last_measured
+    if run.step == 0:
+        return f"the cell ran once and made no step (tried: {', '.join(run.detector.tried)}); nothing stored"
+    twins = "" if run.window_last == m else " (each measured step with its unlabelled twin on the cpu clock)"
+    return (
+        f"the cell ran once and its loop made {run.step} {run.detector_name or 'optimizer'} steps; "
+        f"--steps {n}:{m} needs {run.window_last}{twins}: loop longer, or ask for fewer steps "
+        "(a cell that is one step: --one-step); nothing stored"
+    )

@@ -37,6 +37,8 @@ import torch
 from trainium_lens.harness.attribution.kinds import CLOSURE_RANGE
 from trainium_lens.harness.script.frameworks import unwatch_frameworks, watch_frameworks
 
+_NONE = object()  # the optimizer had no ``step`` of its own (the class's ran)
+
 
 class Detector:
     def __init__(
@@ -63,6 +65,7 @@ class Detector:
         self._micro = 0
         self._calls = 0  # AcceleratedOptimizer.step calls since the last update (frameworks.py)
         self.active = True  # False once removed: the wrapper left on an optimizer passes calls through
+        self._unwrapped: tuple[Any, Any] | None = None  # (optimizer, its own ``step`` before _wrap)
 
     def install(self) -> None:
         if self.step_on:
@@ -140,7 +143,24 @@ class Detector:
             return out
 
         step._trainium_lens = True  # type: ignore[attr-defined]
+        self._unwrapped = (optimizer, optimizer.__dict__.get("step", _NONE))
         optimizer.step = types.MethodType(step, optimizer)
+
+    def unwrap(self) -> None:
+        """The counted optimizer's ``step`` as it was before ``_wrap``, where ours is
+        still the one on the instance (a scheduler built since wraps ours: left as it
+        is, its boundary then a no-op). A notebook kernel keeps the optimizer after the
+        cell (``in_cell.py``); a script's process ends with it."""
+        held, self._unwrapped = self._unwrapped, None
+        if held is None:
+            return
+        optimizer, before = held
+        if not getattr(optimizer.__dict__.get("step"), "_trainium_lens", False):
+            return
+        if before is _NONE:
+            del optimizer.step
+        else:
+            optimizer.step = before
 
     def _optimizer_boundary(self) -> None:
         # accelerate's AcceleratedOptimizer.step, called on every micro-batch, steps the

@@ -11,6 +11,7 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 
@@ -18,13 +19,14 @@ def never() -> None:  # a code object no frame runs: the labels' chain walks to 
     pass
 
 
-def time_data_loader(run: Any) -> None:
+def time_data_loader(run: Any) -> Callable[[], None]:
     """Time every DataLoader ``__next__`` of the script's own process (not the
-    harness's work at a boundary), summed per step, with the line that asked."""
+    harness's work at a boundary), summed per step, with the line that asked. Returns
+    what undoes it (a notebook kernel lives on after its cell: ``in_cell.py``)."""
     try:
         from torch.utils.data.dataloader import _BaseDataLoaderIter
     except ImportError:
-        return
+        return lambda: None
     original = _BaseDataLoaderIter.__next__
 
     def timed(self: Any) -> Any:
@@ -40,6 +42,12 @@ def time_data_loader(run: Any) -> None:
                 run.data_site = (caller.f_code.co_filename, caller.f_lineno)
 
     _BaseDataLoaderIter.__next__ = timed
+
+    def undo() -> None:
+        if _BaseDataLoaderIter.__next__ is timed:
+            _BaseDataLoaderIter.__next__ = original
+
+    return undo
 
 
 def watch_own_profilers(run: Any) -> None:

@@ -94,6 +94,19 @@ class ScriptRun:
 
     # -- setup ------------------------------------------------------------------
     def install(self) -> None:
+        if not self.arm():
+            return
+        time_data_loader(self)
+        watch_own_profilers(self)
+        atexit.register(self._at_exit)
+        chain_excepthook(self)
+        self.say_armed()
+
+    def arm(self) -> bool:
+        """The step hooks and what the window needs; False when the script runs on
+        unprofiled (said in an ``aside``). What only a whole process may take (its
+        exit, its excepthook) is ``install``'s: a notebook cell's loop arms this part
+        only (``in_cell.py``)."""
         include = []
         for name in self.spec.include:
             found = resolve_include(name)
@@ -111,14 +124,13 @@ class ScriptRun:
             self.detector.install()
         except ValueError as exc:  # a --step-on that names nothing: the script runs on, unprofiled
             self.events.emit("aside", why=str(exc))
-            return
+            return False
         self.delay = RunQueueDelay()
         if self.first <= 2:
             self.optimizers.watch()
-        time_data_loader(self)
-        watch_own_profilers(self)
-        atexit.register(self._at_exit)
-        chain_excepthook(self)
+        return True
+
+    def say_armed(self) -> None:
         self.events.emit(
             "armed",
             backend=self.backend.name,
@@ -339,15 +351,21 @@ class ScriptRun:
         return profiled_document(self, wall)
 
     # -- writing --------------------------------------------------------------------
-    def _write(self) -> None:
+    def _batch(self) -> dict | None:
+        """The batch of the window's result with the reference timed so far; once."""
         if self.written or self.doc is None:
-            return
+            return None
         self.written = True
         before, after = self.reference_steps()
         wall = before + after
         doc = self._document(wall)
         doc["totals"]["wall_us_median"] = statistics.median(wall) if wall else None
-        batch = build.batch_document(self.spec.batch_id, [doc])
+        return build.batch_document(self.spec.batch_id, [doc])
+
+    def _write(self) -> None:
+        batch = self._batch()
+        if batch is None:
+            return
         path = os.path.join(self.run_dir, "batch.json")
         write_json_atomic(path, batch, indent=1)
         self.events.emit("result", path=os.path.abspath(path), steps=self.step, **self.events.place)

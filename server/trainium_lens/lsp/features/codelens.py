@@ -6,6 +6,9 @@ with two runs, "Compare with previous"; "Timeline" (and "Neuron Explorer" for a
 Neuron run) opened on the function's hottest line. While a run is in flight the first
 lens says so.
 
+A notebook cell with runs of its own (``%%trainium_lens``) gets the headline,
+"Timeline" and "Compare with previous" on the magic's line.
+
 A script (a file with ``if __name__ == "__main__":``) gets "▶ Profile Script on
 Trainium" on that line: the client's *Profile Script…* command, which finds the
 launch.json configuration's args, env and cwd and asks ``trainiumLens.runScript``.
@@ -17,7 +20,8 @@ from lsprotocol import types
 
 from trainium_lens.lsp import command_ids
 from trainium_lens.lsp.present import format as fmt
-from trainium_lens.lsp.state import SCRIPT, LensServer
+from trainium_lens.lsp.runs import DocumentRuns
+from trainium_lens.lsp.state import CELL_SCHEME, SCRIPT, LensServer
 from trainium_lens.model.result import Result
 
 SHOW = command_ids.SHOW_RESULTS
@@ -30,6 +34,8 @@ def lenses(ls: LensServer, uri: str) -> list[types.CodeLens]:
     runs = ls.document_runs(uri)
     if runs is None:
         return []
+    if uri.startswith(CELL_SCHEME + ":"):
+        return _cell_lenses(ls, uri, runs)
     lines, _ = ls.doc_lines(uri)
     try:
         marked = find_marked("\n".join(lines))
@@ -50,24 +56,47 @@ def lenses(ls: LensServer, uri: str) -> list[types.CodeLens]:
                 range=where, command=types.Command(title=title, command=command_ids.PROFILE, arguments=[arg])
             )
         )
-        history = histories.get(m.name, [])
-        if history:
-            out.append(
-                types.CodeLens(
-                    range=where,
-                    command=types.Command(title=fmt.headline(history[-1]), command=SHOW, arguments=[arg]),
-                )
+        out.extend(_history_lenses(ls, uri, where, arg, histories.get(m.name, [])))
+    return out
+
+
+def _history_lenses(
+    ls: LensServer, uri: str, where: types.Range, arg: dict, history: list[Result]
+) -> list[types.CodeLens]:
+    """The headline of the latest run, its Timeline (and Neuron Explorer), and with two
+    runs "Compare with previous"."""
+    if not history:
+        return []
+    out = [
+        types.CodeLens(
+            range=where,
+            command=types.Command(title=fmt.headline(history[-1]), command=SHOW, arguments=[arg]),
+        )
+    ]
+    out.extend(_trace_lenses(ls, uri, history[-1], where))
+    if len(history) >= 2:
+        out.append(
+            types.CodeLens(
+                range=where,
+                command=types.Command(
+                    title="Compare with previous", command=command_ids.COMPARE, arguments=[arg]
+                ),
             )
-            out.extend(_trace_lenses(ls, uri, history[-1], where))
-        if len(history) >= 2:
-            out.append(
-                types.CodeLens(
-                    range=where,
-                    command=types.Command(
-                        title="Compare with previous", command=command_ids.COMPARE, arguments=[arg]
-                    ),
-                )
-            )
+        )
+    return out
+
+
+def _cell_lenses(ls: LensServer, uri: str, runs: DocumentRuns) -> list[types.CodeLens]:
+    """A notebook cell has no marker and no main guard (and its ``%%`` line does not
+    parse): the runs of the cell itself (``%%trainium_lens``'s results name the cell by
+    its text, their function line the magic's) get their lenses on the magic's line."""
+    out = []
+    for name, history in runs.index.functions(runs.file).items():
+        line = max(0, history[-1].function.line - 1)
+        where = types.Range(
+            start=types.Position(line=line, character=0), end=types.Position(line=line, character=0)
+        )
+        out.extend(_history_lenses(ls, uri, where, {"uri": uri, "function": name}, history))
     return out
 
 
