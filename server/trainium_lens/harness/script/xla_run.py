@@ -34,7 +34,7 @@ from trainium_lens.harness.eager import steady
 from trainium_lens.harness.script.document import add_script_fields, function_of
 from trainium_lens.harness.script.hooks import never
 from trainium_lens.harness.script.session import ScriptRun
-from trainium_lens.harness.xla import result
+from trainium_lens.harness.xla import debug_log, result
 from trainium_lens.harness.xla.tags import StepTagger, TagTable
 from trainium_lens.harness.xla.xplane import STEP_MARKER
 
@@ -79,6 +79,11 @@ class XlaScriptRun(ScriptRun):
         self.graphs: list[int] = []
         self.executed0 = 0
         self.xla_warnings: list[str] = []
+        # torch-xla's execution log (xla/debug_log.py), where the tool set it: its offset
+        # at the end of each step from the one before the window on
+        ours = os.environ.get(debug_log.OURS)
+        self.xla_log = ours if ours and os.environ.get(debug_log.FILE) == ours else None
+        self.log_marks: dict[int, int] = {}
         self._wrap_sync()
 
     # -- where a step ends --------------------------------------------------------
@@ -140,6 +145,8 @@ class XlaScriptRun(ScriptRun):
 
     # -- the steps around the window --------------------------------------------
     def _on_step(self, detector: str) -> None:
+        if self.step + 1 >= self.first - 1:  # the script's sync has run the step's graphs
+            self.log_marks[self.step + 1] = debug_log.offset(self.xla_log)
         counted = len(self.before) + len(self.after)
         super()._on_step(detector)
         k = self.step
@@ -220,6 +227,9 @@ class XlaScriptRun(ScriptRun):
         self.xla_warnings = result.warnings_of(
             self.captured, self.views, self.backend, self.tagger, "the script"
         )
+        disagreement = debug_log.disagreement(self._cross_check())
+        if disagreement:
+            self.xla_warnings.append(disagreement)
         for w in self.xla_warnings:
             self.events.warning(w)
         self.doc = self._document([])
@@ -247,6 +257,22 @@ class XlaScriptRun(ScriptRun):
         )
         add_script_fields(self, doc)
         doc["script"]["reference_compiled"] = self.compiled_reference
+        doc["script"]["xla_log"] = self._cross_check()
         if wall:
             doc["totals"]["wall_us_median"] = statistics.median(wall)
         return doc
+
+    def _cross_check(self) -> dict:
+        """The steps found against torch-xla's own log of executions (``xla/debug_log.py``)."""
+        if self.xla_log is None:
+            return debug_log.counted(self.graphs, f"{debug_log.LEVEL} is the script's own: its log left as it set it")
+        marks = self.log_marks
+        window = range(self.first, self.window_last + 1)
+        if any(k - 1 not in marks or k not in marks for k in window):
+            return debug_log.counted(self.graphs, "a step of the window was not marked in the log")
+        try:
+            steps = [debug_log.executions(self.xla_log, marks[k - 1], marks[k]) for k in window]
+            steady = debug_log.executions(self.xla_log, marks[self.first - 1], marks[max(marks)])
+        except OSError as exc:
+            return debug_log.counted(self.graphs, f"torch-xla's log unread ({exc.strerror})")
+        return debug_log.cross_check(steps, steady)
