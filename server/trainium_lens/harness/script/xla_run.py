@@ -265,7 +265,8 @@ class XlaScriptRun(ScriptRun):
     def _cross_check(self) -> dict:
         """The steps found against torch-xla's own log of executions (``xla/debug_log.py``)."""
         if self.xla_log is None:
-            return debug_log.counted(self.graphs, f"{debug_log.LEVEL} is the script's own: its log left as it set it")
+            why = f"{debug_log.LEVEL} is the script's own: its log left as it set it"
+            return debug_log.counted(self.graphs, why)
         marks = self.log_marks
         window = range(self.first, self.window_last + 1)
         if any(k - 1 not in marks or k not in marks for k in window):

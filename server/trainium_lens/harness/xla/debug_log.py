@@ -28,7 +28,9 @@ from typing import Any
 LEVEL, FILE, OLD = "PT_XLA_DEBUG_LEVEL", "PT_XLA_DEBUG_FILE", "PT_XLA_DEBUG"
 OURS = "TRAINIUM_LENS_XLA_DEBUG_FILE"  # the file we set: a child (a torchrun worker) re-arms its own
 
-_BLOCK = re.compile(r"Execution Analysis: Execution Cause\n((?:Execution Analysis: .*\n)*?)Execution Analysis: -{10}")
+_BLOCK = re.compile(
+    r"Execution Analysis: Execution Cause\n((?:Execution Analysis: .*\n)*?)Execution Analysis: -{10}"
+)
 _CAUSE = re.compile(r"Execution Analysis:   (.+)")
 _HASH = re.compile(r"Graph Hash: ([0-9a-f]+)")
 
@@ -118,7 +120,7 @@ def disagreement(check: dict) -> str | None:
     if check.get("source") == "metrics":
         return f"the steps found ran different numbers of graphs ({found}): a step may not be one update"
     if check.get("period") is None:
-        return "torch-xla's execution log shows no repeating pattern of graphs: the steps found are not checked"
+        return "torch-xla's execution log shows no repeating pattern of graphs: the steps are not checked"
     return (
         f"torch-xla's execution log repeats every {check['period']} graphs, but the steps found ran "
         f"{found}: a step found may not be one turn of the script's loop"

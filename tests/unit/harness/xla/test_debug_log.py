@@ -55,8 +55,8 @@ def test_steps_found_as_one_update_each_agree_and_cut_elsewhere_do_not() -> None
 
 def test_the_users_own_settings_stand_and_a_worker_writes_its_own_file(tmp_path: Path) -> None:
     for own in ({"PT_XLA_DEBUG_LEVEL": "1"}, {"PT_XLA_DEBUG": "1"}, {"PT_XLA_DEBUG_FILE": "/x"}):
-        env = dict(own)
-        assert debug_log.arm(str(tmp_path), env) is None and env == own
+        users = dict(own)
+        assert debug_log.arm(str(tmp_path), users) is None and users == own
     env: dict[str, str] = {}
     path = debug_log.arm(str(tmp_path), env)
     assert path and env["PT_XLA_DEBUG_LEVEL"] == "2" and env["PT_XLA_DEBUG_FILE"] == path
