@@ -182,3 +182,39 @@ def test_every_step_shape_is_profiled_and_the_script_trains_to_its_end(loop_run)
     assert lines[("train_xla.py", line)]["self_time_us"] > 0
     assert r["totals"]["optimizer_time_us"] > 0
     assert not left_running(str(out.parent / "cache"))
+
+
+@needs_xla
+def test_with_neither_optimizer_nor_module_the_logs_repeating_pattern_is_the_step(tmp_path: Path) -> None:
+    """``tests/data/scripts/xla_functional.py``: two graphs per batch, each cut by
+    ``xm.mark_step()``, no optimizer, no ``nn.Module``: no hook of the detector fires, and
+    torch-xla's execution log (``harness/xla/debug_log.py``) finds the step, both graphs in it."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    shutil.copy(DATA / "scripts" / "xla_functional.py", ws)
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    out = tmp_path / "out.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "server"), "TRAINIUM_LENS_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainium_lens", "run", "--no-store", "--backend", "xla", "--steps", "3:5"]
+        + ["--json", str(out), "--", str(XLA_PY), "xla_functional.py"],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "batch 13:" in proc.stdout  # the script's own end
+    doc = json.loads(out.read_text())
+    r = doc["results"][0] if "results" in doc else doc
+    assert r["script"]["detector"] == "xla-log" and r["totals"]["steps"] == 3
+    assert r["signals"]["graphs_per_step"] == 2
+    check = r["script"]["xla_log"]
+    assert check["period"] == 2 and check["agrees"] and check["graphs_per_step"] == [2, 2, 2]
+    lines = {s["line"]: s for s in r["lines"] if s["file"] == "xla_functional.py"}
+    layers = line_of(ws / "xla_functional.py", "y = torch.relu(x @ w1) @ w2")
+    # both matmuls of each step: 2·64·256·512 FLOPs each
+    assert lines[layers]["self_time_us"] > 0 and lines[layers]["flops"] == 2 * (2 * 64 * 256 * 512)
+    assert lines[line_of(ws / "xla_functional.py", "score = (y * y).mean()")]["self_time_us"] > 0
+    assert not left_running(str(tmp_path / "cache"))

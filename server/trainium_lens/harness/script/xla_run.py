@@ -84,6 +84,12 @@ class XlaScriptRun(ScriptRun):
         ours = os.environ.get(debug_log.OURS)
         self.xla_log = ours if ours and os.environ.get(debug_log.FILE) == ours else None
         self.log_marks: dict[int, int] = {}
+        # with neither optimizer nor module forward found, the log's repeating pattern is the step
+        self.finder = (
+            debug_log.StepFinder(self.xla_log, self.backend.executions)
+            if self.xla_log and not self.spec.step_on
+            else None
+        )
         self._wrap_sync()
 
     # -- where a step ends --------------------------------------------------------
@@ -110,7 +116,10 @@ class XlaScriptRun(ScriptRun):
             # first sync, whoever calls it: only its start marks the step (xla/result.py).
             run._close_scope()
             if run.pending is None or run.busy or run.aside:
-                return original(*args, **kwargs)
+                out = original(*args, **kwargs)
+                if run.finder is not None and not run.busy and not run.aside:
+                    run._log_sync()
+                return out
             out = original(*args, **kwargs)
             run._step_ended()
             return out
@@ -118,6 +127,20 @@ class XlaScriptRun(ScriptRun):
         sync.__wrapped__ = original  # type: ignore[attr-defined]
         module.sync = sync
         torch_xla.sync = sync
+
+    def _log_sync(self) -> None:
+        """After a sync no detector's step waited for: the log's pattern may be the step."""
+        finder = self.finder
+        assert finder is not None
+        if self.detector_name not in (None, debug_log.FINDER):
+            self.finder = None  # the optimizer's or the forward's steps count
+            return
+        if finder.turn_ended():
+            if self.detector_name is None:  # from now on the detector's hooks end no step
+                self.detector.framework = debug_log.FINDER
+            ScriptRun._boundary(self, debug_log.FINDER)
+        elif finder.gave_up():
+            self.finder = None
 
     def _boundary(self, detector: str) -> None:
         if os.getpid() != self.pid or self.busy or self.aside:

@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 LEVEL, FILE, OLD = "PT_XLA_DEBUG_LEVEL", "PT_XLA_DEBUG_FILE", "PT_XLA_DEBUG"
 OURS = "TRAINIUM_LENS_XLA_DEBUG_FILE"  # the file we set: a child (a torchrun worker) re-arms its own
+FINDER = "xla-log"  # the detector's name when the log's pattern finds the steps
+TURNS = 3  # turns of a pattern seen before it is taken as the step
+GIVE_UP = 64  # executions read without a pattern (or a detector's step): the finder stops
 
 _BLOCK = re.compile(
     r"Execution Analysis: Execution Cause\n((?:Execution Analysis: .*\n)*?)Execution Analysis: -{10}"
@@ -100,6 +103,48 @@ def cross_check(steps: Sequence[Sequence[tuple[str, str]]], steady: Sequence[tup
     turn = hashes[:p]
     doc["agrees"] = all([h for _c, h in s] == turn for s in steps)
     return doc
+
+
+class StepFinder:
+    """The step of a script with neither optimizer nor module forward (a functional loop,
+    ``xm.mark_step()`` after each batch): once the log's last ``TURNS`` turns of some pattern
+    repeat, a step ends at every sync that completes a turn from there. The log is read after
+    each of the script's syncs until the pattern is known (about 1 KB a graph), the graphs
+    counted by torch-xla's metrics from then on."""
+
+    def __init__(self, path: str, executed: Callable[[], int]):
+        """``executed``: graphs torch-xla has executed so far (its metrics: once the pattern
+        is known, counting is enough, and costs no read of the log)."""
+        self.path = path
+        self.executed = executed
+        self.at = offset(path)
+        self.hashes: list[str] = []
+        self.period: int | None = None
+        self.counted = 0  # ``executed()`` where the last turn ended
+
+    def turn_ended(self) -> bool:
+        if self.period is not None:
+            n = self.executed()
+            if n - self.counted >= self.period:
+                self.counted += self.period
+                return True
+            return False
+        end = offset(self.path)
+        try:
+            new = [h for _c, h in executions(self.path, self.at, end)]
+        except OSError:
+            new = []
+        self.at = end
+        self.hashes.extend(new)
+        for p in range(1, len(self.hashes) // TURNS + 1) if new else ():
+            if period(self.hashes[-TURNS * p :]) == p:
+                self.period = p
+                self.counted = self.executed()
+                return True  # the third turn ends here
+        return False
+
+    def gave_up(self) -> bool:
+        return self.period is None and len(self.hashes) >= GIVE_UP
 
 
 def counted(graphs: Sequence[int], why: str) -> dict:

@@ -72,3 +72,41 @@ def test_the_metrics_fallback_counts_graphs_per_step() -> None:
     assert debug_log.counted([3, 3, 3], "why")["agrees"]
     uneven = debug_log.counted([3, 2, 3], "why")
     assert not uneven["agrees"] and "different numbers of graphs" in (debug_log.disagreement(uneven) or "")
+
+
+def test_the_finder_takes_the_third_turn_of_a_pattern_as_a_step_then_counts_turns(tmp_path: Path) -> None:
+    """The real log written block by block, as the script's syncs write it: the first update
+    (its optimizer graph its own) is no turn; the pattern of 3 is taken at the end of the
+    third turn after it, and every 3 graphs executed from there end a step."""
+    text = LOG.read_text()
+    starts = [i for i in range(len(text)) if text.startswith("Execution Analysis: ====", i)][::2]
+    log = tmp_path / "x.log"
+    log.write_text("")
+    executed = {"n": 0}
+    finder = debug_log.StepFinder(str(log), lambda: executed["n"])
+    ended = []
+    for k, start in enumerate(starts):
+        stop = starts[k + 1] if k + 1 < len(starts) else len(text)
+        with log.open("a") as f:
+            f.write(text[start:stop])
+        executed["n"] += 1
+        if finder.turn_ended():
+            ended.append(k + 1)  # executions so far
+    assert finder.period == 3
+    assert ended == [12, 15]  # 3 (first update) + 3 turns; then one more turn
+    assert not finder.gave_up()
+
+
+def test_the_finder_gives_up_on_a_log_that_never_repeats(tmp_path: Path) -> None:
+    log = tmp_path / "x.log"
+    finder = debug_log.StepFinder(str(log), lambda: 0)
+    block = (
+        f"Execution Analysis: {'=' * 80}\n"
+        "Execution Analysis: Execution Cause\nExecution Analysis:   user torch_xla.sync\n"
+        "Execution Analysis: Graph Info: \nExecution Analysis:   Graph Hash: {h}\n"
+        f"Execution Analysis: {'-' * 80}\n"
+    )
+    with log.open("a") as f:
+        for i in range(debug_log.GIVE_UP):
+            f.write(block.format(h=f"{i:032x}"))
+    assert not finder.turn_ended() and finder.period is None and finder.gave_up()
