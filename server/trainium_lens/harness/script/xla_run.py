@@ -84,6 +84,7 @@ class XlaScriptRun(ScriptRun):
         ours = os.environ.get(debug_log.OURS)
         self.xla_log = ours if ours and os.environ.get(debug_log.FILE) == ours else None
         self.log_marks: dict[int, int] = {}
+        self.checked: dict | None = None  # the cross-check, made before the log is retired
         # with neither optimizer nor module forward found, the log's repeating pattern is the step
         self.finder = (
             debug_log.StepFinder(self.xla_log, self.backend.executions)
@@ -285,8 +286,17 @@ class XlaScriptRun(ScriptRun):
             doc["totals"]["wall_us_median"] = statistics.median(wall)
         return doc
 
+    def _write(self) -> None:
+        super()._write()
+        if self.xla_log is not None:  # the check is made (the finder counts with the metrics)
+            self.checked = self._cross_check()
+            debug_log.retire(self.xla_log)
+            self.xla_log = None
+
     def _cross_check(self) -> dict:
         """The steps found against torch-xla's own log of executions (``xla/debug_log.py``)."""
+        if self.checked is not None:
+            return self.checked
         if self.xla_log is None:
             why = f"{debug_log.LEVEL} is the script's own: its log left as it set it"
             return debug_log.counted(self.graphs, why)

@@ -52,6 +52,21 @@ def arm(run_dir: str, environ: Any = os.environ) -> str | None:
     return path
 
 
+def retire(path: str) -> None:
+    """The tool is done with the log: torch-xla opens the file for each block, so a link to
+    ``/dev/null`` in its place ends its growth (a long job writes about 1 KB a graph) and
+    keeps the blocks off the user's terminal. The blocks written so far are dropped."""
+    link = f"{path}.retired"
+    try:
+        os.symlink(os.devnull, link)
+        os.replace(link, path)
+    except OSError:
+        try:
+            os.remove(link)
+        except OSError:
+            pass
+
+
 def offset(path: str | None) -> int:
     """How far the log is written (a step boundary's mark; 0 when none)."""
     if path is None:

@@ -110,3 +110,15 @@ def test_the_finder_gives_up_on_a_log_that_never_repeats(tmp_path: Path) -> None
         for i in range(debug_log.GIVE_UP):
             f.write(block.format(h=f"{i:032x}"))
     assert not finder.turn_ended() and finder.period is None and finder.gave_up()
+
+
+def test_a_retired_log_grows_no_more(tmp_path: Path) -> None:
+    """torch-xla opens the file for each block (checked: a removed log is made again at the
+    next execution): once retired, what it appends goes nowhere."""
+    log = tmp_path / "xla-executions-1.log"
+    log.write_text(LOG.read_text())
+    debug_log.retire(str(log))
+    with open(log, "a") as f:  # as torch-xla appends each block
+        f.write(LOG.read_text())
+    assert log.is_symlink() and debug_log.offset(str(log)) == 0 and debug_log.executions(str(log)) == []
+    assert not (tmp_path / "xla-executions-1.log.retired").exists()
