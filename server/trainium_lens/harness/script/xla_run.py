@@ -288,6 +288,7 @@ class XlaScriptRun(ScriptRun):
 
     def _write(self) -> None:
         super()._write()
+        self.finder = None  # as the detector's hooks: no step is counted after the result
         if self.xla_log is not None:  # the check is made (the finder counts with the metrics)
             self.checked = self._cross_check()
             debug_log.retire(self.xla_log)
