@@ -116,6 +116,7 @@ QUIET_FILES = frozenset(
 XLA_FILES = frozenset(
     {
         "tests/integration/cli/test_run_xla.py",
+        "tests/integration/cli/test_run_xla_trainer.py",
         "tests/integration/harness/test_xla_backend.py",
         "tests/integration/harness/test_xla_device.py",
         "tests/integration/harness/test_xla_nanogpt.py",

@@ -80,6 +80,28 @@ class LibraryFile:
 
 
 @dataclass
+class XlaGraph:
+    """One graph of the step torch-xla's execution log repeats."""
+
+    hash: str = ""  # the log's graph hash, cut to 12 hex digits
+    cause: str = ""  # what executed it ("user torch_xla.sync", "torch_xla.sync in parallel loader …")
+
+
+@dataclass
+class XlaStepCheck:
+    """The steps found against torch-xla's own log of executions
+    (``harness/xla/debug_log.py``): ``PT_XLA_DEBUG_LEVEL=2`` to a file, or, where the
+    script sets that variable itself, the graphs counted per step by its metrics."""
+
+    source: str = ""  # "PT_XLA_DEBUG_LEVEL=2" | "metrics"
+    graphs_per_step: list[int] = field(default_factory=list)  # each measured step's executions
+    period: int | None = None  # the log's repeating pattern: graphs per turn
+    pattern: list[XlaGraph] = field(default_factory=list)
+    agrees: bool = False  # each step found is one turn of the pattern
+    why: str | None = None  # why the metrics were used
+
+
+@dataclass
 class ScriptRun:
     """A ``trainium-lens run`` result: the unmodified command whose steps were
     profiled (``harness/script/``); ``None`` for a marked function."""
@@ -102,3 +124,4 @@ class ScriptRun:
     data_wait_us: float | None = None
     data_file: str | None = None
     data_line: int | None = None
+    xla_log: XlaStepCheck | None = None  # the xla backend's cross-check of the steps

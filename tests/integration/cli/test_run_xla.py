@@ -142,11 +142,12 @@ def test_a_torch_xla_script_without_backend_xla_says_so_and_runs_to_its_end(tmp_
 @pytest.fixture(scope="module", params=["step", "mark_step", "nxd"])
 def loop_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple:
     """The same loop ending its steps another way torch-xla's docs write: the body inside
-    ``with torch_xla.step():`` (which syncs on entry and on exit), data-parallel as
-    ``xm.optimizer_step(optimizer)`` + ``xm.mark_step()`` under ``torchrun --nproc-per-node 2``,
-    or NxD's: a ``MpDeviceLoader`` syncing at each batch, 2 batches per update, ``xm.mark_step()``
-    before the optimizer's step (its graph runs at the loader's next batch), the optimizer
-    wrapped by a stand-in for NxD's ``NxDOptimizer`` (never ran ``Optimizer.__init__``)."""
+    ``with torch_xla.step():`` (which syncs on entry and on exit), with the user's own
+    ``PT_XLA_DEBUG_LEVEL=1`` set; data-parallel as ``xm.optimizer_step(optimizer)`` +
+    ``xm.mark_step()`` under ``torchrun --nproc-per-node 2``; or NxD's, under torchrun too: a
+    ``MpDeviceLoader`` syncing at each batch, 2 batches per update, ``xm.mark_step()`` before
+    the optimizer's step (its graph runs at the loader's next batch), the optimizer wrapped by a
+    stand-in for NxD's ``NxDOptimizer`` (never ran ``Optimizer.__init__``)."""
     tmp = tmp_path_factory.mktemp(f"xla-{request.param}")
     ws = tmp / "nanogpt"
     shutil.copytree(NANOGPT, ws)
@@ -154,8 +155,10 @@ def loop_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     out = tmp / "out.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "server"), "TRAINIUM_LENS_CACHE": str(tmp / "cache")}
     launch = [str(XLA_PY)]
-    if request.param == "mark_step":
+    if request.param in ("mark_step", "nxd"):
         launch = [str(XLA_PY.parent / "torchrun"), "--nproc-per-node", "2"]
+    if request.param == "step":  # the user's own torch-xla debug log: theirs, on their terminal
+        env["PT_XLA_DEBUG_LEVEL"] = "1"
     accumulate = ["--grad-accum", "2"] if request.param == "nxd" else []
     proc = subprocess.run(
         [
@@ -185,7 +188,7 @@ def test_every_step_shape_is_profiled_and_the_script_trains_to_its_end(loop_run)
     loop, proc, out, ws = loop_run
     # the script's own output to its last step, its own status: the tool broke nothing
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    ranks = 2 if loop == "mark_step" else 1
+    ranks = 1 if loop == "step" else 2
     assert proc.stdout.count("iter 7: loss") == ranks  # nxd: iter counts updates, 16 batches
     assert "calls no torch_xla.sync()" not in proc.stderr  # its own syncs end its steps
     doc = json.loads(out.read_text())
@@ -193,12 +196,27 @@ def test_every_step_shape_is_profiled_and_the_script_trains_to_its_end(loop_run)
     assert r["script"]["detector"] == "optimizer" and r["script"]["profiled_steps"] == [3, 5]
     # a step is an update: nxd's two micro-batch graphs and the optimizer's, run at the next batch
     assert r["totals"]["steps"] == 3
-    assert r["signals"]["graphs_per_step"] == (3 if loop == "nxd" else 1)
+    graphs = 3 if loop == "nxd" else 1
+    assert r["signals"]["graphs_per_step"] == graphs
+    # torch-xla's own log of executions (PT_XLA_DEBUG_LEVEL=2 to a file of each process) repeats
+    # one pattern per step: the steps found are one turn each; where the script set the level
+    # itself, its log stays on its terminal and the graphs are counted by torch-xla's metrics
+    check = r["script"]["xla_log"]
+    assert check["agrees"] and check["graphs_per_step"] == [graphs] * 3
+    if loop == "step":
+        assert check["source"] == "metrics" and "PT_XLA_DEBUG_LEVEL" in check["why"]
+        assert "Compilation Analysis" in proc.stderr  # torch-xla's own, where the user asked for it
+    else:
+        assert check["source"] == "PT_XLA_DEBUG_LEVEL=2" and check["period"] == graphs
+        assert "Analysis: " not in proc.stdout + proc.stderr
+    if loop == "nxd":  # the two micro-batches, cut by the loader and the script's mark_step, then the update
+        loader = "torch_xla.sync in parallel loader at step end"
+        assert [g["cause"] for g in check["pattern"]] == [loader, "user torch_xla.sync", loader]
     lines = {(s["file"], s["line"]): s for s in r["lines"]}
     c_fc = lines[(MODEL, line_of(ws / MODEL, "x = self.c_fc(x)"))]
     assert c_fc["self_time_us"] > 0 and c_fc["backward_self_time_us"] > 0
-    if ranks == 1:  # every micro-batch's forward in its update: 2·m·k·n per linear, two layers
-        assert c_fc["flops"] == (2 if loop == "nxd" else 1) * 2 * (2 * 256 * 128 * 512)
+    # every micro-batch's forward in its update: 2·m·k·n per linear, two layers
+    assert c_fc["flops"] == (2 if loop == "nxd" else 1) * 2 * (2 * 256 * 128 * 512)
     if ranks > 1:  # each worker its own capture, merged per line per rank
         assert [p["rank"] for p in c_fc["per_rank"]] == [0, 1]
         assert all(p["self_time_us"] > 0 for p in c_fc["per_rank"])
@@ -212,3 +230,39 @@ def test_every_step_shape_is_profiled_and_the_script_trains_to_its_end(loop_run)
     assert lines[("train_xla.py", line)]["self_time_us"] > 0
     assert r["totals"]["optimizer_time_us"] > 0
     assert not left_running(str(out.parent / "cache"))
+
+
+@needs_xla
+def test_with_neither_optimizer_nor_module_the_logs_repeating_pattern_is_the_step(tmp_path: Path) -> None:
+    """``tests/data/scripts/xla_functional.py``: two graphs per batch, each cut by
+    ``xm.mark_step()``, no optimizer, no ``nn.Module``: no hook of the detector fires, and
+    torch-xla's execution log (``harness/xla/debug_log.py``) finds the step, both graphs in it."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    shutil.copy(DATA / "scripts" / "xla_functional.py", ws)
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    out = tmp_path / "out.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "server"), "TRAINIUM_LENS_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainium_lens", "run", "--no-store", "--backend", "xla", "--steps", "3:5"]
+        + ["--json", str(out), "--", str(XLA_PY), "xla_functional.py"],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "batch 13:" in proc.stdout  # the script's own end
+    doc = json.loads(out.read_text())
+    r = doc["results"][0] if "results" in doc else doc
+    assert r["script"]["detector"] == "xla-log" and r["totals"]["steps"] == 3
+    assert r["signals"]["graphs_per_step"] == 2
+    check = r["script"]["xla_log"]
+    assert check["period"] == 2 and check["agrees"] and check["graphs_per_step"] == [2, 2, 2]
+    lines = {s["line"]: s for s in r["lines"] if s["file"] == "xla_functional.py"}
+    layers = line_of(ws / "xla_functional.py", "y = torch.relu(x @ w1) @ w2")
+    # both matmuls of each step: 2·64·256·512 FLOPs each
+    assert lines[layers]["self_time_us"] > 0 and lines[layers]["flops"] == 2 * (2 * 64 * 256 * 512)
+    assert lines[line_of(ws / "xla_functional.py", "score = (y * y).mean()")]["self_time_us"] > 0
+    assert not left_running(str(tmp_path / "cache"))

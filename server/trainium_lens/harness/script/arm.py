@@ -119,9 +119,11 @@ def boot() -> None:
     if _may_be_xla(spec):
         # before torch_xla loads (the script's import, or the backend's right after
         # torch's): the HLO's source frames and torch-xla's device (xla/backend.py)
+        from trainium_lens.harness.xla import debug_log
         from trainium_lens.harness.xla.backend import prepare_env
 
         prepare_env(spec.run_dir)
+        debug_log.arm(spec.run_dir)  # torch-xla's execution log, to a file: the steps' cross-check
     if "torch" in sys.modules:  # imported already (by the user's own sitecustomize, a .pth)
         _install(spec, events)
     else:

@@ -34,7 +34,7 @@ from trainium_lens.harness.eager import steady
 from trainium_lens.harness.script.document import add_script_fields, function_of
 from trainium_lens.harness.script.hooks import never
 from trainium_lens.harness.script.session import ScriptRun
-from trainium_lens.harness.xla import result
+from trainium_lens.harness.xla import debug_log, result
 from trainium_lens.harness.xla.tags import StepTagger, TagTable
 from trainium_lens.harness.xla.xplane import STEP_MARKER
 
@@ -79,6 +79,18 @@ class XlaScriptRun(ScriptRun):
         self.graphs: list[int] = []
         self.executed0 = 0
         self.xla_warnings: list[str] = []
+        # torch-xla's execution log (xla/debug_log.py), where the tool set it: its offset
+        # at the end of each step from the one before the window on
+        ours = os.environ.get(debug_log.OURS)
+        self.xla_log = ours if ours and os.environ.get(debug_log.FILE) == ours else None
+        self.log_marks: dict[int, int] = {}
+        self.checked: dict | None = None  # the cross-check, made before the log is retired
+        # with neither optimizer nor module forward found, the log's repeating pattern is the step
+        self.finder = (
+            debug_log.StepFinder(self.xla_log, self.backend.executions)
+            if self.xla_log and not self.spec.step_on
+            else None
+        )
         self._wrap_sync()
 
     # -- where a step ends --------------------------------------------------------
@@ -105,7 +117,10 @@ class XlaScriptRun(ScriptRun):
             # first sync, whoever calls it: only its start marks the step (xla/result.py).
             run._close_scope()
             if run.pending is None or run.busy or run.aside:
-                return original(*args, **kwargs)
+                out = original(*args, **kwargs)
+                if run.finder is not None and not run.busy and not run.aside:
+                    run._log_sync()
+                return out
             out = original(*args, **kwargs)
             run._step_ended()
             return out
@@ -113,6 +128,20 @@ class XlaScriptRun(ScriptRun):
         sync.__wrapped__ = original  # type: ignore[attr-defined]
         module.sync = sync
         torch_xla.sync = sync
+
+    def _log_sync(self) -> None:
+        """After a sync no detector's step waited for: the log's pattern may be the step."""
+        finder = self.finder
+        assert finder is not None
+        if self.detector_name not in (None, debug_log.FINDER):
+            self.finder = None  # the optimizer's or the forward's steps count
+            return
+        if finder.turn_ended():
+            if self.detector_name is None:  # from now on the detector's hooks end no step
+                self.detector.framework = debug_log.FINDER
+            ScriptRun._boundary(self, debug_log.FINDER)
+        elif finder.gave_up():
+            self.finder = None
 
     def _boundary(self, detector: str) -> None:
         if os.getpid() != self.pid or self.busy or self.aside:
@@ -140,6 +169,8 @@ class XlaScriptRun(ScriptRun):
 
     # -- the steps around the window --------------------------------------------
     def _on_step(self, detector: str) -> None:
+        if self.step + 1 >= self.first - 1:  # the script's sync has run the step's graphs
+            self.log_marks[self.step + 1] = debug_log.offset(self.xla_log)
         counted = len(self.before) + len(self.after)
         super()._on_step(detector)
         k = self.step
@@ -220,6 +251,9 @@ class XlaScriptRun(ScriptRun):
         self.xla_warnings = result.warnings_of(
             self.captured, self.views, self.backend, self.tagger, "the script"
         )
+        disagreement = debug_log.disagreement(self._cross_check())
+        if disagreement:
+            self.xla_warnings.append(disagreement)
         for w in self.xla_warnings:
             self.events.warning(w)
         self.doc = self._document([])
@@ -247,6 +281,33 @@ class XlaScriptRun(ScriptRun):
         )
         add_script_fields(self, doc)
         doc["script"]["reference_compiled"] = self.compiled_reference
+        doc["script"]["xla_log"] = self._cross_check()
         if wall:
             doc["totals"]["wall_us_median"] = statistics.median(wall)
         return doc
+
+    def _write(self) -> None:
+        super()._write()
+        self.finder = None  # as the detector's hooks: no step is counted after the result
+        if self.xla_log is not None:  # the check is made (the finder counts with the metrics)
+            self.checked = self._cross_check()
+            debug_log.retire(self.xla_log)
+            self.xla_log = None
+
+    def _cross_check(self) -> dict:
+        """The steps found against torch-xla's own log of executions (``xla/debug_log.py``)."""
+        if self.checked is not None:
+            return self.checked
+        if self.xla_log is None:
+            why = f"{debug_log.LEVEL} is the script's own: its log left as it set it"
+            return debug_log.counted(self.graphs, why)
+        marks = self.log_marks
+        window = range(self.first, self.window_last + 1)
+        if any(k - 1 not in marks or k not in marks for k in window):
+            return debug_log.counted(self.graphs, "a step of the window was not marked in the log")
+        try:
+            steps = [debug_log.executions(self.xla_log, marks[k - 1], marks[k]) for k in window]
+            steady = debug_log.executions(self.xla_log, marks[self.first - 1], marks[max(marks)])
+        except OSError as exc:
+            return debug_log.counted(self.graphs, f"torch-xla's log unread ({exc.strerror})")
+        return debug_log.cross_check(steps, steady)

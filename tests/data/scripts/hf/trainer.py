@@ -1,6 +1,8 @@
 """A Hugging Face Trainer script: a tiny random Llama, synthetic data, gradient
 accumulation, the Trainer's default (linear) LR scheduler. Its own step timer (a
-TrainerCallback, from one step's end to the next) prints each step's time."""
+TrainerCallback, from one step's end to the next) prints each step's time. ``--xla``: on
+torch-xla's device, as optimum-neuron's ``NeuronTrainer`` (a Trainer subclass) runs on Trn1:
+the Trainer takes the xla device where torch_xla is installed and its CPU flag is off."""
 
 import argparse
 import statistics
@@ -43,6 +45,7 @@ def main():
     p.add_argument("--steps", type=int, default=14)
     p.add_argument("--accumulate", type=int, default=2)
     p.add_argument("--hidden", type=int, default=32)
+    p.add_argument("--xla", action="store_true")
     args = p.parse_args()
     torch.manual_seed(0)
     config = LlamaConfig(
@@ -63,7 +66,9 @@ def main():
             per_device_train_batch_size=4,
             gradient_accumulation_steps=args.accumulate,
             learning_rate=1e-3,
-            use_cpu=True,
+            use_cpu=not args.xla,
+            # the default (fused AdamW) runs on no xla device
+            **({"optim": "adamw_torch"} if args.xla else {}),
             report_to="none",
             save_strategy="no",
             logging_strategy="no",
@@ -73,7 +78,9 @@ def main():
         data = Tokens(4 * args.accumulate * args.steps, 32, config.vocab_size)
         trainer = Trainer(model=model, args=training, train_dataset=data, callbacks=[timer])
         trainer.train()
-    print(f"trained {trainer.state.global_step} steps; median step {statistics.median(timer.times[2:]):.2f} ms")
+    print(
+        f"trained {trainer.state.global_step} steps; median step {statistics.median(timer.times[2:]):.2f} ms"
+    )
 
 
 if __name__ == "__main__":
