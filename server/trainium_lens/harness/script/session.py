@@ -119,7 +119,7 @@ class ScriptRun:
         self._prepare()
         measured = self.last_measured - self.first + 1
         self.window_last = self.first + measured * (2 if self.paired else 1) - 1
-        self.detector = Detector(self._boundary, self.spec.step_on, self.user.root, self.events.warning)
+        self.detector = Detector(self.at_boundary, self.spec.step_on, self.user.root, self.events.warning)
         try:
             self.detector.install()
         except ValueError as exc:  # a --step-on that names nothing: the script runs on, unprofiled
@@ -148,7 +148,7 @@ class ScriptRun:
         self.work: Any = ScriptWork(self)
 
     # -- the boundary after each step ---------------------------------------------
-    def _boundary(self, detector: str) -> None:
+    def at_boundary(self, detector: str) -> None:
         # a forked child (DataLoader worker) inherited the hooks; and the harness's
         # own work at a boundary (calibration runs modules) is no step
         if os.getpid() != self.pid or self.busy or self.aside:

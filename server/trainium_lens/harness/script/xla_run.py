@@ -139,11 +139,11 @@ class XlaScriptRun(ScriptRun):
         if finder.turn_ended():
             if self.detector_name is None:  # from now on the detector's hooks end no step
                 self.detector.framework = debug_log.FINDER
-            ScriptRun._boundary(self, debug_log.FINDER)
+            ScriptRun.at_boundary(self, debug_log.FINDER)
         elif finder.gave_up():
             self.finder = None
 
-    def _boundary(self, detector: str) -> None:
+    def at_boundary(self, detector: str) -> None:
         if os.getpid() != self.pid or self.busy or self.aside:
             return
         if self.pending is not None:  # the last step was never synced by the script
@@ -160,7 +160,7 @@ class XlaScriptRun(ScriptRun):
     def _step_ended(self) -> None:
         detector, self.pending = self.pending, None
         if detector is not None:
-            super()._boundary(detector)
+            super().at_boundary(detector)
 
     def _close_scope(self) -> None:
         if self.scope is not None:
