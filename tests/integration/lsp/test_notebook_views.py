@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types
 
 from tests.integration.lsp.test_notebook_cells import notebook
 from tests.integration.notebook.kernel import execute, result_for
@@ -96,7 +97,7 @@ async def test_a_cells_own_runs_get_their_lenses_on_the_magics_line(opened: Any,
         ]
 
 
-async def test_profile_cell_on_each_code_cell_without_the_magic(opened: Any) -> None:
+async def test_profile_cell_on_each_code_cell_without_the_magic(opened: Any, kernel_stored: Path) -> None:
     """The lens on the first line of the cells with code and no ``%%`` magic, naming the
     cell; none on ``%load_ext`` (nothing to profile) nor on the magic's cells."""
     client, uri = opened
@@ -111,3 +112,27 @@ async def test_profile_cell_on_each_code_cell_without_the_magic(opened: Any) -> 
             assert list(lens.command.arguments or []) == [{"uri": cell}]
             offered[name] = lens
     assert set(offered) == {"model", "opt"}, offered
+    # what the lens's command does first: the magic on the cell's first line; the lens goes
+    client.notebook_document_did_change(
+        types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(
+                version=2, uri=(kernel_stored / "train.ipynb").as_uri()
+            ),
+            change=types.NotebookDocumentChangeEvent(
+                cells=types.NotebookDocumentCellChanges(
+                    text_content=[
+                        types.NotebookDocumentCellContentChanges(
+                            document=types.VersionedTextDocumentIdentifier(uri=uri["opt"], version=2),
+                            changes=[
+                                types.TextDocumentContentChangePartial(
+                                    range=types.Range(start=types.Position(0, 0), end=types.Position(0, 0)),
+                                    text="%%trainium_lens\n",
+                                )
+                            ],
+                        )
+                    ]
+                )
+            ),
+        )
+    )
+    assert [lens.command.command for lens in await lenses(client, uri["opt"])] == []
