@@ -105,7 +105,7 @@ def _cell_lenses(ls: LensServer, uri: str, runs: DocumentRuns) -> list[types.Cod
 
 
 def _profile_cell_lens(ls: LensServer, uri: str) -> list[types.CodeLens]:
-    """"▶ Profile Cell" on the first line of a cell with code to profile: not one whose
+    """ "▶ Profile Cell" on the first line of a cell with code to profile: not one whose
     first line is already a cell magic (ours, with its runs' lenses, or another's: IPython
     runs one cell magic per cell), nor one of only magics, shell lines and comments
     (``%load_ext trainium_lens`` itself)."""
@@ -115,7 +115,9 @@ def _profile_cell_lens(ls: LensServer, uri: str) -> list[types.CodeLens]:
     if not code or first.startswith("%%"):
         return []
     where = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
-    command = types.Command(title="▶ Profile Cell", command=command_ids.PROFILE_CELL, arguments=[{"uri": uri}])
+    command = types.Command(
+        title="▶ Profile Cell", command=command_ids.PROFILE_CELL, arguments=[{"uri": uri}]
+    )
     return [types.CodeLens(range=where, command=command)]
 
 
