@@ -8,6 +8,7 @@ import { type HistoryReply, baselineItems } from "./baselinePick";
 import { ClientCommand, Request, ServerCommand } from "./protocol";
 import { isTrusted } from "./trust";
 import { type ScriptLaunch, runScriptArgs, scriptLaunches } from "./launchPick";
+import { profileCell } from "./profileCell";
 
 // The server's reply; on failure it has already shown the reason (window/showMessage).
 interface ProfileReply {
@@ -112,6 +113,7 @@ export function registerCommands(ctx: LensContext): void {
     vscode.commands.registerCommand("trainiumLens.profileHere", () => profile(true)),
     vscode.commands.registerCommand("trainiumLens.profileFile", () => profile(false)),
     vscode.commands.registerCommand(ClientCommand.profileScript, profileScript),
+    vscode.commands.registerCommand(ClientCommand.profileCell, profileCell),
     vscode.commands.registerCommand("trainiumLens.compare", async () => {
       const editor = pythonEditor();
       if (!editor) return;

@@ -32,4 +32,5 @@ export const ClientCommand = {
   openTimeline: "trainiumLens.openTimeline",
   showResults: "trainiumLens.showResults",
   profileScript: "trainiumLens.profileScript",
+  profileCell: "trainiumLens.profileCell",
 } as const;

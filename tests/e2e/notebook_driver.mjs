@@ -2,11 +2,14 @@
 // holding a .ipynb whose %%trainium_lens cell a real kernel ran and stored: opens it in
 // VS Code's own notebook editor and reads, per cell editor, its lines, the inlay hints,
 // the heat (the decorations' tinted lines) and the code lenses; then hovers the model's
-// forward line. JSON out, for pytest to check; a screenshot of the notebook.
+// forward line. Then clicks *Profile Cell* on the cell that starts with `profileText`
+// and reads that cell's lines again and whether VS Code asked for a kernel (its
+// kernel picker: code-server here has no Jupyter extension, so no controller).
+// JSON out, for pytest to check; a screenshot of the notebook.
 //
 //   node tests/e2e/notebook_driver.mjs CONFIG.json OUT.json
 //
-// CONFIG: {url, notebook, hoverText, shots}
+// CONFIG: {url, notebook, hoverText, profileText, shots}
 import { join } from "node:path";
 import { EXPLORER_ROW, settled, startDriver, waitForHint } from "./workbench.mjs";
 
@@ -98,4 +101,44 @@ await run(async () => {
   out.hover = await hoverText(row);
   log("hover read");
   await page.screenshot({ path: join(cfg.shots, "notebook-hover.png") });
+  await page.mouse.move(5, 500);
+  await page.keyboard.press("Escape");
+  out.profileCell = await clickProfileCell(cfg.profileText);
+  await page.screenshot({ path: join(cfg.shots, "notebook-profile-cell.png") });
 }, "notebook-failure.png");
+
+/** The lens on the cell starting with `first`: click it, read what it did. */
+async function clickProfileCell(first) {
+  const cells = await readCells();
+  const target = cells.find((c) => c.lines[0]?.trim() === first.trim());
+  if (!target) throw new Error(`no cell starts with ${first}`);
+  const editor = `.monaco-editor[data-uri="${target.uri}"]`;
+  const lens = page.locator(`${editor} .codelens-decoration a`, { hasText: "Profile Cell" });
+  await lens.first().click();
+  log("Profile Cell clicked");
+  // the magic on the cell's first line (the edit), then VS Code's kernel picker (the execute)
+  await page.waitForFunction(
+    (sel) => document.querySelector(`${sel} .view-lines`)?.textContent.includes("%%trainium_lens"),
+    editor,
+    { timeout: 20_000 },
+  );
+  const picker = page.locator(".quick-input-widget");
+  const asked = await picker.waitFor({ state: "visible", timeout: 20_000 }).then(
+    () => true,
+    () => false,
+  );
+  const pickerText = asked ? await picker.innerText() : "";
+  log(`kernel asked: ${asked} ${pickerText.slice(0, 80)}`);
+  await page.screenshot({ path: join(cfg.shots, "notebook-kernel-picker.png") });
+  await page.keyboard.press("Escape");
+  const after = await settled(page, readCells);
+  return {
+    uri: target.uri,
+    before: target,
+    after: after.find((c) => c.uri === target.uri),
+    cellsBefore: cells.map((c) => c.uri),
+    cellsAfter: after.map((c) => c.uri),
+    kernelAsked: asked,
+    pickerText,
+  };
+}

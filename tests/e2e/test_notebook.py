@@ -4,7 +4,8 @@ whose ``%%trainium_lens`` cell a real ipykernel ran (nbclient) and whose result 
 kernel stored in the workspace. ``notebook_driver.mjs`` reads what the cells show:
 the inlay hints on the lines that ran (the loop cell's and the model cell's), the
 heat, the code lens on the magic's line, and the hover's ops on the model's forward
-line; a screenshot goes to test-results/e2e/notebook.png (docs/notebooks.md)."""
+line; a screenshot goes to test-results/e2e/notebook.png (docs/notebooks.md). Then it
+clicks *Profile Cell* on the optimizer's cell (no magic) and reads what that did."""
 
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ def notebook_session(tmp_path_factory):
         return installed_server(home, workspace)[0], {
             "notebook": NOTEBOOK,
             "hoverText": "h = torch.relu(self.fc(x))",
+            "profileText": OPTIMIZER.splitlines()[0],
         }
 
     (RESULTS / DOC_SHOT[0]).unlink(missing_ok=True)  # an earlier run's is never published as this one's
@@ -101,3 +103,23 @@ def test_the_hover_on_the_models_line_shows_its_ops(notebook_session):
     obs, _result = notebook_session
     assert "aten::" in obs["hover"] and "Trainium Lens" in obs["hover"], obs["hover"]
     assert (RESULTS / "notebook.png").stat().st_size > 10_000
+
+
+def test_profile_cell_puts_the_magic_on_top_and_asks_vs_code_to_run_the_cell(notebook_session):
+    """*Profile Cell* is offered on a code cell without the magic; clicking it puts
+    ``%%trainium_lens`` on the cell's first line (the rest of the cell as it was) and
+    inserts no ``%load_ext`` cell (the notebook's first cell loads it). The execution
+    itself is not observable here: code-server has no Jupyter extension, so no kernel
+    controller. What is observable is VS Code's answer to ``notebook.cell.execute`` with
+    none selected: its kernel picker opens (with the Jupyter extension, the selected
+    kernel runs the cell; tests/integration/notebook runs the magic in a real kernel)."""
+    obs, _result = notebook_session
+    done = obs["profileCell"]
+    assert any("Profile Cell" in lens for lens in done["before"]["lenses"]), done["before"]
+    assert not any("Profile Cell" in lens for lens in lines_of(obs, LOOP)["lenses"])  # has the magic
+    assert done["after"]["lines"][0].strip() == "%%trainium_lens", done["after"]["lines"]
+    assert [line.strip() for line in done["after"]["lines"][1:]] == [
+        line.strip() for line in done["before"]["lines"]
+    ][: len(done["after"]["lines"]) - 1]
+    assert len(done["cellsAfter"]) == len(done["cellsBefore"]), done  # no load cell added
+    assert done["kernelAsked"], done

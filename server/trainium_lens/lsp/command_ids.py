@@ -12,7 +12,9 @@ FIX = "trainiumLens.fix"
 OPEN_EXPLORER = "trainiumLens.openExplorer"
 
 # The extension's own (a lens needs a command): its results panel, its Profile
-# Script… (which reads launch.json), its timeline panel.
+# Script… (which reads launch.json), its timeline panel, its Profile Cell (which
+# edits the notebook and runs the cell in the user's own kernel: VS Code's).
 SHOW_RESULTS = "trainiumLens.showResults"
 PROFILE_SCRIPT = "trainiumLens.profileScript"
 OPEN_TIMELINE = "trainiumLens.openTimeline"
+PROFILE_CELL = "trainiumLens.profileCell"

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types
 
 from tests.integration.lsp.test_notebook_cells import notebook
 from tests.integration.notebook.kernel import execute, result_for
@@ -87,6 +88,51 @@ async def test_a_cells_own_runs_get_their_lenses_on_the_magics_line(opened: Any,
             lens for lens in found if lens.command and lens.command.command == command_ids.OPEN_TIMELINE
         ]
         assert len(timeline) == 1, found
-    # the model cell's lines ran under another cell's run; the optimizer cell never ran
-    assert await lenses(client, uri["model"]) == []
-    assert await lenses(client, uri["opt"]) == []
+        assert not [lens for lens in found if lens.command.command == command_ids.PROFILE_CELL]
+    # the model cell's lines ran under another cell's run; the optimizer cell never ran:
+    # neither has runs of its own, so neither has their lenses (only Profile Cell's)
+    for name in ("model", "opt"):
+        assert [lens.command.command for lens in await lenses(client, uri[name])] == [
+            command_ids.PROFILE_CELL
+        ]
+
+
+async def test_profile_cell_on_each_code_cell_without_the_magic(opened: Any, kernel_stored: Path) -> None:
+    """The lens on the first line of the cells with code and no ``%%`` magic, naming the
+    cell; none on ``%load_ext`` (nothing to profile) nor on the magic's cells."""
+    client, uri = opened
+    offered = {}
+    for name, cell in uri.items():
+        found = [
+            lens for lens in await lenses(client, cell) if lens.command.command == command_ids.PROFILE_CELL
+        ]
+        if found:
+            [lens] = found
+            assert lens.range.start.line == 0 and lens.command.title == "▶ Profile Cell", lens
+            assert list(lens.command.arguments or []) == [{"uri": cell}]
+            offered[name] = lens
+    assert set(offered) == {"model", "opt"}, offered
+    # what the lens's command does first: the magic on the cell's first line; the lens goes
+    client.notebook_document_did_change(
+        types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(
+                version=2, uri=(kernel_stored / "train.ipynb").as_uri()
+            ),
+            change=types.NotebookDocumentChangeEvent(
+                cells=types.NotebookDocumentCellChanges(
+                    text_content=[
+                        types.NotebookDocumentCellContentChanges(
+                            document=types.VersionedTextDocumentIdentifier(uri=uri["opt"], version=2),
+                            changes=[
+                                types.TextDocumentContentChangePartial(
+                                    range=types.Range(start=types.Position(0, 0), end=types.Position(0, 0)),
+                                    text="%%trainium_lens\n",
+                                )
+                            ],
+                        )
+                    ]
+                )
+            ),
+        )
+    )
+    assert [lens.command.command for lens in await lenses(client, uri["opt"])] == []

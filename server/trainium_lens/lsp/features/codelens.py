@@ -7,7 +7,11 @@ Neuron run) opened on the function's hottest line. While a run is in flight the 
 lens says so.
 
 A notebook cell with runs of its own (``%%trainium_lens``) gets the headline,
-"Timeline" and "Compare with previous" on the magic's line.
+"Timeline" and "Compare with previous" on the magic's line; a Python code cell
+without the magic gets "▶ Profile Cell" on its first line: the client's command,
+which puts ``%%trainium_lens`` on top and runs the cell in the notebook's own kernel
+(the server decides which cells offer it; only the client can edit and run a
+notebook: docs/notebooks.md, "Profile Cell").
 
 A script (a file with ``if __name__ == "__main__":``) gets "▶ Profile Script on
 Trainium" on that line: the client's *Profile Script…* command, which finds the
@@ -35,7 +39,7 @@ def lenses(ls: LensServer, uri: str) -> list[types.CodeLens]:
     if runs is None:
         return []
     if uri.startswith(CELL_SCHEME + ":"):
-        return _cell_lenses(ls, uri, runs)
+        return _profile_cell_lens(ls, uri) + _cell_lenses(ls, uri, runs)
     lines, _ = ls.doc_lines(uri)
     try:
         marked = find_marked("\n".join(lines))
@@ -98,6 +102,23 @@ def _cell_lenses(ls: LensServer, uri: str, runs: DocumentRuns) -> list[types.Cod
         )
         out.extend(_history_lenses(ls, uri, where, {"uri": uri, "function": name}, history))
     return out
+
+
+def _profile_cell_lens(ls: LensServer, uri: str) -> list[types.CodeLens]:
+    """ "▶ Profile Cell" on the first line of a cell with code to profile: not one whose
+    first line is already a cell magic (ours, with its runs' lenses, or another's: IPython
+    runs one cell magic per cell), nor one of only magics, shell lines and comments
+    (``%load_ext trainium_lens`` itself)."""
+    lines, _ = ls.doc_lines(uri)
+    code = [s for s in (line.strip() for line in lines) if s and not s.startswith(("#", "%", "!"))]
+    first = next((s for s in (line.strip() for line in lines) if s), "")
+    if not code or first.startswith("%%"):
+        return []
+    where = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
+    command = types.Command(
+        title="▶ Profile Cell", command=command_ids.PROFILE_CELL, arguments=[{"uri": uri}]
+    )
+    return [types.CodeLens(range=where, command=command)]
 
 
 def _script_lens(ls: LensServer, uri: str, source: str, busy: set[str]) -> list[types.CodeLens]:
