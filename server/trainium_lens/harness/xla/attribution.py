@@ -113,6 +113,7 @@ def attribute(
     owns = own_intervals(events)
     for i, pieces in assign(cap, events).items():  # an async dot's untraced contraction
         owns[i] = owns[i] + pieces
+        att.pool_work.extend((events[i].hlo_op, piece) for piece in pieces)
     for ev, own in zip(events, owns, strict=True):
         step = bisect.bisect_right(step_starts, ev.start_ns) - 1
         module = cap.modules.get(ev.program_id) if ev.program_id is not None else None

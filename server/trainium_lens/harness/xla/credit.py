@@ -330,3 +330,6 @@ class XlaAttribution:
     # lines that called an optimizer's step/zero_grad -> its range name (xla/tags.py)
     optimizer_places: dict[Place, str] = field(default_factory=dict)
     optimizer_calls: dict[str, int] = field(default_factory=dict)  # range name -> calls, all steps
+    # an asynchronous instruction's untraced pool work (xla/async_work.py): (its op, (start, end) ns);
+    # the trace shows it on a lane of its own, so the timeline holds the time the lines hold
+    pool_work: list[tuple[str, tuple[float, float]]] = field(default_factory=list)

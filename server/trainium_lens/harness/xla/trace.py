@@ -52,6 +52,25 @@ def write_trace(path: str, att: Any, cap: Any) -> str | None:
         )
     for thread, tid in threads.items():
         events.append({"ph": "M", "name": "thread_name", "pid": 2, "tid": tid, "args": {"name": thread}})
+    # an asynchronous instruction's contraction, run untraced on the intra-op pool and
+    # counted in its line's time (xla/async_work.py): one lane, so the timeline and an
+    # independent sum over the trace hold what the lines hold
+    pool = len(threads) + 1
+    pool_name = "intra-op pool (an asynchronous instruction's untraced work)"
+    events.append({"ph": "M", "name": "thread_name", "pid": 2, "tid": pool, "args": {"name": pool_name}})
+    for op, (start, end) in getattr(att, "pool_work", []):
+        events.append(
+            {
+                "ph": "X",
+                "cat": "device",
+                "name": f"{op} (pool work)",
+                "pid": 2,
+                "tid": pool,
+                "ts": start / 1000.0,
+                "dur": (end - start) / 1000.0,
+                "args": {"hlo_op": op, "pool_work": True},
+            }
+        )
     try:
         with open(path, "w", encoding="utf-8") as fh:
             json.dump({"traceEvents": events, "displayTimeUnit": "ns"}, fh)
