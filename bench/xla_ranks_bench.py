@@ -1,5 +1,5 @@
 """The xla backend's per-step figure of each rank of a torchrun job against the script's
-own step timer without the tool (issue 50: "the xla script's per-step figure against the
+own step timer without the tool (the goal: "the xla script's per-step figure against the
 script's own step timer without the tool, per rank").
 
 The script: nanoGPT's loop on torch-xla's CPU device (``tests/data/nanogpt/train_xla.py``,
