@@ -52,7 +52,10 @@ def test_ops_in_a_loop_counted_per_call(helpers):
     r = helpers["results"]["loop"]
     add = at(r, "LOOP-ADD")
     assert add.calls == 4 and {o.name: o.calls for o in add.ops}["aten::add"] == 4
-    assert r.totals.steps == 3 and r.function.protocol.active == 3  # marker option honoured
+    # the marker option honoured: 3 steps wanted; the steps used are the clean ones among
+    # them (harness/eager/steady.py), fewer on a loaded host, whose waits are not the code's
+    assert r.function.protocol.active == 3 and r.stability is not None and r.stability.steps_wanted == 3
+    assert 1 <= r.totals.steps <= 3
 
 
 def test_recursion_counts_each_op_once_per_line(helpers):
