@@ -2,7 +2,8 @@
 it refuses with one line naming the host (a stored host never sends the workspace
 anywhere by itself); with ``--host`` the copies and the driver under
 ``.trainium-lens/fixes/`` are shipped with the job, measured there, and the file is
-written here with ``--apply`` when the fix held. No assertion on a timing."""
+written here with ``--apply`` when the fix held (a host too busy to tell is "not
+measurable", exit 1, nothing written). No assertion on a timing."""
 
 from __future__ import annotations
 
@@ -46,8 +47,9 @@ def test_fix_of_a_host_run_is_measured_there_and_applied_here(sshd, ssh_control_
         str(ws),
         env=env,
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode in (0, 1), proc.stderr  # 1: not measurable on that host now
     (row,) = json.loads(out.read_text())
+    assert proc.returncode == (1 if row["verdict"] == "not measurable" else 0)
     assert "not measured" not in row["text"], row["text"]
     assert row["before_us"] and row["after_us"] and row["outputs_equal"] is True  # measured there
     assert row["applied"] == row["held"]
