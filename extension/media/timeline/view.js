@@ -350,7 +350,8 @@
         schedule();
       },
       eventAt: eventAt,
-      /** Canvas-relative centre of event i when it is on screen (for tests). */
+      /** Canvas-relative centre of event i's visible part, and that part's width
+       * (px), when it is on screen (for tests). */
       eventCenter: function (i) {
         const ev = state.model.data.events;
         const L = lanesLayout[ev.lane[i]];
@@ -358,7 +359,7 @@
         const x0 = Math.max(GUTTER_W, GUTTER_W + (ev.start[i] - state.view.ta) * scale);
         const x1 = Math.min(state.width, GUTTER_W + (ev.start[i] + ev.dur[i] - state.view.ta) * scale);
         const y = L.top - state.scrollY + ev.depth[i] * ROW_H + ROW_H / 2;
-        return x1 >= x0 ? { x: (x0 + x1) / 2, y: y } : null;
+        return x1 >= x0 ? { x: (x0 + x1) / 2, y: y, w: x1 - x0 } : null;
       },
       redraw: schedule,
       /** Draw now, synchronously (the benchmark times draw + raster this way). */
