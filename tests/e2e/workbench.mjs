@@ -181,10 +181,14 @@ export async function chooseFromContextMenu(page, row, label, log = () => {}) {
   await item.click();
   log(`clicked ${label}`);
   // A click that lands while the menu is still settling can be lost, and the
-  // menu then stays open (it closes as soon as its command runs): click again.
+  // menu then stays open (it closes as soon as its command runs): still open after
+  // 1 s, click again. Closed sooner, done then (no fixed second per choice).
   for (let i = 0; i < 3; i++) {
-    await page.waitForTimeout(1000);
-    if (!(await item.isVisible().catch(() => false))) break;
+    const closed = await item.waitFor({ state: "hidden", timeout: 1000 }).then(
+      () => true,
+      () => false,
+    );
+    if (closed) break;
     log("the menu is still open: clicking the item again");
     await item.click().catch(() => {});
   }
