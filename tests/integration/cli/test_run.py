@@ -213,56 +213,49 @@ def test_torchruns_own_store_error_is_named_with_its_node_not_called_the_scripts
     assert stored(ws) == [] and left_running(str(tmp_path / "cache")) == []
 
 
-def test_a_rank_aborted_at_exit_after_its_script_is_named_and_the_result_kept(tmp_path: Path) -> None:
-    """Rank 1 aborts as Python shuts down, after its script ended (``--abort-at-exit``: what
-    torch's gloo threads do in some plain runs): torchrun fails the job, and the CLI says
-    every rank's script ran to its end, which rank aborted, and keeps the result."""
-    import socket
-
-    ws = project(tmp_path)
-    out = tmp_path / "out.json"
+@pytest.fixture(scope="module")
+def aborted_torchrun(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess, dict, Path, Path]:
+    """One 2-rank torchrun run whose rank 1 aborts as Python shuts down, after its script
+    ended (``--abort-at-exit``: what torch's gloo threads do in some plain runs), read by
+    the two tests below (each torchrun run costs ~20 s of CPU): (the CLI's process, the
+    result written with --json, the workspace, the test's tmp dir)."""
+    tmp = tmp_path_factory.mktemp("torchrun")
+    ws = project(tmp)
+    out = tmp / "out.json"
     proc, _ = lens_run(
-        ws, tmp_path, "--steps", "3:3", "--json", str(out), "--",
+        ws, tmp, "--steps", "3:3", "--json", str(out), "--",
         "torchrun", "--nproc-per-node", "2", "train.py", "--steps", "12", "--abort-at-exit", "1",
         cwd=ws / "tinylm",
     )  # fmt: skip
+    return proc, json.loads(out.read_text()) if out.exists() else {}, ws, tmp
+
+
+def test_a_rank_aborted_at_exit_after_its_script_is_named_and_the_result_kept(aborted_torchrun) -> None:
+    """torchrun fails the job, and the CLI says every rank's script ran to its end, which
+    rank aborted, and keeps the result."""
+    import socket
+
+    proc, doc, ws, tmp = aborted_torchrun
     assert proc.returncode == 1, proc.stderr[-3000:]
     said = " ".join(proc.stderr.split())
     assert "every rank's script ran to its end (2 of 2) and the result is complete" in said, said[-3000:]
     assert f"rank 1 on {socket.gethostname()} was aborted (SIGABRT) as Python shut down" in said
-    assert json.loads(out.read_text())["world_size"] == 2 and len(stored(ws)) == 1
-    assert left_running(str(tmp_path / "cache")) == []
+    assert doc["world_size"] == 2 and len(stored(ws)) == 1
+    assert left_running(str(tmp / "cache")) == []
 
 
-def test_torchrun_two_ranks_per_line(tmp_path: Path) -> None:
-    ws = project(tmp_path)
-    out = tmp_path / "out.json"
-    proc, _ = lens_run(
-        ws,
-        tmp_path,
-        "--steps",
-        "3:3",
-        "--json",
-        str(out),
-        "--",
-        "torchrun",
-        "--nproc-per-node",
-        "2",
-        "train.py",
-        "--steps",
-        "12",
-        cwd=ws / "tinylm",
-    )
-    if proc.returncode != 0:  # torch's gloo abort at interpreter exit, plain torchrun's too: named
-        assert "every rank's script ran to its end (2 of 2) and the result is complete" in proc.stderr, (
-            proc.stderr[-3000:]
-        )
-    doc = json.loads(out.read_text())
+def test_torchrun_two_ranks_per_line(aborted_torchrun) -> None:
+    """The merged result of a torchrun job (the run above: a rank's abort at exit, as torch's
+    gloo threads do in plain torchrun runs too, takes nothing from it)."""
+    proc, doc, _, tmp = aborted_torchrun
+    assert doc, proc.stderr[-3000:]
     assert doc["world_size"] == 2 and [r["rank"] for r in doc["ranks"]] == [0, 1]
     model = [ln for ln in doc["lines"] if ln["file"] == "tinylm/model.py" and ln["self_time_us"] > 0]
     assert model and all(len(ln["per_rank"]) == 2 for ln in model)
     assert doc["script"]["launcher"] == "torchrun"
-    assert left_running(str(tmp_path / "cache")) == []
+    assert left_running(str(tmp / "cache")) == []
 
 
 def test_inference_script_steps_on_forward(tmp_path: Path) -> None:
@@ -279,9 +272,8 @@ def test_run_folders_go_with_runs_that_are_not_stored_and_stay_with_stored_ones(
     ws = project(tmp_path)
     out = tmp_path / "out.json"
     argv = ("--steps", "2:2", "--json", str(out), "--", "python", "tinylm/train.py", "--steps", "6")
-    proc, _ = lens_run(ws, tmp_path, "--no-store", *argv)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert stored(ws) == [] and run_folders(tmp_path) == []
+    # a run not stored leaves no folder: test_step_on_module_function's run (these options)
+    # and test_inference_script_steps_on_forward's
     proc, _ = lens_run(ws, tmp_path, "--no-store", *argv, env={"TRAINIUM_LENS_KEEP_RUNS": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     kept = json.loads(out.read_text())["batch_id"]
@@ -290,8 +282,9 @@ def test_run_folders_go_with_runs_that_are_not_stored_and_stay_with_stored_ones(
     assert proc.returncode == 0, proc.stderr[-3000:]
     batch = json.loads(out.read_text())["batch_id"]
     assert len(stored(ws)) == 1 and run_folders(tmp_path) == sorted([kept, batch])  # its result names it
-    proc, _ = lens_run(ws, tmp_path, "--no-store", "--", "python", "tinylm/train.py", "--steps", "4")
-    assert proc.returncode == 1 and "needs 8" in one_line(proc.stderr)
+    # a run that fails after its harness armed (the quickest: nothing to train)
+    proc, _ = lens_run(ws, tmp_path, "--no-store", "--", "python", "nostep.py")
+    assert proc.returncode == 1 and "never made a step" in one_line(proc.stderr)
     assert run_folders(tmp_path) == sorted([kept, batch])  # a failed run's folder went; the rest stay
 
 
@@ -421,6 +414,7 @@ def test_step_on_module_function(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(out.read_text())["script"]["detector"] == "step-on"
+    assert stored(ws) == [] and run_folders(tmp_path) == []  # not stored: its folder goes too
     proc, _ = lens_run(
         ws,
         tmp_path,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,11 @@ from tests.integration.cli.test_run import lens_run, project
 
 pytestmark = pytest.mark.slow
 
-SPIN = "open('/proc/self/comm', 'w').write('lens-spinner')\nwhile True:\n    pass\n"
+# named at once, it spins from the line it reads on until it is killed
+SPIN = (
+    "import sys\nopen('/proc/self/comm', 'w').write('lens-spinner')\n"
+    "sys.stdin.readline()\nwhile True:\n    pass\n"
+)
 
 
 def _torchrun(tmp_path: Path, name: str) -> tuple[dict, dict[int, int]]:
@@ -57,11 +62,44 @@ def test_the_sibling_rank_is_the_jobs_own_not_outside_load(tmp_path: Path) -> No
         assert sibling not in message and "job's other processes" not in message, message
 
 
+def _events(tmp: Path) -> list[dict]:
+    events = []
+    for path in (tmp / "cache").rglob("events.jsonl"):
+        for line in path.read_text().splitlines():
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError:  # a line being written
+                continue
+    return events
+
+
+def _spin_while_measured(spinner: subprocess.Popen, tmp: Path, done: threading.Event) -> None:
+    """Set the spinner going once a rank is armed (before its first step, so before the
+    window, which starts after step 2 of both ranks) and kill it once rank 0's result is
+    written (after its window): it spins while the window is measured, not while the
+    ranks import torch nor while the CLI reads the result (~20 s of CPU less)."""
+    assert spinner.stdin is not None
+    while not done.wait(0.05):
+        if any(e.get("event") == "armed" for e in _events(tmp)):
+            spinner.stdin.write(b"go\n")
+            spinner.stdin.flush()
+            break
+    while not done.wait(0.05):
+        if any(e.get("event") == "result" and e.get("rank") == 0 for e in _events(tmp)):
+            break
+    spinner.kill()
+
+
 def test_an_outside_spinner_is_named_in_the_evidence(tmp_path: Path) -> None:
-    spinner = subprocess.Popen([sys.executable, "-c", SPIN], start_new_session=True)
+    spinner = subprocess.Popen([sys.executable, "-c", SPIN], stdin=subprocess.PIPE, start_new_session=True)
+    done = threading.Event()
+    watch = threading.Thread(target=_spin_while_measured, args=(spinner, tmp_path / "spun", done))
+    watch.start()
     try:
         doc, pids = _torchrun(tmp_path, "spun")
     finally:
+        done.set()
+        watch.join()
         spinner.kill()
         spinner.wait()
     st = doc["stability"]
