@@ -177,7 +177,8 @@ EOF
   chmod 0600 "$d/munge/munge.key"
 
   # slurm.conf: seen as /etc/slurm/slurm.conf on every lab host (a bind in its
-  # mount namespace), so srun/sbatch over ssh need no SLURM_CONF in the env.
+  # mount namespace), so srun/sbatch over ssh need no SLURM_CONF in the env. Why
+  # each value (the timeouts short where a test waits on them): docs/lab.md.
   cat >"$d/etc-slurm/slurm.conf" <<EOF
 ClusterName=lab
 SlurmctldHost=login(${ADDR[login]})
@@ -207,7 +208,7 @@ InactiveLimit=20
 MailProg=/bin/true
 KillWait=2
 SlurmctldTimeout=30
-SlurmdTimeout=60
+SlurmdTimeout=30
 NodeName=node1 NodeAddr=${ADDR[node1]} CPUs=$(nproc) State=UNKNOWN
 NodeName=node2 NodeAddr=${ADDR[node2]} CPUs=$(nproc) State=UNKNOWN
 PartitionName=lab Nodes=node1,node2 Default=YES MaxTime=INFINITE State=UP

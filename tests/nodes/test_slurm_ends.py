@@ -1,6 +1,6 @@
 """A SLURM job that SLURM itself ends during a run, in the lab's real cluster: a
 ``scancel`` from outside the tool, and a node whose ``slurmd`` the controller loses
-(``NODE_FAIL`` once ``SlurmdTimeout``, 60 s in the lab, has passed). The CLI names
+(``NODE_FAIL`` once ``SlurmdTimeout``, 30 s in the lab, has passed). The CLI names
 that cause in one line (harness/nodes/slurm_end.py), not the torch lines its ranks
 print as they are stopped (``SignalException: Process … got signal: 15``); a result
 made before is kept, nothing of the job stays in squeue or on a node."""
