@@ -155,7 +155,7 @@ def test_a_node_whose_slurmd_is_lost_is_named(lab: Lab, tmp_path: Path):
     finally:
         if proc.poll() is None:
             proc.kill()
-        lab.restart_slurmd("node2")
+        lab.revive("node2")
     (line,) = _errors(log.read_text())
     assert code != 0
     assert re.fullmatch(
