@@ -141,6 +141,11 @@ write_files() {
     # known_hosts from the hosts' real keys, by name and by address, so both the
     # root-namespace client and a client inside a namespace check them.
     echo "$h,${ADDR[$h]} $(cut -d' ' -f1,2 "$d/hosts/$h/ssh_host_ed25519_key.pub")" >>"$d/ssh/known_hosts"
+    # SetEnv: one torch thread in every session and what it starts (srun's tasks get
+    # srun's environment), as a site sets it for its users: the lab's hosts share this
+    # machine's 2 cores, where a second intra-op thread only spins while the other works
+    # (a 2-task srun run took 28 s of CPU, 17 s with it; torchrun sets it only for more
+    # than one worker per node). tests/support/sshd.py does the same for the SSH tests.
     cat >"$d/hosts/$h/sshd_config" <<EOF
 ListenAddress ${ADDR[$h]}
 Port 22
@@ -158,6 +163,7 @@ StrictModes yes
 MaxStartups 64
 MaxSessions 64
 Subsystem sftp internal-sftp
+SetEnv OMP_NUM_THREADS=1
 EOF
     # The hosts file every namespace sees as /etc/hosts (bound in its mount
     # namespace; /etc/netns/<ns>/hosts is what \`ip netns exec\` binds too).
