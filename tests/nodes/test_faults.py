@@ -67,7 +67,7 @@ def test_a_node_that_dies_is_named(lab: Lab, tmp_path: Path, how: str):
     log = tmp_path / "cli.log"
     where = ["--hosts", "node1,node2"] if how == "hosts" else ["--slurm", "login", "--nodes", "2"]
     proc = subprocess.Popen(
-        _cli(lab, ws, "slow.py", "slow", where),
+        _cli(lab, ws, "slow.py", "slow", where, nproc=1),
         stdout=subprocess.DEVNULL,
         stderr=log.open("w"),
         stdin=subprocess.DEVNULL,
