@@ -4,10 +4,9 @@
 # on a bridge of their own, one sshd and one host name per host, a private home
 # per host, munge, slurmctld and one slurmd per node.
 #
-#   scripts/lab-nodes.sh up           # builds it (idempotent); last line: the ssh config path
-#   scripts/lab-nodes.sh down         # removes everything it made (idempotent)
-#   scripts/lab-nodes.sh status       # what is up
-#   scripts/lab-nodes.sh revive HOST  # starts HOST's daemons that are gone (a test killed them)
+#   scripts/lab-nodes.sh up      # builds it (idempotent); last line: the ssh config path
+#   scripts/lab-nodes.sh down    # removes everything it made (idempotent)
+#   scripts/lab-nodes.sh status  # what is up
 #
 # Root only (namespaces, bridge, daemons as root). All state lives under LAB_DIR.
 set -euo pipefail
@@ -141,11 +140,6 @@ write_files() {
     # known_hosts from the hosts' real keys, by name and by address, so both the
     # root-namespace client and a client inside a namespace check them.
     echo "$h,${ADDR[$h]} $(cut -d' ' -f1,2 "$d/hosts/$h/ssh_host_ed25519_key.pub")" >>"$d/ssh/known_hosts"
-    # SetEnv: one torch thread in every session and what it starts (srun's tasks get
-    # srun's environment), as a site sets it for its users: the lab's hosts share this
-    # machine's 2 cores, where a second intra-op thread only spins while the other works
-    # (a 2-task srun run took 28 s of CPU, 17 s with it; torchrun sets it only for more
-    # than one worker per node). tests/support/sshd.py does the same for the SSH tests.
     cat >"$d/hosts/$h/sshd_config" <<EOF
 ListenAddress ${ADDR[$h]}
 Port 22
@@ -163,7 +157,6 @@ StrictModes yes
 MaxStartups 64
 MaxSessions 64
 Subsystem sftp internal-sftp
-SetEnv OMP_NUM_THREADS=1
 EOF
     # The hosts file every namespace sees as /etc/hosts (bound in its mount
     # namespace; /etc/netns/<ns>/hosts is what \`ip netns exec\` binds too).
@@ -184,8 +177,7 @@ EOF
   chmod 0600 "$d/munge/munge.key"
 
   # slurm.conf: seen as /etc/slurm/slurm.conf on every lab host (a bind in its
-  # mount namespace), so srun/sbatch over ssh need no SLURM_CONF in the env. Why
-  # each value (the timeouts short where a test waits on them): docs/lab.md.
+  # mount namespace), so srun/sbatch over ssh need no SLURM_CONF in the env.
   cat >"$d/etc-slurm/slurm.conf" <<EOF
 ClusterName=lab
 SlurmctldHost=login(${ADDR[login]})
@@ -215,7 +207,7 @@ InactiveLimit=20
 MailProg=/bin/true
 KillWait=2
 SlurmctldTimeout=30
-SlurmdTimeout=30
+SlurmdTimeout=60
 NodeName=node1 NodeAddr=${ADDR[node1]} CPUs=$(nproc) State=UNKNOWN
 NodeName=node2 NodeAddr=${ADDR[node2]} CPUs=$(nproc) State=UNKNOWN
 PartitionName=lab Nodes=node1,node2 Default=YES MaxTime=INFINITE State=UP
@@ -373,55 +365,6 @@ wait_ready() {
   done
 }
 
-# The daemons of host $1 that are gone (a test killed them: a node made to die, a
-# lost slurmd) started again as start_hosts starts them, in that host's namespaces,
-# without a rebuild: the rest of the lab (its other hosts, what the dead daemons
-# left) stays as it is. Waits (bounded by WAIT_S) until the host answers over ssh
-# and, for a node, until the controller has it back (ReturnToService=2).
-host_runs() {  # host_runs HOST COMM [TEXT]: a process of HOST's named COMM (its command line holding TEXT)
-  local h=$1 comm=$2 text=${3:-} pid
-  for pid in $(ip netns pids "$(ns "$h")" 2>/dev/null); do
-    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$comm" ] || continue
-    case "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" in *"$text"*) return 0 ;; esac
-  done
-  return 1
-}
-
-do_revive() {
-  need_root
-  local h=${1:-} d=$LAB_DIR
-  case " ${HOSTS[*]} " in *" $h "*) ;; *) die "revive: no such lab host: '$h' (one of ${HOSTS[*]})" ;; esac
-  [ -e "/run/netns/$(ns "$h")" ] && kill -0 "$(cat "$d/run/holder-$h.pid" 2>/dev/null || echo 0)" 2>/dev/null ||
-    die "revive: host $h's namespaces are gone; run up"
-  if [ "$h" = login ]; then
-    host_runs login munged || in_host login munged --socket="$d/munge/munge.socket.2" \
-      --key-file="$d/munge/munge.key" --pid-file="$d/run/munged.pid" --log-file="$d/log/munged.log" \
-      --seed-file="$d/munge/munge.seed" --force </dev/null || die "munged did not start"
-  fi
-  host_runs "$h" sshd "$d/hosts/$h/sshd_config" || in_host "$h" /usr/sbin/sshd -f "$d/hosts/$h/sshd_config" \
-    -E "$d/log/sshd-$h.log" </dev/null || die "sshd on $h did not start (see $d/log/sshd-$h.log)"
-  if [ "$h" = login ]; then
-    host_runs login slurmctld || in_host login slurmctld -i </dev/null >>"$d/log/slurmctld.out" 2>&1 ||
-      die "slurmctld did not start (see $d/log/slurmctld.log)"
-  else
-    host_runs "$h" slurmd || in_host "$h" slurmd </dev/null >>"$d/log/slurmd-$h.out" 2>&1 ||
-      die "slurmd on $h did not start (see $d/log/slurmd-$h.log)"
-  fi
-  local deadline=$((SECONDS + WAIT_S)) state=""
-  until [ "$(ssh -F "$d/ssh_config" -o ConnectTimeout=2 "$h" hostname 2>/dev/null)" = "$h" ]; do
-    [ $SECONDS -lt $deadline ] || die "sshd on $h did not accept connections within ${WAIT_S}s"
-    sleep 0.1
-  done
-  [ "$h" = login ] && return 0
-  # idle, or mix/alloc: a job of another test may hold it; "idle*" (not responding) is not back
-  while :; do
-    state=$(in_host login sinfo -h -N -n "$h" -o %t 2>/dev/null | sort -u | tr -d '[:space:]') || true
-    case "$state" in idle | mix | alloc) return 0 ;; esac
-    [ $SECONDS -lt $deadline ] || die "slurm did not take $h back within ${WAIT_S}s (sinfo: ${state:-no answer})"
-    sleep 0.1
-  done
-}
-
 fail() {
   log "error: $*"
   log "tearing the half-built lab down"
@@ -512,6 +455,5 @@ case "${1:-}" in
   up) do_up ;;
   down) do_down ;;
   status) do_status ;;
-  revive) do_revive "${2:-}" ;;
-  *) echo "usage: $0 up|down|status|revive HOST" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
 esac

@@ -80,10 +80,7 @@ def _workspace(tmp_path: Path, name: str, text: str) -> Path:
     return ws
 
 
-def _cli(lab: Lab, ws: Path, file: str, fn: str, where: list[str], *extra: str, nproc: int = 2) -> list[str]:
-    """``profile FILE FN`` across the nodes, ``nproc`` ranks each: 2 where the ranks'
-    layout is asserted, 1 where a test asserts how the job ends or a node is named (each
-    rank costs seconds of CPU to start on the 2 cores the lab's hosts share)."""
+def _cli(lab: Lab, ws: Path, file: str, fn: str, where: list[str], *extra: str) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -93,7 +90,7 @@ def _cli(lab: Lab, ws: Path, file: str, fn: str, where: list[str], *extra: str, 
         fn,
         *where,
         "--nproc",
-        str(nproc),
+        "2",
         "--ssh-config",
         str(lab.ssh_config),
         "--remote-python",
@@ -171,7 +168,7 @@ def _start_slow(lab: Lab, tmp_path: Path, where: list[str], *extra: str) -> tupl
     ws = _workspace(tmp_path, "slow.py", SLOW)
     log = tmp_path / "cli.log"
     proc = subprocess.Popen(
-        _cli(lab, ws, "slow.py", "slow", where, *extra, nproc=1),
+        _cli(lab, ws, "slow.py", "slow", where, *extra),
         stdout=subprocess.DEVNULL,
         stderr=log.open("w"),
         stdin=subprocess.DEVNULL,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.nodes.test_across_nodes import SLOW, _cli, _job_left, _workspace
-from tests.support.lab import Lab
+from tests.support.lab import Lab, lab_up
 from tests.support.procs import wait_for
 
 pytestmark = pytest.mark.nodes
@@ -67,7 +67,7 @@ def test_a_node_that_dies_is_named(lab: Lab, tmp_path: Path, how: str):
     log = tmp_path / "cli.log"
     where = ["--hosts", "node1,node2"] if how == "hosts" else ["--slurm", "login", "--nodes", "2"]
     proc = subprocess.Popen(
-        _cli(lab, ws, "slow.py", "slow", where, nproc=1),
+        _cli(lab, ws, "slow.py", "slow", where),
         stdout=subprocess.DEVNULL,
         stderr=log.open("w"),
         stdin=subprocess.DEVNULL,
@@ -82,7 +82,7 @@ def test_a_node_that_dies_is_named(lab: Lab, tmp_path: Path, how: str):
     finally:
         if proc.poll() is None:
             proc.kill()
-        lab.revive("node2")  # its sshd and slurmd again (no rebuild: 8-14 s under load)
+        lab_up()  # brings node2 back (a fresh lab)
     assert code != 0
     (line,) = _errors(log.read_text())
     assert line.startswith("trainium-lens: node2:"), log.read_text()[-2000:]

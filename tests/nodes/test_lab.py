@@ -207,7 +207,7 @@ def test_scancel_leaves_no_job_and_no_process(lab: Lab):
 def test_nothing_new_listens_in_the_root_namespace(lab: Lab):
     # An ssh session through the ProxyCommand is open while we look.
     with subprocess.Popen(lab.ssh_argv("node1", "sleep 5"), stdin=subprocess.DEVNULL) as held:
-        wait_for(lambda: "sleep 5" in lab.procs_on("node1").values(), 20, "the ssh session runs its command")
+        time.sleep(1)
         now = _listeners()
         lab_pids = _lab_processes(held.pid)
         held.kill()

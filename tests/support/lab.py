@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,18 +67,30 @@ class Lab:
             out[int(entry)] = raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()
         return out
 
-    def revive(self, host: str, seconds: float = 90) -> None:
-        """Start ``host``'s daemons that a test killed (its sshd, its slurmd: a node
-        made to die, a lost slurmd) the way scripts/lab-nodes.sh starts them, in that
-        host's namespaces, and wait until it answers over ssh and the controller has a
-        node back (``ReturnToService=2``): ``lab-nodes.sh revive``. The lab stays up: no
-        rebuild (seconds under load), so what the dead daemons left is still there for
-        the test to see go."""
-        res = subprocess.run(
-            ["bash", str(SCRIPT), "revive", host], capture_output=True, text=True, timeout=seconds
-        )
-        if res.returncode != 0:
-            raise AssertionError(f"{host} did not come back ({res.returncode}): {res.stderr[-2000:]}")
+    def restart_slurmd(self, host: str, seconds: float = 60) -> None:
+        """Start ``host``'s slurmd again (after a test killed it) the way
+        scripts/lab-nodes.sh starts it, in that host's namespaces, and wait until the
+        controller has the node back (``ReturnToService=2``). The lab stays up: no
+        rebuild, so what the dead slurmd left is still there for the test to see go."""
+        lab_dir = self.ssh_config.parent
+        if not any(cmd.split()[:1] == ["slurmd"] for cmd in self.procs_on(host).values()):
+            holder = (lab_dir / "run" / f"holder-{host}.pid").read_text().strip()
+            with open(lab_dir / "log" / f"slurmd-{host}.out", "a") as out:
+                subprocess.run(
+                    ["nsenter", "--target", holder, "--net", "--uts", "--mount", "--", "slurmd"],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=out,
+                    check=True,
+                    timeout=seconds,
+                )
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            res = self.run(self.login, f"sinfo -h -N -n {host} -o %t", timeout=20)
+            if res.stdout.strip() in ("idle", "mix", "alloc"):
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"{host}'s slurmd did not come back within {seconds:g} s")
 
     def squeue(self) -> list[str]:
         """The jobs slurm knows of, one ``<id> <state> <name>`` line each."""
