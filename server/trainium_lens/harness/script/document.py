@@ -14,6 +14,7 @@ from typing import Any
 from trainium_lens.harness.attribution import build
 from trainium_lens.harness.eager.hits import add_hits
 from trainium_lens.harness.eager.origin import add_origins
+from trainium_lens.harness.script.reference import chosen_steps
 
 
 def function_of(run: Any, wall: list[float]) -> dict:
@@ -113,10 +114,12 @@ def add_script_fields(run: Any, doc: dict) -> None:
         "reference_after": len(after),
     }
     doc["script"].update(framework_fields(run.samples))
-    if run.data_site is not None and run.data_waits:
+    keep = chosen_steps([k for k, _ in run.before], [k for k, _ in run.after], run.window_last)
+    waits = [w for k, w in run.data_waits.items() if k in keep]  # the wall's own steps
+    if run.data_site is not None and waits:
         file, line = run.data_site
         file = _shown(file, os.path.abspath(run.spec.workspace_root))
-        doc["script"].update(data_wait_us=statistics.median(run.data_waits), data_file=file, data_line=line)
+        doc["script"].update(data_wait_us=statistics.median(waits), data_file=file, data_line=line)
 
 
 def framework_fields(samples: list[dict]) -> dict:

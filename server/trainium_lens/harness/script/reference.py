@@ -33,8 +33,13 @@ def chosen(
     before: list[tuple[int, float]], after: list[tuple[int, float]], window_last: int
 ) -> tuple[list[float], list[float]]:
     """The walls (µs) of the reference: ``before``/``after`` are (step, wall) pairs."""
-    steady_before = [w for k, w in before if k >= 3]
-    steady_after = [w for k, w in after if k > window_last + 1 + SETTLE]
-    if len(steady_before) + len(steady_after) >= ENOUGH:
-        return steady_before, steady_after
-    return [w for _, w in before], [w for _, w in after]
+    keep = chosen_steps([k for k, _ in before], [k for k, _ in after], window_last)
+    return [w for k, w in before if k in keep], [w for k, w in after if k in keep]
+
+
+def chosen_steps(before: list[int], after: list[int], window_last: int) -> set[int]:
+    """The reference's step numbers among those timed before and after the window:
+    each figure of the reference (its wall, its wait for data) is a median over
+    these same steps, so a step's wait never outweighs its wall."""
+    steady = {k for k in before if k >= 3} | {k for k in after if k > window_last + 1 + SETTLE}
+    return steady if len(steady) >= ENOUGH else set(before) | set(after)

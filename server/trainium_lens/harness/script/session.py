@@ -90,7 +90,7 @@ class ScriptRun:
         # the step's wait for data, timed in the unprofiled reference steps
         self.data_step = 0.0
         self.data_site: tuple[str, int] | None = None
-        self.data_waits: list[float] = []
+        self.data_waits: dict[int, float] = {}  # step -> its wait (µs)
 
     # -- setup ------------------------------------------------------------------
     def install(self) -> None:
@@ -184,10 +184,10 @@ class ScriptRun:
             self.samples[-1]["delay_us"] = None if d is None or self.d0 is None else d - self.d0
         elif wall is not None and 2 <= k < self.first:
             self.before.append((k, wall))
-            self.data_waits.append(self.data_step * 1e6)
+            self.data_waits[k] = self.data_step * 1e6
         elif wall is not None and self.window_last + 1 < k <= last:
             self.after.append((k, wall))
-            self.data_waits.append(self.data_step * 1e6)
+            self.data_waits[k] = self.data_step * 1e6
         self.data_step = 0.0
         if k == self.first - 2:
             self.optimizers.watch()

@@ -4,7 +4,7 @@ and every step timed when those are too few."""
 
 from __future__ import annotations
 
-from trainium_lens.harness.script.reference import AFTER, SETTLE, chosen, last_timed
+from trainium_lens.harness.script.reference import AFTER, SETTLE, chosen, chosen_steps, last_timed
 
 
 def test_step_2_and_the_settling_steps_are_left_out() -> None:
@@ -26,3 +26,13 @@ def test_a_short_script_falls_back_on_every_step_timed() -> None:
     after = [(10, 30.0), (11, 20.0), (12, 25.0)]
     assert chosen([(2, 40.0)], after, window_last=8) == ([40.0], [30.0, 20.0, 25.0])
     assert chosen([], [], window_last=8) == ([], [])
+
+
+def test_the_steps_chosen_are_the_walls_steps() -> None:
+    # every figure of the reference is over the same steps: a settling step's long
+    # wait for data must not be set against the steady steps' walls
+    before, after = [(2, 40.0), (3, 11.0)], [(9 + k, 30.0) for k in range(1, SETTLE + 3)]
+    keep = chosen_steps([k for k, _ in before], [k for k, _ in after], window_last=8)
+    b, a = chosen(before, after, window_last=8)
+    assert keep == {3, 9 + SETTLE + 1, 9 + SETTLE + 2}
+    assert b == [w for k, w in before if k in keep] and len(a) == 2
