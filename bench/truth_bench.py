@@ -94,6 +94,8 @@ def figures_of(doc: dict) -> dict:
         "exact": rec.get("profiled_us") == rec.get("reference_us"),
         "flagged": any(f["kind"] in FLAGS for f in doc.get("findings", [])),
         "wall": t.get("wall_us_median"),
+        "wall_min": t.get("wall_us_min"),
+        "before": (doc.get("stability") or {}).get("wall_before_us"),
     }
 
 

@@ -24,6 +24,7 @@ costs without the profiler (docs/protocol.md, "Schema 3").
 
 from __future__ import annotations
 
+from trainium_lens.analysis.noise import two_speeds
 from trainium_lens.model import figures
 from trainium_lens.model.evidence import Reconciliation
 from trainium_lens.model.fit import KINDS
@@ -181,8 +182,7 @@ def _speed_moved(result: Result) -> str:
     in turn (``paired.py``): each of their samples follows another variant's, a
     different condition (over 9 runs of the example on that VM they read 0.6-2.2× the
     function's own block)."""
-    t, st = result.totals, result.stability
-    before, after = (st.wall_before_us if st is not None else None), t.wall_us_min or t.wall_us_median
+    before, after = two_speeds(result)
     if not before or not after or max(before, after) <= (1 + TOLERANCE) * min(before, after):
         return ""
     profiled = sum(_compared(result))
