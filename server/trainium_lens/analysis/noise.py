@@ -229,6 +229,18 @@ def with_noise_findings(result: Result, findings: list[Finding]) -> list[Finding
     rec = result.reconciliation
     if rec is None or rec.within:
         return findings
+    if (
+        result.clock == "cpu" and abs(rec.ratio - 1) <= rec.tolerance
+    ):  # the shown sum is off (reconcile.SHOWN)
+        return findings + [
+            Finding(
+                kind=UNRECONCILED,
+                severity="info",
+                file=file,
+                line=line,
+                message=f"The profiled time per {result.unit} is off its unprofiled wall: {rec.note}.",
+            )
+        ]
     raw = f" (raw {figures.ratio(rec.raw_us / rec.reference_us)})" if rec.raw_us else ""
     # a fitted result shows figures that meet the wall by the fit (Result.fit): what is off
     # is the measurement under them, not their sum

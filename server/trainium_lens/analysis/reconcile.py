@@ -36,6 +36,9 @@ STEP_SPREAD = 2.0  # steps (or unprofiled calls) of one run this far apart: the 
 # the calibration named as the cause only when what it subtracted is at least this share of
 # the gap left: a calibration off by less than its own size cannot explain a larger gap
 CALIBRATION_SHARE = 0.5
+# cpu clock: the figure shown (fitted) held to this against the wall besides the unfitted
+# one's ``TOLERANCE``: where the fit could not bring it closer, the lines are off by that much
+SHOWN = 0.15
 
 
 def reconcile(result: Result) -> Reconciliation | None:
@@ -53,6 +56,7 @@ def reconcile(result: Result) -> Reconciliation | None:
     shown = t.self_time_us + ((t.host_time_us or 0.0) if two_sided else 0.0)
     ratio = profiled / ref_us
     within = abs(ratio - 1) <= TOLERANCE if two_sided else ratio <= 1 + TOLERANCE
+    shown_off = two_sided and result.fit is not None and abs(shown / ref_us - 1) > SHOWN
     raw = t.self_cpu_us + host if result.calibration is not None and t.self_cpu_us != ops else None
     return Reconciliation(
         reference=reference,
@@ -61,9 +65,21 @@ def reconcile(result: Result) -> Reconciliation | None:
         raw_us=raw,
         ratio=ratio,
         tolerance=TOLERANCE,
-        within=within,
-        note=_note(result, ratio, two_sided),
+        within=within and not shown_off,
+        note=_shown_off(shown, ref_us) if within and shown_off else _note(result, ratio, two_sided),
         shown_us=shown if abs(shown - profiled) > 1e-9 * max(shown, 1.0) else None,
+    )
+
+
+def _shown_off(shown: float, ref_us: float) -> str:
+    """The unfitted figure within its tolerance, the figure shown (after the fit) not within
+    ``SHOWN`` of the wall: the fit bounds what read above the wall, it never adds what the
+    profile did not see. Seen on nanoGPT's training step (2-core VM): 12.9 ms shown, its
+    wall 16.2 ms, an independent timer 15.3 ms."""
+    return (
+        f"the figures shown add up to {figures.ratio(shown / ref_us)} the unprofiled wall per call "
+        f"({figures.time_us(shown)} against {figures.time_us(ref_us)}; held to ±{SHOWN:.0%}): the fit to "
+        "the wall only bounds what read above it, so the lines are low by about that much; profile again"
     )
 
 

@@ -148,6 +148,8 @@ def test_hints_on_exactly_the_attributed_lines(profiled):
         label = profiled.hints[stat.line - 1]
         assert label.startswith("⏱ ") and " cpu · " in label  # CPU time says so
         parts = label.split(" · ")
+        if any(f.kind == "noisy_measurement" for f in result.findings):  # a loaded machine
+            assert parts.pop() == "⚠ noisy", label  # said last, after the figures
         marker = roofline_format.marker(result, stat)  # the line's roofline, last (docs/roofline.md)
         assert marker and parts[-1] == marker
         assert parts[-2] == f"{int(stat.calls)} op{'s' if stat.calls != 1 else ''}"
@@ -169,10 +171,15 @@ def test_dispatch_finding_is_a_diagnostic_in_the_naive_function(profiled):
     result = stored(profiled)
     body = range(result.function.line, result.function.line + 5)  # 1-based def..return
     kinds = {(d.code, d.range.start.line + 1) for d in profiled.diagnostics}
-    # (overhead_bound or memory_bound replace the dispatch hint where the roofline says so)
-    assert any(
-        code in ("dispatches", "overhead_bound", "memory_bound") and line in body for code, line in kinds
-    ), kinds
+    if any(f.kind == "noisy_measurement" for f in result.findings):
+        # judged noisy (a loaded machine): the timing-based hints are withheld and the
+        # warning is the diagnostic, on the function's line (analysis/noise.py)
+        assert ("noisy_measurement", result.function.line) in kinds, kinds
+        assert not [c for c, _ in kinds if c in ("dispatches", "overhead_bound", "memory_bound")], kinds
+    else:  # (overhead_bound or memory_bound replace the dispatch hint where the roofline says so)
+        assert any(
+            code in ("dispatches", "overhead_bound", "memory_bound") and line in body for code, line in kinds
+        ), kinds
     assert all(d.source == "Trainium Lens" for d in profiled.diagnostics)
     heat = [h for h in profiled.heat if h["lines"]][-1]
     assert {h["line"] for h in heat["lines"]} == set(profiled.hints)
