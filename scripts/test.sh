@@ -71,6 +71,7 @@ summary() {
   for s in "${steps[@]}"; do echo "  $s"; done
   printf '  %-26s %4ds  %s\n' total $(($(date +%s) - started)) "$([ "$rc" = 0 ] && echo ok || echo "FAILED ($rc)")"
   [ -z "$speed" ] || echo "  this machine: $speed"
+  [ -z "${idle_share:-}" ] || echo "  cores idle in the parallel step: ${idle_share}%"
 }
 trap summary EXIT
 
@@ -147,15 +148,21 @@ low() { # low COMMAND...: run it at a low CPU weight
   fi
 }
 
-# 1. The independent tests in parallel, the static checks beside them. One worker more
-#    than cores: the lab's worker mostly waits (on nodes, SLURM, timeouts). The checks ran
+# 1. The independent tests in parallel, the static checks beside them. Two workers more
+#    than cores: the lab's worker mostly waits (on nodes, SLURM, timeouts), and so do the
+#    tests that stop a run at its timeout or wait for ranks to start (the summary's "cores
+#    idle" line says how much of the step the cores were left idle). The checks ran
 #    alone before: mostly one process at a time, they left a core idle for 90 s (vmstat,
 #    clone run 19); beside the tests that core is the tests'.
 beside check.sh bash scripts/check.sh
 rc=0
-step "pytest (parallel)" "${PYTEST[@]}" -n "${TEST_WORKERS:-$(($(nproc) + 1))}" --dist loadgroup \
+cpu_ticks() { awk '/^cpu /{print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
+read -r idle0 all0 <<<"$(cpu_ticks)"
+step "pytest (parallel)" "${PYTEST[@]}" -n "${TEST_WORKERS:-$(($(nproc) + 2))}" --dist loadgroup \
   -m "not serial and not xla" "$@" || rc=$?
 counted $rc
+read -r idle1 all1 <<<"$(cpu_ticks)"
+idle_share=$(((idle1 - idle0) * 100 / (all1 - all0 + 1)))
 checks=0
 joined check.sh || checks=$?
 if [ -f "$CPU_LOG" ]; then .venv/bin/python -m tests.support.cpu_time "$CPU_LOG" --top 15 || true; fi
