@@ -81,9 +81,7 @@ def test_busy_cpu_is_recorded_and_judged_by_its_own_evidence(tmp_path):
     if noisy:
         (warning,) = noisy
         assert warning.severity == "warning" and warning.line == busy.function.line
-        # its evidence: the waits, or its own calls slower after the steps than before them
-        assert "withheld" in warning.message
-        assert "waited for a CPU" in warning.message or "slower after the profiled steps" in warning.message
+        assert "waited for a CPU" in warning.message and "withheld" in warning.message
         assert "dispatches" not in kinds  # timing-based findings are withheld
     else:  # the figures held: enough clean steps, and a wall they reconcile with
         assert st.steps_clean >= 3, (st, kinds)

@@ -124,7 +124,10 @@ def test_a_shown_figure_the_fit_could_not_bring_to_the_wall_is_unreconciled():
     assert "the figures shown add up to 0.8× the unprofiled wall per call" in rec.note, rec.note
     assert "12.9 ms against 16.2 ms; held to ±15%" in rec.note, rec.note
     (note,) = [f for f in analyze(r) if f.kind == "unreconciled"]
-    assert note.message.startswith("The profiled time per call is off its unprofiled wall: the figures shown")
+    assert note.message.startswith("The profiled time per call is 0.8× (raw 1×) the unprofiled wall"), (
+        note.message
+    )
+    assert "within ±25%, but the figures shown add up to 0.8×" in note.message, note.message
     # 10% low: within both
     close = _fitted(ops_read=11000.0, host_read=3550.0, ops=11000.0, host=3550.0, wall=16166.0)
     assert close.reconciliation.within
