@@ -148,18 +148,19 @@ low() { # low COMMAND...: run it at a low CPU weight
   fi
 }
 
-# 1. The independent tests in parallel, the static checks beside them. Two workers more
-#    than cores: the lab's worker mostly waits (on nodes, SLURM, timeouts), and so do the
-#    tests that stop a run at its timeout or wait for ranks to start. On a slow 2-core
-#    machine (`import torch` 2.5-2.8 s of CPU), back to back: 3 workers 1,262 s, 4 workers
-#    1,209 s with the cores idle 0% of the step (the summary's "cores idle" line). The checks ran
+# 1. The independent tests in parallel, the static checks beside them. One worker more
+#    than cores: the lab's worker mostly waits (on nodes, SLURM, timeouts). Not two: on a
+#    slow 2-core machine (`import torch` 2.5-2.8 s of CPU), back to back, 3 workers took
+#    1,262 s and 4 took 1,209 and 1,260 s with the cores idle 0% of the step (the summary's
+#    "cores idle" line: the step is CPU-bound), and under the added contention a 2-rank
+#    job's start outlasted a test's 20 s timeout. The checks ran
 #    alone before: mostly one process at a time, they left a core idle for 90 s (vmstat,
 #    clone run 19); beside the tests that core is the tests'.
 beside check.sh bash scripts/check.sh
 rc=0
 cpu_ticks() { awk '/^cpu /{print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
 read -r idle0 all0 <<<"$(cpu_ticks)"
-step "pytest (parallel)" "${PYTEST[@]}" -n "${TEST_WORKERS:-$(($(nproc) + 2))}" --dist loadgroup \
+step "pytest (parallel)" "${PYTEST[@]}" -n "${TEST_WORKERS:-$(($(nproc) + 1))}" --dist loadgroup \
   -m "not serial and not xla" "$@" || rc=$?
 counted $rc
 read -r idle1 all1 <<<"$(cpu_ticks)"

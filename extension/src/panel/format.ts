@@ -103,7 +103,10 @@ export function reconciledText(r: ResultDoc): string | null {
   const note = rec.note ? `; ${rec.note}` : "";
   // the figure shown meets the wall by its fit: the ratio is the unfitted figure's (model/fit.py)
   const unfitted = rec.shown_us !== undefined && rec.shown_us !== null ? "unfitted " : "";
-  return `${unfitted}${shownText(rec, "ratio", ratio)} the ${ref} (${rec.within ? "within" : "outside"} ${tol}${note})`;
+  // within the ratio's tolerance yet not reconciled: the figure shown or the host's speed did not hold
+  const held = r.clock === "cpu" && Math.abs(rec.ratio - 1) <= rec.tolerance;
+  const verdict = rec.within ? `within ${tol}` : held ? `within ${tol}, not reconciled` : `outside ${tol}`;
+  return `${unfitted}${shownText(rec, "ratio", ratio)} the ${ref} (${verdict}${note})`;
 }
 
 /** What one figure is of (model/result.py `Result.unit`): a call, or a script's step. */

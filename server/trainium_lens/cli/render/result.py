@@ -171,6 +171,8 @@ def _trust_lines(result: Result, style: Style) -> list[str]:
         )
         tol = f"±{rec.tolerance:.0%}" if result.clock == "cpu" else f"at most +{rec.tolerance:.0%}"
         verdict = f"within {tol}" if rec.within else f"OUTSIDE {tol}"
+        if not rec.within and result.clock == "cpu" and abs(rec.ratio - 1) <= rec.tolerance:
+            verdict = f"within {tol}, NOT RECONCILED"  # the figure shown or the host's speed did not hold
         verdict += f"; {rec.note}" if rec.note else ""
         fit = result.fit if result.clock == "cpu" else None
         host = result.totals.host_time_us if result.clock == "cpu" else None

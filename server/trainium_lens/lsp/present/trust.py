@@ -27,6 +27,8 @@ def reconciled(result: Result) -> str | None:
     ref = "device-side span" if rec.reference == "device_span" else "unprofiled wall"
     tol = f"±{rec.tolerance:.0%}" if result.clock == "cpu" else f"at most +{rec.tolerance:.0%}"
     verdict = f"within {tol}" if rec.within else f"**outside** {tol}"
+    if not rec.within and result.clock == "cpu" and abs(rec.ratio - 1) <= rec.tolerance:
+        verdict = f"within {tol}, **not reconciled**"  # the figure shown or the host's speed did not hold
     note = f"; {escape(rec.note)}" if rec.note else ""
     unfitted = "unfitted " if rec.shown_us is not None else ""  # the figure shown meets the wall by its fit
     return (
