@@ -193,19 +193,21 @@ def with_noise_findings(result: Result, findings: list[Finding]) -> list[Finding
     rec = result.reconciliation
     if rec is None or rec.within:
         return findings
+    return findings + [
+        Finding(kind=UNRECONCILED, severity="info", file=file, line=line, message=_unreconciled(result))
+    ]
+
+
+def _unreconciled(result: Result) -> str:
+    """The ``unreconciled`` note's words: by how much, what it means for the lines, why."""
+    rec = result.reconciliation
+    assert rec is not None
     raw = f" (raw {figures.ratio(rec.raw_us / rec.reference_us)})" if rec.raw_us else ""
+    said = f"The profiled time per {result.unit}"
     if result.clock == "cpu" and abs(rec.ratio - 1) <= rec.tolerance:
         # the ratio held; the figure shown (reconcile.SHOWN) or the host's speed did not
-        return findings + [
-            Finding(
-                kind=UNRECONCILED,
-                severity="info",
-                file=file,
-                line=line,
-                message=f"The profiled time per {result.unit} is {figures.ratio(rec.ratio)}{raw} the "
-                f"unprofiled wall, within ±{rec.tolerance:.0%}, but {rec.note}.",
-            )
-        ]
+        held = f"within ±{rec.tolerance:.0%}"
+        return f"{said} is {figures.ratio(rec.ratio)}{raw} the unprofiled wall, {held}, but {rec.note}."
     # a fitted result shows figures that meet the wall by the fit (Result.fit): what is off
     # is the measurement under them, not their sum
     unfitted = ", before its fit to the wall," if rec.shown_us is not None else ""
@@ -216,17 +218,10 @@ def with_noise_findings(result: Result, findings: list[Finding]) -> list[Finding
         else "per-line figures are off by about that much"
     )
     tolerance = f"±{rec.tolerance:.0%}" if result.clock == "cpu" else f"at most +{rec.tolerance:.0%}"
-    return findings + [
-        Finding(
-            kind=UNRECONCILED,
-            severity="info",
-            file=file,
-            line=line,
-            message=f"The profiled time per {result.unit}{unfitted} is {figures.ratio(rec.ratio)}{raw} the "
-            f"unprofiled {_reference(rec.reference)} (tolerance {tolerance}): {consequence}"
-            + (f": {rec.note}." if rec.note else "."),
-        )
-    ]
+    return (
+        f"{said}{unfitted} is {figures.ratio(rec.ratio)}{raw} the unprofiled {_reference(rec.reference)} "
+        f"(tolerance {tolerance}): {consequence}" + (f": {rec.note}." if rec.note else ".")
+    )
 
 
 def _load_notes(result: Result) -> list[Finding]:
