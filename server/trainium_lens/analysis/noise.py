@@ -135,6 +135,22 @@ def evidence(result: Result) -> list[str]:
     return host + failed if failed else []
 
 
+def _fix(st: Stability | None) -> str:
+    """What to do about a noisy run. Torch's intra-op threads on every core beside an outside
+    load wait on each other in every op (OpenMP's barriers: a thread descheduled for the
+    other job holds the rest): on the 2-core VM, nanoGPT's forward, timed without the tool
+    beside one CPU spinner, read 188–192 ms on 2 threads and 3.8–3.9 ms on 1 (2.5–4.2 ms with
+    no spinner; docs/accuracy.md)."""
+    fix = "profile again on a quieter machine, or with more active steps"
+    if st is None or not st.threads or not st.cpus or st.threads < st.cpus or not outside_load(st):
+        return fix
+    left = max(1, st.cpus - math.ceil(st.others_cores or 0.0))
+    return (
+        f"{fix}; or leave torch the cores the other load does not use (OMP_NUM_THREADS={left}): "
+        f"its {st.threads} threads on {st.cpus} cores beside that load wait for each other in every op"
+    )
+
+
 def _cautioned(f: Finding) -> Finding:
     """A straggler compares the ranks of one run with each other: a host too busy for
     steady figures (often the ranks' own contention for its cores) still shows a
@@ -185,7 +201,7 @@ def with_noise_findings(result: Result, findings: list[Finding]) -> list[Finding
                     file=file,
                     line=line,
                     message="Noisy measurement: " + "; ".join(why) + f". The figures are unreliable{said}.",
-                    fix="profile again on a quieter machine, or with more active steps",
+                    fix=_fix(result.stability),
                 )
             ]
         )

@@ -114,6 +114,7 @@ class Stability:
     job_cores: float | None = None
     job_processes: int | None = None
     cpus: int | None = None  # the CPUs this process may run on
+    threads: int | None = None  # torch's intra-op threads (cpu clock): noise.py's hint under outside load
     outside_top: list[str] = field(default_factory=list)  # "comm (pid N) 0.98 cores", most first
     # pressure stall information over the window (/proc/pressure), share of its wall; and
     # the hypervisor's steal time, in cores. None: the host does not provide it

@@ -169,6 +169,19 @@ def test_a_busy_run_is_noisy_with_its_evidence_and_timing_findings_withheld():
     assert "unreconciled" not in kinds(r)  # the noise explains the ratio
 
 
+def test_a_noisy_run_whose_torch_threads_fill_every_core_beside_the_load_is_told_to_leave_one():
+    # torch's 2 threads on 2 cores beside an outside job: OpenMP's waits (docs/accuracy.md)
+    every_core = dict(BUSY, cpus=2, threads=2)
+    (noisy,) = [
+        f for f in _result(400.0, 100.0, stability=every_core).findings if f.kind == "noisy_measurement"
+    ]
+    assert "OMP_NUM_THREADS=1" in (noisy.fix or "") and "2 threads on 2 cores" in (noisy.fix or "")
+    # one thread already leaves a core to the load; without the thread count nothing is said
+    for st in (dict(BUSY, cpus=2, threads=1), BUSY):
+        (noisy,) = [f for f in _result(400.0, 100.0, stability=st).findings if f.kind == "noisy_measurement"]
+        assert "OMP_NUM_THREADS" not in (noisy.fix or "")
+
+
 def test_a_busy_host_whose_figures_hold_is_not_noisy():
     busy_host = dict(QUIET, others_cores=1.8, run_delay_share=0.2)
     r = _result(105.0, 100.0, stability=busy_host)

@@ -132,6 +132,8 @@ def profile_call(s: Session, marked: Marked, index: int, protocol: dict, call: C
         "calls_per_step": per_step,
         "steps_used": att.steps,
     }
+    if not s.backend.device_clock:
+        stability["threads"] = torch.get_num_threads()
     artifacts = {"location": s.spec.host, "run_dir": os.path.abspath(s.spec.run_dir), "trace": trace}
     artifacts.update(s.backend.artifacts(s.spec.run_dir))
     if not device_reported and s.backend.device_profile:

@@ -325,6 +325,8 @@ class ScriptRun:
         self.trace, self.offset_us = self._export_trace(att)
         self.signals_raw = signals_raw
         self.stability_window = self.window.stop()
+        if not self.backend.device_clock:  # torch's threads: analysis/noise.py's hint under outside load
+            self.stability_window["threads"] = torch.get_num_threads()
         self.optimizers.trials(self.backend.sync, self.events)
         # the window's counts, before the work step's labels add to them
         self.counts = (dict(self.labeler.h2d), dict(self.labeler.hits.hits), self.labeler.origins.snapshot())
