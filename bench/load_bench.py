@@ -17,14 +17,18 @@ Parts (each load, each round):
   and the verdict;
 * ``example``: README's main command (``trainium-lens profile examples/rmsnorm.py``), then
   each function's independent wall (``bench/independent_wall.py``, a fresh process, same
-  load): the figure (``reconciliation.profiled_us``) against it, and whether the result is
-  flagged (``noisy_measurement``, ``outside_load``, ``unreconciled``) with which evidence.
+  load): the figure shown (ops + host) and the unfitted one against it, and whether the
+  result is flagged (``noisy_measurement``, ``outside_load``, ``unreconciled``) with which
+  evidence;
+* ``nanogpt-forward``, ``nanogpt-step``: the same on nanoGPT's forward and training step
+  (``tests/data/nanogpt/profile_gpt.py``), each profiled alone.
 
     .venv/bin/python bench/load_bench.py --rounds 3
     .venv/bin/python bench/load_bench.py --rounds 1 --loads none,membw --parts example
+    .venv/bin/python bench/load_bench.py --rounds 2 --parts nanogpt-forward,nanogpt-step
 
 Goal: ``ranks`` with ``none`` on a quiet 2-core host is not flagged and its others_cores
-holds no sibling; with ``spinner`` it is flagged naming the load; every ``example`` figure
+holds no sibling; with ``spinner`` it is flagged naming the load; every profiled figure
 outside ±15 % of its independent wall is flagged, the load named.
 """
 
@@ -43,6 +47,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+NANOGPT = ROOT / "tests" / "data" / "nanogpt"
 LOADS = {
     "none": None,
     "spinner": "while True:\n    pass\n",
@@ -50,7 +55,6 @@ LOADS = {
     "while True:\n    np.copyto(b, a)\n    np.copyto(a, b)\n",
 }
 FLAGS = ("noisy_measurement", "outside_load", "unreconciled", "shared_cores")
-FUNCTIONS = ["rms_norm_naive", "rms_norm_fused", "rms_norm_compiled"]
 MARGIN = 0.15
 
 
@@ -101,36 +105,55 @@ def ranks(tmp: Path) -> dict:
     }
 
 
-def example(tmp: Path) -> list[dict]:
-    out = tmp / "example.json"
+# part -> (workspace, file, the function profiled (None: all, as README runs it), inputs)
+CASES = {
+    "example": (ROOT, "examples/rmsnorm.py", None, "make_inputs"),
+    "nanogpt-forward": (NANOGPT, "profile_gpt.py", "forward", "make_batch"),
+    "nanogpt-step": (NANOGPT, "profile_gpt.py", "train_step", "make_batch"),
+}
+
+
+def profiled(tmp: Path, part: str) -> list[dict]:
+    """README's main command on one case, then each function's independent wall under the
+    same load: the figure shown (ops + host, as the table prints it) and the unfitted one
+    (``fit.unfitted_us``: what the fit to the wall did not touch) against it."""
+    workspace, file, function, inputs = CASES[part]
+    out = tmp / f"{part}.json"
     out.unlink(missing_ok=True)
-    cmd = [str(BIN / "trainium-lens"), "profile", "examples/rmsnorm.py", "--no-store", "--json", str(out)]
-    subprocess.run(cmd, cwd=ROOT, env=env(), capture_output=True, timeout=600)
+    cmd = [str(BIN / "trainium-lens"), "profile", file, *([function] if function else [])]
+    cmd += ["--workspace", str(workspace), "--no-store", "--json", str(out)]
+    subprocess.run(cmd, cwd=workspace, env=env(), capture_output=True, timeout=900)
     if not out.exists():
         return [{"error": "no result"}]
+    docs = json.loads(out.read_text())
     rows = []
-    for doc in json.loads(out.read_text()):
+    for doc in docs if isinstance(docs, list) else [docs]:
         name = doc["function"]["name"]
         timer = subprocess.run(
-            [sys.executable, str(ROOT / "bench" / "independent_wall.py"), "examples/rmsnorm.py", name]
-            + ["make_inputs", "--calls", "300"],
-            cwd=ROOT,
+            [sys.executable, str(ROOT / "bench" / "independent_wall.py"), file, name, inputs]
+            + ["--root", str(workspace), "--calls", "300" if function is None else "100"],
+            cwd=workspace,
             env=env(),
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=600,
         )
-        independent = json.loads(timer.stdout)["median_us"] if timer.returncode == 0 else None
-        rec, st = doc.get("reconciliation") or {}, doc["stability"]
-        figure = rec.get("profiled_us")
-        ratio = figure / independent if figure and independent else None
+        last = timer.stdout.strip().splitlines()[-1:] if timer.returncode == 0 else []
+        independent = json.loads(last[0])["median_us"] if last else None  # the model prints first
+        t, st = doc["totals"], doc["stability"]
+        shown = t["self_time_us"] + (t.get("host_time_us") or 0.0)
+        unfitted = (doc.get("fit") or {}).get("unfitted_us", shown)
+        ratio = shown / independent if independent else None
         flags = verdict(doc)
         rows.append(
             {
                 "function": name,
-                "figure_us": round(figure, 2) if figure else None,
+                "shown_us": round(shown, 2),
+                "unfitted_us": round(unfitted, 2),
                 "independent_us": round(independent, 2) if independent else None,
+                "wall_us": t.get("wall_us_median"),  # the tool's own unprofiled wall
                 "ratio": round(ratio, 3) if ratio else None,
+                "unfitted_ratio": round(unfitted / independent, 3) if independent else None,
                 "off": ratio is not None and abs(ratio - 1) > MARGIN,
                 "flagged": any(f.split(":")[0] in FLAGS[:3] for f in flags),
                 "others_cores": st.get("others_cores"),
@@ -156,7 +179,7 @@ def main() -> None:
                     loadavg = Path("/proc/loadavg").read_text().split()[0]
                     proc = start_load(load)
                     try:
-                        got = ranks(tmp) if part == "ranks" else example(tmp)
+                        got = ranks(tmp) if part == "ranks" else profiled(tmp, part)
                     finally:
                         stop_load(proc)
                     record = {"round": r, "load": load, "part": part, "loadavg_before": loadavg, "got": got}
