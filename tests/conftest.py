@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -17,6 +18,14 @@ DATA = ROOT / "tests" / "data"  # fixture sources (line numbers matter: never re
 
 # Fixtures of one area live in their own module; pytest loads them from here.
 pytest_plugins = ["tests.support.sshd", "tests.support.lab"]
+
+# A suite started in the background by a shell without job control (`cmd &` in a script,
+# `nohup`) inherits SIGINT ignored (POSIX), and so would every process it starts: the tests
+# that stop a run with Ctrl-C would signal a CLI that never hears it (a fresh-clone CI started
+# that way failed three of them, each timing out). A Python handler resets to the default at
+# exec, so the processes the tests start hear SIGINT as a user's terminal sends it.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # The harness runs as a subprocess with the same interpreter as the tests.
 PYTHON = sys.executable
