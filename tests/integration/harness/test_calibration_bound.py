@@ -79,7 +79,14 @@ def test_a_high_calibration_reading_subtracts_only_what_the_wall_leaves_room_for
     # fitted to the wall, was compared with that wall).
     assert rec.profiled_us == pytest.approx(fit.ops_us + fit.host_us) == pytest.approx(fit.unfitted_us)
     assert not rec.within and rec.ratio < 0.75, (rec.ratio, rec.note)
-    assert "calibration" in rec.note, rec.note
+    if rec.note.startswith("the unprofiled wall was disturbed"):
+        # the run's own evidence comes first (analysis/reconcile._note): its unprofiled calls
+        # mostly waited for a CPU, or varied past STEP_SPREAD — a VM whose speed moved 2.6×
+        # within the calls (fresh-clone CI, `import torch` 2.3 s of CPU) — and a disturbed wall
+        # says nothing of the calibration
+        assert not wall_clean or "varied" in rec.note, rec.note
+    else:
+        assert "calibration" in rec.note, rec.note
     if raw_sum <= t.wall_us_median or not wall_clean:
         # nothing for the wall to bound: the reading is used as read, and said to be
         assert cal.per_depth_read_us is None, why
@@ -116,7 +123,15 @@ def test_a_low_calibration_reading_is_raised_to_the_wall_on_a_run_that_held_one_
     if not steady or cal.per_depth_read_us is None:
         assert not steady or t.self_time_us <= t.wall_us_median, "ops above a steady wall, not raised"
         return
-    assert cal.per_depth_us > cal.per_depth_read_us
+    if cal.per_depth_us < cal.per_depth_read_us:
+        # the rule's other side (build.calibration_kept): this run's raw sum read above its wall
+        # and the calibrated one below it, so the wall bounded the subtraction instead — the
+        # host's speed moved between the calibration's reading and the run (seen in 1 of 8 runs
+        # on a slow VM); the fit says which rule applied
+        assert result.fit is not None
+        (part,) = [p for p in result.fit.parts if p.kind.startswith("calibration")]
+        assert part.kind == "calibration_bounded" and part.us > 0
+        return
     at_cap = abs(cal.per_depth_us - 1.5 * cal.per_depth_read_us) <= 1e-4  # stored to 0.1 ns
     # raised until the ops meet the wall (within the solver's 1%), or to the cap
     assert at_cap or t.self_time_us == pytest.approx(t.wall_us_median, rel=0.03)
