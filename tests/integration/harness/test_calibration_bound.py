@@ -1,9 +1,13 @@
 """A calibration that reads high is bounded by the unprofiled wall, on a real run, and
 the reconciliation, which compares the figure the fit did not touch, fails:
 the harness as a target runs it, on the bundled fused RMSNorm, with one stand-in —
-the calibration's reading multiplied by 4 (``sitecustomize`` below). A high reading
+the calibration's reading multiplied by 8 (``sitecustomize`` below). A high reading
 happens on this VM (0.108–0.247 µs per level across runs) but not on demand; the
-stand-in makes it certain, the rest of the run is real."""
+stand-in makes it certain, the rest of the run is real. Eight, not four: the extra a
+factor subtracts is (factor − 1) × the profiler's real cost, a smaller share of the
+figure on a slower host; 4× left a fresh CI machine's unfitted figure at 0.77× its wall,
+inside the ±25% the reconciliation allows (the check cannot fail on an error smaller
+than its tolerance). 8× leaves at most about 0.54× there."""
 
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ def _scaled(*args):
 
 calibrate._calibrate = _scaled
 """
-HIGH_READING = READING.format(factor=4)
+HIGH_READING = READING.format(factor=8)
 
 
 def _run_fused(tmp_path, reading: str):
@@ -70,10 +74,10 @@ def test_a_high_calibration_reading_subtracts_only_what_the_wall_leaves_room_for
     # the test checks that the harness applied the rule to what it measured.
     raw_sum = t.self_cpu_us + (cal.host_read_us or 0.0)
     wall_clean = st.timing_clean >= (st.timing_calls + 1) // 2
-    assert t.self_cpu_us > t.self_time_us  # raw figures stay raw; the 4x reading took its share
+    assert t.self_cpu_us > t.self_time_us  # raw figures stay raw; the 8x reading took its share
     fit, rec = result.fit, reconcile(result)
     assert fit is not None and rec is not None
-    # The check the fit did not make: the ops with the 4x calibration as read, plus the host
+    # The check the fit did not make: the ops with the 8x calibration as read, plus the host
     # time as read, against the wall. The reading is wrong, so the check fails, whichever
     # side of the rule the run landed on (before the fit block it passed: the figure shown,
     # fitted to the wall, was compared with that wall).
