@@ -22,6 +22,7 @@ median call. Printed per function and canary, over the blocks:
   Under 1.15 in every block: the canary could hold a figure to ±15%.
 
     .venv/bin/python bench/host_speed_bench.py --blocks 16
+    .venv/bin/python bench/host_speed_bench.py --blocks 16 --cpus 1   # one CPU, one thread
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import math
+import os
 import statistics
 import sys
 import time
@@ -94,7 +96,12 @@ def main() -> None:
     ap.add_argument("--pause", type=float, default=2.0, help="seconds between blocks")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of 10 calls each per block")
     ap.add_argument("--only", help="only the functions whose label contains this text")
+    ap.add_argument("--cpus", help="pin this process to these CPUs (e.g. 1), torch on that many threads")
     args = ap.parse_args()
+    if args.cpus:
+        cpus = {int(c) for c in args.cpus.split(",")}
+        os.sched_setaffinity(0, cpus)
+        torch.set_num_threads(len(cpus))
     fns = {
         label: function(ws, file, name, inputs)
         for label, ws, file, name, inputs in FUNCTIONS
@@ -108,7 +115,10 @@ def main() -> None:
     with open("/proc/loadavg") as fh:
         load_avg = " ".join(fh.read().split()[:3])
     threads = torch.get_num_threads()
-    print(f"{args.blocks} blocks {args.pause} s apart; load average {load_avg}; torch threads {threads}")
+    cpus = sorted(os.sched_getaffinity(0))
+    print(
+        f"{args.blocks} blocks {args.pause} s apart; load average {load_avg}; threads {threads}; CPUs {cpus}"
+    )
     blocks: list[dict[str, float]] = []
     for _ in range(args.blocks):
         calls: dict[str, list[float]] = {k: [] for k in every}
