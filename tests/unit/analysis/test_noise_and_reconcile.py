@@ -344,6 +344,18 @@ def test_the_same_calls_at_two_speeds_are_named_not_the_profiler():
     ).reconciliation
     assert not beyond.within and "speed moved" not in beyond.note, beyond.note
     assert beyond.note.startswith("its steps varied"), beyond.note
+    # beyond both with steady steps: nothing else explains it, and the note does not call
+    # the host steady (the fused variant: 58.3 µs before, 25.9 µs after, 92.6 µs profiled)
+    unexplained = _result(
+        92.6,
+        26.0,
+        stability=dict(QUIET, wall_before_us=58.3),
+        step_us=[92.0, 93.0, 92.5, 92.8, 92.6],
+        host=0.0,
+    ).reconciliation
+    assert not unexplained.within and unexplained.note.startswith("cause unknown"), unexplained.note
+    assert "58.3 µs just before the profiled steps and 26 µs after them" in unexplained.note, unexplained.note
+    assert "steady" not in unexplained.note
     # within the tolerance nothing is said of speeds at all
     fine = _result(21.0, 20.0, stability=moved, step_us=[21.0] * 5, host=0.0).reconciliation
     assert fine.within and "speed" not in fine.note
